@@ -1,0 +1,377 @@
+//! The subcommands. Each parses its arguments, calls the engine and returns JSON.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use lethe_engine::lifecycle::{self, ListQuery, NewMemory, ProcedureFields, RememberOutcome};
+use lethe_engine::{audit, forgetting, store, time, Error, Result, Settings, Tier};
+use serde_json::{json, Value};
+
+#[derive(Parser, Debug)]
+#[command(name = "lethe", version, about = "See and steer what your AI agents remember and forget")]
+pub struct Cli {
+    /// Database file (default: $LETHE_DB, else the platform data dir).
+    #[arg(long, global = true)]
+    pub db: Option<PathBuf>,
+    /// Evaluate as if it were this instant (ISO-8601).
+    #[arg(long, global = true)]
+    pub now: Option<String>,
+    /// Who is acting (`user`, `agent:<name>`).
+    #[arg(long, global = true, default_value = "user")]
+    pub actor: String,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Store a memory (or CAS-update a procedural one with --memory-id --expected-version).
+    Remember(RememberArgs),
+    /// Read one memory with its explained ForgetScore (does not count as usage).
+    Show {
+        id: String,
+    },
+    /// A page of memories.
+    List(ListArgs),
+    /// Scores without content.
+    Score {
+        ids: Vec<String>,
+        #[arg(long)]
+        all: bool,
+    },
+    /// One policy batch.
+    Forget {
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Soft delete (default) or hard delete with --hard --confirm.
+    Delete {
+        id: String,
+        #[arg(long)]
+        reason: Option<String>,
+        #[arg(long)]
+        hard: bool,
+        #[arg(long)]
+        confirm: bool,
+    },
+    Restore {
+        id: String,
+    },
+    Pin {
+        id: String,
+    },
+    Unpin {
+        id: String,
+    },
+    Importance {
+        id: String,
+        value: f64,
+    },
+    Edit {
+        id: String,
+        #[arg(long)]
+        content: String,
+    },
+    /// An agent used the memory.
+    Cite {
+        id: String,
+    },
+    /// Soft-deleted memories.
+    Quarantine,
+    /// The audit log, newest first.
+    Events {
+        #[arg(long)]
+        memory: Option<String>,
+        #[arg(long)]
+        action: Option<String>,
+        #[arg(long = "by")]
+        by_actor: Option<String>,
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+    },
+    /// Replace a tool observation's content by a memo, keeping the bytes.
+    Archive {
+        id: String,
+        #[arg(long)]
+        memo: String,
+    },
+    Unarchive {
+        archive_no: i64,
+    },
+    /// Counts per tier and meta-memory summary.
+    Stats,
+    /// Read or change policy settings.
+    Settings {
+        key: Option<String>,
+        value: Option<String>,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct RememberArgs {
+    #[arg(long = "type")]
+    pub tier: Option<String>,
+    #[arg(long)]
+    pub content: Option<String>,
+    #[arg(long)]
+    pub content_file: Option<PathBuf>,
+    #[arg(long)]
+    pub importance: Option<f64>,
+    #[arg(long)]
+    pub tags: Option<String>,
+    #[arg(long)]
+    pub source: Option<String>,
+    #[arg(long)]
+    pub pinned: bool,
+    #[arg(long)]
+    pub session: Option<String>,
+    #[arg(long)]
+    pub project: Option<String>,
+    #[arg(long)]
+    pub created_at: Option<String>,
+    #[arg(long)]
+    pub task_goal: Option<String>,
+    #[arg(long)]
+    pub steps: Option<String>,
+    #[arg(long)]
+    pub trigger_conditions: Option<String>,
+    #[arg(long)]
+    pub workflow_name: Option<String>,
+    #[arg(long)]
+    pub skill_name: Option<String>,
+    #[arg(long)]
+    pub supersedes: Option<String>,
+    #[arg(long)]
+    pub memory_id: Option<String>,
+    #[arg(long)]
+    pub expected_version: Option<i64>,
+}
+
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    #[arg(long = "type")]
+    pub tier: Option<String>,
+    #[arg(long)]
+    pub deleted: bool,
+    #[arg(long)]
+    pub pinned: bool,
+    #[arg(long, default_value = "created")]
+    pub sort: String,
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
+    #[arg(long, default_value_t = 0)]
+    pub offset: usize,
+    #[arg(long)]
+    pub session: Option<String>,
+    #[arg(long)]
+    pub project: Option<String>,
+}
+
+/// The default database path: `$LETHE_DB`, else `<data dir>/lethe/memory.db`.
+pub fn default_db_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("LETHE_DB").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .unwrap_or_else(|| PathBuf::from("."));
+    base.join("lethe").join("memory.db")
+}
+
+pub fn open_db(path: &Option<PathBuf>) -> Result<rusqlite_conn::Connection> {
+    let path = path.clone().unwrap_or_else(default_db_path);
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    store::open(&path)
+}
+
+/// Re-exported so this crate does not name rusqlite directly.
+pub mod rusqlite_conn {
+    pub type Connection = lethe_engine::store::Connection;
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<Value> {
+    Ok(serde_json::to_value(v)?)
+}
+
+pub fn parse_json_arg(name: &str, raw: &Option<String>) -> Result<Option<Value>> {
+    match raw {
+        None => Ok(None),
+        Some(r) => {
+            serde_json::from_str(r).map(Some).map_err(|e| Error::invalid(format!("--{name} is not valid JSON: {e}")))
+        }
+    }
+}
+
+pub fn split_list(raw: &Option<String>) -> Vec<String> {
+    raw.as_deref()
+        .map(|s| s.split(',').map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect())
+        .unwrap_or_default()
+}
+
+fn remember(conn: &mut rusqlite_conn::Connection, a: &RememberArgs, actor: &str, now: time::Instant) -> Result<Value> {
+    let content = match (&a.content, &a.content_file) {
+        (Some(c), None) => c.clone(),
+        (None, Some(f)) => {
+            let bytes = std::fs::read(f)?;
+            String::from_utf8(bytes).map_err(|_| Error::invalid(format!("{} is not valid UTF-8 text", f.display())))?
+        }
+        (Some(_), Some(_)) => return Err(Error::invalid("give --content or --content-file, not both")),
+        (None, None) => return Err(Error::invalid("--content or --content-file is required")),
+    };
+    let tier: Tier = a.tier.as_deref().ok_or_else(|| Error::invalid("--type is required"))?.parse()?;
+    let m = NewMemory {
+        tier,
+        content,
+        importance: a.importance,
+        tags: split_list(&a.tags),
+        source: a.source.clone(),
+        pinned: a.pinned,
+        privacy_scope: None,
+        owner_id: Some(actor.to_string()),
+        session_id: a.session.clone(),
+        project_id: a.project.clone(),
+        created_at: a.created_at.as_deref().map(time::parse).transpose()?,
+        procedure: ProcedureFields {
+            task_goal: a.task_goal.clone(),
+            steps: parse_json_arg("steps", &a.steps)?,
+            trigger_conditions: parse_json_arg("trigger-conditions", &a.trigger_conditions)?,
+            workflow_name: a.workflow_name.clone(),
+            skill_name: a.skill_name.clone(),
+        },
+        supersedes: split_list(&a.supersedes),
+    };
+    if a.memory_id.is_some() || a.expected_version.is_some() {
+        return Err(Error::invalid("--memory-id/--expected-version updates need the procedural module"));
+    }
+    let out: RememberOutcome = lifecycle::remember(conn, &m, actor, now)?;
+    to_json(&out)
+}
+
+pub fn run(cli: Cli) -> Result<Option<Value>> {
+    let now = match &cli.now {
+        Some(n) => time::parse(n)?,
+        None => chrono::Utc::now(),
+    };
+    let actor = cli.actor.as_str();
+    lethe_engine::model::validate_actor(actor)?;
+    let mut conn = open_db(&cli.db)?;
+    let conn = &mut conn;
+    let v = match &cli.command {
+        Command::Remember(a) => remember(conn, a, actor, now)?,
+        Command::Show { id } => to_json(&lethe_engine::detail(conn, id, now, None)?)?,
+        Command::List(a) => {
+            let q = ListQuery {
+                tier: a.tier.as_deref().map(str::parse).transpose()?,
+                deleted: Some(a.deleted),
+                pinned: a.pinned.then_some(true),
+                sort: a.sort.parse()?,
+                min_score: None,
+                max_score: None,
+                session: a.session.clone(),
+                project: a.project.clone(),
+                limit: a.limit,
+                offset: a.offset,
+            };
+            let s = Settings::load(conn)?;
+            let snap = forgetting::Snapshot::load(conn)?;
+            to_json(&forgetting::list(conn, &snap, &q, &s, now)?)?
+        }
+        Command::Score { ids, all } => {
+            let s = Settings::load(conn)?;
+            let ids: Vec<String> = if *all || ids.is_empty() {
+                let snap = forgetting::Snapshot::load(conn)?;
+                snap.rows.iter().filter(|r| !r.is_deleted).map(|r| r.id.clone()).collect()
+            } else {
+                ids.clone()
+            };
+            let mut items = Vec::with_capacity(ids.len());
+            for id in ids {
+                let f = forgetting::score_one(conn, &id, &s, now)?;
+                items.push(json!({
+                    "id": id, "features": f.features, "components": f.components, "forget_score": f.forget_score,
+                    "reasons": f.reasons, "would_forget": f.would_forget,
+                }));
+            }
+            json!({ "items": items })
+        }
+        Command::Forget { dry_run } => {
+            to_json(&forgetting::run_batch(conn, &forgetting::BatchOptions::new(now, *dry_run))?)?
+        }
+        Command::Delete { id, reason, hard, confirm } => {
+            if *hard {
+                to_json(&lifecycle::hard_delete(conn, id, *confirm, reason.as_deref(), actor, now)?)?
+            } else {
+                to_json(&lifecycle::soft_delete(conn, id, reason.as_deref(), actor, now)?)?
+            }
+        }
+        Command::Restore { id } => {
+            lifecycle::restore(conn, id, actor, now)?;
+            to_json(&lethe_engine::detail(conn, id, now, None)?)?
+        }
+        Command::Pin { id } => {
+            lifecycle::pin(conn, id, actor, now)?;
+            to_json(&lethe_engine::detail(conn, id, now, None)?)?
+        }
+        Command::Unpin { id } => {
+            lifecycle::unpin(conn, id, actor, now)?;
+            to_json(&lethe_engine::detail(conn, id, now, None)?)?
+        }
+        Command::Importance { id, value } => {
+            lifecycle::set_importance(conn, id, *value, actor, now)?;
+            to_json(&lethe_engine::detail(conn, id, now, None)?)?
+        }
+        Command::Edit { id, content } => {
+            lifecycle::edit(conn, id, content, actor, now)?;
+            to_json(&lethe_engine::detail(conn, id, now, None)?)?
+        }
+        Command::Cite { id } => {
+            lifecycle::cite(conn, id, actor, now)?;
+            to_json(&lethe_engine::detail(conn, id, now, None)?)?
+        }
+        Command::Quarantine => {
+            let s = Settings::load(conn)?;
+            json!({ "items": forgetting::quarantine(conn, &s, now)? })
+        }
+        Command::Events { memory, action, by_actor, limit } => {
+            let f = audit::EventFilter {
+                memory_id: memory.clone(),
+                action: action.clone(),
+                actor: by_actor.clone(),
+                limit: *limit,
+            };
+            json!({ "items": audit::list_events(conn, &f)? })
+        }
+        Command::Archive { id, memo } => to_json(&lethe_engine::archive::archive(conn, id, memo, actor, now)?)?,
+        Command::Unarchive { archive_no } => {
+            to_json(&lethe_engine::archive::unarchive(conn, *archive_no, actor, now)?)?
+        }
+        Command::Stats => {
+            let s = Settings::load(conn)?;
+            let snap = forgetting::Snapshot::load(conn)?;
+            to_json(&forgetting::stats(conn, &snap, &s, now)?)?
+        }
+        Command::Settings { key, value } => {
+            let s = Settings::load(conn)?;
+            match (key, value) {
+                (None, _) => to_json(&s)?,
+                (Some(k), None) => {
+                    let all = to_json(&s)?;
+                    let mut slot = &all;
+                    for part in k.split('.') {
+                        slot = slot.get(part).ok_or_else(|| Error::invalid(format!("unknown setting {k:?}")))?;
+                    }
+                    json!({ k.clone(): slot.clone() })
+                }
+                (Some(k), Some(v)) => {
+                    let new = s.with_value(k, v)?;
+                    to_json(&Settings::store(conn, &new, actor, now)?)?
+                }
+            }
+        }
+    };
+    Ok(Some(v))
+}

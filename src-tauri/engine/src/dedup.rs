@@ -1,0 +1,177 @@
+//! Content similarity for the duplication feature D (DESIGN §3): Jaccard similarity of word
+//! shingles, with MinHash signatures banded for locality-sensitive hashing so that finding
+//! near-copies stays sub-quadratic. Signatures are computed at write time and stored.
+
+use std::collections::HashSet;
+
+use sha2::{Digest, Sha256};
+
+/// 16 bands of 4 rows: pairs with Jaccard ≥ 0.5 become candidates with probability ≥ 0.64,
+/// pairs at 0.8 with probability 0.9996; every candidate is then checked exactly.
+pub const BANDS: usize = 16;
+pub const ROWS: usize = 4;
+const HASHES: usize = BANDS * ROWS;
+
+/// Lowercased words of letters and digits.
+pub fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(|w| w.to_lowercase()).collect()
+}
+
+/// The normalised form used for exact-duplicate detection at write time.
+pub fn normalized(text: &str) -> String {
+    words(text).join(" ")
+}
+
+pub fn content_hash(text: &str) -> String {
+    let digest = Sha256::digest(normalized(text).as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// Hashed word bigrams (a single word for one-word texts).
+pub fn shingles(text: &str) -> HashSet<u64> {
+    let w = words(text);
+    let mut out = HashSet::with_capacity(w.len());
+    if w.len() == 1 {
+        out.insert(fnv1a(w[0].as_bytes()));
+    }
+    for pair in w.windows(2) {
+        let mut h = fnv1a(pair[0].as_bytes());
+        h ^= fnv1a(pair[1].as_bytes()).rotate_left(17).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        out.insert(h);
+    }
+    out
+}
+
+/// Exact Jaccard similarity of two shingle sets (0 when both are empty).
+pub fn jaccard(a: &HashSet<u64>, b: &HashSet<u64>) -> f64 {
+    if a.is_empty() && b.is_empty() {
+        return 0.0;
+    }
+    let inter = a.intersection(b).count();
+    let union = a.len() + b.len() - inter;
+    inter as f64 / union as f64
+}
+
+pub fn similarity(a: &str, b: &str) -> f64 {
+    jaccard(&shingles(a), &shingles(b))
+}
+
+fn mix(x: u64, seed: u64) -> u64 {
+    // splitmix64 finaliser over the shingle xor a per-hash seed: a cheap, well-spread family.
+    let mut z = x ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The LSH band keys of a text: `BANDS` 32-bit keys, stored as 64 bytes.
+pub fn band_keys(text: &str) -> Vec<u8> {
+    let sh = shingles(text);
+    let mut mins = [u64::MAX; HASHES];
+    for s in &sh {
+        for (i, m) in mins.iter_mut().enumerate() {
+            let h = mix(*s, i as u64 + 1);
+            if h < *m {
+                *m = h;
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(BANDS * 4);
+    for b in 0..BANDS {
+        let mut h: u64 = 0x51_7cc1_b727_220a ^ b as u64;
+        for r in 0..ROWS {
+            h = mix(h ^ mins[b * ROWS + r], 0x2545_f491);
+        }
+        // An empty text gets no useful keys; make them unique-ish so they match nothing real.
+        let key = if sh.is_empty() { 0 } else { (h >> 32) as u32 | 1 };
+        out.extend_from_slice(&key.to_le_bytes());
+    }
+    out
+}
+
+pub fn band_key(bands: &[u8], band: usize) -> u32 {
+    let i = band * 4;
+    if bands.len() < i + 4 {
+        return 0;
+    }
+    u32::from_le_bytes([bands[i], bands[i + 1], bands[i + 2], bands[i + 3]])
+}
+
+/// Candidate pairs (indices into `sigs`) sharing at least one band key. Works band by band on
+/// a sorted vector, so memory stays linear and time O(n log n) per band.
+pub fn candidate_pairs(sigs: &[&[u8]]) -> Vec<(u32, u32)> {
+    let mut pairs: Vec<(u32, u32)> = Vec::new();
+    let mut keyed: Vec<(u32, u32)> = Vec::with_capacity(sigs.len());
+    for band in 0..BANDS {
+        keyed.clear();
+        keyed.extend(sigs.iter().enumerate().map(|(i, s)| (band_key(s, band), i as u32)).filter(|(k, _)| *k != 0));
+        keyed.sort_unstable();
+        let mut start = 0;
+        while start < keyed.len() {
+            let mut end = start + 1;
+            while end < keyed.len() && keyed[end].0 == keyed[start].0 {
+                end += 1;
+            }
+            // A huge bucket means a degenerate text shared by many rows (e.g. boilerplate);
+            // cap the pairs it contributes so a pathological file cannot go quadratic.
+            let bucket = &keyed[start..end];
+            let limit = bucket.len().min(64);
+            for i in 0..limit {
+                for j in (i + 1)..limit {
+                    let (a, b) = (bucket[i].1, bucket[j].1);
+                    pairs.push((a.min(b), a.max(b)));
+                }
+            }
+            start = end;
+        }
+    }
+    pairs.sort_unstable();
+    pairs.dedup();
+    pairs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn near_copies_share_a_band_and_score_high() {
+        let a = "Deploy rollback: run kubectl rollout undo on the api deployment, then check the health endpoint";
+        let b = "Deploy rollback: run kubectl rollout undo on the api deployment and then check the health endpoint";
+        let s = similarity(a, b);
+        assert!(s > 0.7, "near copies are similar, got {s}");
+        let sa = band_keys(a);
+        let sb = band_keys(b);
+        let pairs = candidate_pairs(&[&sa, &sb]);
+        assert_eq!(pairs, vec![(0, 1)], "LSH finds the near copy");
+    }
+
+    #[test]
+    fn unrelated_texts_are_not_candidates() {
+        let a = band_keys("The auth service signs tokens with Ed25519 keys rotated monthly");
+        let b = band_keys("Docker volumes need the uid of the container user to be writable");
+        assert!(candidate_pairs(&[&a, &b]).is_empty());
+        assert!(similarity("the auth service", "docker volumes need") < 0.01);
+    }
+
+    #[test]
+    fn exact_hash_ignores_case_and_punctuation() {
+        assert_eq!(content_hash("Auth uses Ed25519."), content_hash("auth  uses ed25519"));
+        assert_ne!(content_hash("auth uses ed25519"), content_hash("auth uses rsa"));
+    }
+
+    #[test]
+    fn identical_text_has_similarity_one() {
+        assert_eq!(similarity("a b c d", "a b c d"), 1.0);
+        assert_eq!(similarity("", ""), 0.0);
+    }
+}

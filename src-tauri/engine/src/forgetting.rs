@@ -1,0 +1,654 @@
+//! Scoring every memory at once (with duplication from LSH candidates), the policy batch
+//! (DESIGN §4), quarantine, listing and statistics built on it.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant as Clock;
+
+use rusqlite::{params, Connection};
+use serde::Serialize;
+
+use crate::audit::{self, EventSpec};
+use crate::decay::{self, ForgetScore, ScoreInput};
+use crate::dedup;
+use crate::error::{Error, Result};
+use crate::lifecycle::{self, ListQuery, MemoryRow, Page, SortBy};
+use crate::model::{self, Tier};
+use crate::settings::Settings;
+use crate::store::write_tx;
+use crate::time::{self, Instant};
+
+/// One memory as the scorer sees it (no content).
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub rowid: i64,
+    pub id: String,
+    pub tier: Tier,
+    pub created_at: Instant,
+    pub last_accessed: Option<Instant>,
+    pub views: i64,
+    pub cites: i64,
+    pub edits: i64,
+    pub importance: f64,
+    pub pinned: bool,
+    pub session_id: Option<String>,
+    pub project_id: Option<String>,
+    pub deleted_at: Option<String>,
+    pub is_deleted: bool,
+}
+
+/// All memories of a file with the similar pairs among the active ones. Time- and
+/// settings-independent, so it can be cached until the data changes and scored at any `now`.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub rows: Vec<Row>,
+    /// (a, b, similarity) over indices into `rows`, both active.
+    pub pairs: Vec<(u32, u32, f64)>,
+}
+
+const ROW_SQL: &str =
+    "SELECT m.rowid, m.id, m.type, m.created_at, m.last_accessed, m.view_count, m.cite_count, m.edit_count, \
+    m.importance, m.pinned, m.session_id, m.project_id, m.is_deleted, m.deleted_at, s.bands, \
+    CASE WHEN s.bands IS NULL THEN m.content END \
+    FROM memory_item m LEFT JOIN lethe_signature s ON s.memory_id = m.id";
+
+fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(Option<Row>, Option<Vec<u8>>, Option<String>)> {
+    let tier: String = r.get(2)?;
+    let created: String = r.get(3)?;
+    let last: Option<String> = r.get(4)?;
+    let (Ok(tier), Some(created_at)) = (tier.parse::<Tier>(), time::parse_opt(Some(&created))) else {
+        // A row another program wrote with an unknown tier or date is left out of scoring
+        // rather than failing the whole file.
+        return Ok((None, None, None));
+    };
+    Ok((
+        Some(Row {
+            rowid: r.get(0)?,
+            id: r.get(1)?,
+            tier,
+            created_at,
+            last_accessed: time::parse_opt(last.as_deref()),
+            views: r.get::<_, Option<i64>>(5)?.unwrap_or(0),
+            cites: r.get::<_, Option<i64>>(6)?.unwrap_or(0),
+            edits: r.get::<_, Option<i64>>(7)?.unwrap_or(0),
+            importance: r.get::<_, Option<f64>>(8)?.unwrap_or(0.5),
+            pinned: r.get::<_, Option<i64>>(9)?.unwrap_or(0) != 0,
+            session_id: r.get(10)?,
+            project_id: r.get(11)?,
+            is_deleted: r.get::<_, Option<i64>>(12)?.unwrap_or(0) != 0,
+            deleted_at: r.get(13)?,
+        }),
+        r.get(14)?,
+        r.get(15)?,
+    ))
+}
+
+fn load_contents(conn: &Connection, rowids: &[i64]) -> Result<HashMap<i64, String>> {
+    let mut out = HashMap::with_capacity(rowids.len());
+    let mut stmt = conn.prepare_cached("SELECT content FROM memory_item WHERE rowid = ?1")?;
+    for r in rowids {
+        let c: String = stmt.query_row([r], |row| row.get(0))?;
+        out.insert(*r, c);
+    }
+    Ok(out)
+}
+
+impl Snapshot {
+    pub fn load(conn: &Connection) -> Result<Snapshot> {
+        let mut stmt = conn.prepare(ROW_SQL)?;
+        let mut rows = Vec::new();
+        let mut sigs: Vec<Vec<u8>> = Vec::new();
+        let mut active_idx: Vec<u32> = Vec::new();
+        let mut iter = stmt.query([])?;
+        while let Some(r) = iter.next()? {
+            let (row, bands, content) = read_row(r)?;
+            let Some(row) = row else { continue };
+            // Rows without a stored signature (written by memento) get one computed here.
+            let bands = bands.unwrap_or_else(|| dedup::band_keys(content.as_deref().unwrap_or("")));
+            if !row.is_deleted {
+                active_idx.push(rows.len() as u32);
+                sigs.push(bands);
+            }
+            rows.push(row);
+        }
+        let sig_refs: Vec<&[u8]> = sigs.iter().map(|s| s.as_slice()).collect();
+        let cand = dedup::candidate_pairs(&sig_refs);
+        // Exact Jaccard on the candidates only.
+        let mut needed: Vec<i64> = cand
+            .iter()
+            .flat_map(|(a, b)| {
+                [rows[active_idx[*a as usize] as usize].rowid, rows[active_idx[*b as usize] as usize].rowid]
+            })
+            .collect();
+        needed.sort_unstable();
+        needed.dedup();
+        let contents = load_contents(conn, &needed)?;
+        let shingles: HashMap<i64, HashSet<u64>> = contents.iter().map(|(k, v)| (*k, dedup::shingles(v))).collect();
+        let mut pairs = Vec::with_capacity(cand.len());
+        for (a, b) in cand {
+            let (ia, ib) = (active_idx[a as usize], active_idx[b as usize]);
+            let sim = dedup::jaccard(&shingles[&rows[ia as usize].rowid], &shingles[&rows[ib as usize].rowid]);
+            if sim > 0.0 {
+                pairs.push((ia, ib, sim));
+            }
+        }
+        Ok(Snapshot { rows, pairs })
+    }
+
+    /// Duplication and its source per row at `now` (DESIGN §3 dominance rule).
+    pub fn duplication(&self, s: &Settings, now: Instant) -> Vec<(f64, Option<u32>)> {
+        let mut d: Vec<(f64, Option<u32>)> = vec![(0.0, None); self.rows.len()];
+        for &(a, b, sim) in &self.pairs {
+            let (ra, rb) = (&self.rows[a as usize], &self.rows[b as usize]);
+            let (winner, loser) = if dominates(ra, rb, s, now) { (a, b) } else { (b, a) };
+            let slot = &mut d[loser as usize];
+            if sim > slot.0 {
+                *slot = (sim, Some(winner));
+            }
+        }
+        d
+    }
+
+    /// Score inputs for every row at `now`.
+    pub fn inputs(&self, s: &Settings, now: Instant) -> Vec<ScoreInput> {
+        let d = self.duplication(s, now);
+        self.rows
+            .iter()
+            .zip(d)
+            .map(|(r, (dup, of))| input_of(r, dup, of.map(|i| self.rows[i as usize].id.clone())))
+            .collect()
+    }
+
+    /// Just the numbers, for listings, what-if and the batch.
+    pub fn scores(&self, s: &Settings, now: Instant) -> Vec<f64> {
+        let d = self.duplication(s, now);
+        self.rows.iter().zip(d).map(|(r, (dup, _))| decay::score_value(&input_of(r, dup, None), s, now)).collect()
+    }
+}
+
+fn input_of(r: &Row, duplication: f64, duplicate_of: Option<String>) -> ScoreInput {
+    ScoreInput {
+        tier: r.tier,
+        created_at: r.created_at,
+        last_accessed: r.last_accessed,
+        views: r.views,
+        cites: r.cites,
+        edits: r.edits,
+        importance: r.importance,
+        pinned: r.pinned,
+        duplication,
+        duplicate_of,
+    }
+}
+
+fn row_usage(r: &Row, s: &Settings, now: Instant) -> f64 {
+    decay::usage(r.last_accessed.map(|t| time::days_between(t, now)), r.views, r.cites, r.edits, s.access_decay_days)
+}
+
+/// Whether `a` dominates `b`: pinned, else more important, else more used, else older, else
+/// written first. Total, so of two near-copies exactly one carries the duplication.
+pub fn dominates(a: &Row, b: &Row, s: &Settings, now: Instant) -> bool {
+    if a.pinned != b.pinned {
+        return a.pinned;
+    }
+    if a.importance != b.importance {
+        return a.importance > b.importance;
+    }
+    let (ua, ub) = (row_usage(a, s, now), row_usage(b, s, now));
+    if ua != ub {
+        return ua > ub;
+    }
+    if a.created_at != b.created_at {
+        return a.created_at < b.created_at;
+    }
+    a.rowid < b.rowid
+}
+
+/// The explained score of one memory, with duplication against the other active memories.
+pub fn score_one(conn: &Connection, id: &str, s: &Settings, now: Instant) -> Result<ForgetScore> {
+    let mut stmt = conn.prepare_cached(&format!("{ROW_SQL} WHERE m.id = ?1"))?;
+    let (row, bands, content) = stmt.query_row([id], read_row).map_err(|e| match e {
+        rusqlite::Error::QueryReturnedNoRows => Error::NotFound(format!("memory {id}")),
+        e => Error::Db(e),
+    })?;
+    let row = row.ok_or_else(|| Error::invalid(format!("memory {id} has an unreadable type or created_at")))?;
+    let content = match content {
+        Some(c) => c,
+        None => conn.query_row("SELECT content FROM memory_item WHERE id = ?1", [id], |r| r.get(0))?,
+    };
+    let bands = bands.unwrap_or_else(|| dedup::band_keys(&content));
+    let keys: HashSet<u32> = (0..dedup::BANDS).map(|b| dedup::band_key(&bands, b)).filter(|k| *k != 0).collect();
+    let mine = dedup::shingles(&content);
+    let mut best: (f64, Option<String>) = (0.0, None);
+    let mut cand = conn.prepare_cached(
+        "SELECT s.memory_id, s.bands FROM lethe_signature s JOIN memory_item m ON m.id = s.memory_id \
+         WHERE COALESCE(m.is_deleted, 0) = 0 AND s.memory_id <> ?1",
+    )?;
+    let mut others = Vec::new();
+    let mut q = cand.query([id])?;
+    while let Some(r) = q.next()? {
+        let b: Vec<u8> = r.get(1)?;
+        if (0..dedup::BANDS).any(|i| keys.contains(&dedup::band_key(&b, i))) {
+            others.push(r.get::<_, String>(0)?);
+        }
+    }
+    for other in others {
+        let (orow, _, _) = stmt.query_row([&other], read_row)?;
+        let Some(orow) = orow else { continue };
+        if !dominates(&orow, &row, s, now) {
+            continue;
+        }
+        let c: String = conn.query_row("SELECT content FROM memory_item WHERE id = ?1", [&other], |r| r.get(0))?;
+        let sim = dedup::jaccard(&mine, &dedup::shingles(&c));
+        if sim > best.0 {
+            best = (sim, Some(other));
+        }
+    }
+    Ok(decay::forget_score(&input_of(&row, best.0, best.1), s, now))
+}
+
+/// Pages of memories, filtered and sorted; the score of every row is computed.
+pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now: Instant) -> Result<Page> {
+    let scores = snap.scores(s, now);
+    let want_deleted = q.deleted.unwrap_or(false);
+    let mut idx: Vec<usize> = (0..snap.rows.len())
+        .filter(|&i| {
+            let r = &snap.rows[i];
+            r.is_deleted == want_deleted
+                && q.tier.is_none_or(|t| t == r.tier)
+                && q.pinned.is_none_or(|p| p == r.pinned)
+                && q.session.as_deref().is_none_or(|v| r.session_id.as_deref() == Some(v))
+                && q.project.as_deref().is_none_or(|v| r.project_id.as_deref() == Some(v))
+                && q.min_score.is_none_or(|m| scores[i] >= m)
+                && q.max_score.is_none_or(|m| scores[i] <= m)
+        })
+        .collect();
+    let rows = &snap.rows;
+    match q.sort {
+        SortBy::Score => idx.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(rows[a].rowid.cmp(&rows[b].rowid))),
+        SortBy::Created => {
+            idx.sort_by(|&a, &b| rows[b].created_at.cmp(&rows[a].created_at).then(rows[b].rowid.cmp(&rows[a].rowid)))
+        }
+        SortBy::Importance => idx.sort_by(|&a, &b| {
+            rows[b].importance.total_cmp(&rows[a].importance).then(rows[a].rowid.cmp(&rows[b].rowid))
+        }),
+    }
+    let total = idx.len();
+    let limit = if q.limit == 0 { 50 } else { q.limit.min(10_000) };
+    let mut stmt = conn.prepare_cached("SELECT content, workflow_name, tags FROM memory_item WHERE rowid = ?1")?;
+    let mut items = Vec::new();
+    for &i in idx.iter().skip(q.offset).take(limit) {
+        let r = &rows[i];
+        let (content, workflow_name, tags): (String, Option<String>, Option<String>) =
+            stmt.query_row([r.rowid], |x| Ok((x.get(0)?, x.get(1)?, x.get(2)?)))?;
+        items.push(MemoryRow {
+            id: r.id.clone(),
+            tier: r.tier,
+            preview: model::preview(&content, 200),
+            importance: r.importance,
+            pinned: r.pinned,
+            created_at: time::format(r.created_at),
+            last_accessed: r.last_accessed.map(time::format),
+            is_deleted: r.is_deleted,
+            deleted_at: r.deleted_at.clone(),
+            forget_score: scores[i],
+            would_forget: decay::would_forget(scores[i], s),
+            session_id: r.session_id.clone(),
+            project_id: r.project_id.clone(),
+            workflow_name,
+            tags: model::parse_tags(tags.as_deref()),
+        });
+    }
+    Ok(Page { total, items })
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TierCounts {
+    pub active: usize,
+    pub quarantined: usize,
+    pub pinned: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stats {
+    pub tiers: std::collections::BTreeMap<String, TierCounts>,
+    pub total_active: usize,
+    pub total_quarantined: usize,
+    /// Active memories at or above the lower edge of the review band.
+    pub at_risk: usize,
+    /// Active memories the batch would forget now.
+    pub would_forget: usize,
+    pub meta: crate::meta::MetaSummary,
+}
+
+pub fn stats(conn: &Connection, snap: &Snapshot, s: &Settings, now: Instant) -> Result<Stats> {
+    let scores = snap.scores(s, now);
+    let mut tiers: std::collections::BTreeMap<String, TierCounts> =
+        Tier::ALL.iter().map(|t| (t.to_string(), TierCounts::default())).collect();
+    let (mut active, mut quarantined, mut at_risk, mut forget) = (0, 0, 0, 0);
+    for (r, sc) in snap.rows.iter().zip(&scores) {
+        let c = tiers.get_mut(r.tier.as_str()).expect("every tier has an entry");
+        if r.is_deleted {
+            c.quarantined += 1;
+            quarantined += 1;
+        } else {
+            c.active += 1;
+            active += 1;
+            if r.pinned {
+                c.pinned += 1;
+            }
+            if *sc >= s.review_band_low - decay::EPS {
+                at_risk += 1;
+            }
+            if decay::would_forget(*sc, s) {
+                forget += 1;
+            }
+        }
+    }
+    Ok(Stats {
+        tiers,
+        total_active: active,
+        total_quarantined: quarantined,
+        at_risk,
+        would_forget: forget,
+        meta: crate::meta::summary(conn)?,
+    })
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QuarantineItem {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub tier: Tier,
+    pub preview: String,
+    pub reason: Option<String>,
+    pub forget_score: Option<f64>,
+    pub deleted_at: Option<String>,
+    pub days_left: f64,
+}
+
+pub fn quarantine(conn: &Connection, s: &Settings, now: Instant) -> Result<Vec<QuarantineItem>> {
+    let mut stmt = conn.prepare(
+        "SELECT id, type, content, deleted_at FROM memory_item WHERE COALESCE(is_deleted, 0) = 1 ORDER BY deleted_at DESC, rowid DESC",
+    )?;
+    let rows: Vec<(String, String, String, Option<String>)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        .collect::<std::result::Result<_, _>>()?;
+    let mut out = Vec::with_capacity(rows.len());
+    for (id, tier, content, deleted_at) in rows {
+        let Ok(tier) = tier.parse::<Tier>() else { continue };
+        let (reason, score) = audit::last_soft_event(conn, &id)?.unwrap_or((None, None));
+        let since = time::parse_opt(deleted_at.as_deref()).map(|t| time::days_between(t, now)).unwrap_or(0.0);
+        out.push(QuarantineItem {
+            id,
+            tier,
+            preview: model::preview(&content, 200),
+            reason,
+            forget_score: score,
+            deleted_at,
+            days_left: (s.quarantine_days - since).max(0.0),
+        });
+    }
+    Ok(out)
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct BatchReport {
+    pub scanned: usize,
+    pub soft_deleted: Vec<String>,
+    pub review: Vec<String>,
+    pub working_gate: Vec<String>,
+    pub purged: Vec<String>,
+    pub elapsed_ms: f64,
+    pub dry_run: bool,
+}
+
+pub struct BatchOptions<'a> {
+    pub dry_run: bool,
+    pub now: Instant,
+    pub progress: Option<&'a (dyn Fn(usize, usize) + Sync)>,
+    pub cancel: Option<&'a AtomicBool>,
+    /// Actions per write transaction.
+    pub chunk: usize,
+}
+
+impl<'a> BatchOptions<'a> {
+    pub fn new(now: Instant, dry_run: bool) -> Self {
+        BatchOptions { dry_run, now, progress: None, cancel: None, chunk: 2000 }
+    }
+}
+
+enum Decision {
+    Purge(String),
+    Gate(String, String, f64),
+    Forget(String, String, f64),
+    Review(String, f64),
+    LeaveBand(String),
+}
+
+/// Stores missing similarity signatures (rows written by memento or an old import).
+pub fn ensure_signatures(conn: &mut Connection) -> Result<usize> {
+    let missing: Vec<(String, String)> = conn
+        .prepare("SELECT m.id, m.content FROM memory_item m LEFT JOIN lethe_signature s ON s.memory_id = m.id WHERE s.memory_id IS NULL")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<std::result::Result<_, _>>()?;
+    for chunk in missing.chunks(5000) {
+        write_tx(conn, |tx| {
+            let mut stmt = tx.prepare_cached(
+                "INSERT OR IGNORE INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3)",
+            )?;
+            for (id, content) in chunk {
+                stmt.execute(params![id, dedup::content_hash(content), dedup::band_keys(content)])?;
+            }
+            Ok(())
+        })?;
+    }
+    Ok(missing.len())
+}
+
+/// One policy run: purge expired quarantine, the working-memory dual gate, soft-delete at
+/// or above the threshold, one review event on entering the review band. Writes in chunks
+/// of short transactions; safe to interrupt and rerun (idempotent).
+pub fn run_batch(conn: &mut Connection, opts: &BatchOptions<'_>) -> Result<BatchReport> {
+    let started = Clock::now();
+    let now = opts.now;
+    if !opts.dry_run {
+        ensure_signatures(conn)?;
+    }
+    let s = Settings::load(conn)?;
+    let snap = Snapshot::load(conn)?;
+    let inputs = snap.inputs(&s, now);
+    let in_band: HashSet<String> = conn
+        .prepare("SELECT memory_id FROM lethe_review")?
+        .query_map([], |r| r.get(0))?
+        .collect::<std::result::Result<_, _>>()?;
+
+    let mut decisions = Vec::new();
+    let mut report = BatchReport { dry_run: opts.dry_run, ..Default::default() };
+
+    // 1. Quarantine past its days is purged for ever.
+    for r in snap.rows.iter().filter(|r| r.is_deleted) {
+        if let Some(at) = time::parse_opt(r.deleted_at.as_deref()) {
+            if time::days_between(at, now) > s.quarantine_days {
+                decisions.push(Decision::Purge(r.id.clone()));
+            }
+        }
+    }
+
+    // 2. Working-memory dual gate, per session: older than the window or beyond the last N.
+    let mut gated: HashSet<usize> = HashSet::new();
+    let mut sessions: HashMap<Option<&str>, Vec<usize>> = HashMap::new();
+    for (i, r) in snap.rows.iter().enumerate() {
+        if !r.is_deleted && !r.pinned && r.tier == Tier::Working {
+            sessions.entry(r.session_id.as_deref()).or_default().push(i);
+        }
+    }
+    for (session, mut idx) in sessions {
+        idx.sort_by(|&a, &b| {
+            snap.rows[b].created_at.cmp(&snap.rows[a].created_at).then(snap.rows[b].rowid.cmp(&snap.rows[a].rowid))
+        });
+        for (rank, &i) in idx.iter().enumerate() {
+            let r = &snap.rows[i];
+            let age_h = time::days_between(r.created_at, now) * 24.0;
+            let reason = if age_h > s.working_window_hours {
+                Some(format!("working gate: older than {} h", s.working_window_hours))
+            } else if session.is_some() && rank as i64 >= s.working_max_turns {
+                Some(format!("working gate: beyond the last {} turns of the session", s.working_max_turns))
+            } else {
+                None
+            };
+            if let Some(reason) = reason {
+                gated.insert(i);
+                let score = decay::score_value(&inputs[i], &s, now);
+                decisions.push(Decision::Gate(r.id.clone(), reason, score));
+            }
+        }
+    }
+
+    // 3. Scores.
+    for (i, r) in snap.rows.iter().enumerate() {
+        if r.is_deleted {
+            continue;
+        }
+        report.scanned += 1;
+        if gated.contains(&i) {
+            continue;
+        }
+        let f = decay::forget_score(&inputs[i], &s, now);
+        if f.would_forget {
+            decisions.push(Decision::Forget(r.id.clone(), f.reasons.join(", "), f.forget_score));
+        } else if f.forget_score >= s.review_band_low - decay::EPS {
+            if !in_band.contains(&r.id) {
+                decisions.push(Decision::Review(r.id.clone(), f.forget_score));
+            }
+        } else if in_band.contains(&r.id) {
+            decisions.push(Decision::LeaveBand(r.id.clone()));
+        }
+    }
+
+    let total = decisions.len();
+    for d in &decisions {
+        match d {
+            Decision::Purge(id) => report.purged.push(id.clone()),
+            Decision::Gate(id, ..) => report.working_gate.push(id.clone()),
+            Decision::Forget(id, ..) => report.soft_deleted.push(id.clone()),
+            Decision::Review(id, _) => report.review.push(id.clone()),
+            Decision::LeaveBand(_) => {}
+        }
+    }
+    if !opts.dry_run {
+        let chunk = opts.chunk.max(1);
+        for (n, part) in decisions.chunks(chunk).enumerate() {
+            if opts.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                return Err(Error::Cancelled);
+            }
+            write_tx(conn, |tx| {
+                for d in part {
+                    apply(tx, d, &s, now)?;
+                }
+                Ok(())
+            })?;
+            if let Some(p) = opts.progress {
+                p(((n + 1) * chunk).min(total), total);
+            }
+        }
+    }
+    if let Some(p) = opts.progress {
+        p(total, total);
+    }
+    report.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+    Ok(report)
+}
+
+fn apply(tx: &rusqlite::Transaction, d: &Decision, s: &Settings, now: Instant) -> Result<()> {
+    // Each decision re-checks the row's state inside the transaction: an agent may have
+    // restored, deleted or purged it since the scan. Such rows are skipped, not errors.
+    let still = |id: &str, deleted: bool| -> Result<bool> {
+        let n: i64 = tx
+            .prepare_cached("SELECT COUNT(*) FROM memory_item WHERE id = ?1 AND COALESCE(is_deleted, 0) = ?2")?
+            .query_row(params![id, deleted as i64], |r| r.get(0))?;
+        Ok(n > 0)
+    };
+    match d {
+        Decision::Purge(id) => {
+            if still(id, true)? {
+                lifecycle::hard_delete_tx(
+                    tx,
+                    id,
+                    &format!("quarantine older than {} days", s.quarantine_days),
+                    "quarantine-expired",
+                    "policy",
+                    now,
+                )?;
+            }
+        }
+        Decision::Gate(id, reason, score) => {
+            if still(id, false)? {
+                lifecycle::soft_delete_tx(tx, id, reason, "working-gate", Some(*score), "policy", s, now)?;
+            }
+        }
+        Decision::Forget(id, reason, score) => {
+            if still(id, false)? {
+                lifecycle::soft_delete_tx(tx, id, reason, "forget-score", Some(*score), "policy", s, now)?;
+            }
+        }
+        Decision::Review(id, score) => {
+            let inserted = tx
+                .prepare_cached("INSERT OR IGNORE INTO lethe_review (memory_id, entered_at) VALUES (?1, ?2)")?
+                .execute(params![id, time::format(now)])?;
+            if inserted > 0 {
+                audit::record_event(
+                    tx,
+                    EventSpec {
+                        memory_id: id,
+                        action: "review",
+                        reason: Some("entered the review band"),
+                        policy: Some("review-band"),
+                        forget_score: Some(*score),
+                        ttl_days: None,
+                        metadata: None,
+                    },
+                    now,
+                )?;
+            }
+        }
+        Decision::LeaveBand(id) => {
+            tx.prepare_cached("DELETE FROM lethe_review WHERE memory_id = ?1")?.execute([id])?;
+        }
+    }
+    Ok(())
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WhatIfSide {
+    pub count: usize,
+    pub ids: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WhatIf {
+    pub current: WhatIfSide,
+    pub proposed: WhatIfSide,
+    /// Forgotten under the proposal but not now.
+    pub newly_forgotten: Vec<String>,
+    /// Forgotten now but spared by the proposal.
+    pub spared: Vec<String>,
+}
+
+/// How many and which active memories each policy would forget (score rule only).
+pub fn what_if(snap: &Snapshot, current: &Settings, proposed: &Settings, now: Instant) -> Result<WhatIf> {
+    proposed.validate()?;
+    let side = |s: &Settings| -> (Vec<bool>, WhatIfSide) {
+        let scores = snap.scores(s, now);
+        let flags: Vec<bool> =
+            snap.rows.iter().zip(&scores).map(|(r, sc)| !r.is_deleted && decay::would_forget(*sc, s)).collect();
+        let ids: Vec<String> = snap.rows.iter().zip(&flags).filter(|(_, f)| **f).map(|(r, _)| r.id.clone()).collect();
+        (flags, WhatIfSide { count: ids.len(), ids })
+    };
+    let (cf, c) = side(current);
+    let (pf, p) = side(proposed);
+    let pick = |a: &[bool], b: &[bool]| -> Vec<String> {
+        snap.rows.iter().enumerate().filter(|(i, _)| a[*i] && !b[*i]).map(|(_, r)| r.id.clone()).collect()
+    };
+    Ok(WhatIf { newly_forgotten: pick(&pf, &cf), spared: pick(&cf, &pf), current: c, proposed: p })
+}

@@ -1,0 +1,608 @@
+//! The lifecycle of a memory (DESIGN §4): remember with validation and the write-time
+//! filter, read, list, edit, importance, pin, soft delete, restore, hard delete, cite, view.
+//! Every mutation commits together with its audit row.
+
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use serde::Serialize;
+
+use crate::audit::{self, EventSpec, ForgettingEvent};
+use crate::dedup;
+use crate::error::{Error, Result};
+use crate::model::{self, Memory, Tier, MEMORY_COLUMNS};
+use crate::settings::Settings;
+use crate::store::write_tx;
+use crate::time::{self, Instant};
+
+/// Procedural fields (DESIGN §5); all optional, validated when present.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProcedureFields {
+    pub task_goal: Option<String>,
+    pub steps: Option<serde_json::Value>,
+    pub trigger_conditions: Option<serde_json::Value>,
+    pub workflow_name: Option<String>,
+    pub skill_name: Option<String>,
+}
+
+impl ProcedureFields {
+    pub fn is_empty(&self) -> bool {
+        self == &ProcedureFields::default()
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if let Some(steps) = &self.steps {
+            let arr = steps.as_array().ok_or_else(|| Error::invalid("steps must be a JSON array of strings"))?;
+            if arr.is_empty() {
+                return Err(Error::invalid("steps must not be empty"));
+            }
+            if arr.len() > 200 {
+                return Err(Error::invalid("steps: at most 200 steps"));
+            }
+            for (i, s) in arr.iter().enumerate() {
+                let s = s.as_str().ok_or_else(|| Error::invalid(format!("steps[{i}] must be a string")))?;
+                if s.trim().is_empty() || s.len() > 10_000 {
+                    return Err(Error::invalid(format!("steps[{i}] must be 1–10000 bytes of text")));
+                }
+            }
+        }
+        if let Some(tc) = &self.trigger_conditions {
+            if !tc.is_object() {
+                return Err(Error::invalid("trigger_conditions must be a JSON object"));
+            }
+            if tc.to_string().len() > 64 * 1024 {
+                return Err(Error::invalid("trigger_conditions: at most 64 KiB"));
+            }
+            check_depth(tc, 0)?;
+        }
+        for (name, v) in
+            [("task_goal", &self.task_goal), ("workflow_name", &self.workflow_name), ("skill_name", &self.skill_name)]
+        {
+            if let Some(v) = v {
+                if v.trim().is_empty() || v.len() > 10_000 {
+                    return Err(Error::invalid(format!("{name} must be 1–10000 bytes of text")));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_depth(v: &serde_json::Value, depth: usize) -> Result<()> {
+    if depth > 32 {
+        return Err(Error::invalid("JSON nested deeper than 32 levels"));
+    }
+    match v {
+        serde_json::Value::Array(a) => a.iter().try_for_each(|x| check_depth(x, depth + 1)),
+        serde_json::Value::Object(o) => o.values().try_for_each(|x| check_depth(x, depth + 1)),
+        _ => Ok(()),
+    }
+}
+
+/// What an agent or a person asks to remember.
+#[derive(Debug, Clone)]
+pub struct NewMemory {
+    pub tier: Tier,
+    pub content: String,
+    pub importance: Option<f64>,
+    pub tags: Vec<String>,
+    pub source: Option<String>,
+    pub pinned: bool,
+    pub privacy_scope: Option<String>,
+    pub owner_id: Option<String>,
+    pub session_id: Option<String>,
+    pub project_id: Option<String>,
+    pub created_at: Option<Instant>,
+    pub procedure: ProcedureFields,
+    pub supersedes: Vec<String>,
+}
+
+impl NewMemory {
+    pub fn new(tier: Tier, content: impl Into<String>) -> Self {
+        NewMemory {
+            tier,
+            content: content.into(),
+            importance: None,
+            tags: Vec::new(),
+            source: None,
+            pinned: false,
+            privacy_scope: None,
+            owner_id: None,
+            session_id: None,
+            project_id: None,
+            created_at: None,
+            procedure: ProcedureFields::default(),
+            supersedes: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum RememberOutcome {
+    Stored { id: String, stored: bool, version: i64 },
+    Skipped { stored: bool, reason: String, existing_id: Option<String> },
+}
+
+impl RememberOutcome {
+    pub fn id(&self) -> Option<&str> {
+        match self {
+            RememberOutcome::Stored { id, .. } => Some(id),
+            RememberOutcome::Skipped { .. } => None,
+        }
+    }
+}
+
+pub fn validate_content(content: &str, s: &Settings) -> Result<()> {
+    if content.trim().is_empty() {
+        return Err(Error::invalid("content is empty"));
+    }
+    if content.len() > s.max_content_bytes {
+        return Err(Error::invalid(format!(
+            "content is {} bytes, more than the limit of {} bytes",
+            content.len(),
+            s.max_content_bytes
+        )));
+    }
+    if content.contains('\0') {
+        return Err(Error::invalid("content contains a NUL character"));
+    }
+    Ok(())
+}
+
+pub fn validate_importance(v: f64) -> Result<()> {
+    if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
+        return Err(Error::invalid(format!("importance must be a number in [0, 1], got {v}")));
+    }
+    Ok(())
+}
+
+fn validate_label(name: &str, v: &Option<String>) -> Result<()> {
+    if let Some(v) = v {
+        if v.is_empty() || v.len() > 200 || v.chars().any(char::is_control) {
+            return Err(Error::invalid(format!("{name} must be 1–200 printable characters")));
+        }
+    }
+    Ok(())
+}
+
+pub fn validate_tags(tags: &[String]) -> Result<()> {
+    if tags.len() > 64 {
+        return Err(Error::invalid("at most 64 tags"));
+    }
+    for t in tags {
+        if t.trim().is_empty() || t.len() > 100 || t.chars().any(char::is_control) {
+            return Err(Error::invalid(format!("tag {t:?} must be 1–100 printable characters")));
+        }
+    }
+    Ok(())
+}
+
+fn validate_new(m: &NewMemory, s: &Settings, now: Instant) -> Result<()> {
+    validate_content(&m.content, s)?;
+    if let Some(i) = m.importance {
+        validate_importance(i)?;
+    }
+    validate_tags(&m.tags)?;
+    validate_label("source", &m.source)?;
+    validate_label("owner_id", &m.owner_id)?;
+    validate_label("session_id", &m.session_id)?;
+    validate_label("project_id", &m.project_id)?;
+    if let Some(p) = &m.privacy_scope {
+        if !["private", "team", "public"].contains(&p.as_str()) {
+            return Err(Error::invalid("privacy_scope must be private, team or public"));
+        }
+    }
+    if let Some(c) = m.created_at {
+        if time::days_between(now, c) > 1.0 {
+            return Err(Error::invalid("created_at lies in the future"));
+        }
+    }
+    if !m.procedure.is_empty() && m.tier != Tier::Procedural {
+        return Err(Error::invalid(
+            "task_goal, steps, trigger_conditions, workflow_name and skill_name are for procedural memories",
+        ));
+    }
+    m.procedure.validate()
+}
+
+fn is_trivial(content: &str, s: &Settings) -> bool {
+    let n = dedup::normalized(content);
+    s.trivial_phrases.iter().any(|p| dedup::normalized(p) == n)
+}
+
+/// Stores a memory, or explains why it was not stored (trivial, exact duplicate).
+pub fn remember(conn: &mut Connection, m: &NewMemory, actor: &str, now: Instant) -> Result<RememberOutcome> {
+    model::validate_actor(actor)?;
+    let settings = Settings::load(conn)?;
+    validate_new(m, &settings, now)?;
+    if is_trivial(&m.content, &settings) {
+        return Ok(RememberOutcome::Skipped {
+            stored: false,
+            reason: "trivial: the content is a filler phrase with nothing to remember".into(),
+            existing_id: None,
+        });
+    }
+    let hash = dedup::content_hash(&m.content);
+    let bands = dedup::band_keys(&m.content);
+    write_tx(conn, |tx| {
+        let existing: Option<String> = tx
+            .prepare_cached(
+                "SELECT s.memory_id FROM lethe_signature s JOIN memory_item m ON m.id = s.memory_id \
+                 WHERE s.content_hash = ?1 AND m.type = ?2 AND COALESCE(m.is_deleted, 0) = 0 LIMIT 1",
+            )?
+            .query_row(params![hash, m.tier.as_str()], |r| r.get(0))
+            .optional()?;
+        if let Some(existing_id) = existing {
+            return Ok(RememberOutcome::Skipped {
+                stored: false,
+                reason: format!("duplicate: the same content is already stored in the {} tier", m.tier),
+                existing_id: Some(existing_id),
+            });
+        }
+        for old in &m.supersedes {
+            let found: Option<i64> = tx
+                .query_row("SELECT COALESCE(is_deleted, 0) FROM memory_item WHERE id = ?1", [old], |r| r.get(0))
+                .optional()?;
+            match found {
+                None => return Err(Error::NotFound(format!("memory {old} (named in supersedes)"))),
+                Some(1) => return Err(Error::invalid(format!("memory {old} is deleted and cannot be superseded"))),
+                Some(_) => {}
+            }
+        }
+        let id = model::new_memory_id();
+        let created = time::format(m.created_at.unwrap_or(now));
+        let tags = serde_json::to_string(&m.tags)?;
+        let json = |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string());
+        tx.prepare_cached(
+            "INSERT INTO memory_item (id, type, content, importance, privacy_scope, created_at, last_accessed, pinned, tags, source, \
+             view_count, cite_count, edit_count, task_goal, steps, reflection_notes, workflow_name, skill_name, trigger_conditions, \
+             version, owner_id, session_id, project_id, is_deleted, deleted_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, ?7, ?8, ?9, 0, 0, 0, ?10, ?11, NULL, ?12, ?13, ?14, 1, ?15, ?16, ?17, 0, NULL)",
+        )?
+        .execute(params![
+            id,
+            m.tier.as_str(),
+            m.content,
+            m.importance.unwrap_or(0.5),
+            m.privacy_scope.as_deref().unwrap_or("private"),
+            created,
+            m.pinned as i64,
+            tags,
+            m.source,
+            m.procedure.task_goal,
+            json(&m.procedure.steps),
+            m.procedure.workflow_name,
+            m.procedure.skill_name,
+            json(&m.procedure.trigger_conditions),
+            m.owner_id,
+            m.session_id,
+            m.project_id,
+        ])?;
+        tx.prepare_cached("INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3)")?
+            .execute(params![id, hash, bands])?;
+        audit::record_action(
+            tx,
+            Some(&id),
+            "remember",
+            actor,
+            None,
+            Some(&serde_json::json!({"type": m.tier, "preview": model::preview(&m.content, 120)})),
+            now,
+        )?;
+        for old in &m.supersedes {
+            tx.execute(
+                "INSERT OR IGNORE INTO lethe_supersede (old_id, new_id, actor, created_at) VALUES (?1, ?2, ?3, ?4)",
+                params![old, id, actor, time::format(now)],
+            )?;
+            audit::record_action(
+                tx,
+                Some(old),
+                "superseded",
+                actor,
+                None,
+                Some(&serde_json::json!({"superseded_by": id})),
+                now,
+            )?;
+        }
+        Ok(RememberOutcome::Stored { id: id.clone(), stored: true, version: 1 })
+    })
+}
+
+/// Reads one memory (does not count as usage).
+pub fn get(conn: &Connection, id: &str) -> Result<Memory> {
+    conn.prepare_cached(&format!("SELECT {MEMORY_COLUMNS} FROM memory_item WHERE id = ?1"))?
+        .query_row([id], Memory::from_row)
+        .optional()?
+        .ok_or_else(|| Error::NotFound(format!("memory {id}")))
+}
+
+pub(crate) fn get_tx(tx: &Transaction, id: &str) -> Result<Memory> {
+    get(tx, id)
+}
+
+fn snapshot(m: &Memory) -> serde_json::Value {
+    serde_json::json!({
+        "pinned": m.pinned, "importance": m.importance, "is_deleted": m.is_deleted,
+        "deleted_at": m.deleted_at, "content_preview": model::preview(&m.content, 120), "edit_count": m.edit_count,
+    })
+}
+
+/// Applies a change to one memory and audits it with before/after state.
+fn mutate(
+    conn: &mut Connection,
+    id: &str,
+    action: &str,
+    actor: &str,
+    now: Instant,
+    apply: impl Fn(&Transaction, &Memory) -> Result<()>,
+) -> Result<Memory> {
+    model::validate_actor(actor)?;
+    write_tx(conn, |tx| {
+        let before = get_tx(tx, id)?;
+        apply(tx, &before)?;
+        let after = get_tx(tx, id)?;
+        audit::record_action(tx, Some(id), action, actor, Some(&snapshot(&before)), Some(&snapshot(&after)), now)?;
+        Ok(after)
+    })
+}
+
+pub fn pin(conn: &mut Connection, id: &str, actor: &str, now: Instant) -> Result<Memory> {
+    mutate(conn, id, "pin", actor, now, |tx, _| {
+        tx.execute("UPDATE memory_item SET pinned = 1 WHERE id = ?1", [id])?;
+        Ok(())
+    })
+}
+
+pub fn unpin(conn: &mut Connection, id: &str, actor: &str, now: Instant) -> Result<Memory> {
+    mutate(conn, id, "unpin", actor, now, |tx, _| {
+        tx.execute("UPDATE memory_item SET pinned = 0 WHERE id = ?1", [id])?;
+        Ok(())
+    })
+}
+
+pub fn set_importance(conn: &mut Connection, id: &str, value: f64, actor: &str, now: Instant) -> Result<Memory> {
+    validate_importance(value)?;
+    mutate(conn, id, "importance", actor, now, |tx, _| {
+        tx.execute("UPDATE memory_item SET importance = ?2 WHERE id = ?1", params![id, value])?;
+        Ok(())
+    })
+}
+
+/// Replaces the content; counts as an edit (usage) and refreshes the similarity signature.
+pub fn edit(conn: &mut Connection, id: &str, content: &str, actor: &str, now: Instant) -> Result<Memory> {
+    let settings = Settings::load(conn)?;
+    validate_content(content, &settings)?;
+    let hash = dedup::content_hash(content);
+    let bands = dedup::band_keys(content);
+    mutate(conn, id, "edit", actor, now, |tx, before| {
+        if crate::archive::is_archived(tx, id)? {
+            return Err(Error::invalid(format!("memory {id} is archived; unarchive it before editing")));
+        }
+        let _ = before;
+        tx.execute(
+            "UPDATE memory_item SET content = ?2, edit_count = COALESCE(edit_count, 0) + 1, last_accessed = ?3 WHERE id = ?1",
+            params![id, content, time::format(now)],
+        )?;
+        tx.execute(
+            "INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3) \
+             ON CONFLICT(memory_id) DO UPDATE SET content_hash = excluded.content_hash, bands = excluded.bands",
+            params![id, hash, bands],
+        )?;
+        Ok(())
+    })
+}
+
+/// An agent reports that it used the memory (a cite, DESIGN §4 usage).
+pub fn cite(conn: &mut Connection, id: &str, actor: &str, now: Instant) -> Result<Memory> {
+    mutate(conn, id, "cite", actor, now, |tx, _| {
+        tx.execute(
+            "UPDATE memory_item SET cite_count = COALESCE(cite_count, 0) + 1, last_accessed = ?2 WHERE id = ?1",
+            params![id, time::format(now)],
+        )?;
+        Ok(())
+    })
+}
+
+/// A person or agent opened the memory: counts a view. Not audited (it is a read).
+pub fn view(conn: &mut Connection, id: &str, now: Instant) -> Result<Memory> {
+    write_tx(conn, |tx| {
+        let n = tx.execute(
+            "UPDATE memory_item SET view_count = COALESCE(view_count, 0) + 1, last_accessed = ?2 WHERE id = ?1",
+            params![id, time::format(now)],
+        )?;
+        if n == 0 {
+            return Err(Error::NotFound(format!("memory {id}")));
+        }
+        get_tx(tx, id)
+    })
+}
+
+/// Soft delete inside an open transaction: the memory leaves recall at once and is kept in
+/// quarantine. Used by people, agents and the policy batch.
+pub(crate) fn soft_delete_tx(
+    tx: &Transaction,
+    id: &str,
+    reason: &str,
+    policy: &str,
+    score: Option<f64>,
+    actor: &str,
+    settings: &Settings,
+    now: Instant,
+) -> Result<ForgettingEvent> {
+    let n = tx
+        .prepare_cached(
+            "UPDATE memory_item SET is_deleted = 1, deleted_at = ?2 WHERE id = ?1 AND COALESCE(is_deleted, 0) = 0",
+        )?
+        .execute(params![id, time::format(now)])?;
+    if n == 0 {
+        let exists: Option<i64> =
+            tx.query_row("SELECT 1 FROM memory_item WHERE id = ?1", [id], |r| r.get(0)).optional()?;
+        return Err(match exists {
+            None => Error::NotFound(format!("memory {id}")),
+            Some(_) => Error::invalid(format!("memory {id} is already in quarantine")),
+        });
+    }
+    tx.prepare_cached("DELETE FROM lethe_review WHERE memory_id = ?1")?.execute([id])?;
+    audit::record_event(
+        tx,
+        EventSpec {
+            memory_id: id,
+            action: "soft",
+            reason: Some(reason),
+            policy: Some(policy),
+            forget_score: score,
+            ttl_days: Some(settings.quarantine_days.round() as i64),
+            metadata: Some(serde_json::json!({ "actor": actor })),
+        },
+        now,
+    )
+}
+
+/// A person or agent moves a memory to quarantine.
+pub fn soft_delete(
+    conn: &mut Connection,
+    id: &str,
+    reason: Option<&str>,
+    actor: &str,
+    now: Instant,
+) -> Result<ForgettingEvent> {
+    model::validate_actor(actor)?;
+    let settings = Settings::load(conn)?;
+    let reason = reason.unwrap_or("deleted by a person");
+    if reason.len() > 2000 {
+        return Err(Error::invalid("reason: at most 2000 bytes"));
+    }
+    let score = crate::forgetting::score_one(conn, id, &settings, now).ok().map(|f| f.forget_score);
+    let policy = if actor.starts_with("agent:") { "agent" } else { "manual" };
+    write_tx(conn, |tx| soft_delete_tx(tx, id, reason, policy, score, actor, &settings, now))
+}
+
+/// Brings a memory back from quarantine exactly as it was.
+pub fn restore(conn: &mut Connection, id: &str, actor: &str, now: Instant) -> Result<Memory> {
+    mutate(conn, id, "restore", actor, now, |tx, before| {
+        if !before.is_deleted {
+            return Err(Error::invalid(format!("memory {id} is not in quarantine")));
+        }
+        tx.execute("UPDATE memory_item SET is_deleted = 0, deleted_at = NULL WHERE id = ?1", [id])?;
+        Ok(())
+    })
+}
+
+/// Removes the row and every trace (FTS via trigger, stats, archive, signature, links,
+/// versions) but keeps the audit events. Refuses without explicit confirmation.
+pub(crate) fn hard_delete_tx(
+    tx: &Transaction,
+    id: &str,
+    reason: &str,
+    policy: &str,
+    actor: &str,
+    now: Instant,
+) -> Result<ForgettingEvent> {
+    let m = get_tx(tx, id)?;
+    for sql in [
+        "DELETE FROM meta_memory_stats WHERE memory_id = ?1",
+        "DELETE FROM lethe_archive WHERE memory_id = ?1",
+        "DELETE FROM lethe_signature WHERE memory_id = ?1",
+        "DELETE FROM lethe_supersede WHERE old_id = ?1 OR new_id = ?1",
+        "DELETE FROM lethe_procedure_version WHERE memory_id = ?1",
+        "DELETE FROM lethe_review WHERE memory_id = ?1",
+        "DELETE FROM memory_item WHERE id = ?1",
+    ] {
+        tx.prepare_cached(sql)?.execute([id])?;
+    }
+    audit::record_event(
+        tx,
+        EventSpec {
+            memory_id: id,
+            action: "hard",
+            reason: Some(reason),
+            policy: Some(policy),
+            forget_score: None,
+            ttl_days: None,
+            metadata: Some(
+                serde_json::json!({ "actor": actor, "type": m.tier, "preview": model::preview(&m.content, 120) }),
+            ),
+        },
+        now,
+    )
+}
+
+pub fn hard_delete(
+    conn: &mut Connection,
+    id: &str,
+    confirm: bool,
+    reason: Option<&str>,
+    actor: &str,
+    now: Instant,
+) -> Result<ForgettingEvent> {
+    model::validate_actor(actor)?;
+    get(conn, id)?;
+    if !confirm {
+        return Err(Error::ConfirmationRequired(format!(
+            "hard delete of {id} removes it for ever (only the audit events stay); pass confirm to proceed"
+        )));
+    }
+    let reason = reason.unwrap_or("deleted for ever by a person");
+    write_tx(conn, |tx| hard_delete_tx(tx, id, reason, "manual", actor, now))
+}
+
+/// Sort orders of [`list`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SortBy {
+    #[default]
+    Created,
+    Importance,
+    Score,
+}
+
+impl std::str::FromStr for SortBy {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "created" => Ok(SortBy::Created),
+            "importance" => Ok(SortBy::Importance),
+            "score" => Ok(SortBy::Score),
+            o => Err(Error::invalid(format!("unknown sort {o:?} (expected score, created or importance)"))),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ListQuery {
+    pub tier: Option<Tier>,
+    /// Some(true): quarantine only; Some(false) or None: active only.
+    pub deleted: Option<bool>,
+    pub pinned: Option<bool>,
+    pub sort: SortBy,
+    pub min_score: Option<f64>,
+    pub max_score: Option<f64>,
+    pub session: Option<String>,
+    pub project: Option<String>,
+    pub limit: usize,
+    pub offset: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MemoryRow {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub tier: Tier,
+    pub preview: String,
+    pub importance: f64,
+    pub pinned: bool,
+    pub created_at: String,
+    pub last_accessed: Option<String>,
+    pub is_deleted: bool,
+    pub deleted_at: Option<String>,
+    pub forget_score: f64,
+    pub would_forget: bool,
+    pub session_id: Option<String>,
+    pub project_id: Option<String>,
+    pub workflow_name: Option<String>,
+    pub tags: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Page {
+    pub total: usize,
+    pub items: Vec<MemoryRow>,
+}

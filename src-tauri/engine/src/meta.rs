@@ -1,0 +1,247 @@
+//! Meta-memory statistics (DESIGN §7, seed 003): recall hits accumulate in an in-memory
+//! delta map and a flusher writes them every 100 ms in one transaction of additive UPSERTs,
+//! so concurrent processes never lose increments and recall never waits on a write.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::store;
+use crate::time::{self, Instant};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Delta {
+    pub count: i64,
+    pub success: i64,
+    pub failure: i64,
+    pub confidence_sum: f64,
+    pub last_recalled_at: Option<String>,
+}
+
+impl Delta {
+    fn add(&mut self, other: &Delta) {
+        self.count += other.count;
+        self.success += other.success;
+        self.failure += other.failure;
+        self.confidence_sum += other.confidence_sum;
+        if other.last_recalled_at > self.last_recalled_at {
+            self.last_recalled_at.clone_from(&other.last_recalled_at);
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MetaStats {
+    pub memory_id: String,
+    pub recall_count: i64,
+    pub success_count: i64,
+    pub failure_count: i64,
+    pub avg_confidence: Option<f64>,
+    pub last_recalled_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MetaSummary {
+    pub recalled_memories: i64,
+    pub total_recalls: i64,
+    pub avg_confidence: Option<f64>,
+}
+
+pub fn summary(conn: &Connection) -> Result<MetaSummary> {
+    Ok(conn.query_row(
+        "SELECT COUNT(*), COALESCE(SUM(recall_count), 0), \
+         CASE WHEN SUM(recall_count) > 0 THEN SUM(avg_confidence * recall_count) / SUM(recall_count) END FROM meta_memory_stats",
+        [],
+        |r| Ok(MetaSummary { recalled_memories: r.get(0)?, total_recalls: r.get(1)?, avg_confidence: r.get(2)? }),
+    )?)
+}
+
+/// Writes deltas in one transaction; each UPSERT adds to what is stored, so two processes
+/// flushing the same memory both count.
+pub fn write_deltas(conn: &mut Connection, deltas: &HashMap<String, Delta>) -> Result<()> {
+    if deltas.is_empty() {
+        return Ok(());
+    }
+    store::write_tx(conn, |tx| {
+        let mut stmt = tx.prepare_cached(
+            "INSERT INTO meta_memory_stats (memory_id, recall_count, success_count, failure_count, avg_confidence, last_recalled_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5 / ?2, ?6) \
+             ON CONFLICT(memory_id) DO UPDATE SET \
+               avg_confidence = (COALESCE(avg_confidence, 0) * recall_count + ?5) / (recall_count + ?2), \
+               recall_count = recall_count + ?2, \
+               success_count = success_count + ?3, \
+               failure_count = failure_count + ?4, \
+               last_recalled_at = MAX(COALESCE(last_recalled_at, ''), COALESCE(?6, ''))",
+        )?;
+        for (id, d) in deltas {
+            stmt.execute(params![id, d.count, d.success, d.failure, d.confidence_sum, d.last_recalled_at])?;
+        }
+        Ok(())
+    })
+}
+
+pub fn read_stored(conn: &Connection, memory_id: &str) -> Result<Option<MetaStats>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT memory_id, recall_count, success_count, failure_count, avg_confidence, last_recalled_at FROM meta_memory_stats WHERE memory_id = ?1",
+        )?
+        .query_row([memory_id], |r| {
+            Ok(MetaStats {
+                memory_id: r.get(0)?,
+                recall_count: r.get(1)?,
+                success_count: r.get(2)?,
+                failure_count: r.get(3)?,
+                avg_confidence: r.get(4)?,
+                last_recalled_at: r.get::<_, Option<String>>(5)?.filter(|s| !s.is_empty()),
+            })
+        })
+        .optional()?)
+}
+
+#[derive(Default)]
+struct Shared {
+    /// Hits not yet taken by the flusher. `record_hit` only ever takes this lock.
+    pending: Mutex<HashMap<String, Delta>>,
+    /// Deltas taken by the flusher. Its lock is held from the commit until they are cleared,
+    /// and by readers around their read of the table, so a read never counts a delta twice
+    /// or misses one.
+    in_flight: Mutex<HashMap<String, Delta>>,
+    control: Mutex<Control>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct Control {
+    stop: bool,
+    flushes: u64,
+    failures: u64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The coalescing buffer with its fixed-interval flusher thread.
+pub struct MetaBuffer {
+    shared: Arc<Shared>,
+    worker: Option<JoinHandle<()>>,
+    interval: Duration,
+}
+
+impl MetaBuffer {
+    /// Starts a flusher with its own connection to `path`.
+    pub fn start(path: impl Into<PathBuf>, interval: Duration) -> Result<MetaBuffer> {
+        let path = path.into();
+        let mut conn = store::open(&path)?;
+        let shared: Arc<Shared> = Arc::default();
+        let s2 = Arc::clone(&shared);
+        let worker = std::thread::Builder::new()
+            .name("lethe-meta-flusher".into())
+            .spawn(move || flusher(&s2, &mut conn, interval))?;
+        Ok(MetaBuffer { shared, worker: Some(worker), interval })
+    }
+
+    pub fn interval(&self) -> Duration {
+        self.interval
+    }
+
+    /// Records one recall hit (count 1, confidence = score, success = score ≥ 0.5).
+    pub fn record_hit(&self, memory_id: &str, score: f64, now: Instant) {
+        let d = Delta {
+            count: 1,
+            success: i64::from(score >= 0.5),
+            failure: i64::from(score < 0.5),
+            confidence_sum: score,
+            last_recalled_at: Some(time::format(now)),
+        };
+        lock(&self.shared.pending).entry(memory_id.to_string()).or_default().add(&d);
+    }
+
+    /// Stored statistics plus what is still buffered.
+    pub fn read(&self, conn: &Connection, memory_id: &str) -> Result<MetaStats> {
+        let in_flight = lock(&self.shared.in_flight);
+        let stored = read_stored(conn, memory_id)?
+            .unwrap_or(MetaStats { memory_id: memory_id.to_string(), ..Default::default() });
+        let mut extra = in_flight.get(memory_id).cloned().unwrap_or_default();
+        if let Some(d) = lock(&self.shared.pending).get(memory_id) {
+            extra.add(d);
+        }
+        Ok(merge(stored, &extra))
+    }
+
+    /// (flush transactions committed, failed attempts) so far.
+    pub fn counters(&self) -> (u64, u64) {
+        let c = lock(&self.shared.control);
+        (c.flushes, c.failures)
+    }
+
+    /// Flushes everything and stops the flusher.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        lock(&self.shared.control).stop = true;
+        self.shared.wake.notify_all();
+        if let Some(w) = self.worker.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+impl Drop for MetaBuffer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+pub fn merge(mut stored: MetaStats, extra: &Delta) -> MetaStats {
+    if extra.count == 0 {
+        return stored;
+    }
+    let prev_sum = stored.avg_confidence.unwrap_or(0.0) * stored.recall_count as f64;
+    stored.recall_count += extra.count;
+    stored.success_count += extra.success;
+    stored.failure_count += extra.failure;
+    stored.avg_confidence = Some((prev_sum + extra.confidence_sum) / stored.recall_count as f64);
+    if extra.last_recalled_at > stored.last_recalled_at {
+        stored.last_recalled_at.clone_from(&extra.last_recalled_at);
+    }
+    stored
+}
+
+fn flusher(shared: &Shared, conn: &mut Connection, interval: Duration) {
+    loop {
+        // Fixed interval, not a debounce: a steady stream still flushes every tick.
+        let stop = {
+            let c = lock(&shared.control);
+            let (c, _) = shared.wake.wait_timeout_while(c, interval, |c| !c.stop).unwrap_or_else(|e| e.into_inner());
+            c.stop
+        };
+        let mut in_flight = lock(&shared.in_flight);
+        for (k, d) in std::mem::take(&mut *lock(&shared.pending)) {
+            in_flight.entry(k).or_default().add(&d);
+        }
+        let result = write_deltas(conn, &in_flight);
+        let mut c = lock(&shared.control);
+        match result {
+            Ok(()) => {
+                if !in_flight.is_empty() {
+                    c.flushes += 1;
+                }
+                in_flight.clear();
+            }
+            // Keep the deltas for the next tick: added back, never lost.
+            Err(_) => c.failures += 1,
+        }
+        if stop && ((in_flight.is_empty() && lock(&shared.pending).is_empty()) || c.failures > 100) {
+            return;
+        }
+    }
+}

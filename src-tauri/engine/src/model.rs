@@ -1,0 +1,205 @@
+//! The domain model: tiers, memories, procedural fields, reflection notes.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Tier {
+    Working,
+    Episodic,
+    Procedural,
+    Semantic,
+}
+
+impl Tier {
+    pub const ALL: [Tier; 4] = [Tier::Working, Tier::Episodic, Tier::Procedural, Tier::Semantic];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Working => "working",
+            Tier::Episodic => "episodic",
+            Tier::Procedural => "procedural",
+            Tier::Semantic => "semantic",
+        }
+    }
+}
+
+impl fmt::Display for Tier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Tier {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "working" => Ok(Tier::Working),
+            "episodic" => Ok(Tier::Episodic),
+            "procedural" => Ok(Tier::Procedural),
+            "semantic" => Ok(Tier::Semantic),
+            other => Err(Error::invalid(format!(
+                "unknown memory type {other:?} (expected working, episodic, procedural or semantic)"
+            ))),
+        }
+    }
+}
+
+/// A stored memory: every column of `memory_item` Lethe reads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Memory {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub tier: Tier,
+    pub content: String,
+    pub importance: f64,
+    pub privacy_scope: String,
+    pub created_at: String,
+    pub last_accessed: Option<String>,
+    pub pinned: bool,
+    pub tags: Vec<String>,
+    pub source: Option<String>,
+    pub view_count: i64,
+    pub cite_count: i64,
+    pub edit_count: i64,
+    pub task_goal: Option<String>,
+    pub steps: Option<serde_json::Value>,
+    pub reflection_notes: Option<serde_json::Value>,
+    pub workflow_name: Option<String>,
+    pub skill_name: Option<String>,
+    pub trigger_conditions: Option<serde_json::Value>,
+    pub version: i64,
+    pub owner_id: Option<String>,
+    pub session_id: Option<String>,
+    pub project_id: Option<String>,
+    pub is_deleted: bool,
+    pub deleted_at: Option<String>,
+}
+
+pub const MEMORY_COLUMNS: &str = "id, type, content, importance, privacy_scope, created_at, last_accessed, \
+    pinned, tags, source, view_count, cite_count, edit_count, task_goal, steps, reflection_notes, \
+    workflow_name, skill_name, trigger_conditions, version, owner_id, session_id, project_id, \
+    is_deleted, deleted_at";
+
+fn json_col(raw: Option<String>) -> Option<serde_json::Value> {
+    let raw = raw?;
+    if raw.trim().is_empty() {
+        return None;
+    }
+    // A malformed value written by another program is kept visible as a string rather than
+    // failing the read.
+    Some(serde_json::from_str(&raw).unwrap_or(serde_json::Value::String(raw)))
+}
+
+/// Parses the tags column: a JSON array of strings, or (leniently) comma-separated text.
+pub fn parse_tags(raw: Option<&str>) -> Vec<String> {
+    let Some(raw) = raw else { return Vec::new() };
+    match serde_json::from_str::<serde_json::Value>(raw) {
+        Ok(serde_json::Value::Array(items)) => items
+            .into_iter()
+            .filter_map(|v| match v {
+                serde_json::Value::String(s) => Some(s),
+                serde_json::Value::Null => None,
+                other => Some(other.to_string()),
+            })
+            .collect(),
+        _ => raw.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
+    }
+}
+
+impl Memory {
+    /// Reads a row selected with [`MEMORY_COLUMNS`].
+    pub fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Memory> {
+        let tier_raw: String = r.get(1)?;
+        let tier = tier_raw
+            .parse::<Tier>()
+            .map_err(|e| rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Text, Box::new(e)))?;
+        let tags: Option<String> = r.get(8)?;
+        Ok(Memory {
+            id: r.get(0)?,
+            tier,
+            content: r.get(2)?,
+            importance: r.get::<_, Option<f64>>(3)?.unwrap_or(0.5),
+            privacy_scope: r.get::<_, Option<String>>(4)?.unwrap_or_else(|| "private".into()),
+            created_at: r.get(5)?,
+            last_accessed: r.get(6)?,
+            pinned: r.get::<_, Option<i64>>(7)?.unwrap_or(0) != 0,
+            tags: parse_tags(tags.as_deref()),
+            source: r.get(9)?,
+            view_count: r.get::<_, Option<i64>>(10)?.unwrap_or(0),
+            cite_count: r.get::<_, Option<i64>>(11)?.unwrap_or(0),
+            edit_count: r.get::<_, Option<i64>>(12)?.unwrap_or(0),
+            task_goal: r.get(13)?,
+            steps: json_col(r.get(14)?),
+            reflection_notes: json_col(r.get(15)?),
+            workflow_name: r.get(16)?,
+            skill_name: r.get(17)?,
+            trigger_conditions: json_col(r.get(18)?),
+            // memento leaves version NULL on rows it never versioned: NULL counts as 1.
+            version: r.get::<_, Option<i64>>(19)?.unwrap_or(1),
+            owner_id: r.get(20)?,
+            session_id: r.get(21)?,
+            project_id: r.get(22)?,
+            is_deleted: r.get::<_, Option<i64>>(23)?.unwrap_or(0) != 0,
+            deleted_at: r.get(24)?,
+        })
+    }
+
+    /// The first characters of the content on one line, for tables.
+    pub fn preview(&self, max_chars: usize) -> String {
+        preview(&self.content, max_chars)
+    }
+}
+
+pub fn preview(content: &str, max_chars: usize) -> String {
+    let one_line: String = content.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= max_chars {
+        one_line
+    } else {
+        let mut s: String = one_line.chars().take(max_chars.saturating_sub(1)).collect();
+        s.push('…');
+        s
+    }
+}
+
+/// The kinds of failure a reflection note records (seed 000).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureType {
+    ToolError,
+    UserFeedback,
+    MetricFailure,
+}
+
+/// A lesson appended to a procedural memory after a failure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReflectionNote {
+    pub failure_type: FailureType,
+    pub failure_description: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lessons_learned: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggested_improvements: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
+}
+
+/// Who did something: a person (`user`), an agent (`agent:<name>`) or the policy.
+pub fn validate_actor(actor: &str) -> Result<()> {
+    if actor.trim().is_empty() || actor.len() > 200 || actor.chars().any(char::is_control) {
+        return Err(Error::invalid("actor must be 1–200 printable characters"));
+    }
+    Ok(())
+}
+
+pub fn new_memory_id() -> String {
+    format!("mem_{}", uuid::Uuid::new_v4())
+}

@@ -1,0 +1,228 @@
+//! Policy settings with the defaults of the seeds, stored in `lethe_settings` as JSON values.
+
+use rusqlite::{Connection, OptionalExtension};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::model::Tier;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Weights {
+    pub recency: f64,
+    pub usage: f64,
+    pub duplication: f64,
+    pub importance: f64,
+    pub pinned: f64,
+}
+
+impl Default for Weights {
+    fn default() -> Self {
+        Weights { recency: 0.35, usage: 0.25, duplication: 0.20, importance: 0.15, pinned: 0.30 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HalfLives {
+    pub working: f64,
+    pub episodic: f64,
+    pub procedural: f64,
+    pub semantic: f64,
+}
+
+impl Default for HalfLives {
+    fn default() -> Self {
+        HalfLives { working: 2.0, episodic: 30.0, procedural: 90.0, semantic: 180.0 }
+    }
+}
+
+impl HalfLives {
+    pub fn get(&self, tier: Tier) -> f64 {
+        match tier {
+            Tier::Working => self.working,
+            Tier::Episodic => self.episodic,
+            Tier::Procedural => self.procedural,
+            Tier::Semantic => self.semantic,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RecallWeights {
+    pub similarity: f64,
+    pub recency: f64,
+    pub scene: f64,
+    pub priority: f64,
+}
+
+impl Default for RecallWeights {
+    fn default() -> Self {
+        RecallWeights { similarity: 0.7, recency: 0.1, scene: 0.1, priority: 0.1 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Settings {
+    pub half_life_days: HalfLives,
+    pub weights: Weights,
+    pub threshold: f64,
+    /// Lower edge of the review band; its upper edge is the threshold.
+    pub review_band_low: f64,
+    pub quarantine_days: f64,
+    /// `A = exp(-days_since_last_accessed / access_decay_days)`.
+    pub access_decay_days: f64,
+    pub working_window_hours: f64,
+    pub working_max_turns: i64,
+    pub max_content_bytes: usize,
+    pub trivial_phrases: Vec<String>,
+    pub recall_weights: RecallWeights,
+    /// Similarity above which a memory counts as a duplicate in the reasons ("duplicate of").
+    pub duplicate_reason_above: f64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            half_life_days: HalfLives::default(),
+            weights: Weights::default(),
+            threshold: 0.6,
+            review_band_low: 0.5,
+            quarantine_days: 30.0,
+            access_decay_days: 30.0,
+            working_window_hours: 48.0,
+            working_max_turns: 50,
+            max_content_bytes: 1024 * 1024,
+            trivial_phrases: [
+                "ok",
+                "okay",
+                "thanks",
+                "thank you",
+                "got it",
+                "sure",
+                "yes",
+                "no",
+                "done",
+                "k",
+                "ty",
+                "thx",
+                "cool",
+                "nice",
+                "great",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            recall_weights: RecallWeights::default(),
+            duplicate_reason_above: 0.7,
+        }
+    }
+}
+
+impl Settings {
+    pub fn validate(&self) -> Result<()> {
+        let finite_pos = |name: &str, v: f64| {
+            if v.is_finite() && v > 0.0 {
+                Ok(())
+            } else {
+                Err(Error::invalid(format!("{name} must be a positive number, got {v}")))
+            }
+        };
+        let finite_nonneg = |name: &str, v: f64| {
+            if v.is_finite() && v >= 0.0 {
+                Ok(())
+            } else {
+                Err(Error::invalid(format!("{name} must be a non-negative number, got {v}")))
+            }
+        };
+        for t in Tier::ALL {
+            finite_pos(&format!("half_life_days.{t}"), self.half_life_days.get(t))?;
+        }
+        let w = &self.weights;
+        for (n, v) in [
+            ("recency", w.recency),
+            ("usage", w.usage),
+            ("duplication", w.duplication),
+            ("importance", w.importance),
+            ("pinned", w.pinned),
+        ] {
+            finite_nonneg(&format!("weights.{n}"), v)?;
+        }
+        let rw = &self.recall_weights;
+        for (n, v) in
+            [("similarity", rw.similarity), ("recency", rw.recency), ("scene", rw.scene), ("priority", rw.priority)]
+        {
+            finite_nonneg(&format!("recall_weights.{n}"), v)?;
+        }
+        if !(self.threshold.is_finite() && self.threshold > 0.0 && self.threshold <= 2.0) {
+            return Err(Error::invalid("threshold must be in (0, 2]"));
+        }
+        if !(self.review_band_low.is_finite() && self.review_band_low <= self.threshold) {
+            return Err(Error::invalid("review_band_low must not exceed the threshold"));
+        }
+        finite_nonneg("quarantine_days", self.quarantine_days)?;
+        finite_pos("access_decay_days", self.access_decay_days)?;
+        finite_pos("working_window_hours", self.working_window_hours)?;
+        if self.working_max_turns < 1 {
+            return Err(Error::invalid("working_max_turns must be at least 1"));
+        }
+        if self.max_content_bytes == 0 || self.max_content_bytes > 64 * 1024 * 1024 {
+            return Err(Error::invalid("max_content_bytes must be in 1..=64 MiB"));
+        }
+        if !(0.0..=1.0).contains(&self.duplicate_reason_above) {
+            return Err(Error::invalid("duplicate_reason_above must be in [0, 1]"));
+        }
+        Ok(())
+    }
+
+    /// Loads the settings stored in the file over the defaults.
+    pub fn load(conn: &Connection) -> Result<Settings> {
+        let raw: Option<String> =
+            conn.query_row("SELECT value FROM lethe_settings WHERE key = 'policy'", [], |r| r.get(0)).optional()?;
+        match raw {
+            None => Ok(Settings::default()),
+            Some(raw) => Ok(serde_json::from_str(&raw)?),
+        }
+    }
+
+    /// Stores the settings (validated) and audits the change in the same transaction.
+    pub fn store(conn: &mut Connection, new: &Settings, actor: &str, now: crate::time::Instant) -> Result<Settings> {
+        new.validate()?;
+        crate::model::validate_actor(actor)?;
+        crate::store::write_tx(conn, |tx| {
+            let before = Settings::load(tx)?;
+            tx.execute(
+                "INSERT INTO lethe_settings (key, value) VALUES ('policy', ?1) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [serde_json::to_string(new)?],
+            )?;
+            crate::audit::record_action(
+                tx,
+                None,
+                "settings",
+                actor,
+                Some(&serde_json::to_value(&before)?),
+                Some(&serde_json::to_value(new)?),
+                now,
+            )?;
+            Ok(new.clone())
+        })
+    }
+
+    /// Applies one `KEY VALUE` change given as a dotted path (`weights.recency`, `threshold`).
+    pub fn with_value(&self, key: &str, value: &str) -> Result<Settings> {
+        let mut json = serde_json::to_value(self)?;
+        let mut slot = &mut json;
+        for part in key.split('.') {
+            slot = slot.get_mut(part).ok_or_else(|| Error::invalid(format!("unknown setting {key:?}")))?;
+        }
+        let parsed: serde_json::Value =
+            serde_json::from_str(value).unwrap_or(serde_json::Value::String(value.to_string()));
+        *slot = parsed;
+        let out: Settings =
+            serde_json::from_value(json).map_err(|e| Error::invalid(format!("bad value for {key}: {e}")))?;
+        out.validate()?;
+        Ok(out)
+    }
+}

@@ -1,0 +1,118 @@
+// The only module that knows about Tauri. Every command of docs/IPC.md is one typed
+// function here; the UI's tests replace this module wholesale (it is the seam).
+import { invoke } from '@tauri-apps/api/core';
+import { listen, type UnlistenFn } from '@tauri-apps/api/event';
+import { open, save } from '@tauri-apps/plugin-dialog';
+import type {
+  ApiError,
+  AuditEvent,
+  DbChanged,
+  DbInfo,
+  DbStatus,
+  EventsQuery,
+  ForgetProgress,
+  ForgetRun,
+  ForgettingEvent,
+  HistoryVersion,
+  ListQuery,
+  MemoryDetail,
+  MemoryRow,
+  Page,
+  ProcedurePatch,
+  QuarantineItem,
+  RecallResult,
+  RecallWeights,
+  Settings,
+  Stats,
+  Theme,
+  Tier,
+  WhatIf,
+} from './types';
+
+export type { UnlistenFn };
+
+/** Normalises whatever a rejected invoke carries into `{ code, message }`. */
+export function toApiError(e: unknown): ApiError {
+  if (e && typeof e === 'object' && 'code' in e && 'message' in e) return e as ApiError;
+  if (typeof e === 'string') return { code: 'internal', message: e };
+  return { code: 'internal', message: e instanceof Error ? e.message : String(e) };
+}
+
+async function call<T>(cmd: string, args?: Record<string, unknown>): Promise<T> {
+  try {
+    return await invoke<T>(cmd, args);
+  } catch (e) {
+    throw toApiError(e);
+  }
+}
+
+// Drops keys whose value is undefined so Rust sees a missing Option, never `null` for
+// something the user did not set.
+function compact<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
+
+export const dbInfo = () => call<DbInfo>('db_info');
+export const stats = (now?: string) => call<Stats>('stats', compact({ now }));
+export const listMemories = (query: ListQuery) =>
+  call<Page<MemoryRow>>('list_memories', { query: compact(query) });
+export const recall = (
+  query: string,
+  opts: { limit?: number; tier?: Tier; weights?: RecallWeights } = {},
+) => call<{ results: RecallResult[] }>('recall', compact({ query, ...opts }));
+export const showMemory = (id: string, now?: string) =>
+  call<MemoryDetail>('show_memory', compact({ id, now }));
+export const pinMemory = (id: string) => call<MemoryDetail>('pin_memory', { id });
+export const unpinMemory = (id: string) => call<MemoryDetail>('unpin_memory', { id });
+export const setImportance = (id: string, value: number) =>
+  call<MemoryDetail>('set_importance', { id, value });
+export const editMemory = (id: string, content: string) =>
+  call<MemoryDetail>('edit_memory', { id, content });
+export const deleteMemory = (id: string, reason?: string) =>
+  call<ForgettingEvent>('delete_memory', compact({ id, reason }));
+export const restoreMemory = (id: string) => call<MemoryDetail>('restore_memory', { id });
+export const hardDeleteMemory = (id: string, confirm: boolean) =>
+  call<ForgettingEvent>('hard_delete_memory', { id, confirm });
+export const quarantine = (now?: string) =>
+  call<{ items: QuarantineItem[] }>('quarantine', compact({ now }));
+export const events = (q: EventsQuery = {}) =>
+  call<{ items: AuditEvent[] }>('events', compact({ ...q }));
+export const workflows = () => call<{ items: MemoryDetail[] }>('workflows');
+export const history = (id: string) => call<{ items: HistoryVersion[] }>('history', { id });
+export const updateProcedure = (id: string, expectedVersion: number, patch: ProcedurePatch) =>
+  call<MemoryDetail>('update_procedure', { id, expectedVersion, patch: compact(patch) });
+export const runForget = (dryRun: boolean) => call<ForgetRun>('run_forget', { dryRun });
+export const cancelForget = () => call<null>('cancel_forget');
+export const getSettings = () => call<Settings>('get_settings');
+export const setSettings = (settings: Settings) => call<Settings>('set_settings', { settings });
+export const whatIf = (settings: Settings, now?: string) =>
+  call<WhatIf>('what_if', compact({ settings, now }));
+export const chartDecay = (horizonDays: number, theme: Theme) =>
+  call<string>('chart_decay', { horizonDays, theme });
+export const chartProjection = (id: string, theme: Theme, now?: string) =>
+  call<string>('chart_projection', compact({ id, theme, now }));
+export const loadDemo = () => call<Record<string, number>>('load_demo');
+export const openDb = (path: string) => call<DbInfo>('open_db', { path });
+export const newDb = (path: string) => call<DbInfo>('new_db', { path });
+export const recentFiles = () => call<string[]>('recent_files');
+
+export const onDbChanged = (cb: (p: DbChanged) => void): Promise<UnlistenFn> =>
+  listen<DbChanged>('db://changed', (e) => cb(e.payload));
+export const onDbStatus = (cb: (p: DbStatus) => void): Promise<UnlistenFn> =>
+  listen<DbStatus>('db://status', (e) => cb(e.payload));
+export const onForgetProgress = (cb: (p: ForgetProgress) => void): Promise<UnlistenFn> =>
+  listen<ForgetProgress>('forget://progress', (e) => cb(e.payload));
+
+const DB_FILTERS = [{ name: 'Lethe / memento database', extensions: ['db', 'sqlite', 'sqlite3'] }];
+
+/** Native "open file" dialog; resolves to the chosen path or null when cancelled. */
+export async function openDialog(): Promise<string | null> {
+  const p = await open({ multiple: false, directory: false, filters: DB_FILTERS });
+  return typeof p === 'string' ? p : null;
+}
+
+/** Native "save file" dialog for a new database; null when cancelled. */
+export async function saveDialog(): Promise<string | null> {
+  const p = await save({ defaultPath: 'memory.db', filters: DB_FILTERS });
+  return p ?? null;
+}

@@ -1,0 +1,97 @@
+// Application-wide state shared by the views. Views read it inside $effect blocks so a
+// change of the time-travel offset, the DB or a live event re-runs exactly their fetches.
+import type { DbInfo, LiveState, Stats, Theme } from './types';
+import * as api from './api';
+
+export type View = 'overview' | 'memories' | 'quarantine' | 'workflows' | 'audit' | 'decay';
+
+export interface Toast {
+  id: number;
+  message: string;
+  actionLabel?: string;
+  action?: () => void | Promise<void>;
+}
+
+export const app = $state({
+  view: 'overview' as View,
+  /** Time-travel offset in days; 0 means "evaluate at the real clock". */
+  offsetDays: 0,
+  selectedId: null as string | null,
+  db: null as DbInfo | null,
+  live: 'live' as LiveState,
+  liveMessage: null as string | null,
+  /** Bumped on every db://changed (and after open/new DB); views re-fetch on it. */
+  change: { seq: 0, ids: null as string[] | null },
+  stats: null as Stats | null,
+  theme: 'light' as Theme,
+  toast: null as Toast | null,
+  error: null as string | null,
+  /** True while a modal is open; global shortcuts stay quiet. */
+  modal: false,
+});
+
+const DAY_MS = 86_400_000;
+
+/** The `now` to pass to queries: undefined at offset 0 so Rust reads its own clock. */
+export function nowIso(offsetDays: number = app.offsetDays): string | undefined {
+  if (offsetDays === 0) return undefined;
+  return new Date(Date.now() + offsetDays * DAY_MS).toISOString();
+}
+
+export function notifyChanged(ids: string[] | null): void {
+  app.change = { seq: app.change.seq + 1, ids };
+}
+
+let toastTimer: ReturnType<typeof setTimeout> | undefined;
+let toastSeq = 0;
+export const TOAST_MS = 8000;
+
+export function showToast(message: string, actionLabel?: string, action?: Toast['action']): void {
+  clearTimeout(toastTimer);
+  const id = ++toastSeq;
+  app.toast = { id, message, actionLabel, action };
+  toastTimer = setTimeout(() => {
+    if (app.toast?.id === id) app.toast = null;
+  }, TOAST_MS);
+}
+
+export function dismissToast(): void {
+  clearTimeout(toastTimer);
+  app.toast = null;
+}
+
+export function reportError(e: unknown): void {
+  const err = api.toApiError(e);
+  app.error = `${err.message} (${err.code})`;
+}
+
+/** Soft-deletes and offers an Undo that restores every id. */
+export async function softDelete(ids: string[], reason = 'deleted by user'): Promise<void> {
+  const done: string[] = [];
+  try {
+    for (const id of ids) {
+      await api.deleteMemory(id, reason);
+      done.push(id);
+    }
+  } catch (e) {
+    reportError(e);
+  }
+  if (done.length === 0) return;
+  const label = done.length === 1 ? `Moved ${done[0]} to quarantine` : `Moved ${done.length} memories to quarantine`;
+  showToast(label, 'Undo', async () => {
+    try {
+      for (const id of done) await api.restoreMemory(id);
+      showToast(done.length === 1 ? 'Restored' : `Restored ${done.length} memories`);
+    } catch (e) {
+      reportError(e);
+    }
+  });
+}
+
+export async function refreshStats(): Promise<void> {
+  try {
+    app.stats = await api.stats(nowIso());
+  } catch (e) {
+    reportError(e);
+  }
+}

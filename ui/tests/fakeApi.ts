@@ -1,0 +1,241 @@
+// A stand-in for src/api.ts (the seam between the UI and Rust). Every command is a vi.fn
+// with a sensible default; tests override what they care about and fire events by hand.
+import { vi } from 'vitest';
+import type {
+  ApiError,
+  AuditEvent,
+  DbChanged,
+  DbStatus,
+  ForgetProgress,
+  ListQuery,
+  MemoryDetail,
+  MemoryRow,
+  QuarantineItem,
+  Settings,
+  Stats,
+  Tier,
+} from '../src/types';
+
+export const HOSTILE = '<img src=x onerror=alert(1)>';
+export const SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><text>Å</text></svg>';
+
+type Cb<T> = (p: T) => void;
+const listeners = {
+  changed: new Set<Cb<DbChanged>>(),
+  status: new Set<Cb<DbStatus>>(),
+  progress: new Set<Cb<ForgetProgress>>(),
+};
+
+export function emitChanged(p: DbChanged) {
+  listeners.changed.forEach((cb) => cb(p));
+}
+export function emitStatus(p: DbStatus) {
+  listeners.status.forEach((cb) => cb(p));
+}
+export function emitProgress(p: ForgetProgress) {
+  listeners.progress.forEach((cb) => cb(p));
+}
+export function listenerCount() {
+  return listeners.changed.size + listeners.status.size + listeners.progress.size;
+}
+
+const TIER_CYCLE: Tier[] = ['working', 'episodic', 'semantic', 'procedural'];
+
+export function makeRow(i: number, over: Partial<MemoryRow> = {}): MemoryRow {
+  return {
+    id: `mem_${i}`,
+    type: TIER_CYCLE[i % 4],
+    preview: `memory number ${i}`,
+    importance: 0.5,
+    pinned: false,
+    created_at: '2025-01-01T00:00:00.000Z',
+    last_accessed: null,
+    is_deleted: false,
+    deleted_at: null,
+    forget_score: 0.4 + (i % 10) / 100,
+    would_forget: false,
+    session_id: null,
+    project_id: null,
+    workflow_name: null,
+    tags: [],
+    ...over,
+  };
+}
+
+export function makeDetail(id: string, over: Partial<MemoryDetail> = {}): MemoryDetail {
+  return {
+    id,
+    type: 'episodic',
+    content: `content of ${id}`,
+    importance: 0.5,
+    privacy_scope: 'private',
+    created_at: '2025-01-01T00:00:00.000Z',
+    last_accessed: null,
+    pinned: false,
+    tags: ['a'],
+    source: 'user',
+    view_count: 1,
+    cite_count: 2,
+    edit_count: 0,
+    task_goal: null,
+    steps: null,
+    reflection_notes: null,
+    workflow_name: null,
+    skill_name: null,
+    trigger_conditions: null,
+    version: 1,
+    owner_id: null,
+    session_id: null,
+    project_id: null,
+    is_deleted: false,
+    deleted_at: null,
+    supersedes: [],
+    superseded_by: [],
+    archive_no: null,
+    features: { recency: 0.5, usage: 0.2, duplication: 0, importance: 0.5, pinned: 0 },
+    components: { recency: 0.175, usage: 0.2, duplication: 0, importance: -0.075, pinned: 0 },
+    forget_score: 0.3,
+    threshold: 0.6,
+    reasons: ['unused', 'not pinned'],
+    would_forget: false,
+    never_forgettable: false,
+    projected_forget_at: '2026-01-01T00:00:00.000Z',
+    duplicate_of: null,
+    meta: { recall_count: 3, success_count: 2, failure_count: 1, avg_confidence: 0.61, last_recalled_at: null },
+    ...over,
+  };
+}
+
+export function makeStats(over: Partial<Stats> = {}): Stats {
+  return {
+    tiers: {
+      working: { active: 12, quarantined: 1, pinned: 0 },
+      episodic: { active: 345, quarantined: 7, pinned: 2 },
+      semantic: { active: 89, quarantined: 0, pinned: 11 },
+      procedural: { active: 6, quarantined: 2, pinned: 1 },
+    },
+    total_active: 452,
+    total_quarantined: 10,
+    at_risk: 17,
+    meta: { recalled_memories: 40, total_recalls: 120, avg_confidence: 0.7 },
+    ...over,
+  };
+}
+
+export const DEFAULT_SETTINGS: Settings = {
+  half_life_days: { working: 2, episodic: 30, semantic: 180, procedural: 90 },
+  weights: { recency: 0.35, usage: 0.25, duplication: 0.2, importance: 0.15, pinned: 0.3 },
+  threshold: 0.6,
+  quarantine_days: 30,
+  review_band: 0.5,
+  working_window_hours: 48,
+};
+
+/** Pages through `total` synthetic rows like list_memories would. */
+export function pagedList(total: number, over: (i: number) => Partial<MemoryRow> = () => ({})) {
+  return async (q: ListQuery) => {
+    const items: MemoryRow[] = [];
+    for (let i = q.offset; i < Math.min(total, q.offset + q.limit); i++) items.push(makeRow(i, over(i)));
+    return { total, items };
+  };
+}
+
+export function toApiError(e: unknown): ApiError {
+  if (e && typeof e === 'object' && 'code' in e && 'message' in e) return e as ApiError;
+  return { code: 'internal', message: String(e) };
+}
+
+function listenOn<T>(set: Set<Cb<T>>) {
+  return vi.fn(async (cb: Cb<T>) => {
+    set.add(cb);
+    return () => {
+      set.delete(cb);
+    };
+  });
+}
+
+export const api = {
+  toApiError,
+  dbInfo: vi.fn(),
+  stats: vi.fn(),
+  listMemories: vi.fn(),
+  recall: vi.fn(),
+  showMemory: vi.fn(),
+  pinMemory: vi.fn(),
+  unpinMemory: vi.fn(),
+  setImportance: vi.fn(),
+  editMemory: vi.fn(),
+  deleteMemory: vi.fn(),
+  restoreMemory: vi.fn(),
+  hardDeleteMemory: vi.fn(),
+  quarantine: vi.fn(),
+  events: vi.fn(),
+  workflows: vi.fn(),
+  history: vi.fn(),
+  updateProcedure: vi.fn(),
+  runForget: vi.fn(),
+  cancelForget: vi.fn(),
+  getSettings: vi.fn(),
+  setSettings: vi.fn(),
+  whatIf: vi.fn(),
+  chartDecay: vi.fn(),
+  chartProjection: vi.fn(),
+  loadDemo: vi.fn(),
+  openDb: vi.fn(),
+  newDb: vi.fn(),
+  recentFiles: vi.fn(),
+  openDialog: vi.fn(),
+  saveDialog: vi.fn(),
+  onDbChanged: listenOn(listeners.changed),
+  onDbStatus: listenOn(listeners.status),
+  onForgetProgress: listenOn(listeners.progress),
+};
+
+export const quarantineItems: QuarantineItem[] = [
+  { id: 'mem_q1', type: 'episodic', preview: 'the staging password rotates monthly', reason: 'old, unused', forget_score: 0.71234, deleted_at: '2025-03-01T10:00:00.000Z', days_left: 12 },
+  { id: 'mem_q2', type: 'working', preview: HOSTILE, reason: 'working gate: older than 48h', forget_score: 0.8, deleted_at: '2025-03-02T10:00:00.000Z', days_left: 2 },
+];
+
+export const auditEvents: AuditEvent[] = [
+  { id: 1, kind: 'forgetting', memory_id: 'mem_q1', action: 'soft', actor: null, reason: 'old, unused', policy: 'batch', forget_score: 0.71, created_at: '2025-03-01T10:00:00.000Z', before: null, after: null },
+  { id: 2, kind: 'action', memory_id: 'mem_1', action: 'pin', actor: 'user', reason: null, policy: null, forget_score: null, created_at: '2025-03-02T10:00:00.000Z', before: false, after: true },
+];
+
+/** Restores every default implementation; call in beforeEach. */
+export function resetFake() {
+  listeners.changed.clear();
+  listeners.status.clear();
+  listeners.progress.clear();
+  for (const [k, v] of Object.entries(api)) {
+    if (k !== 'toApiError' && !k.startsWith('on')) (v as ReturnType<typeof vi.fn>).mockReset();
+  }
+  api.dbInfo.mockResolvedValue({ path: '/home/me/.local/share/lethe/memory.db', exists: true, memento: false, schema_version: 3, error: null });
+  api.stats.mockResolvedValue(makeStats());
+  api.listMemories.mockImplementation(pagedList(250));
+  api.recall.mockResolvedValue({ results: [] });
+  api.showMemory.mockImplementation(async (id: string) => makeDetail(id));
+  api.pinMemory.mockImplementation(async (id: string) => makeDetail(id, { pinned: true }));
+  api.unpinMemory.mockImplementation(async (id: string) => makeDetail(id, { pinned: false }));
+  api.setImportance.mockImplementation(async (id: string, v: number) => makeDetail(id, { importance: v }));
+  api.editMemory.mockImplementation(async (id: string, c: string) => makeDetail(id, { content: c }));
+  api.deleteMemory.mockImplementation(async (id: string) => ({ id: 9, memory_id: id, action: 'soft', reason: 'deleted by user', policy: 'manual', forget_score: 0.3, ttl_days: 30, created_at: '2025-03-03T00:00:00.000Z' }));
+  api.restoreMemory.mockImplementation(async (id: string) => makeDetail(id));
+  api.hardDeleteMemory.mockImplementation(async (id: string) => ({ id: 10, memory_id: id, action: 'hard', reason: null, policy: 'manual', forget_score: null, ttl_days: null, created_at: '2025-03-03T00:00:00.000Z' }));
+  api.quarantine.mockResolvedValue({ items: quarantineItems });
+  api.events.mockResolvedValue({ items: auditEvents });
+  api.workflows.mockResolvedValue({ items: [] });
+  api.history.mockResolvedValue({ items: [] });
+  api.runForget.mockResolvedValue({ scanned: 100, soft_deleted: ['mem_1', 'mem_2'], review: ['mem_3'], working_gate: [], purged: ['mem_old'], elapsed_ms: 12 });
+  api.cancelForget.mockResolvedValue(null);
+  api.getSettings.mockResolvedValue(structuredClone(DEFAULT_SETTINGS));
+  api.setSettings.mockImplementation(async (s: Settings) => s);
+  api.whatIf.mockResolvedValue({ current: { count: 2, ids: ['mem_1', 'mem_2'] }, proposed: { count: 3, ids: ['mem_1', 'mem_2', 'mem_7'] } });
+  api.chartDecay.mockResolvedValue(SVG);
+  api.chartProjection.mockResolvedValue(SVG);
+  api.loadDemo.mockResolvedValue({ memories: 500 });
+  api.openDb.mockImplementation(async (path: string) => ({ path, exists: true, memento: false, schema_version: 3, error: null }));
+  api.newDb.mockImplementation(async (path: string) => ({ path, exists: true, memento: false, schema_version: 3, error: null }));
+  api.recentFiles.mockResolvedValue(['/tmp/a.db', '/tmp/b.db']);
+  api.openDialog.mockResolvedValue('/tmp/picked.db');
+  api.saveDialog.mockResolvedValue('/tmp/new.db');
+}

@@ -1,0 +1,231 @@
+import { describe, it, expect, vi, beforeEach } from 'vitest';
+import { fireEvent, screen, waitFor, within } from '@testing-library/svelte';
+import userEvent from '@testing-library/user-event';
+import { api, emitChanged, pagedList, resetFake, HOSTILE, makeDetail } from './fakeApi';
+import { renderAt, ids, rows, flush } from './helpers';
+import { app } from '../src/state.svelte';
+
+vi.mock('../src/api', async () => (await import('./fakeApi')).api);
+
+beforeEach(() => resetFake());
+
+async function openMemories() {
+  const r = await renderAt('memories');
+  await waitFor(() => expect(rows().length).toBeGreaterThan(0));
+  return r;
+}
+
+describe('memories table', () => {
+  it('renders one row per memory with its id, tier and 3-decimal score', async () => {
+    api.listMemories.mockImplementation(pagedList(3, (i) => ({ forget_score: 0.123456 + i })));
+    await openMemories();
+    expect(ids()).toEqual(['mem_0', 'mem_1', 'mem_2']);
+    const first = rows()[0];
+    expect(first).toHaveTextContent('memory number 0');
+    expect(first).toHaveTextContent('working');
+    expect(first).toHaveTextContent('0.123');
+    expect(first.querySelector('[data-value]')?.getAttribute('data-value')).toBe('0.123456');
+    expect(screen.getByTestId('row-total')).toHaveTextContent('3 memories');
+  });
+
+  it('keeps only the visible window in the DOM at 100,000 rows and pages as it scrolls', async () => {
+    api.listMemories.mockImplementation(pagedList(100_000));
+    await openMemories();
+    const first = api.listMemories.mock.calls[0][0];
+    expect(first).toMatchObject({ limit: 100, offset: 0, sort: 'score' });
+    // The spacer is as tall as all rows but only a window of them exists.
+    const table = screen.getByTestId('memory-table');
+    expect((table.firstElementChild as HTMLElement).style.height).toBe(`${100_000 * 32}px`);
+    expect(rows().length).toBeLessThan(60);
+
+    // Scroll deep into the list: the page holding row 50,000 is fetched, not the ones before.
+    Object.defineProperty(table, 'scrollTop', { configurable: true, value: 50_000 * 32 });
+    await fireEvent.scroll(table);
+    await waitFor(() => expect(ids()).toContain('mem_50000'));
+    const offsets = api.listMemories.mock.calls.map((c) => c[0].offset);
+    expect(offsets).toContain(50_000);
+    expect(offsets.filter((o: number) => o > 0 && o < 49_900)).toEqual([]);
+    expect(rows().length).toBeLessThan(60);
+    expect(ids()).not.toContain('mem_0');
+
+    // Scrolling back uses the cache: no new request for page 0.
+    const before = api.listMemories.mock.calls.length;
+    Object.defineProperty(table, 'scrollTop', { configurable: true, value: 0 });
+    await fireEvent.scroll(table);
+    await flush();
+    expect(ids()).toContain('mem_0');
+    expect(api.listMemories.mock.calls.length).toBe(before);
+  });
+
+  it('shows hostile content as literal text and creates no img element', async () => {
+    api.listMemories.mockImplementation(pagedList(1, () => ({ preview: HOSTILE })));
+    await openMemories();
+    expect(rows()[0].querySelector('.preview')?.textContent).toBe(HOSTILE);
+    expect(document.querySelector('img[src="x"]')).toBeNull();
+    expect(document.querySelectorAll('.vscroll img').length).toBe(0);
+  });
+
+  it('uses recall when the search box is not empty, and list_memories again when cleared', async () => {
+    api.recall.mockResolvedValue({
+      results: [{ id: 'mem_r', content: 'rust borrow checker', score: 0.91, breakdown: { similarity: 1, recency: 0.5, scene: 0, priority: 0.5 } }],
+    });
+    await openMemories();
+    const user = userEvent.setup();
+    await user.type(screen.getByTestId('memory-search'), 'rust');
+    await waitFor(() => expect(ids()).toEqual(['mem_r']));
+    expect(api.recall).toHaveBeenLastCalledWith('rust', expect.objectContaining({ limit: 500 }));
+    expect(rows()[0]).toHaveTextContent('0.910');
+    await user.clear(screen.getByTestId('memory-search'));
+    await waitFor(() => expect(ids()[0]).toBe('mem_0'));
+  });
+
+  it('passes tier, toggles, score range and sort to list_memories', async () => {
+    await openMemories();
+    await fireEvent.change(screen.getByTestId('tier-filter'), { target: { value: 'semantic' } });
+    await fireEvent.click(screen.getByTestId('pinned-filter'));
+    await fireEvent.click(screen.getByTestId('quarantined-filter'));
+    await fireEvent.input(screen.getByTestId('min-score'), { target: { value: '0.5' } });
+    await fireEvent.change(screen.getByTestId('sort-select'), { target: { value: 'created' } });
+    await fireEvent.change(screen.getByTestId('session-filter'), { target: { value: 'sess-1' } });
+    await waitFor(() =>
+      expect(api.listMemories).toHaveBeenLastCalledWith(
+        expect.objectContaining({ tier: 'semantic', pinned: true, deleted: true, minScore: 0.5, sort: 'created', session: 'sess-1', offset: 0 }),
+      ),
+    );
+    const last = api.listMemories.mock.calls.at(-1)![0];
+    expect(last).not.toHaveProperty('maxScore', expect.anything());
+  });
+});
+
+describe('keyboard', () => {
+  it('j/k move the selection and open the detail panel', async () => {
+    await openMemories();
+    await fireEvent.keyDown(window, { key: 'j' });
+    await waitFor(() => expect(app.selectedId).toBe('mem_0'));
+    await fireEvent.keyDown(window, { key: 'j' });
+    await fireEvent.keyDown(window, { key: 'j' });
+    await waitFor(() => expect(app.selectedId).toBe('mem_2'));
+    await fireEvent.keyDown(window, { key: 'k' });
+    await waitFor(() => expect(app.selectedId).toBe('mem_1'));
+    const sel = rows().find((r) => r.getAttribute('aria-selected') === 'true');
+    expect(sel?.dataset.id).toBe('mem_1');
+    await waitFor(() => expect(screen.getByTestId('memory-detail')).toHaveTextContent('content of mem_1'));
+  });
+
+  it('p toggles pin of the selected memory', async () => {
+    api.listMemories.mockImplementation(pagedList(5, (i) => ({ pinned: i === 1 })));
+    await openMemories();
+    await fireEvent.click(rows()[0]);
+    await fireEvent.keyDown(window, { key: 'p' });
+    await waitFor(() => expect(api.pinMemory).toHaveBeenCalledWith('mem_0'));
+    await fireEvent.click(rows()[1]);
+    await fireEvent.keyDown(window, { key: 'p' });
+    await waitFor(() => expect(api.unpinMemory).toHaveBeenCalledWith('mem_1'));
+  });
+
+  it('d soft-deletes with an Undo toast that restores; r restores', async () => {
+    await openMemories();
+    await fireEvent.click(rows()[3]);
+    await fireEvent.keyDown(window, { key: 'd' });
+    await waitFor(() => expect(api.deleteMemory).toHaveBeenCalledWith('mem_3', expect.any(String)));
+    const toast = await screen.findByTestId('toast');
+    expect(toast).toHaveTextContent('mem_3');
+    await fireEvent.click(within(toast).getByTestId('toast-action'));
+    await waitFor(() => expect(api.restoreMemory).toHaveBeenCalledWith('mem_3'));
+
+    api.restoreMemory.mockClear();
+    await fireEvent.keyDown(window, { key: 'r' });
+    await waitFor(() => expect(api.restoreMemory).toHaveBeenCalledWith('mem_3'));
+  });
+
+  it('/ focuses the search box, and typing there does not trigger shortcuts', async () => {
+    await openMemories();
+    await fireEvent.keyDown(window, { key: '/' });
+    const search = screen.getByTestId('memory-search');
+    expect(document.activeElement).toBe(search);
+    await fireEvent.keyDown(search, { key: 'd' });
+    await fireEvent.keyDown(search, { key: 'j' });
+    await flush();
+    expect(api.deleteMemory).not.toHaveBeenCalled();
+    expect(app.selectedId).toBeNull();
+  });
+});
+
+describe('multi-select', () => {
+  it('shift-click selects a range; bulk pin pins each', async () => {
+    await openMemories();
+    const checks = () => screen.getAllByTestId('row-check');
+    await fireEvent.click(checks()[1]);
+    await fireEvent.click(checks()[4], { shiftKey: true });
+    expect(screen.getByTestId('bulk-bar')).toHaveTextContent('4 selected');
+    await fireEvent.click(screen.getByTestId('bulk-pin'));
+    await waitFor(() => expect(api.pinMemory).toHaveBeenCalledTimes(4));
+    expect(api.pinMemory.mock.calls.map((c) => c[0])).toEqual(['mem_1', 'mem_2', 'mem_3', 'mem_4']);
+  });
+
+  it('bulk delete asks for confirmation first', async () => {
+    await openMemories();
+    const checks = () => screen.getAllByTestId('row-check');
+    await fireEvent.click(checks()[0]);
+    await fireEvent.click(checks()[2]);
+    await fireEvent.click(screen.getByTestId('bulk-delete'));
+    const dialog = screen.getByTestId('confirm-dialog');
+    expect(dialog).toHaveTextContent('Delete 2 memories?');
+    expect(api.deleteMemory).not.toHaveBeenCalled();
+    await fireEvent.click(screen.getByTestId('confirm-no'));
+    expect(screen.queryByTestId('confirm-dialog')).toBeNull();
+    expect(api.deleteMemory).not.toHaveBeenCalled();
+
+    await fireEvent.click(screen.getByTestId('bulk-delete'));
+    await fireEvent.click(screen.getByTestId('confirm-yes'));
+    await waitFor(() => expect(api.deleteMemory).toHaveBeenCalledTimes(2));
+    expect(api.deleteMemory.mock.calls.map((c) => c[0])).toEqual(['mem_0', 'mem_2']);
+    expect(await screen.findByTestId('toast')).toHaveTextContent('2 memories');
+  });
+});
+
+describe('live updates', () => {
+  it('db://changed re-fetches the visible page, swaps data in and keeps the selection', async () => {
+    await openMemories();
+    await fireEvent.click(rows()[2]);
+    await waitFor(() => expect(screen.getByTestId('memory-detail')).toHaveTextContent('content of mem_2'));
+    const listCalls = api.listMemories.mock.calls.length;
+    const showCalls = api.showMemory.mock.calls.length;
+
+    // Another process changed a different memory: the page is refreshed, the detail is not.
+    api.listMemories.mockImplementation(pagedList(250, (i) => ({ preview: i === 0 ? 'edited by agent' : `memory number ${i}` })));
+    emitChanged({ data_version: 2, ids: ['mem_0'] });
+    await waitFor(() => expect(rows()[0]).toHaveTextContent('edited by agent'));
+    expect(api.listMemories.mock.calls.length).toBe(listCalls + 1);
+    expect(api.listMemories.mock.calls.at(-1)![0].offset).toBe(0);
+    expect(api.showMemory.mock.calls.length).toBe(showCalls);
+    expect(app.selectedId).toBe('mem_2');
+    expect(rows().find((r) => r.dataset.id === 'mem_2')).toHaveAttribute('aria-selected', 'true');
+
+    // The selected memory itself changed: the detail panel reloads it.
+    api.showMemory.mockImplementation(async (id: string) => makeDetail(id, { content: 'new text from agent' }));
+    emitChanged({ data_version: 3, ids: ['mem_2'] });
+    await waitFor(() => expect(screen.getByTestId('memory-content')).toHaveTextContent('new text from agent'));
+
+    // Unknown changes (ids null) refresh both.
+    const n = api.showMemory.mock.calls.length;
+    emitChanged({ data_version: 4, ids: null });
+    await waitFor(() => expect(api.showMemory.mock.calls.length).toBe(n + 1));
+    expect(app.selectedId).toBe('mem_2');
+  });
+
+  it('does not clear the list while a refresh is in flight', async () => {
+    await openMemories();
+    let release!: () => void;
+    api.listMemories.mockImplementation(
+      (q) => new Promise((res) => (release = () => res(pagedList(250)(q)))) as never,
+    );
+    emitChanged({ data_version: 2, ids: null });
+    await flush();
+    expect(rows().length).toBeGreaterThan(0);
+    expect(screen.queryAllByTestId('memory-row-placeholder')).toHaveLength(0);
+    release();
+    await flush();
+    expect(rows().length).toBeGreaterThan(0);
+  });
+});
