@@ -57,3 +57,17 @@ export function jsonText(v: unknown): string {
   if (typeof v === 'string') return v;
   return JSON.stringify(v);
 }
+
+// JSON columns written by other programs may hold anything; read them defensively so one
+// odd row cannot break a view.
+export function asList(v: unknown): string[] {
+  return Array.isArray(v) ? v.map((x) => (typeof x === 'string' ? x : JSON.stringify(x))) : [];
+}
+
+export function asObject(v: unknown): Record<string, unknown> | null {
+  return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+}
+
+export function asArray<T>(v: unknown): T[] {
+  return Array.isArray(v) ? (v as T[]) : [];
+}

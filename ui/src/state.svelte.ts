@@ -77,10 +77,12 @@ export async function softDelete(ids: string[], reason = 'deleted by user'): Pro
     reportError(e);
   }
   if (done.length === 0) return;
+  notifyChanged(done);
   const label = done.length === 1 ? `Moved ${done[0]} to quarantine` : `Moved ${done.length} memories to quarantine`;
   showToast(label, 'Undo', async () => {
     try {
       for (const id of done) await api.restoreMemory(id);
+      notifyChanged(done);
       showToast(done.length === 1 ? 'Restored' : `Restored ${done.length} memories`);
     } catch (e) {
       reportError(e);

@@ -20,7 +20,7 @@ export interface ApiError {
 }
 
 export interface DbInfo {
-  path: string;
+  path: string | null;
   exists: boolean;
   memento: boolean;
   schema_version: number | null;
@@ -38,6 +38,8 @@ export interface Stats {
   total_active: number;
   total_quarantined: number;
   at_risk: number;
+  /** Optional, beyond IPC.md: active memories at or above the threshold now. */
+  would_forget?: number;
   meta: { recalled_memories: number; total_recalls: number; avg_confidence: number | null };
 }
 
@@ -167,6 +169,10 @@ export interface MemoryDetail {
   projected_forget_at: string | null;
   duplicate_of: string | null;
   meta: MetaStats | null;
+  /** Optional, beyond IPC.md (lethe-engine sends it): the score it tends to if never used again. */
+  asymptote?: number;
+  /** Optional, beyond IPC.md (lethe-engine sends it): the engine's own words for never_forgettable. */
+  never_forgettable_why?: string | null;
 }
 
 export interface ForgettingEvent {
@@ -187,7 +193,8 @@ export interface QuarantineItem {
   preview: string;
   reason: string | null;
   forget_score: number | null;
-  deleted_at: string;
+  deleted_at: string | null;
+  /** May be fractional. */
   days_left: number;
 }
 
@@ -203,6 +210,8 @@ export interface AuditEvent {
   created_at: string;
   before: unknown;
   after: unknown;
+  ttl_days?: number | null;
+  metadata?: unknown;
 }
 
 export interface EventsQuery {
@@ -240,19 +249,20 @@ export interface ForgetRun {
   working_gate: string[];
   purged: string[];
   elapsed_ms: number;
+  dry_run?: boolean;
 }
 
 /**
- * IPC.md names `Settings` without spelling out its shape. The UI edits only the keys
- * below and sends every other key back untouched, so an extra engine setting survives a
- * round trip through the what-if panel.
+ * IPC.md names `Settings` without spelling out its shape; these keys follow lethe-engine's
+ * `Settings` struct (which denies unknown fields). The UI edits only the keys below and
+ * sends every other key back untouched.
  */
 export interface Settings {
   half_life_days: Record<Tier, number>;
   weights: ScoreParts;
   threshold: number;
   quarantine_days: number;
-  review_band: number;
+  review_band_low: number;
   [key: string]: unknown;
 }
 
@@ -263,6 +273,10 @@ export interface WhatIfSide {
 export interface WhatIf {
   current: WhatIfSide;
   proposed: WhatIfSide;
+  /** Optional, beyond IPC.md: ids forgotten under the proposal but not now. */
+  newly_forgotten?: string[];
+  /** Optional, beyond IPC.md: ids forgotten now but spared by the proposal. */
+  spared?: string[];
 }
 
 export type Theme = 'light' | 'dark';

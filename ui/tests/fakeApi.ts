@@ -127,8 +127,10 @@ export const DEFAULT_SETTINGS: Settings = {
   weights: { recency: 0.35, usage: 0.25, duplication: 0.2, importance: 0.15, pinned: 0.3 },
   threshold: 0.6,
   quarantine_days: 30,
-  review_band: 0.5,
+  review_band_low: 0.5,
+  access_decay_days: 30,
   working_window_hours: 48,
+  working_max_turns: 50,
 };
 
 /** Pages through `total` synthetic rows like list_memories would. */
@@ -192,8 +194,8 @@ export const api = {
 };
 
 export const quarantineItems: QuarantineItem[] = [
-  { id: 'mem_q1', type: 'episodic', preview: 'the staging password rotates monthly', reason: 'old, unused', forget_score: 0.71234, deleted_at: '2025-03-01T10:00:00.000Z', days_left: 12 },
-  { id: 'mem_q2', type: 'working', preview: HOSTILE, reason: 'working gate: older than 48h', forget_score: 0.8, deleted_at: '2025-03-02T10:00:00.000Z', days_left: 2 },
+  { id: 'mem_q1', type: 'episodic', preview: 'the staging password rotates monthly', reason: 'old, unused', forget_score: 0.71234, deleted_at: '2025-03-01T10:00:00.000Z', days_left: 12.75 },
+  { id: 'mem_q2', type: 'working', preview: HOSTILE, reason: 'working gate: older than 48h', forget_score: 0.8, deleted_at: '2025-03-02T10:00:00.000Z', days_left: 0.25 },
 ];
 
 export const auditEvents: AuditEvent[] = [

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 use lethe_engine::lifecycle::{self, ListQuery, NewMemory, ProcedureFields, RememberOutcome};
-use lethe_engine::{audit, forgetting, store, time, Error, Result, Settings, Tier};
+use lethe_engine::{audit, forgetting, meta, procedural, recall, store, time, transfer, Error, Result, Settings, Tier};
 use serde_json::{json, Value};
 
 #[derive(Parser, Debug)]
@@ -105,6 +105,65 @@ pub enum Command {
         key: Option<String>,
         value: Option<String>,
     },
+    /// Ranked search with a breakdown per result (hits go to meta-memory statistics only).
+    Recall(RecallArgs),
+    /// Append a reflection note to a procedure.
+    Reflect {
+        id: String,
+        #[arg(long)]
+        note: String,
+        #[arg(long)]
+        expected_version: Option<i64>,
+    },
+    /// Versions of a procedure, oldest first; `--notes` lists its reflection notes instead.
+    History {
+        id: String,
+        #[arg(long)]
+        notes: bool,
+    },
+    /// Make a new version of a procedure from an old snapshot.
+    Rollback {
+        id: String,
+        #[arg(long)]
+        to: i64,
+        #[arg(long)]
+        expected_version: i64,
+    },
+    /// Import memories from JSONL (one per line).
+    Import {
+        file: PathBuf,
+    },
+    /// Export every memory as JSONL on stdout.
+    Export,
+    /// Load realistic demo data.
+    Demo {
+        #[arg(long, default_value_t = 120)]
+        count: usize,
+        #[arg(long, default_value_t = 7)]
+        seed: u32,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct RecallArgs {
+    pub query: String,
+    #[arg(long, default_value_t = 10)]
+    pub limit: usize,
+    #[arg(long = "type")]
+    pub tier: Option<String>,
+    #[arg(long)]
+    pub session: Option<String>,
+    #[arg(long)]
+    pub project: Option<String>,
+    #[arg(long)]
+    pub workflow: Option<String>,
+    #[arg(long)]
+    pub tags: Option<String>,
+    #[arg(long)]
+    pub pinned: bool,
+    /// sim,rec,scene,pri
+    #[arg(long)]
+    pub weights: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -245,7 +304,12 @@ fn remember(conn: &mut rusqlite_conn::Connection, a: &RememberArgs, actor: &str,
         supersedes: split_list(&a.supersedes),
     };
     if a.memory_id.is_some() || a.expected_version.is_some() {
-        return Err(Error::invalid("--memory-id/--expected-version updates need the procedural module"));
+        let (Some(id), Some(v)) = (&a.memory_id, a.expected_version) else {
+            return Err(Error::invalid("--memory-id and --expected-version go together"));
+        };
+        let patch = procedural::ProcedurePatch { content: Some(m.content), fields: m.procedure };
+        let updated = procedural::update(conn, id, v, &patch, actor, now)?;
+        return Ok(json!({ "id": updated.id, "stored": true, "version": updated.version }));
     }
     let out: RememberOutcome = lifecycle::remember(conn, &m, actor, now)?;
     to_json(&out)
@@ -354,6 +418,62 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
             let snap = forgetting::Snapshot::load(conn)?;
             to_json(&forgetting::stats(conn, &snap, &s, now)?)?
         }
+        Command::Recall(a) => {
+            let q = recall::RecallQuery {
+                text: a.query.clone(),
+                limit: a.limit,
+                tier: a.tier.as_deref().map(str::parse).transpose()?,
+                session: a.session.clone(),
+                project: a.project.clone(),
+                workflow: a.workflow.clone(),
+                tags: split_list(&a.tags),
+                pinned: a.pinned.then_some(true),
+                weights: a.weights.as_deref().map(recall::parse_weights).transpose()?,
+            };
+            let hits = recall::recall(conn, &q, now)?;
+            // A one-shot process has nothing to coalesce with: its hits go out in one
+            // transaction of additive upserts, the same path the flusher uses.
+            let mut deltas: std::collections::HashMap<String, meta::Delta> = std::collections::HashMap::new();
+            for h in &hits {
+                let d = deltas.entry(h.id.clone()).or_default();
+                d.count += 1;
+                d.success += i64::from(h.score >= 0.5);
+                d.failure += i64::from(h.score < 0.5);
+                d.confidence_sum += h.score;
+                d.last_recalled_at = Some(time::format(now));
+            }
+            meta::write_deltas(conn, &deltas)?;
+            json!({ "results": hits })
+        }
+        Command::Reflect { id, note, expected_version } => {
+            let note: Value =
+                serde_json::from_str(note).map_err(|e| Error::invalid(format!("--note is not valid JSON: {e}")))?;
+            to_json(&procedural::reflect(conn, id, &note, *expected_version, actor, now)?)?
+        }
+        Command::History { id, notes } => {
+            if *notes {
+                json!({ "items": procedural::notes(conn, id)? })
+            } else {
+                json!({ "items": procedural::history(conn, id)? })
+            }
+        }
+        Command::Rollback { id, to, expected_version } => {
+            let m = procedural::rollback(conn, id, *to, *expected_version, actor, now)?;
+            json!({ "id": m.id, "stored": true, "version": m.version })
+        }
+        Command::Import { file } => {
+            let f = std::fs::File::open(file)?;
+            to_json(&transfer::import(conn, std::io::BufReader::new(f))?)?
+        }
+        Command::Export => {
+            let stdout = std::io::stdout();
+            let mut lock = std::io::BufWriter::new(stdout.lock());
+            transfer::export(conn, &mut lock)?;
+            use std::io::Write;
+            lock.flush()?;
+            return Ok(None);
+        }
+        Command::Demo { count, seed } => to_json(&lethe_engine::demo::load(conn, *seed, *count, now)?)?,
         Command::Settings { key, value } => {
             let s = Settings::load(conn)?;
             match (key, value) {

@@ -31,7 +31,13 @@ fn main() -> ExitCode {
     match commands::run(cli) {
         Ok(value) => {
             if let Some(v) = value {
-                println!("{}", serde_json::to_string_pretty(&v).unwrap_or_else(|_| "null".into()));
+                use std::io::Write;
+                // A closed pipe (e.g. `| head`) is not an error worth a panic.
+                let _ = writeln!(
+                    std::io::stdout(),
+                    "{}",
+                    serde_json::to_string_pretty(&v).unwrap_or_else(|_| "null".into())
+                );
             }
             ExitCode::SUCCESS
         }

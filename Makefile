@@ -1,0 +1,60 @@
+# Lethe — two commands do everything on a fresh Debian/Ubuntu machine:
+#   make run    install what is missing, build, open the window on the default database
+#   make test   fmt, clippy, all Rust tests, UI tests, end-to-end tests of the real window
+SHELL := /bin/bash
+SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+APT_PACKAGES := libwebkit2gtk-4.1-dev build-essential pkg-config curl wget file libssl-dev libxdo-dev \
+	libayatana-appindicator3-dev librsvg2-dev xvfb xauth webkit2gtk-driver fonts-dejavu-core imagemagick
+CARGO_BIN := $(HOME)/.cargo/bin
+export PATH := $(CARGO_BIN):$(PATH)
+
+.PHONY: run test deps system-deps ui-deps e2e-deps ui build lint rust-test ui-test e2e bench demo clean
+
+system-deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then echo "installing:$$missing"; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; fi
+
+ui/node_modules/.package-lock.json: ui/package-lock.json
+	cd ui && npm ci --no-audit --no-fund
+ui-deps: ui/node_modules/.package-lock.json
+
+tests/e2e/node_modules/.package-lock.json: tests/e2e/package-lock.json
+	cd tests/e2e && npm ci --no-audit --no-fund
+e2e-deps: tests/e2e/node_modules/.package-lock.json
+	@command -v tauri-driver >/dev/null || cargo install tauri-driver --locked
+
+deps: system-deps ui-deps
+
+ui: ui-deps
+	cd ui && npm run build
+
+build: deps ui
+	cargo build --workspace
+
+run: build
+	./target/debug/lethe-app
+
+lint: deps ui
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+
+rust-test: build
+	cargo test --workspace
+
+ui-test: ui-deps
+	cd ui && npm test
+
+e2e: build e2e-deps
+	cd tests/e2e && timeout 900 xvfb-run -a -s "-screen 0 1280x800x24" node --test --test-concurrency=1 ./*.test.mjs
+
+test: lint rust-test ui-test e2e
+
+demo: build
+	./target/debug/lethe demo
+
+bench: deps ui
+	cargo run --release -p lethe-cli --bin lethe-bench
+
+clean:
+	cargo clean

@@ -1,0 +1,324 @@
+//! Tauri commands: take the state, call one engine function, map the error. All run off the
+//! main thread (`async`) so database work never blocks the window.
+
+use std::sync::atomic::Ordering;
+
+use lethe_engine::audit::{self, AuditEvent, EventFilter, ForgettingEvent};
+use lethe_engine::forgetting::{self, BatchOptions, BatchReport, QuarantineItem, Stats, WhatIf};
+use lethe_engine::lifecycle::{self, ListQuery, Page};
+use lethe_engine::{time, MemoryDetail, Settings};
+use serde::{Deserialize, Serialize};
+use tauri::{AppHandle, Emitter, State};
+
+use crate::error::{ApiError, ApiResult};
+use crate::state::{lock, AppState};
+
+/// The actor recorded for everything done in the window.
+const ACTOR: &str = "user";
+
+fn at(now: &Option<String>) -> ApiResult<time::Instant> {
+    match now {
+        Some(n) => Ok(time::parse(n)?),
+        None => Ok(chrono::Utc::now()),
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct DbInfo {
+    pub path: Option<String>,
+    pub exists: bool,
+    pub memento: bool,
+    pub schema_version: i64,
+    pub error: Option<String>,
+}
+
+#[tauri::command(async)]
+pub fn db_info(state: State<'_, AppState>) -> DbInfo {
+    let path = lock(&state.path).clone();
+    let error = lock(&state.open_error).clone();
+    let (memento, schema_version) = state
+        .with_db(|db| Ok((lethe_engine::store::is_memento(&db.conn)?, lethe_engine::store::schema_version(&db.conn)?)))
+        .unwrap_or((false, 0));
+    DbInfo {
+        exists: path.as_ref().is_some_and(|p| p.exists()),
+        path: path.map(|p| p.display().to_string()),
+        memento,
+        schema_version,
+        error,
+    }
+}
+
+#[tauri::command(async)]
+pub fn stats(state: State<'_, AppState>, now: Option<String>) -> ApiResult<Stats> {
+    let now = at(&now)?;
+    state.with_db(|db| {
+        let s = Settings::load(&db.conn)?;
+        let snap = db.snapshot()?;
+        forgetting::stats(&db.conn, &snap, &s, now)
+    })
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListArgs {
+    pub tier: Option<String>,
+    pub deleted: Option<bool>,
+    pub pinned: Option<bool>,
+    pub sort: Option<String>,
+    pub min_score: Option<f64>,
+    pub max_score: Option<f64>,
+    pub session: Option<String>,
+    pub project: Option<String>,
+    pub limit: Option<usize>,
+    pub offset: Option<usize>,
+    pub now: Option<String>,
+}
+
+#[tauri::command(async)]
+pub fn list_memories(state: State<'_, AppState>, query: ListArgs) -> ApiResult<Page> {
+    let now = at(&query.now)?;
+    let q = ListQuery {
+        tier: query.tier.as_deref().filter(|t| !t.is_empty()).map(str::parse).transpose()?,
+        deleted: query.deleted,
+        pinned: query.pinned,
+        sort: query.sort.as_deref().unwrap_or("created").parse()?,
+        min_score: query.min_score,
+        max_score: query.max_score,
+        session: query.session.filter(|s| !s.is_empty()),
+        project: query.project.filter(|s| !s.is_empty()),
+        limit: query.limit.unwrap_or(50),
+        offset: query.offset.unwrap_or(0),
+    };
+    state.with_db(|db| {
+        let s = Settings::load(&db.conn)?;
+        let snap = db.snapshot()?;
+        forgetting::list(&db.conn, &snap, &q, &s, now)
+    })
+}
+
+#[tauri::command(async)]
+pub fn show_memory(state: State<'_, AppState>, id: String, now: Option<String>) -> ApiResult<MemoryDetail> {
+    let now = at(&now)?;
+    state.with_db(|db| lethe_engine::detail(&db.conn, &id, now, None))
+}
+
+#[tauri::command(async)]
+pub fn pin_memory(state: State<'_, AppState>, id: String) -> ApiResult<MemoryDetail> {
+    let now = chrono::Utc::now();
+    state.with_db(|db| {
+        lifecycle::pin(&mut db.conn, &id, ACTOR, now)?;
+        lethe_engine::detail(&db.conn, &id, now, None)
+    })
+}
+
+#[tauri::command(async)]
+pub fn unpin_memory(state: State<'_, AppState>, id: String) -> ApiResult<MemoryDetail> {
+    let now = chrono::Utc::now();
+    state.with_db(|db| {
+        lifecycle::unpin(&mut db.conn, &id, ACTOR, now)?;
+        lethe_engine::detail(&db.conn, &id, now, None)
+    })
+}
+
+#[tauri::command(async)]
+pub fn set_importance(state: State<'_, AppState>, id: String, value: f64) -> ApiResult<MemoryDetail> {
+    let now = chrono::Utc::now();
+    state.with_db(|db| {
+        lifecycle::set_importance(&mut db.conn, &id, value, ACTOR, now)?;
+        lethe_engine::detail(&db.conn, &id, now, None)
+    })
+}
+
+#[tauri::command(async)]
+pub fn edit_memory(state: State<'_, AppState>, id: String, content: String) -> ApiResult<MemoryDetail> {
+    let now = chrono::Utc::now();
+    state.with_db(|db| {
+        lifecycle::edit(&mut db.conn, &id, &content, ACTOR, now)?;
+        lethe_engine::detail(&db.conn, &id, now, None)
+    })
+}
+
+#[tauri::command(async)]
+pub fn delete_memory(state: State<'_, AppState>, id: String, reason: Option<String>) -> ApiResult<ForgettingEvent> {
+    state.with_db(|db| lifecycle::soft_delete(&mut db.conn, &id, reason.as_deref(), ACTOR, chrono::Utc::now()))
+}
+
+#[tauri::command(async)]
+pub fn restore_memory(state: State<'_, AppState>, id: String) -> ApiResult<MemoryDetail> {
+    let now = chrono::Utc::now();
+    state.with_db(|db| {
+        lifecycle::restore(&mut db.conn, &id, ACTOR, now)?;
+        lethe_engine::detail(&db.conn, &id, now, None)
+    })
+}
+
+#[tauri::command(async)]
+pub fn hard_delete_memory(state: State<'_, AppState>, id: String, confirm: bool) -> ApiResult<ForgettingEvent> {
+    state.with_db(|db| lifecycle::hard_delete(&mut db.conn, &id, confirm, None, ACTOR, chrono::Utc::now()))
+}
+
+#[derive(Debug, Serialize)]
+pub struct Items<T> {
+    pub items: Vec<T>,
+}
+
+#[tauri::command(async)]
+pub fn quarantine(state: State<'_, AppState>, now: Option<String>) -> ApiResult<Items<QuarantineItem>> {
+    let now = at(&now)?;
+    state.with_db(|db| Ok(Items { items: forgetting::quarantine(&db.conn, &Settings::load(&db.conn)?, now)? }))
+}
+
+#[tauri::command(async)]
+pub fn events(
+    state: State<'_, AppState>,
+    memory_id: Option<String>,
+    action: Option<String>,
+    actor: Option<String>,
+    limit: Option<usize>,
+) -> ApiResult<Items<AuditEvent>> {
+    let f = EventFilter { memory_id, action, actor, limit: limit.unwrap_or(200) };
+    state.with_db(|db| Ok(Items { items: audit::list_events(&db.conn, &f)? }))
+}
+
+#[tauri::command(async)]
+pub fn run_forget(app: AppHandle, state: State<'_, AppState>, dry_run: bool) -> ApiResult<BatchReport> {
+    state.cancel.store(false, Ordering::Relaxed);
+    let cancel = state.cancel.clone();
+    let progress = move |done: usize, total: usize| {
+        let _ = app.emit("forget://progress", serde_json::json!({ "done": done, "total": total }));
+    };
+    state.with_db(|db| {
+        let mut opts = BatchOptions::new(chrono::Utc::now(), dry_run);
+        opts.progress = Some(&progress);
+        opts.cancel = Some(&cancel);
+        forgetting::run_batch(&mut db.conn, &opts)
+    })
+}
+
+#[tauri::command]
+pub fn cancel_forget(state: State<'_, AppState>) {
+    state.cancel.store(true, Ordering::Relaxed);
+}
+
+#[tauri::command(async)]
+pub fn get_settings(state: State<'_, AppState>) -> ApiResult<Settings> {
+    state.with_db(|db| Settings::load(&db.conn))
+}
+
+#[tauri::command(async)]
+pub fn set_settings(state: State<'_, AppState>, settings: Settings) -> ApiResult<Settings> {
+    state.with_db(|db| Settings::store(&mut db.conn, &settings, ACTOR, chrono::Utc::now()))
+}
+
+#[tauri::command(async)]
+pub fn what_if(state: State<'_, AppState>, settings: Settings, now: Option<String>) -> ApiResult<WhatIf> {
+    let now = at(&now)?;
+    state.with_db(|db| {
+        let current = Settings::load(&db.conn)?;
+        let snap = db.snapshot()?;
+        forgetting::what_if(&snap, &current, &settings, now)
+    })
+}
+
+#[tauri::command(async)]
+pub fn open_db(app: AppHandle, state: State<'_, AppState>, path: String) -> ApiResult<DbInfo> {
+    crate::open_and_watch(&app, &state, std::path::Path::new(&path)).map_err(ApiError::from)?;
+    crate::recent::remember(&path);
+    Ok(db_info(state))
+}
+
+#[tauri::command(async)]
+pub fn new_db(app: AppHandle, state: State<'_, AppState>, path: String) -> ApiResult<DbInfo> {
+    if std::path::Path::new(&path).exists() {
+        return Err(ApiError { code: "invalid_input", message: format!("{path} already exists; use Open") });
+    }
+    open_db(app, state, path)
+}
+
+#[tauri::command(async)]
+pub fn recent_files() -> Vec<String> {
+    crate::recent::list()
+}
+
+#[derive(Debug, Serialize)]
+pub struct RecallResults {
+    pub results: Vec<lethe_engine::recall::Hit>,
+}
+
+#[tauri::command(async)]
+pub fn recall(
+    state: State<'_, AppState>,
+    query: String,
+    limit: Option<usize>,
+    tier: Option<String>,
+    weights: Option<lethe_engine::settings::RecallWeights>,
+) -> ApiResult<RecallResults> {
+    let q = lethe_engine::recall::RecallQuery {
+        text: query,
+        limit: limit.unwrap_or(50),
+        tier: tier.as_deref().filter(|t| !t.is_empty()).map(str::parse).transpose()?,
+        weights,
+        ..Default::default()
+    };
+    // A person searching is not an agent recalling: no meta-memory statistics are recorded.
+    state.with_db(|db| Ok(RecallResults { results: lethe_engine::recall::recall(&db.conn, &q, chrono::Utc::now())? }))
+}
+
+#[tauri::command(async)]
+pub fn workflows(state: State<'_, AppState>) -> ApiResult<Items<MemoryDetail>> {
+    let now = chrono::Utc::now();
+    state.with_db(|db| {
+        let ids: Vec<String> = db
+            .conn
+            .prepare("SELECT id FROM memory_item WHERE type = 'procedural' AND COALESCE(is_deleted, 0) = 0 ORDER BY workflow_name, skill_name, created_at")?
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        let items = ids.iter().map(|id| lethe_engine::detail(&db.conn, id, now, None)).collect::<lethe_engine::Result<_>>()?;
+        Ok(Items { items })
+    })
+}
+
+#[tauri::command(async)]
+pub fn history(state: State<'_, AppState>, id: String) -> ApiResult<Items<lethe_engine::procedural::Version>> {
+    state.with_db(|db| Ok(Items { items: lethe_engine::procedural::history(&db.conn, &id)? }))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProcedurePatchArgs {
+    pub content: Option<String>,
+    pub task_goal: Option<String>,
+    pub steps: Option<serde_json::Value>,
+    pub trigger_conditions: Option<serde_json::Value>,
+    pub workflow_name: Option<String>,
+    pub skill_name: Option<String>,
+}
+
+#[tauri::command(async)]
+pub fn update_procedure(
+    state: State<'_, AppState>,
+    id: String,
+    expected_version: i64,
+    patch: ProcedurePatchArgs,
+) -> ApiResult<MemoryDetail> {
+    let now = chrono::Utc::now();
+    let p = lethe_engine::procedural::ProcedurePatch {
+        content: patch.content,
+        fields: lifecycle::ProcedureFields {
+            task_goal: patch.task_goal,
+            steps: patch.steps,
+            trigger_conditions: patch.trigger_conditions,
+            workflow_name: patch.workflow_name,
+            skill_name: patch.skill_name,
+        },
+    };
+    state.with_db(|db| {
+        lethe_engine::procedural::update(&mut db.conn, &id, expected_version, &p, ACTOR, now)?;
+        lethe_engine::detail(&db.conn, &id, now, None)
+    })
+}
+
+#[tauri::command(async)]
+pub fn load_demo(state: State<'_, AppState>) -> ApiResult<lethe_engine::demo::DemoCounts> {
+    state.with_db(|db| lethe_engine::demo::load(&mut db.conn, 7, 120, chrono::Utc::now()))
+}

@@ -1,0 +1,242 @@
+//! A deterministic, realistic demo data set: all four tiers, ages over a year, pinned team
+//! rules, procedural workflows with reflection notes and several versions, near-duplicates,
+//! and quarantined memories with reasons, so every view of the inspector shows something.
+
+use rusqlite::Connection;
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::lifecycle::{self, NewMemory, ProcedureFields};
+use crate::model::Tier;
+use crate::procedural::{self, ProcedurePatch};
+use crate::time::{self, Instant};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct DemoCounts {
+    pub stored: usize,
+    pub pinned: usize,
+    pub procedures: usize,
+    pub reflection_notes: usize,
+    pub quarantined: usize,
+    pub skipped: usize,
+}
+
+struct Lcg(u32);
+impl Lcg {
+    fn next(&mut self) -> f64 {
+        self.0 = self.0.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        f64::from(self.0) / 4_294_967_296.0
+    }
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[((self.next() * items.len() as f64) as usize).min(items.len() - 1)]
+    }
+}
+
+const RULES: &[&str] = &[
+    "Never commit secrets: API keys live in the vault and are injected at deploy time.",
+    "All database migrations must be backwards compatible for one release.",
+    "Production deploys happen Tuesday to Thursday, never on Fridays.",
+    "Customer data never leaves the EU region.",
+];
+
+const SEMANTIC: &[&str] = &[
+    "The auth service signs tokens with Ed25519 keys rotated every 30 days.",
+    "The billing service talks to Stripe through the payments gateway, not directly.",
+    "Staging runs in eu-west-1 on three t3.large nodes.",
+    "The search index is rebuilt nightly at 02:00 UTC from the primary replica.",
+    "The mobile app pins TLS certificates; rotating the certificate needs an app release.",
+    "Feature flags are stored in LaunchDarkly and cached for 60 seconds.",
+    "The data team owns the events warehouse; schema changes go through their review.",
+    "Rate limits are 100 requests per minute per API key on the public API.",
+    "The user prefers concise answers with code first and explanation after.",
+    "The monorepo uses pnpm workspaces; never run npm install at the root.",
+    "Logs older than 14 days are moved to cold storage.",
+    "The on-call rotation changes every Monday at 09:00 local time.",
+];
+
+const EPISODIC: &[&str] = &[
+    "Deploy of api v2.14 failed: migration 0042 locked the orders table for 4 minutes.",
+    "User asked to rename the 'Invoices' tab to 'Billing' in the dashboard.",
+    "Investigated flaky test test_checkout_timeout; root cause was a shared Redis key.",
+    "Helped debug a Docker volume permission error on the CI runner.",
+    "The user reported that search results were stale after the reindex.",
+    "Paired on the quarterly report export; CSV had wrong decimal separators.",
+    "Rolled back the cache TTL change after latency rose by 30 ms.",
+    "The user said the weekly summary email is too long.",
+    "Reviewed PR 1187 adding retry with backoff to the webhook sender.",
+    "Noticed disk usage on the build cache reached 91 percent.",
+];
+
+const WORKING: &[&str] = &[
+    "Currently editing src/billing/invoice.rs, function total_with_tax.",
+    "Open question: does the user want the export as CSV or XLSX?",
+    "Test run in progress: 412 passed, 3 failed so far.",
+    "The user is on the settings page looking at notification preferences.",
+    "Draft reply to the support ticket is in the scratch buffer.",
+];
+
+/// Loads the demo set into `conn` as of `now`.
+pub fn load(conn: &mut Connection, seed: u32, count: usize, now: Instant) -> Result<DemoCounts> {
+    let mut rng = Lcg(seed);
+    let mut c = DemoCounts::default();
+    let mut ids = Vec::new();
+    let store = |conn: &mut Connection, m: NewMemory, c: &mut DemoCounts| -> Result<Option<String>> {
+        match lifecycle::remember(conn, &m, "agent:demo", now)? {
+            lifecycle::RememberOutcome::Stored { id, .. } => {
+                c.stored += 1;
+                Ok(Some(id))
+            }
+            _ => {
+                c.skipped += 1;
+                Ok(None)
+            }
+        }
+    };
+    let days_ago = |d: f64| time::add_days(now, -d);
+    for (i, r) in RULES.iter().enumerate() {
+        let mut m = NewMemory::new(Tier::Semantic, *r);
+        m.pinned = true;
+        m.importance = Some(0.9);
+        m.tags = vec!["team-rule".into()];
+        m.created_at = Some(days_ago(200.0 + 30.0 * i as f64));
+        m.project_id = Some("platform".into());
+        if store(conn, m, &mut c)?.is_some() {
+            c.pinned += 1;
+        }
+    }
+    // Procedures with versions and reflection notes.
+    let procs: &[(&str, &str, &[&str], &str)] = &[
+        (
+            "deploy-rollback",
+            "Roll back a failed deploy",
+            &[
+                "Freeze the pipeline",
+                "kubectl rollout undo deployment/api",
+                "Check /health on every pod",
+                "Post in #incidents",
+                "Open a postmortem ticket",
+            ],
+            "deploy fails or error rate > 2%",
+        ),
+        (
+            "docker-volume-permissions",
+            "Fix Docker volume permission errors",
+            &["Find the container user's uid", "chown the volume to that uid", "Restart the container"],
+            "EACCES on a mounted volume",
+        ),
+        (
+            "release-notes",
+            "Write release notes",
+            &["Collect merged PRs since the last tag", "Group by feature", "Ask the PM to review"],
+            "a release is tagged",
+        ),
+    ];
+    for (n, (wf, goal, steps, trig)) in procs.iter().enumerate() {
+        let mut m = NewMemory::new(Tier::Procedural, format!("{goal}: {}", steps.join("; ")));
+        m.procedure = ProcedureFields {
+            task_goal: Some((*goal).into()),
+            steps: Some(serde_json::json!(steps)),
+            trigger_conditions: Some(serde_json::json!({ "when": trig })),
+            workflow_name: Some((*wf).into()),
+            skill_name: Some(if n == 1 { "docker".into() } else { "operations".into() }),
+        };
+        m.importance = Some(0.7);
+        m.created_at = Some(days_ago(120.0 - 40.0 * n as f64));
+        let Some(id) = store(conn, m, &mut c)? else { continue };
+        c.procedures += 1;
+        if n == 0 {
+            let mut s: Vec<String> = steps.iter().map(|s| s.to_string()).collect();
+            s.insert(2, "Wait for the rollout to finish (kubectl rollout status)".into());
+            let patch = ProcedurePatch {
+                content: None,
+                fields: ProcedureFields { steps: Some(serde_json::json!(s)), ..Default::default() },
+            };
+            procedural::update(conn, &id, 1, &patch, "agent:claude-code", time::add_days(now, -60.0))?;
+            s.push("Notify the customer success channel".into());
+            let patch = ProcedurePatch {
+                content: None,
+                fields: ProcedureFields { steps: Some(serde_json::json!(s)), ..Default::default() },
+            };
+            procedural::update(conn, &id, 2, &patch, "user", time::add_days(now, -20.0))?;
+        }
+        let notes = [
+            serde_json::json!({"failure_type": "tool_error", "failure_description": "kubectl timed out against the eu cluster", "lessons_learned": "Set --request-timeout=60s", "suggested_improvements": "Add the timeout to step 2"}),
+            serde_json::json!({"failure_type": "user_feedback", "failure_description": "The user said the incident post came too late", "lessons_learned": "Post before rolling back, not after"}),
+            serde_json::json!({"failure_type": "metric_failure", "failure_description": "Rollback took 14 minutes, target is 5"}),
+        ];
+        for (k, note) in notes.iter().enumerate().take(3 - n.min(2)) {
+            procedural::reflect(
+                conn,
+                &id,
+                note,
+                None,
+                if k % 2 == 0 { "agent:claude-code" } else { "agent:cursor" },
+                time::add_days(now, -(50.0 - 10.0 * k as f64)),
+            )?;
+            c.reflection_notes += 1;
+        }
+    }
+    // Background memories spread over a year.
+    let sessions = ["sess-a1", "sess-b2", "sess-c3"];
+    let projects = ["platform", "billing", "mobile"];
+    let total = count.max(40);
+    for i in 0..total {
+        let tier = *rng.pick(&[Tier::Episodic, Tier::Episodic, Tier::Semantic, Tier::Working, Tier::Semantic]);
+        let base = match tier {
+            Tier::Semantic => *rng.pick(SEMANTIC),
+            Tier::Working => *rng.pick(WORKING),
+            _ => *rng.pick(EPISODIC),
+        };
+        let age = match tier {
+            Tier::Working => rng.next() * 4.0,
+            _ => rng.next() * 365.0,
+        };
+        let content = if i < SEMANTIC.len() + EPISODIC.len() + WORKING.len() {
+            base.to_string()
+        } else {
+            format!("{base} (note {i})")
+        };
+        let mut m = NewMemory::new(tier, content);
+        m.importance = Some((rng.next() * 100.0).round() / 100.0);
+        m.created_at = Some(days_ago(age));
+        m.session_id = Some(rng.pick(&sessions).to_string());
+        m.project_id = Some(rng.pick(&projects).to_string());
+        m.tags = vec![tier.to_string()];
+        if rng.next() < 0.15 {
+            m.source = Some("tool:bash".into());
+        }
+        if let Some(id) = store(conn, m, &mut c)? {
+            if rng.next() < 0.3 {
+                lifecycle::cite(conn, &id, "agent:claude-code", days_ago(age * rng.next()))?;
+            }
+            ids.push(id);
+        }
+    }
+    // Near-duplicates of existing memories.
+    for (k, text) in [
+        "The auth service signs its tokens with Ed25519 keys rotated every 30 days.",
+        "Staging runs in eu-west-1 on three t3.large nodes today.",
+        "The monorepo uses pnpm workspaces; never run npm install at the repo root.",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let mut m = NewMemory::new(Tier::Semantic, *text);
+        m.importance = Some(0.2);
+        m.created_at = Some(days_ago(300.0 - 20.0 * k as f64));
+        store(conn, m, &mut c)?;
+    }
+    // A few quarantined memories with reasons.
+    for (k, id) in ids.iter().take(4).enumerate() {
+        let reason = [
+            "wrong: the user corrected this",
+            "outdated after the migration",
+            "duplicate of a team rule",
+            "contains a customer name",
+        ][k];
+        if lifecycle::soft_delete(conn, id, Some(reason), "user", time::add_days(now, -(k as f64 * 6.0))).is_ok() {
+            c.quarantined += 1;
+        }
+    }
+    Ok(c)
+}

@@ -1,0 +1,278 @@
+//! Procedural memory (DESIGN §5): compare-and-swap updates on `expected_version`, version
+//! snapshots, rollback as a new version, and append-only reflection notes.
+
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::Serialize;
+
+use crate::audit;
+use crate::error::{Error, Result};
+use crate::lifecycle::{self, ProcedureFields};
+use crate::model::{self, Memory, ReflectionNote, Tier};
+use crate::settings::Settings;
+use crate::store::write_tx;
+use crate::time::{self, Instant};
+
+pub const MAX_NOTES: usize = 100;
+pub const MAX_NOTE_BYTES: usize = 10 * 1024;
+
+/// A change to a procedure; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default)]
+pub struct ProcedurePatch {
+    pub content: Option<String>,
+    pub fields: ProcedureFields,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Version {
+    pub version: i64,
+    pub at: String,
+    pub actor: String,
+    pub content: String,
+    pub task_goal: Option<String>,
+    pub steps: Option<serde_json::Value>,
+    pub trigger_conditions: Option<serde_json::Value>,
+    pub workflow_name: Option<String>,
+    pub skill_name: Option<String>,
+    pub current: bool,
+}
+
+fn state_of(m: &Memory) -> serde_json::Value {
+    serde_json::json!({
+        "content": m.content, "task_goal": m.task_goal, "steps": m.steps,
+        "trigger_conditions": m.trigger_conditions, "workflow_name": m.workflow_name, "skill_name": m.skill_name,
+    })
+}
+
+fn last_writer(conn: &Connection, id: &str) -> Result<(String, String)> {
+    Ok(conn
+        .query_row(
+            "SELECT actor, created_at FROM lethe_action WHERE memory_id = ?1 AND action IN ('remember', 'procedure_update', 'rollback') ORDER BY id DESC LIMIT 1",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?
+        .unwrap_or_else(|| ("unknown".into(), String::new())))
+}
+
+/// Applies `patch` only if the stored version is `expected_version` (NULL counts as 1).
+/// The previous state is kept as a snapshot; the new version is `expected_version + 1`.
+pub fn update(
+    conn: &mut Connection,
+    id: &str,
+    expected_version: i64,
+    patch: &ProcedurePatch,
+    actor: &str,
+    now: Instant,
+) -> Result<Memory> {
+    model::validate_actor(actor)?;
+    patch.fields.validate()?;
+    let settings = Settings::load(conn)?;
+    if let Some(c) = &patch.content {
+        lifecycle::validate_content(c, &settings)?;
+    }
+    write_tx(conn, |tx| {
+        let m = lifecycle::get(tx, id)?;
+        if m.tier != Tier::Procedural {
+            return Err(Error::invalid(format!("memory {id} is {} , not procedural", m.tier)));
+        }
+        if m.is_deleted {
+            return Err(Error::invalid(format!("memory {id} is in quarantine")));
+        }
+        if m.version != expected_version {
+            return Err(Error::Conflict { id: id.to_string(), expected: expected_version, current: m.version });
+        }
+        let (prev_actor, prev_at) = last_writer(tx, id)?;
+        tx.execute(
+            "INSERT OR IGNORE INTO lethe_procedure_version (memory_id, version, snapshot_json, actor, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![id, m.version, state_of(&m).to_string(), prev_actor, if prev_at.is_empty() { m.created_at.clone() } else { prev_at }],
+        )?;
+        let f = &patch.fields;
+        let json = |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string());
+        // The version condition again in the UPDATE makes the swap atomic even if another
+        // writer slipped in (it cannot inside an IMMEDIATE transaction, but it costs nothing).
+        let n = tx.execute(
+            "UPDATE memory_item SET content = COALESCE(?3, content), task_goal = COALESCE(?4, task_goal), steps = COALESCE(?5, steps), \
+             trigger_conditions = COALESCE(?6, trigger_conditions), workflow_name = COALESCE(?7, workflow_name), \
+             skill_name = COALESCE(?8, skill_name), version = ?2 + 1, edit_count = COALESCE(edit_count, 0) + 1, last_accessed = ?9 \
+             WHERE id = ?1 AND COALESCE(version, 1) = ?2",
+            params![id, expected_version, patch.content, f.task_goal, json(&f.steps), json(&f.trigger_conditions), f.workflow_name, f.skill_name, time::format(now)],
+        )?;
+        if n == 0 {
+            return Err(Error::Conflict {
+                id: id.to_string(),
+                expected: expected_version,
+                current: lifecycle::get(tx, id)?.version,
+            });
+        }
+        if let Some(c) = &patch.content {
+            tx.execute(
+                "INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT(memory_id) DO UPDATE SET content_hash = excluded.content_hash, bands = excluded.bands",
+                params![id, crate::dedup::content_hash(c), crate::dedup::band_keys(c)],
+            )?;
+        }
+        let after = lifecycle::get(tx, id)?;
+        audit::record_action(
+            tx,
+            Some(id),
+            "procedure_update",
+            actor,
+            Some(&state_of(&m)),
+            Some(&state_of(&after)),
+            now,
+        )?;
+        Ok(after)
+    })
+}
+
+/// Every version oldest first, the current state last.
+pub fn history(conn: &Connection, id: &str) -> Result<Vec<Version>> {
+    let m = lifecycle::get(conn, id)?;
+    let mut stmt = conn.prepare(
+        "SELECT version, snapshot_json, actor, created_at FROM lethe_procedure_version WHERE memory_id = ?1 AND version < ?2 ORDER BY version",
+    )?;
+    let rows: Vec<(i64, String, String, String)> = stmt
+        .query_map(params![id, m.version], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        .collect::<std::result::Result<_, _>>()?;
+    let mut out = Vec::new();
+    for (version, snap, actor, at) in rows {
+        let s: serde_json::Value = serde_json::from_str(&snap)?;
+        let text = |k: &str| s.get(k).and_then(|v| v.as_str()).map(str::to_string);
+        let val = |k: &str| s.get(k).cloned().filter(|v| !v.is_null());
+        out.push(Version {
+            version,
+            at,
+            actor,
+            content: text("content").unwrap_or_default(),
+            task_goal: text("task_goal"),
+            steps: val("steps"),
+            trigger_conditions: val("trigger_conditions"),
+            workflow_name: text("workflow_name"),
+            skill_name: text("skill_name"),
+            current: false,
+        });
+    }
+    let (actor, at) = last_writer(conn, id)?;
+    out.push(Version {
+        version: m.version,
+        at: if at.is_empty() { m.created_at.clone() } else { at },
+        actor,
+        content: m.content,
+        task_goal: m.task_goal,
+        steps: m.steps,
+        trigger_conditions: m.trigger_conditions,
+        workflow_name: m.workflow_name,
+        skill_name: m.skill_name,
+        current: true,
+    });
+    Ok(out)
+}
+
+/// Makes a new version whose state is that of `version` (history is never rewritten).
+pub fn rollback(
+    conn: &mut Connection,
+    id: &str,
+    version: i64,
+    expected_version: i64,
+    actor: &str,
+    now: Instant,
+) -> Result<Memory> {
+    let h = history(conn, id)?;
+    let v =
+        h.iter().find(|v| v.version == version).ok_or_else(|| Error::NotFound(format!("version {version} of {id}")))?;
+    let patch = ProcedurePatch {
+        content: Some(v.content.clone()),
+        fields: ProcedureFields {
+            task_goal: v.task_goal.clone(),
+            steps: v.steps.clone(),
+            trigger_conditions: v.trigger_conditions.clone(),
+            workflow_name: v.workflow_name.clone(),
+            skill_name: v.skill_name.clone(),
+        },
+    };
+    update(conn, id, expected_version, &patch, actor, now)
+}
+
+/// Validates a note given as JSON: known keys only, a known failure type, ≤ 10 KB.
+pub fn parse_note(raw: &serde_json::Value) -> Result<ReflectionNote> {
+    let text = raw.to_string();
+    if text.len() > MAX_NOTE_BYTES {
+        return Err(Error::invalid(format!("reflection note is {} bytes, more than {MAX_NOTE_BYTES}", text.len())));
+    }
+    let note: ReflectionNote =
+        serde_json::from_value(raw.clone()).map_err(|e| Error::invalid(format!("bad reflection note: {e}")))?;
+    if note.failure_description.trim().is_empty() {
+        return Err(Error::invalid("failure_description must not be empty"));
+    }
+    if let Some(t) = &note.timestamp {
+        time::parse(t)?;
+    }
+    Ok(note)
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReflectOutcome {
+    pub memory_id: String,
+    pub notes: usize,
+    pub dropped: usize,
+    pub version: i64,
+}
+
+/// Appends a note (never rewrites earlier ones); beyond 100 the oldest is dropped and the
+/// drop audited.
+pub fn reflect(
+    conn: &mut Connection,
+    id: &str,
+    note: &serde_json::Value,
+    expected_version: Option<i64>,
+    actor: &str,
+    now: Instant,
+) -> Result<ReflectOutcome> {
+    model::validate_actor(actor)?;
+    let mut note = parse_note(note)?;
+    if note.timestamp.is_none() {
+        note.timestamp = Some(time::format(now));
+    }
+    note.actor = Some(actor.to_string());
+    write_tx(conn, |tx| {
+        let m = lifecycle::get(tx, id)?;
+        if m.tier != Tier::Procedural {
+            return Err(Error::invalid(format!(
+                "memory {id} is not procedural; reflection notes belong to procedures"
+            )));
+        }
+        if let Some(v) = expected_version {
+            if v != m.version {
+                return Err(Error::Conflict { id: id.to_string(), expected: v, current: m.version });
+            }
+        }
+        let mut notes: Vec<serde_json::Value> = match &m.reflection_notes {
+            Some(serde_json::Value::Array(a)) => a.clone(),
+            Some(other) => vec![other.clone()],
+            None => Vec::new(),
+        };
+        notes.push(serde_json::to_value(&note)?);
+        let mut dropped = 0;
+        while notes.len() > MAX_NOTES {
+            let old = notes.remove(0);
+            dropped += 1;
+            audit::record_action(tx, Some(id), "reflection_dropped", "policy", Some(&old), None, now)?;
+        }
+        tx.execute(
+            "UPDATE memory_item SET reflection_notes = ?2 WHERE id = ?1",
+            params![id, serde_json::Value::Array(notes.clone()).to_string()],
+        )?;
+        audit::record_action(tx, Some(id), "reflect", actor, None, Some(&serde_json::to_value(&note)?), now)?;
+        Ok(ReflectOutcome { memory_id: id.to_string(), notes: notes.len(), dropped, version: m.version })
+    })
+}
+
+/// The notes oldest first.
+pub fn notes(conn: &Connection, id: &str) -> Result<Vec<serde_json::Value>> {
+    let m = lifecycle::get(conn, id)?;
+    Ok(match m.reflection_notes {
+        Some(serde_json::Value::Array(a)) => a,
+        Some(other) => vec![other],
+        None => Vec::new(),
+    })
+}

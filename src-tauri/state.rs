@@ -1,0 +1,119 @@
+//! The managed state: the open database (one connection behind a blocking mutex), its
+//! watcher, a cached scoring snapshot, and the cancel flag of a running forget batch.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use lethe_engine::forgetting::Snapshot;
+use lethe_engine::store::{self, Connection};
+use lethe_engine::watch::DbWatcher;
+
+use crate::error::{ApiError, ApiResult};
+
+pub struct OpenDb {
+    pub path: PathBuf,
+    pub conn: Connection,
+    snapshot: Option<(i64, Arc<Snapshot>)>,
+    pub _watcher: Option<DbWatcher>,
+}
+
+impl OpenDb {
+    /// The scoring snapshot, rebuilt only when the change journal moved.
+    pub fn snapshot(&mut self) -> lethe_engine::Result<Arc<Snapshot>> {
+        let seq = store::last_change_seq(&self.conn)?;
+        if let Some((s, snap)) = &self.snapshot {
+            if *s == seq {
+                return Ok(Arc::clone(snap));
+            }
+        }
+        let snap = Arc::new(Snapshot::load(&self.conn)?);
+        self.snapshot = Some((seq, Arc::clone(&snap)));
+        Ok(snap)
+    }
+}
+
+#[derive(Default)]
+pub struct AppState {
+    pub db: Mutex<Option<OpenDb>>,
+    pub path: Mutex<Option<PathBuf>>,
+    pub open_error: Mutex<Option<String>>,
+    pub cancel: Arc<AtomicBool>,
+}
+
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl AppState {
+    /// Runs `f` with the open database, or says why there is none.
+    pub fn with_db<T>(&self, f: impl FnOnce(&mut OpenDb) -> lethe_engine::Result<T>) -> ApiResult<T> {
+        let mut g = lock(&self.db);
+        match g.as_mut() {
+            Some(db) => f(db).map_err(ApiError::from),
+            None => Err(ApiError::unavailable(
+                lock(&self.open_error).clone().unwrap_or_else(|| "no database is open".to_string()),
+            )),
+        }
+    }
+
+    /// Opens `path` (creating it if missing) and replaces the current database.
+    pub fn open(&self, path: &Path, watcher: Option<DbWatcher>) -> lethe_engine::Result<()> {
+        *lock(&self.path) = Some(path.to_path_buf());
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)?;
+        }
+        match store::open(path) {
+            Ok(conn) => {
+                *lock(&self.db) = Some(OpenDb { path: path.to_path_buf(), conn, snapshot: None, _watcher: watcher });
+                *lock(&self.open_error) = None;
+                Ok(())
+            }
+            Err(e) => {
+                *lock(&self.db) = None;
+                *lock(&self.open_error) = Some(format!("{}: {e}", path.display()));
+                Err(e)
+            }
+        }
+    }
+}
+
+/// `--db PATH` / `--db=PATH` from the arguments, else `$LETHE_DB`, else the default path.
+pub fn db_path_from(args: &[String]) -> PathBuf {
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--db" {
+            if let Some(p) = it.next() {
+                return PathBuf::from(p);
+            }
+        } else if let Some(p) = a.strip_prefix("--db=") {
+            return PathBuf::from(p);
+        }
+    }
+    default_db_path()
+}
+
+pub fn default_db_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("LETHE_DB").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .unwrap_or_else(|| PathBuf::from("."));
+    base.join("lethe").join("memory.db")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn db_flag_wins_and_unknown_args_are_ignored() {
+        let args: Vec<String> = ["app", "--foo", "--db", "/tmp/x.db", "bar"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(db_path_from(&args), PathBuf::from("/tmp/x.db"));
+        let args: Vec<String> = ["app", "--db=/tmp/y.db"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(db_path_from(&args), PathBuf::from("/tmp/y.db"));
+    }
+}

@@ -1,0 +1,85 @@
+// Drives the real Lethe window: tauri-driver + WebKitWebDriver under Xvfb (see TAURI-NOTES).
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Builder, By, until } from 'selenium-webdriver';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const APP = path.join(root, 'target/debug/lethe-app');
+export const LETHE = path.join(root, 'target/debug/lethe');
+export { By, until };
+
+export function tempDb(name = 'e2e.db') {
+  return path.join(mkdtempSync(path.join(tmpdir(), 'lethe-e2e-')), name);
+}
+
+/** Runs the lethe CLI and parses its JSON output. */
+export function lethe(db, ...args) {
+  const out = execFileSync(LETHE, ['--db', db, ...args], { encoding: 'utf8' });
+  return out.trim() ? JSON.parse(out) : null;
+}
+
+let driverProc = null;
+const tail = [];
+
+function startTauriDriver() {
+  // Never the default native port 4445 with --port 4445: that spins for ever (TAURI-NOTES #3).
+  driverProc = spawn('tauri-driver', ['--port', '4444', '--native-port', '4455'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  driverProc.stderr.on('data', (d) => {
+    tail.push(String(d));
+    while (tail.length > 50) tail.shift();
+  });
+}
+
+export async function openApp(db) {
+  if (!existsSync(APP)) throw new Error(`build the app first: ${APP} is missing`);
+  startTauriDriver();
+  await new Promise((r) => setTimeout(r, 800));
+  let lastErr;
+  for (let i = 0; i < 20; i++) {
+    try {
+      const driver = await new Builder()
+        .usingServer('http://127.0.0.1:4444/')
+        .withCapabilities({ browserName: 'wry', 'tauri:options': { application: APP, args: ['--db', db] } })
+        .build();
+      return driver;
+    } catch (e) {
+      lastErr = e;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+  throw new Error(`could not start a session: ${lastErr}\n${tail.join('')}`);
+}
+
+export async function closeApp(driver) {
+  try {
+    if (driver) await driver.quit();
+  } finally {
+    if (driverProc) {
+      driverProc.kill('SIGKILL');
+      driverProc = null;
+    }
+  }
+}
+
+export async function byTestId(driver, id, timeout = 10000) {
+  return driver.wait(until.elementLocated(By.css(`[data-testid="${id}"]`)), timeout);
+}
+
+/** Waits until `fn` returns a truthy value (polled every 25 ms). */
+export async function waitFor(fn, timeout = 10000, what = 'condition') {
+  const start = Date.now();
+  let last;
+  while (Date.now() - start < timeout) {
+    try {
+      last = await fn();
+      if (last) return last;
+    } catch (e) {
+      last = e;
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`timed out waiting for ${what} (last: ${last})`);
+}

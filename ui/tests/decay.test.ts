@@ -1,0 +1,95 @@
+import { describe, it, expect, vi, beforeEach, afterEach } from 'vitest';
+import { fireEvent, screen, waitFor } from '@testing-library/svelte';
+import { api, resetFake, makeStats } from './fakeApi';
+import { renderAt, flush } from './helpers';
+import { app } from '../src/state.svelte';
+
+vi.mock('../src/api', async () => (await import('./fakeApi')).api);
+
+beforeEach(() => resetFake());
+afterEach(() => vi.useRealTimers());
+
+const DAY = 86_400_000;
+
+describe('decay', () => {
+  it('shows at-risk count and the chart with the chosen horizon', async () => {
+    await renderAt('decay');
+    await waitFor(() => expect(screen.getByTestId('at-risk-count').textContent).toBe('17'));
+    await waitFor(() => expect(api.chartDecay).toHaveBeenLastCalledWith(365, 'light'));
+    await fireEvent.change(screen.getByTestId('horizon-select'), { target: { value: '90' } });
+    await waitFor(() => expect(api.chartDecay).toHaveBeenLastCalledWith(90, 'light'));
+  });
+
+  it('the time slider sets a global now that every query passes', async () => {
+    await renderAt('decay');
+    await waitFor(() => expect(api.stats).toHaveBeenCalled());
+    api.stats.mockResolvedValue(makeStats({ at_risk: 80 }));
+    const before = Date.now();
+    await fireEvent.input(screen.getByTestId('time-slider'), { target: { value: '100' } });
+    expect(app.offsetDays).toBe(100);
+    await waitFor(() => expect(screen.getByTestId('at-risk-count').textContent).toBe('80'));
+    const now = api.stats.mock.calls.at(-1)![0] as string;
+    const delta = new Date(now).getTime() - before;
+    expect(delta).toBeGreaterThanOrEqual(100 * DAY - 1000);
+    expect(delta).toBeLessThan(100 * DAY + 60_000);
+    expect(screen.getByTestId('now-offset')).toHaveTextContent('now + 100 d');
+
+    // Other views use it too.
+    await fireEvent.click(screen.getByTestId('nav-memories'));
+    await waitFor(() => expect(api.listMemories).toHaveBeenLastCalledWith(expect.objectContaining({ now: expect.any(String) })));
+    await fireEvent.click(screen.getByTestId('nav-quarantine'));
+    await waitFor(() => expect(api.quarantine).toHaveBeenLastCalledWith(expect.any(String)));
+    // Clicking the offset in the top bar returns to now.
+    await fireEvent.click(screen.getByTestId('now-offset'));
+    expect(app.offsetDays).toBe(0);
+  });
+
+  it('play animates the offset until +365 days', async () => {
+    vi.useFakeTimers();
+    await renderAt('decay');
+    await fireEvent.click(screen.getByTestId('play-button'));
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(app.offsetDays).toBe(25);
+    await fireEvent.click(screen.getByTestId('play-button'));
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(app.offsetDays).toBe(25);
+    await fireEvent.click(screen.getByTestId('play-button'));
+    await vi.advanceTimersByTimeAsync(20_000);
+    expect(app.offsetDays).toBe(365);
+    expect(screen.getByTestId('play-button')).toHaveTextContent('Play');
+    vi.useRealTimers();
+  });
+
+  it('what-if compares counts and lists newly forgotten ids; apply and reset', async () => {
+    await renderAt('decay');
+    await waitFor(() => expect(screen.getByTestId('threshold')).toBeInTheDocument());
+    await fireEvent.input(screen.getByTestId('threshold'), { target: { value: '0.5' } });
+    await fireEvent.click(screen.getByTestId('what-if-run'));
+    await waitFor(() => expect(screen.getByTestId('what-if-proposed').textContent).toBe('3'));
+    expect(screen.getByTestId('what-if-current').textContent).toBe('2');
+    expect(screen.getAllByTestId('newly-forgotten-id').map((b) => b.textContent)).toEqual(['mem_7']);
+    const sent = api.whatIf.mock.calls.at(-1)![0];
+    expect(sent.threshold).toBe(0.5);
+    // Unknown settings survive the round trip.
+    expect(sent.working_window_hours).toBe(48);
+
+    // When the engine names the newly forgotten ids itself, those are shown.
+    api.whatIf.mockResolvedValue({ current: { count: 1, ids: ['mem_1'] }, proposed: { count: 1, ids: ['mem_9'] }, newly_forgotten: ['mem_9'], spared: ['mem_1'] });
+    await fireEvent.click(screen.getByTestId('what-if-run'));
+    await waitFor(() => expect(screen.getAllByTestId('newly-forgotten-id').map((b) => b.textContent)).toEqual(['mem_9']));
+
+    await fireEvent.click(screen.getByTestId('what-if-apply'));
+    await waitFor(() => expect(api.setSettings).toHaveBeenCalledWith(expect.objectContaining({ threshold: 0.5 })));
+
+    await fireEvent.click(screen.getByTestId('what-if-reset'));
+    await flush();
+    expect((screen.getByTestId('threshold') as HTMLInputElement).value).toBe('0.6');
+    expect((screen.getByTestId('half-life-semantic') as HTMLInputElement).value).toBe('180');
+    expect((screen.getByTestId('weight-pinned') as HTMLInputElement).value).toBe('0.3');
+    expect((screen.getByTestId('quarantine-days') as HTMLInputElement).value).toBe('30');
+    expect((screen.getByTestId('review-band') as HTMLInputElement).value).toBe('0.5');
+    const last = api.whatIf.mock.calls.at(-1)![0];
+    expect(last.half_life_days).toEqual({ working: 2, episodic: 30, semantic: 180, procedural: 90 });
+    expect(last.weights).toEqual({ recency: 0.35, usage: 0.25, duplication: 0.2, importance: 0.15, pinned: 0.3 });
+  });
+});

@@ -1,0 +1,148 @@
+import { describe, it, expect, vi, beforeEach } from 'vitest';
+import { fireEvent, screen, waitFor } from '@testing-library/svelte';
+import { api, resetFake, makeDetail, HOSTILE, SVG } from './fakeApi';
+import { renderAt } from './helpers';
+import { app } from '../src/state.svelte';
+
+vi.mock('../src/api', async () => (await import('./fakeApi')).api);
+
+beforeEach(() => resetFake());
+
+async function openDetail(id: string) {
+  await renderAt('memories');
+  app.selectedId = id;
+  await waitFor(() => expect(screen.getByTestId('memory-detail')).toBeInTheDocument());
+  await waitFor(() => expect(screen.queryByTestId('forget-breakdown')).not.toBeNull());
+}
+
+describe('memory detail', () => {
+  it('draws five signed bars whose data-value is the raw component', async () => {
+    const components = { recency: 0.31234567891234, usage: 0.2, duplication: 0.0400000001, importance: -0.105, pinned: -0.3 };
+    api.showMemory.mockResolvedValue(makeDetail('mem_x', { components, forget_score: 0.14734567901234, threshold: 0.6 }));
+    await openDetail('mem_x');
+    expect(screen.getByTestId('breakdown-recency')).toHaveAttribute('data-value', '0.31234567891234');
+    expect(screen.getByTestId('breakdown-usage')).toHaveAttribute('data-value', '0.2');
+    expect(screen.getByTestId('breakdown-duplication')).toHaveAttribute('data-value', '0.0400000001');
+    expect(screen.getByTestId('breakdown-importance')).toHaveAttribute('data-value', '-0.105');
+    expect(screen.getByTestId('breakdown-pinned')).toHaveAttribute('data-value', '-0.3');
+    expect(screen.getByTestId('forget-score')).toHaveAttribute('data-value', '0.14734567901234');
+    expect(screen.getByTestId('threshold-mark')).toHaveAttribute('data-value', '0.6');
+    // Shown with 3 decimals and a sign; negative bars extend left of the centre line.
+    expect(screen.getByTestId('breakdown-importance')).toHaveTextContent('−0.105');
+    expect(screen.getByTestId('breakdown-recency')).toHaveTextContent('+0.312');
+    expect(screen.getByTestId('forget-score')).toHaveTextContent('0.147');
+    const neg = screen.getByTestId('breakdown-pinned').querySelector('.bar-fill') as HTMLElement;
+    expect(neg.classList.contains('neg')).toBe(true);
+    expect(parseFloat(neg.style.left)).toBeLessThan(50);
+  });
+
+  it('shows hostile content as literal text, never as markup', async () => {
+    api.showMemory.mockResolvedValue(makeDetail('mem_h', { content: `${HOSTILE}\nsecond line`, tags: [HOSTILE], reasons: [HOSTILE] }));
+    await openDetail('mem_h');
+    const content = screen.getByTestId('memory-content');
+    expect(content.textContent).toBe(`${HOSTILE}\nsecond line`);
+    expect(content.children.length).toBe(0);
+    expect(document.querySelector('img[src="x"]')).toBeNull();
+    // The only images are the engine's charts, and they are inert data URLs.
+    for (const img of document.querySelectorAll('img')) {
+      expect(img.getAttribute('src')).toMatch(/^data:image\/svg\+xml;base64,/);
+    }
+  });
+
+  it('shows the projection chart as a base64 data-URL image', async () => {
+    await openDetail('mem_c');
+    await waitFor(() => expect(screen.getAllByTestId('chart').length).toBeGreaterThan(0));
+    const img = screen.getAllByTestId('chart')[0] as HTMLImageElement;
+    const b64 = img.getAttribute('src')!.split(',')[1];
+    expect(new TextDecoder().decode(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)))).toBe(SVG);
+    expect(api.chartProjection).toHaveBeenCalledWith('mem_c', 'light', undefined);
+  });
+
+  it('explains in words when a memory can never be forgotten', async () => {
+    api.showMemory.mockResolvedValue(
+      makeDetail('mem_n', {
+        never_forgettable: true,
+        importance: 0.7,
+        pinned: false,
+        components: { recency: 0.1, usage: 0.05, duplication: 0, importance: -0.105, pinned: 0 },
+        projected_forget_at: null,
+      }),
+    );
+    await openDetail('mem_n');
+    const text = (await screen.findByTestId('never-forgettable')).textContent!;
+    expect(text).toContain("Even if never used again, this memory's score can never reach 0.600 because");
+    expect(text).toContain('importance of 0.700 subtracts 0.105');
+    await waitFor(() => expect(screen.getByTestId('never-forgettable')).toHaveTextContent('tops out at 0.495'));
+    expect(screen.getByTestId('projected-forget')).toHaveTextContent('never');
+  });
+
+  it("prefers the engine's asymptote and its own sentence when it sends them", async () => {
+    api.showMemory.mockResolvedValue(
+      makeDetail('mem_a', { never_forgettable: true, importance: 0.7, asymptote: 0.4321, components: { recency: 0.1, usage: 0.05, duplication: 0, importance: -0.105, pinned: 0 } }),
+    );
+    await openDetail('mem_a');
+    expect(await screen.findByTestId('never-forgettable')).toHaveTextContent('can only approach 0.432');
+
+    const why = "Even if never used again, this memory's score can only approach 0.3950, below the threshold 0.60, because it is pinned (−0.30).";
+    api.showMemory.mockResolvedValue(makeDetail('mem_b', { never_forgettable: true, never_forgettable_why: why }));
+    app.selectedId = 'mem_b';
+    await waitFor(() => expect(screen.getByTestId('never-forgettable').textContent).toBe(why));
+  });
+
+  it('pin button toggles, slider sets importance, edit saves content', async () => {
+    // A stateful stand-in: after pinning, the engine reports the memory as pinned.
+    let pinned = false;
+    api.showMemory.mockImplementation(async (id: string) => makeDetail(id, { pinned }));
+    api.pinMemory.mockImplementation(async (id: string) => {
+      pinned = true;
+      return makeDetail(id, { pinned });
+    });
+    await openDetail('mem_p');
+    expect(screen.getByTestId('pin-button')).toHaveTextContent('Pin');
+    await fireEvent.click(screen.getByTestId('pin-button'));
+    await waitFor(() => expect(api.pinMemory).toHaveBeenCalledWith('mem_p'));
+    await waitFor(() => expect(screen.getByTestId('pin-button')).toHaveTextContent('Unpin'));
+
+    const slider = screen.getByTestId('importance-slider');
+    await fireEvent.change(slider, { target: { value: '0.83' } });
+    await waitFor(() => expect(api.setImportance).toHaveBeenCalledWith('mem_p', 0.83));
+
+    await fireEvent.click(screen.getByTestId('edit-button'));
+    await fireEvent.input(screen.getByTestId('edit-content'), { target: { value: 'rewritten' } });
+    await fireEvent.click(screen.getByTestId('edit-save'));
+    await waitFor(() => expect(api.editMemory).toHaveBeenCalledWith('mem_p', 'rewritten'));
+  });
+
+  it('delete button soft-deletes; a deleted memory offers restore', async () => {
+    await openDetail('mem_d');
+    await fireEvent.click(screen.getByTestId('delete-button'));
+    await waitFor(() => expect(api.deleteMemory).toHaveBeenCalledWith('mem_d', expect.any(String)));
+    expect(await screen.findByTestId('toast')).toHaveTextContent('Undo');
+
+    api.showMemory.mockResolvedValue(makeDetail('mem_d', { is_deleted: true, deleted_at: '2025-03-01T00:00:00.000Z' }));
+    app.selectedId = 'mem_e';
+    app.selectedId = 'mem_d';
+    await waitFor(() => expect(screen.getByTestId('restore-button')).toBeInTheDocument());
+    expect(screen.queryByTestId('delete-button')).toBeNull();
+    await fireEvent.click(screen.getByTestId('restore-button'));
+    await waitFor(() => expect(api.restoreMemory).toHaveBeenCalledWith('mem_d'));
+  });
+
+  it('supersede links navigate to the linked memory; its audit history is listed', async () => {
+    api.showMemory.mockImplementation(async (id: string) =>
+      makeDetail(id, id === 'mem_new' ? { supersedes: ['mem_old'] } : { superseded_by: ['mem_new'] }),
+    );
+    api.events.mockImplementation(async (q: { memoryId?: string }) => ({
+      items: q.memoryId
+        ? [{ id: 5, kind: 'action', memory_id: q.memoryId, action: 'edit', actor: 'agent:claude', reason: null, policy: null, forget_score: null, created_at: '2025-03-01T00:00:00.000Z', before: 'a', after: 'b' }]
+        : [],
+    }));
+    await openDetail('mem_new');
+    await waitFor(() => expect(screen.getAllByTestId('detail-event')).toHaveLength(1));
+    expect(screen.getByTestId('detail-event')).toHaveTextContent('agent:claude');
+    expect(api.events).toHaveBeenCalledWith(expect.objectContaining({ memoryId: 'mem_new' }));
+    await fireEvent.click(screen.getByTestId('supersede-link'));
+    expect(app.selectedId).toBe('mem_old');
+    await waitFor(() => expect(screen.getByText('superseded by')).toBeInTheDocument());
+  });
+});

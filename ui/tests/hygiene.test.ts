@@ -1,0 +1,34 @@
+import { describe, it, expect } from 'vitest';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// Static guarantees that are cheaper to check than to review: only api.ts knows Tauri,
+// and no agent text can reach the DOM as markup.
+function files(dir: string): string[] {
+  return readdirSync(dir).flatMap((f) => {
+    const p = join(dir, f);
+    return statSync(p).isDirectory() ? files(p) : [p];
+  });
+}
+const SRC = join(dirname(fileURLToPath(import.meta.url)), '..', 'src');
+const sources = files(SRC).filter((f) => /\.(ts|svelte)$/.test(f));
+
+describe('source hygiene', () => {
+  it('only api.ts imports @tauri-apps', () => {
+    const offenders = sources.filter((f) => !f.endsWith('api.ts') && readFileSync(f, 'utf8').includes('@tauri-apps'));
+    expect(offenders).toEqual([]);
+  });
+
+  it('never renders raw HTML', () => {
+    const offenders = sources.filter((f) => /\{@html|innerHTML|outerHTML|insertAdjacentHTML/.test(readFileSync(f, 'utf8')));
+    expect(offenders).toEqual([]);
+  });
+
+  it('uses no polling timers outside the play animation and the toast', () => {
+    const withTimers = sources
+      .filter((f) => /set(Interval|Timeout)\(/.test(readFileSync(f, 'utf8')))
+      .map((f) => f.slice(SRC.length + 1));
+    expect(withTimers.sort()).toEqual(['state.svelte.ts', 'views/Decay.svelte']);
+  });
+});

@@ -1,0 +1,116 @@
+import { describe, it, expect, vi, beforeEach } from 'vitest';
+import { fireEvent, screen, waitFor, cleanup } from '@testing-library/svelte';
+import { api, resetFake, makeStats, emitStatus, emitProgress, emitChanged, listenerCount, pagedList } from './fakeApi';
+import { renderAt, flush } from './helpers';
+import { app } from '../src/state.svelte';
+
+vi.mock('../src/api', async () => (await import('./fakeApi')).api);
+
+beforeEach(() => resetFake());
+
+describe('overview', () => {
+  it('shows per-tier active counts as exact numbers, and the at-risk count', async () => {
+    await renderAt('overview');
+    await waitFor(() => expect(screen.getByTestId('tier-count-episodic').textContent).toBe('345'));
+    expect(screen.getByTestId('tier-count-working').textContent).toBe('12');
+    expect(screen.getByTestId('tier-count-semantic').textContent).toBe('89');
+    expect(screen.getByTestId('tier-count-procedural').textContent).toBe('6');
+    expect(screen.getByTestId('tier-pinned-semantic').textContent).toBe('11');
+    expect(screen.getByTestId('at-risk-count').textContent).toBe('17');
+  });
+
+  it('lists memories at risk (score sort, min 0.5) and the latest 10 events', async () => {
+    api.listMemories.mockImplementation(pagedList(3, () => ({ forget_score: 0.55 })));
+    await renderAt('overview');
+    await waitFor(() => expect(screen.getAllByTestId('at-risk-row')).toHaveLength(3));
+    expect(api.listMemories).toHaveBeenCalledWith(expect.objectContaining({ sort: 'score', minScore: 0.5 }));
+    expect(api.events).toHaveBeenCalledWith({ limit: 10 });
+    expect(screen.getAllByTestId('overview-event')).toHaveLength(2);
+    expect(api.chartDecay).toHaveBeenCalledWith(365, 'light');
+    // Clicking an at-risk memory opens it.
+    await fireEvent.click(screen.getAllByTestId('at-risk-row')[1]);
+    expect(app.view).toBe('memories');
+    expect(app.selectedId).toBe('mem_1');
+  });
+
+  it('live indicator follows db://status; the DB path is shown', async () => {
+    await renderAt('overview');
+    await waitFor(() => expect(screen.getByTestId('db-path')).toHaveTextContent('memory.db'));
+    const ind = screen.getByTestId('live-indicator');
+    expect(ind).toHaveAttribute('data-state', 'live');
+    emitStatus({ state: 'missing', message: 'file removed' });
+    await flush();
+    expect(ind).toHaveAttribute('data-state', 'missing');
+    emitStatus({ state: 'error', message: 'disk I/O error' });
+    await flush();
+    expect(ind).toHaveAttribute('data-state', 'error');
+  });
+
+  it('db_info with an error starts in the error state', async () => {
+    api.dbInfo.mockResolvedValue({ path: '/x.db', exists: true, memento: false, schema_version: null, error: 'not a database' });
+    await renderAt('overview');
+    await waitFor(() => expect(screen.getByTestId('live-indicator')).toHaveAttribute('data-state', 'error'));
+  });
+
+  it('unlistens every event on teardown', async () => {
+    await renderAt('overview');
+    await waitFor(() => expect(listenerCount()).toBe(3));
+    cleanup();
+    await flush();
+    expect(listenerCount()).toBe(0);
+  });
+
+  it('an empty DB shows the welcome card with demo data and the MCP snippet', async () => {
+    api.stats.mockResolvedValue(makeStats({ total_active: 0, total_quarantined: 0 }));
+    await renderAt('overview');
+    const demo = await screen.findByTestId('load-demo');
+    expect(screen.getByTestId('mcp-snippet').textContent).toBe('{"mcpServers":{"lethe":{"command":"lethe","args":["mcp"]}}}');
+    const statsCalls = api.stats.mock.calls.length;
+    await fireEvent.click(demo);
+    await waitFor(() => expect(api.loadDemo).toHaveBeenCalled());
+    await waitFor(() => expect(api.stats.mock.calls.length).toBeGreaterThan(statsCalls));
+  });
+
+  it('run forget previews with a dry run, then runs with progress and can cancel', async () => {
+    await renderAt('overview');
+    await fireEvent.click(screen.getByTestId('run-forget'));
+    await waitFor(() => expect(api.runForget).toHaveBeenCalledWith(true));
+    expect(await screen.findByTestId('run-soft')).toHaveTextContent('2');
+
+    let finish!: (v: unknown) => void;
+    api.runForget.mockImplementation(() => new Promise((r) => (finish = r)));
+    await fireEvent.click(screen.getByTestId('run-forget-confirm'));
+    expect(api.runForget).toHaveBeenLastCalledWith(false);
+    emitProgress({ done: 25, total: 100 });
+    await flush();
+    const bar = screen.getByTestId('forget-progress');
+    expect(bar).toHaveAttribute('aria-valuenow', '25');
+    expect((bar.firstElementChild as HTMLElement).style.width).toBe('25%');
+    await fireEvent.click(screen.getByTestId('cancel-forget'));
+    expect(api.cancelForget).toHaveBeenCalled();
+    finish({ scanned: 100, soft_deleted: ['mem_1'], review: [], working_gate: [], purged: [], elapsed_ms: 5 });
+    await waitFor(() => expect(screen.queryByTestId('forget-progress')).toBeNull());
+  });
+
+  it('re-fetches stats on db://changed without polling', async () => {
+    await renderAt('overview');
+    await waitFor(() => expect(api.stats).toHaveBeenCalled());
+    const n = api.stats.mock.calls.length;
+    api.stats.mockResolvedValue(makeStats({ at_risk: 99 }));
+    emitChanged({ data_version: 9, ids: null });
+    await waitFor(() => expect(screen.getByTestId('at-risk-count').textContent).toBe('99'));
+    expect(api.stats.mock.calls.length).toBe(n + 1);
+  });
+
+  it('File menu opens a DB through the native dialog and lists recent files', async () => {
+    await renderAt('overview');
+    await fireEvent.click(screen.getByTestId('file-menu'));
+    await waitFor(() => expect(screen.getByText('/tmp/a.db')).toBeInTheDocument());
+    await fireEvent.click(screen.getByTestId('open-db'));
+    await waitFor(() => expect(api.openDb).toHaveBeenCalledWith('/tmp/picked.db'));
+    await waitFor(() => expect(screen.getByTestId('db-path')).toHaveTextContent('/tmp/picked.db'));
+    await fireEvent.click(screen.getByTestId('file-menu'));
+    await fireEvent.click(screen.getByTestId('new-db'));
+    await waitFor(() => expect(api.newDb).toHaveBeenCalledWith('/tmp/new.db'));
+  });
+});
