@@ -82,11 +82,12 @@ export interface Page<T> {
   items: T[];
 }
 
+/** Per-call recall weight override (IPC.md says only `weights?`; names follow the engine). */
 export interface RecallWeights {
-  sim?: number;
-  rec?: number;
-  scene?: number;
-  pri?: number;
+  similarity: number;
+  recency: number;
+  scene: number;
+  priority: number;
 }
 
 export interface RecallResult {
@@ -231,6 +232,8 @@ export interface HistoryVersion {
   workflow_name: string | null;
   skill_name: string | null;
   content: string;
+  /** Optional, beyond IPC.md: true on the entry that is the live state. */
+  current?: boolean;
 }
 
 export interface ProcedurePatch {

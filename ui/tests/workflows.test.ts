@@ -92,7 +92,7 @@ describe('workflows', () => {
   });
 
   it('on conflict says so, keeps the draft, and reloads on request', async () => {
-    api.updateProcedure.mockRejectedValue({ code: 'conflict', message: 'version conflict: expected 3, current 5' });
+    api.updateProcedure.mockRejectedValue({ code: 'conflict', message: 'version conflict on mem_w1: expected version 3, current version is 5' });
     api.showMemory.mockResolvedValue({ ...deploy, version: 5 });
     await open();
     await fireEvent.click(screen.getAllByTestId('workflow-row')[1]);
@@ -113,5 +113,30 @@ describe('workflows', () => {
     await waitFor(() => expect(screen.getByTestId('proc-goal-text')).toHaveTextContent('Agent goal'));
     expect(screen.queryByTestId('conflict-banner')).toBeNull();
     expect(api.updateProcedure).toHaveBeenCalledTimes(1);
+  });
+
+  it('reads the current version from the conflict message if show_memory fails', async () => {
+    api.updateProcedure.mockRejectedValue({ code: 'conflict', message: 'version conflict on mem_w1: expected version 3, current version is 7' });
+    api.showMemory.mockRejectedValue({ code: 'db_unavailable', message: 'locked' });
+    await open();
+    await fireEvent.click(screen.getAllByTestId('workflow-row')[1]);
+    await fireEvent.click(screen.getByTestId('proc-edit'));
+    await fireEvent.input(screen.getByTestId('proc-goal'), { target: { value: 'x' } });
+    await fireEvent.click(screen.getByTestId('proc-save'));
+    expect(await screen.findByTestId('conflict-banner')).toHaveTextContent('now version 7');
+  });
+
+  it('does not duplicate the live version when history already contains it', async () => {
+    api.history.mockResolvedValue({
+      items: [
+        { version: 2, at: '2025-01-05T00:00:00.000Z', actor: 'user', task_goal: 'Deploy', steps: ['build'], trigger_conditions: null, workflow_name: 'deploy', skill_name: 'k8s', content: 'deploy the app', current: false },
+        { version: 3, at: '2025-01-06T00:00:00.000Z', actor: 'agent:x', task_goal: 'Deploy to staging', steps: ['build', 'push image', 'kubectl apply'], trigger_conditions: { env: 'staging', branch: 'main' }, workflow_name: 'deploy', skill_name: 'k8s', content: 'deploy the app', current: true },
+      ],
+    });
+    await open();
+    await fireEvent.click(screen.getAllByTestId('workflow-row')[1]);
+    await waitFor(() => expect(screen.getAllByTestId('version-entry').map((e) => e.dataset.version)).toEqual(['2', '3']));
+    const fields = [...screen.getAllByTestId('version-entry')[1].querySelectorAll('[data-testid=version-diff]')].map((r) => r.getAttribute('data-field'));
+    expect(fields).toEqual(['goal', 'steps', 'trigger conditions']);
   });
 });
