@@ -322,3 +322,21 @@ pub fn update_procedure(
 pub fn load_demo(state: State<'_, AppState>) -> ApiResult<lethe_engine::demo::DemoCounts> {
     state.with_db(|db| lethe_engine::demo::load(&mut db.conn, 7, 120, chrono::Utc::now()))
 }
+
+#[tauri::command(async)]
+pub fn chart_decay(state: State<'_, AppState>, horizon_days: f64, theme: Option<String>) -> ApiResult<String> {
+    let theme = theme.as_deref().unwrap_or("light").parse()?;
+    state.with_db(|db| lethe_engine::chart::render_decay(&Settings::load(&db.conn)?, horizon_days, (760, 360), theme))
+}
+
+#[tauri::command(async)]
+pub fn chart_projection(
+    state: State<'_, AppState>,
+    id: String,
+    theme: Option<String>,
+    now: Option<String>,
+) -> ApiResult<String> {
+    let now = at(&now)?;
+    let theme = theme.as_deref().unwrap_or("light").parse()?;
+    state.with_db(|db| lethe_engine::projection_chart(&db.conn, &id, now, theme))
+}

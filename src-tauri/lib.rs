@@ -90,6 +90,8 @@ pub fn run() {
             commands::history,
             commands::update_procedure,
             commands::load_demo,
+            commands::chart_decay,
+            commands::chart_projection,
         ])
         .run(tauri::generate_context!())
         .expect("error while running the Lethe window");

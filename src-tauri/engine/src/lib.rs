@@ -5,6 +5,7 @@
 
 pub mod archive;
 pub mod audit;
+pub mod chart;
 pub mod decay;
 pub mod dedup;
 pub mod demo;
@@ -49,17 +50,20 @@ fn links(conn: &Connection, sql: &str, id: &str) -> Result<Vec<String>> {
     Ok(rows.collect::<std::result::Result<_, _>>()?)
 }
 
-/// Builds the detail view of one memory at `now` (reads only).
-pub fn detail(
-    conn: &Connection,
-    id: &str,
-    now: time::Instant,
-    buffer: Option<&meta::MetaBuffer>,
-) -> Result<MemoryDetail> {
-    let memory = lifecycle::get(conn, id)?;
+/// The projected-ForgetScore chart of one memory.
+pub fn projection_chart(conn: &Connection, id: &str, now: time::Instant, theme: chart::Theme) -> Result<String> {
+    let d = detail(conn, id, now, None)?;
     let settings = Settings::load(conn)?;
-    let score = forgetting::score_one(conn, id, &settings, now)?;
-    let input = decay::ScoreInput {
+    let input = input_of(&d.memory, &d.score)?;
+    let horizon = match decay::projected_forget_at(&input, &settings, now) {
+        Some(at) => (time::days_between(now, at) * 1.5).clamp(30.0, 3650.0),
+        None => (settings.half_life_days.get(d.memory.tier) * 4.0).clamp(30.0, 3650.0),
+    };
+    chart::render_projection(&input, &settings, now, horizon, (560, 260), theme)
+}
+
+fn input_of(memory: &Memory, score: &decay::ForgetScore) -> Result<decay::ScoreInput> {
+    Ok(decay::ScoreInput {
         tier: memory.tier,
         created_at: time::parse(&memory.created_at)?,
         last_accessed: time::parse_opt(memory.last_accessed.as_deref()),
@@ -70,7 +74,20 @@ pub fn detail(
         pinned: memory.pinned,
         duplication: score.features.duplication,
         duplicate_of: score.duplicate_of.clone(),
-    };
+    })
+}
+
+/// Builds the detail view of one memory at `now` (reads only).
+pub fn detail(
+    conn: &Connection,
+    id: &str,
+    now: time::Instant,
+    buffer: Option<&meta::MetaBuffer>,
+) -> Result<MemoryDetail> {
+    let memory = lifecycle::get(conn, id)?;
+    let settings = Settings::load(conn)?;
+    let score = forgetting::score_one(conn, id, &settings, now)?;
+    let input = input_of(&memory, &score)?;
     let meta = match buffer {
         Some(b) => b.read(conn, id)?,
         None => {

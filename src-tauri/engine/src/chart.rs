@@ -1,0 +1,283 @@
+//! Charts as SVG strings, drawn with plotters (pure functions: no clock, no randomness).
+
+use plotters::prelude::*;
+
+use crate::decay::{self, ScoreInput};
+use crate::error::{Error, Result};
+use crate::model::Tier;
+use crate::settings::Settings;
+use crate::time::{self, Instant};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Theme {
+    Light,
+    Dark,
+}
+
+impl std::str::FromStr for Theme {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "light" => Ok(Theme::Light),
+            "dark" => Ok(Theme::Dark),
+            o => Err(Error::invalid(format!("unknown theme {o:?}"))),
+        }
+    }
+}
+
+struct Palette {
+    bg: RGBColor,
+    fg: RGBColor,
+    grid: RGBColor,
+    threshold: RGBColor,
+}
+
+fn palette(t: Theme) -> Palette {
+    match t {
+        Theme::Light => Palette {
+            bg: RGBColor(255, 255, 255),
+            fg: RGBColor(40, 40, 52),
+            grid: RGBColor(225, 225, 232),
+            threshold: RGBColor(200, 40, 40),
+        },
+        Theme::Dark => Palette {
+            bg: RGBColor(24, 24, 32),
+            fg: RGBColor(220, 220, 230),
+            grid: RGBColor(60, 60, 72),
+            threshold: RGBColor(255, 110, 110),
+        },
+    }
+}
+
+pub fn tier_color(t: Tier) -> RGBColor {
+    match t {
+        Tier::Working => RGBColor(230, 126, 34),
+        Tier::Episodic => RGBColor(52, 152, 219),
+        Tier::Procedural => RGBColor(155, 89, 182),
+        Tier::Semantic => RGBColor(39, 174, 96),
+    }
+}
+
+/// The recency curve of a tier: (day, R) pairs from 0 to `horizon_days`.
+pub fn recency_series(half_life: f64, horizon_days: f64, steps: usize) -> Vec<(f64, f64)> {
+    (0..=steps)
+        .map(|i| {
+            let d = horizon_days * i as f64 / steps as f64;
+            (d, decay::recency(d, half_life))
+        })
+        .collect()
+}
+
+/// A memory's projected ForgetScore over the next `horizon_days`.
+pub fn projection_series(
+    m: &ScoreInput,
+    s: &Settings,
+    now: Instant,
+    horizon_days: f64,
+    steps: usize,
+) -> Vec<(f64, f64)> {
+    (0..=steps)
+        .map(|i| {
+            let d = horizon_days * i as f64 / steps as f64;
+            (d, decay::score_value(m, s, time::add_days(now, d)))
+        })
+        .collect()
+}
+
+fn plot_err<E: std::fmt::Debug>(e: E) -> Error {
+    Error::Io(std::io::Error::other(format!("chart rendering failed: {e:?}")))
+}
+
+/// Per-tier recency curves over `horizon_days`, with half-life markers and the 0.5 line.
+pub fn render_decay(s: &Settings, horizon_days: f64, size: (u32, u32), theme: Theme) -> Result<String> {
+    if !(horizon_days.is_finite() && horizon_days > 0.0 && horizon_days <= 3650.0) {
+        return Err(Error::invalid("horizon must be in (0, 3650] days"));
+    }
+    let p = palette(theme);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        root.fill(&p.bg).map_err(plot_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption("Recency R = exp(−ln2 · age / half-life)", ("sans-serif", 16).into_font().color(&p.fg))
+            .margin(12)
+            .x_label_area_size(34)
+            .y_label_area_size(44)
+            .build_cartesian_2d(0.0..horizon_days, 0.0..1.0)
+            .map_err(plot_err)?;
+        chart
+            .configure_mesh()
+            .x_desc("age (days)")
+            .y_desc("recency")
+            .axis_desc_style(("sans-serif", 13).into_font().color(&p.fg))
+            .label_style(("sans-serif", 12).into_font().color(&p.fg))
+            .light_line_style(p.grid)
+            .bold_line_style(p.grid)
+            .axis_style(p.fg)
+            .draw()
+            .map_err(plot_err)?;
+        chart
+            .draw_series(LineSeries::new([(0.0, 0.5), (horizon_days, 0.5)], p.grid.stroke_width(2)))
+            .map_err(plot_err)?;
+        for t in Tier::ALL {
+            let h = s.half_life_days.get(t);
+            let c = tier_color(t);
+            chart
+                .draw_series(LineSeries::new(recency_series(h, horizon_days, 240), c.stroke_width(2)))
+                .map_err(plot_err)?
+                .label(format!("{t} (half-life {h} d)"))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
+            if h <= horizon_days {
+                chart.draw_series(std::iter::once(Circle::new((h, 0.5), 4, c.filled()))).map_err(plot_err)?;
+            }
+        }
+        chart
+            .configure_series_labels()
+            .background_style(p.bg.mix(0.85))
+            .border_style(p.grid)
+            .label_font(("sans-serif", 12).into_font().color(&p.fg))
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(plot_err)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg)
+}
+
+/// A memory's ForgetScore from now on, the threshold line, the moment it would be forgotten,
+/// and what one more cite or a pin would change.
+pub fn render_projection(
+    m: &ScoreInput,
+    s: &Settings,
+    now: Instant,
+    horizon_days: f64,
+    size: (u32, u32),
+    theme: Theme,
+) -> Result<String> {
+    let p = palette(theme);
+    let base = projection_series(m, s, now, horizon_days, 200);
+    let mut cited = m.clone();
+    cited.cites += 1;
+    cited.last_accessed = Some(now);
+    let mut pinned = m.clone();
+    pinned.pinned = true;
+    let with_cite = projection_series(&cited, s, now, horizon_days, 200);
+    let with_pin = projection_series(&pinned, s, now, horizon_days, 200);
+    let all = base.iter().chain(&with_cite).chain(&with_pin).map(|(_, y)| *y);
+    let (lo, hi) = all.fold((s.threshold, s.threshold), |(a, b), y| (a.min(y), b.max(y)));
+    let (lo, hi) = ((lo - 0.05).min(0.0), (hi + 0.05).max(1.0));
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        root.fill(&p.bg).map_err(plot_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption("Projected ForgetScore", ("sans-serif", 15).into_font().color(&p.fg))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(40)
+            .build_cartesian_2d(0.0..horizon_days, lo..hi)
+            .map_err(plot_err)?;
+        chart
+            .configure_mesh()
+            .x_desc("days from now")
+            .axis_desc_style(("sans-serif", 12).into_font().color(&p.fg))
+            .label_style(("sans-serif", 11).into_font().color(&p.fg))
+            .light_line_style(p.grid)
+            .bold_line_style(p.grid)
+            .axis_style(p.fg)
+            .draw()
+            .map_err(plot_err)?;
+        let th = p.threshold;
+        chart
+            .draw_series(LineSeries::new([(0.0, s.threshold), (horizon_days, s.threshold)], th.stroke_width(2)))
+            .map_err(plot_err)?
+            .label(format!("threshold {}", s.threshold))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], th.stroke_width(2)));
+        let fg = p.fg;
+        chart
+            .draw_series(LineSeries::new(base, fg.stroke_width(2)))
+            .map_err(plot_err)?
+            .label("as is")
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], fg.stroke_width(2)));
+        let blue = RGBColor(52, 152, 219);
+        chart
+            .draw_series(LineSeries::new(with_cite, blue.stroke_width(1)))
+            .map_err(plot_err)?
+            .label("one more cite today")
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], blue.stroke_width(1)));
+        let green = RGBColor(39, 174, 96);
+        chart
+            .draw_series(LineSeries::new(with_pin, green.stroke_width(1)))
+            .map_err(plot_err)?
+            .label("if pinned")
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], green.stroke_width(1)));
+        if let Some(at) = decay::projected_forget_at(m, s, now) {
+            let d = time::days_between(now, at);
+            if d <= horizon_days {
+                chart.draw_series(std::iter::once(Circle::new((d, s.threshold), 5, th.filled()))).map_err(plot_err)?;
+            }
+        }
+        chart
+            .configure_series_labels()
+            .background_style(p.bg.mix(0.85))
+            .border_style(p.grid)
+            .label_font(("sans-serif", 11).into_font().color(&p.fg))
+            .position(SeriesLabelPosition::LowerRight)
+            .draw()
+            .map_err(plot_err)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_tier_curve_crosses_half_at_its_half_life() {
+        let s = Settings::default();
+        for t in Tier::ALL {
+            let h = s.half_life_days.get(t);
+            // 360 steps over 2h puts a sample exactly at h.
+            let series = recency_series(h, 2.0 * h, 360);
+            let (d, r) = series[180];
+            assert!((d - h).abs() < 1e-9 && (r - 0.5).abs() < 1e-12, "{t}: R({d}) = {r}");
+            assert!(series.windows(2).all(|w| w[1].1 < w[0].1), "{t}: strictly decreasing");
+        }
+    }
+
+    #[test]
+    fn decay_chart_renders_deterministically() {
+        let s = Settings::default();
+        let a = render_decay(&s, 365.0, (640, 360), Theme::Light).unwrap();
+        let b = render_decay(&s, 365.0, (640, 360), Theme::Light).unwrap();
+        assert_eq!(a, b, "no clock, no randomness");
+        assert!(a.starts_with("<svg") && a.contains("semantic (half-life 180 d)"));
+        assert!(render_decay(&s, 365.0, (640, 360), Theme::Dark).unwrap() != a, "themes differ");
+        assert!(render_decay(&s, -1.0, (640, 360), Theme::Light).is_err());
+    }
+
+    #[test]
+    fn projection_has_threshold_line_at_point_six() {
+        let s = Settings::default();
+        let now = time::parse("2026-01-01T00:00:00Z").unwrap();
+        let m = ScoreInput {
+            tier: Tier::Episodic,
+            created_at: now,
+            last_accessed: None,
+            views: 0,
+            cites: 0,
+            edits: 0,
+            importance: 0.0,
+            pinned: false,
+            duplication: 0.5,
+            duplicate_of: None,
+        };
+        let svg = render_projection(&m, &s, now, 120.0, (600, 300), Theme::Light).unwrap();
+        assert!(svg.contains("threshold 0.6"), "the threshold is labelled at 0.6");
+        let series = projection_series(&m, &s, now, 120.0, 120);
+        let crossing = series.iter().find(|(_, y)| *y >= 0.6 - decay::EPS).map(|(d, _)| *d).unwrap();
+        assert!((crossing - 30.0 * 3.5f64.log2()).abs() < 1.0, "crosses 0.6 near day 54, got {crossing}");
+    }
+}
