@@ -26,7 +26,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Store a memory (or CAS-update a procedural one with --memory-id --expected-version).
-    Remember(RememberArgs),
+    Remember(Box<RememberArgs>),
     /// Read one memory with its explained ForgetScore (does not count as usage).
     Show {
         id: String,

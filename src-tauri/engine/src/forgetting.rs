@@ -52,7 +52,10 @@ const ROW_SQL: &str =
     CASE WHEN s.bands IS NULL THEN m.content END \
     FROM memory_item m LEFT JOIN lethe_signature s ON s.memory_id = m.id";
 
-fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(Option<Row>, Option<Vec<u8>>, Option<String>)> {
+/// A scorer row (None if unreadable), its stored band keys, and its content when it has none.
+type RawRow = (Option<Row>, Option<Vec<u8>>, Option<String>);
+
+fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
     let tier: String = r.get(2)?;
     let created: String = r.get(3)?;
     let last: Option<String> = r.get(4)?;

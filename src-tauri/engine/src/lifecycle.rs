@@ -418,6 +418,7 @@ pub fn view(conn: &mut Connection, id: &str, now: Instant) -> Result<Memory> {
 
 /// Soft delete inside an open transaction: the memory leaves recall at once and is kept in
 /// quarantine. Used by people, agents and the policy batch.
+#[allow(clippy::too_many_arguments)] // Each argument is a distinct column of the audit event.
 pub(crate) fn soft_delete_tx(
     tx: &Transaction,
     id: &str,

@@ -1,0 +1,364 @@
+//! Engine behaviour end to end on real SQLite files: lifecycle, forgetting, procedures,
+//! archive, meta-memory coalescing.
+
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+use lethe_engine::forgetting::{self, BatchOptions};
+use lethe_engine::lifecycle::{self, NewMemory, ProcedureFields, RememberOutcome};
+use lethe_engine::procedural::{self, ProcedurePatch};
+use lethe_engine::{archive, audit, meta, store, time, Tier};
+
+fn temp_db() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("lethe-test-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("t.db")
+}
+
+fn now() -> time::Instant {
+    time::parse("2026-06-01T12:00:00.000Z").unwrap()
+}
+
+fn put(conn: &mut store::Connection, tier: Tier, content: &str) -> String {
+    match lifecycle::remember(conn, &NewMemory::new(tier, content), "user", now()).unwrap() {
+        RememberOutcome::Stored { id, .. } => id,
+        other => panic!("not stored: {other:?}"),
+    }
+}
+
+fn count(conn: &store::Connection, sql: &str) -> i64 {
+    conn.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+#[test]
+fn restore_gives_back_the_identical_memory_and_both_steps_are_audited() {
+    let mut conn = store::open(temp_db()).unwrap();
+    let id = put(&mut conn, Tier::Semantic, "Auth uses Ed25519");
+    let before = lifecycle::get(&conn, &id).unwrap();
+    lifecycle::soft_delete(&mut conn, &id, Some("wrong"), "user", now()).unwrap();
+    assert!(lifecycle::get(&conn, &id).unwrap().is_deleted);
+    lifecycle::restore(&mut conn, &id, "user", now()).unwrap();
+    assert_eq!(lifecycle::get(&conn, &id).unwrap(), before, "content, metadata and counters are byte-identical");
+    let ev =
+        audit::list_events(&conn, &audit::EventFilter { memory_id: Some(id.clone()), ..Default::default() }).unwrap();
+    let actions: Vec<&str> = ev.iter().map(|e| e.action.as_str()).collect();
+    assert!(actions.contains(&"soft") && actions.contains(&"restore"), "{actions:?}");
+}
+
+#[test]
+fn hard_delete_needs_confirmation_and_removes_every_trace_but_events() {
+    let mut conn = store::open(temp_db()).unwrap();
+    let id = put(&mut conn, Tier::Episodic, "the deploy failed on migration 42");
+    let err = lifecycle::hard_delete(&mut conn, &id, false, None, "user", now()).unwrap_err();
+    assert_eq!(err.exit_code(), 5);
+    assert!(lifecycle::get(&conn, &id).is_ok(), "nothing deleted without confirmation");
+    lifecycle::hard_delete(&mut conn, &id, true, None, "user", now()).unwrap();
+    assert_eq!(lifecycle::get(&conn, &id).unwrap_err().exit_code(), 4);
+    assert_eq!(
+        count(&conn, "SELECT COUNT(*) FROM memory_item_fts WHERE memory_item_fts MATCH 'migration'"),
+        0,
+        "FTS trace gone"
+    );
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM lethe_signature"), 0, "signature gone");
+    assert_eq!(
+        count(&conn, "SELECT COUNT(*) FROM memory_forgetting_event WHERE action = 'hard'"),
+        1,
+        "the event stays"
+    );
+}
+
+#[test]
+fn invalid_input_writes_nothing() {
+    let mut conn = store::open(temp_db()).unwrap();
+    let before = count(&conn, "SELECT total_changes()");
+    let cases: Vec<NewMemory> = vec![
+        NewMemory::new(Tier::Semantic, ""),
+        NewMemory::new(Tier::Semantic, "x".repeat(2 * 1024 * 1024)),
+        NewMemory { importance: Some(2.0), ..NewMemory::new(Tier::Semantic, "fine") },
+        NewMemory { importance: Some(f64::NAN), ..NewMemory::new(Tier::Semantic, "fine") },
+        NewMemory {
+            procedure: ProcedureFields { steps: Some(serde_json::json!({"not": "an array"})), ..Default::default() },
+            ..NewMemory::new(Tier::Procedural, "fine")
+        },
+        NewMemory {
+            created_at: Some(time::add_days(now(), 30.0)),
+            ..NewMemory::new(Tier::Semantic, "from the future")
+        },
+    ];
+    for m in cases {
+        let e = lifecycle::remember(&mut conn, &m, "user", now()).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{e}");
+    }
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM memory_item"), 0);
+    assert_eq!(count(&conn, "SELECT total_changes()"), before, "no row touched");
+}
+
+#[test]
+fn write_time_filter_skips_trivial_and_exact_duplicates() {
+    let mut conn = store::open(temp_db()).unwrap();
+    let ok = lifecycle::remember(&mut conn, &NewMemory::new(Tier::Episodic, "ok"), "user", now()).unwrap();
+    assert!(matches!(ok, RememberOutcome::Skipped { ref reason, .. } if reason.starts_with("trivial")));
+    let first = put(&mut conn, Tier::Semantic, "The staging cluster runs in eu-west-1.");
+    let again = lifecycle::remember(
+        &mut conn,
+        &NewMemory::new(Tier::Semantic, "the staging cluster runs in EU-west-1"),
+        "user",
+        now(),
+    )
+    .unwrap();
+    assert_eq!(
+        again,
+        RememberOutcome::Skipped {
+            stored: false,
+            reason: "duplicate: the same content is already stored in the semantic tier".into(),
+            existing_id: Some(first)
+        }
+    );
+    // Another tier is another kind of memory: stored.
+    assert!(matches!(
+        lifecycle::remember(
+            &mut conn,
+            &NewMemory::new(Tier::Episodic, "The staging cluster runs in eu-west-1."),
+            "user",
+            now()
+        )
+        .unwrap(),
+        RememberOutcome::Stored { .. }
+    ));
+}
+
+#[test]
+fn near_copies_one_quarantined_as_duplicate_of_the_other_and_batch_is_idempotent() {
+    let mut conn = store::open(temp_db()).unwrap();
+    let old = time::add_days(now(), -20.0);
+    let mk = |content: &str| NewMemory {
+        created_at: Some(old),
+        importance: Some(0.0),
+        ..NewMemory::new(Tier::Working, content)
+    };
+    let a = lifecycle::remember(
+        &mut conn,
+        &mk("Roll back by running kubectl rollout undo on the api deployment then check health"),
+        "user",
+        now(),
+    )
+    .unwrap();
+    let b = lifecycle::remember(
+        &mut conn,
+        &mk("Roll back by running kubectl rollout undo on the api deployment and then check health"),
+        "user",
+        now(),
+    )
+    .unwrap();
+    let (a, b) = (a.id().unwrap().to_string(), b.id().unwrap().to_string());
+    // Disable the working gate so that only the score decides.
+    let s = lethe_engine::Settings { working_window_hours: 1e9, ..Default::default() };
+    lethe_engine::Settings::store(&mut conn, &s, "user", now()).unwrap();
+    // Importance 0, never used, 20 days of working memory: both are old and unused; only the
+    // duplication term separates them: a (written first) dominates b.
+    let r = forgetting::run_batch(&mut conn, &BatchOptions::new(now(), false)).unwrap();
+    assert!(r.soft_deleted.contains(&b), "{r:?}");
+    let q = forgetting::quarantine(&conn, &s, now()).unwrap();
+    let item = q.iter().find(|i| i.id == b).unwrap();
+    assert!(item.reason.as_deref().unwrap().contains(&format!("duplicate of {a}")), "{:?}", item.reason);
+    let events = count(&conn, "SELECT COUNT(*) FROM memory_forgetting_event");
+    let r2 = forgetting::run_batch(&mut conn, &BatchOptions::new(now(), false)).unwrap();
+    assert!(r2.soft_deleted.is_empty() && r2.review.is_empty() && r2.purged.is_empty(), "{r2:?}");
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM memory_forgetting_event"), events, "second run writes no event");
+}
+
+#[test]
+fn later_now_forgets_more_and_dry_run_writes_nothing() {
+    let mut conn = store::open(temp_db()).unwrap();
+    for i in 0..30 {
+        let m = NewMemory {
+            importance: Some(0.0),
+            created_at: Some(time::add_days(now(), -(i as f64) * 3.0)),
+            ..NewMemory::new(Tier::Episodic, format!("event number {i} happened in sprint {}", i * 7))
+        };
+        lifecycle::remember(&mut conn, &m, "user", now()).unwrap();
+    }
+    let changes = count(&conn, "SELECT COUNT(*) FROM lethe_change");
+    let today = forgetting::run_batch(&mut conn, &BatchOptions::new(now(), true)).unwrap();
+    let later = forgetting::run_batch(&mut conn, &BatchOptions::new(time::add_days(now(), 200.0), true)).unwrap();
+    assert!(
+        later.soft_deleted.len() > today.soft_deleted.len(),
+        "{} vs {}",
+        later.soft_deleted.len(),
+        today.soft_deleted.len()
+    );
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM lethe_change"), changes, "dry runs write nothing");
+}
+
+#[test]
+fn review_event_only_on_entering_the_band() {
+    let mut conn = store::open(temp_db()).unwrap();
+    // Episodic, never used, importance 0: 0.25 + 0.35(1−R); in [0.5, 0.6) for R in (0, 2/7],
+    // i.e. from day 54 on (day 70: 0.53).
+    let m = NewMemory {
+        importance: Some(0.0),
+        created_at: Some(time::add_days(now(), -70.0)),
+        ..NewMemory::new(Tier::Episodic, "entered the band")
+    };
+    lifecycle::remember(&mut conn, &m, "user", now()).unwrap();
+    let r1 = forgetting::run_batch(&mut conn, &BatchOptions::new(now(), false)).unwrap();
+    let r2 = forgetting::run_batch(&mut conn, &BatchOptions::new(time::add_days(now(), 1.0), false)).unwrap();
+    assert_eq!((r1.review.len(), r2.review.len()), (1, 0));
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM memory_forgetting_event WHERE action = 'review'"), 1);
+}
+
+#[test]
+fn expired_quarantine_is_purged_with_a_hard_event() {
+    let mut conn = store::open(temp_db()).unwrap();
+    let id = put(&mut conn, Tier::Semantic, "to be purged");
+    lifecycle::soft_delete(&mut conn, &id, None, "user", now()).unwrap();
+    let r = forgetting::run_batch(&mut conn, &BatchOptions::new(time::add_days(now(), 31.0), false)).unwrap();
+    assert_eq!(r.purged, vec![id.clone()]);
+    let policy: String =
+        conn.query_row("SELECT policy FROM memory_forgetting_event WHERE action = 'hard'", [], |r| r.get(0)).unwrap();
+    assert_eq!(policy, "quarantine-expired");
+}
+
+fn procedure(conn: &mut store::Connection) -> String {
+    let m = NewMemory {
+        procedure: ProcedureFields {
+            task_goal: Some("Roll back a deploy".into()),
+            steps: Some(serde_json::json!(["freeze", "undo", "verify"])),
+            trigger_conditions: Some(serde_json::json!({"when": "deploy fails"})),
+            workflow_name: Some("deploy-rollback".into()),
+            skill_name: Some("ops".into()),
+        },
+        ..NewMemory::new(Tier::Procedural, "Deploy rollback procedure")
+    };
+    lifecycle::remember(conn, &m, "user", now()).unwrap().id().unwrap().to_string()
+}
+
+#[test]
+fn cas_race_exactly_one_of_sixteen_wins_each_round() {
+    let path = temp_db();
+    let mut conn = store::open(&path).unwrap();
+    let id = procedure(&mut conn);
+    for round in 1..=2 {
+        let barrier = Arc::new(Barrier::new(16));
+        let handles: Vec<_> = (0..16)
+            .map(|t| {
+                let (path, id, barrier) = (path.clone(), id.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    let mut c = store::open(&path).unwrap();
+                    let patch = ProcedurePatch {
+                        content: None,
+                        fields: ProcedureFields { task_goal: Some(format!("writer {t}")), ..Default::default() },
+                    };
+                    barrier.wait();
+                    procedural::update(&mut c, &id, round, &patch, &format!("agent:w{t}"), now())
+                })
+            })
+            .collect();
+        let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let wins = results.iter().filter(|r| r.is_ok()).count();
+        let conflicts = results.iter().filter(|r| matches!(r, Err(e) if e.is_conflict())).count();
+        assert_eq!((wins, conflicts), (1, 15), "round {round}");
+        assert_eq!(lifecycle::get(&conn, &id).unwrap().version, round + 1);
+    }
+    let h = procedural::history(&conn, &id).unwrap();
+    assert_eq!(h.iter().map(|v| v.version).collect::<Vec<_>>(), vec![1, 2, 3], "every version kept");
+    let err = procedural::update(&mut conn, &id, 1, &ProcedurePatch::default(), "user", now()).unwrap_err();
+    assert!(err.to_string().contains("current version is 3"), "{err}");
+}
+
+#[test]
+fn reflection_notes_cap_at_100_and_reject_big_notes() {
+    let mut conn = store::open(temp_db()).unwrap();
+    let id = procedure(&mut conn);
+    for i in 0..101 {
+        let note = serde_json::json!({"failure_type": "tool_error", "failure_description": format!("failure {i}")});
+        procedural::reflect(&mut conn, &id, &note, None, "agent:test", now()).unwrap();
+    }
+    let notes = procedural::notes(&conn, &id).unwrap();
+    assert_eq!(notes.len(), 100);
+    assert_eq!(notes[0]["failure_description"], "failure 1", "the first note was dropped");
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM lethe_action WHERE action = 'reflection_dropped'"), 1);
+    let big = serde_json::json!({"failure_type": "tool_error", "failure_description": "x".repeat(11 * 1024)});
+    assert_eq!(procedural::reflect(&mut conn, &id, &big, None, "agent:test", now()).unwrap_err().exit_code(), 2);
+    let bad = serde_json::json!({"failure_type": "vibes", "failure_description": "?"});
+    assert_eq!(procedural::reflect(&mut conn, &id, &bad, None, "agent:test", now()).unwrap_err().exit_code(), 2);
+}
+
+#[test]
+fn archive_round_trip_is_byte_identical_and_protects_other_text() {
+    let mut conn = store::open(temp_db()).unwrap();
+    let payload: String =
+        (0..100_000u32).map(|i| char::from(b' ' + (i.wrapping_mul(2_654_435_761) % 94) as u8)).collect();
+    let m = NewMemory { source: Some("tool:bash".into()), ..NewMemory::new(Tier::Episodic, payload.clone()) };
+    let id = lifecycle::remember(&mut conn, &m, "agent:x", now()).unwrap().id().unwrap().to_string();
+    let receipt = archive::archive(&mut conn, &id, "ls -R output of the repo", "agent:x", now()).unwrap();
+    assert_eq!(
+        lifecycle::get(&conn, &id).unwrap().content,
+        format!("[Archive#{}: ls -R output of the repo]", receipt.archive_no)
+    );
+    assert!(receipt.bytes_saved > 99_000);
+    let back = archive::unarchive(&mut conn, receipt.archive_no, "user", now()).unwrap();
+    assert_eq!(back.content.as_bytes(), payload.as_bytes());
+    let user_text = put(&mut conn, Tier::Semantic, "the user said hello");
+    let e = archive::archive(&mut conn, &user_text, "memo", "agent:x", now()).unwrap_err();
+    assert!(e.to_string().contains("protected") && e.exit_code() == 2, "{e}");
+}
+
+#[test]
+fn meta_buffer_counts_exactly_across_threads_and_processes_worth_of_connections() {
+    let path = temp_db();
+    let mut conn = store::open(&path).unwrap();
+    let id = put(&mut conn, Tier::Semantic, "recalled a lot");
+    let buf = Arc::new(meta::MetaBuffer::start(&path, Duration::from_millis(100)).unwrap());
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let (buf, id) = (buf.clone(), id.clone());
+            std::thread::spawn(move || {
+                for i in 0..2500 {
+                    buf.record_hit(&id, if i % 2 == 0 { 0.8 } else { 0.2 }, now());
+                }
+            })
+        })
+        .collect();
+    // A second writer on its own connection, as another process would.
+    let mut other = store::open(&path).unwrap();
+    let mut d = std::collections::HashMap::new();
+    d.insert(
+        id.clone(),
+        meta::Delta { count: 500, success: 500, failure: 0, confidence_sum: 500.0, last_recalled_at: None },
+    );
+    meta::write_deltas(&mut other, &d).unwrap();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let pending = buf.read(&conn, &id).unwrap();
+    assert_eq!(pending.recall_count, 10_500, "reads include pending deltas");
+    Arc::try_unwrap(buf).ok().unwrap().shutdown();
+    let stored = meta::read_stored(&conn, &id).unwrap().unwrap();
+    assert_eq!((stored.recall_count, stored.success_count, stored.failure_count), (10_500, 5_500, 5_000));
+    let avg = stored.avg_confidence.unwrap();
+    assert!((avg - (5000.0 * 0.8 + 5000.0 * 0.2 + 500.0) / 10_500.0).abs() < 1e-9, "{avg}");
+}
+
+#[test]
+fn ten_thousand_hits_in_one_interval_cost_at_most_two_transactions_and_a_stream_keeps_flushing() {
+    let path = temp_db();
+    let mut conn = store::open(&path).unwrap();
+    let id = put(&mut conn, Tier::Semantic, "hot memory");
+    let buf = meta::MetaBuffer::start(&path, Duration::from_millis(100)).unwrap();
+    for _ in 0..10_000 {
+        buf.record_hit(&id, 0.9, now());
+    }
+    std::thread::sleep(Duration::from_millis(350));
+    let (flushes, _) = buf.counters();
+    assert!((1..=2).contains(&flushes), "10,000 hits → {flushes} transactions");
+    // A continuous stream (a hit every 5 ms for 1 s) still flushes about every 100 ms.
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(1) {
+        buf.record_hit(&id, 0.9, now());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let (after, _) = buf.counters();
+    assert!(after - flushes >= 7, "a steady stream must not starve the flusher: {} flushes in 1 s", after - flushes);
+    buf.shutdown();
+}
