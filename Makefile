@@ -16,11 +16,13 @@ system-deps:
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; fi
 
 ui/node_modules/.package-lock.json: ui/package-lock.json
-	cd ui && npm ci --no-audit --no-fund
+	# npm ci rejects this lock file (npm 11 omits a Windows-only optional dependency of
+	# vite from it); npm install still installs exactly the locked versions.
+	cd ui && npm install --no-audit --no-fund
 ui-deps: ui/node_modules/.package-lock.json
 
 tests/e2e/node_modules/.package-lock.json: tests/e2e/package-lock.json
-	cd tests/e2e && npm ci --no-audit --no-fund
+	cd tests/e2e && npm install --no-audit --no-fund
 e2e-deps: tests/e2e/node_modules/.package-lock.json
 	@command -v tauri-driver >/dev/null || cargo install tauri-driver --locked
 
