@@ -55,8 +55,10 @@ test: lint rust-test ui-test e2e
 demo: build
 	./target/debug/lethe demo
 
-bench: deps ui
-	cargo run --release -p lethe-cli --bin lethe-bench
+# make bench BENCH_ARGS="--sizes 10000,100000,1000000 --out bench.json"  (see BENCHMARKS.md)
+BENCH_ARGS ?= --sizes 10000,100000 --out target/bench.json
+bench:
+	cargo run --release -p lethe-cli --bin lethe-bench -- $(BENCH_ARGS)
 
 clean:
 	cargo clean

@@ -135,6 +135,8 @@ pub enum Command {
     },
     /// Export every memory as JSONL on stdout.
     Export,
+    /// MCP server on stdio for agent hosts.
+    Mcp,
     /// Load realistic demo data.
     Demo {
         #[arg(long, default_value_t = 120)]
@@ -322,6 +324,14 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
     };
     let actor = cli.actor.as_str();
     lethe_engine::model::validate_actor(actor)?;
+    if let Command::Mcp = cli.command {
+        let path = cli.db.clone().unwrap_or_else(default_db_path);
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)?;
+        }
+        crate::mcp::serve(path)?;
+        return Ok(None);
+    }
     let mut conn = open_db(&cli.db)?;
     let conn = &mut conn;
     let v = match &cli.command {
@@ -473,6 +483,7 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
             lock.flush()?;
             return Ok(None);
         }
+        Command::Mcp => unreachable!("handled before opening the database"),
         Command::Demo { count, seed } => to_json(&lethe_engine::demo::load(conn, *seed, *count, now)?)?,
         Command::Settings { key, value } => {
             let s = Settings::load(conn)?;

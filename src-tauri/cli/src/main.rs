@@ -3,6 +3,7 @@
 //! 5 confirmation required, 1 anything else).
 
 mod commands;
+mod mcp;
 
 use std::process::ExitCode;
 

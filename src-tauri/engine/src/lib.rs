@@ -21,6 +21,7 @@ pub mod store;
 pub mod time;
 pub mod transfer;
 pub mod watch;
+pub mod workload;
 
 pub use error::{Error, Result};
 pub use model::{Memory, Tier};

@@ -158,7 +158,9 @@ fn configure(conn: &Connection) -> Result<()> {
         }
         _ => Error::Db(e),
     })?;
-    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+    // Switching to WAL needs a lock that the busy timeout does not always wait for when
+    // several processes open a new file at once, so BUSY is retried here too.
+    let mode: String = with_retry(|| Ok(conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?))?;
     if mode != "wal" && mode != "memory" {
         return Err(Error::Foreign(format!("could not switch the database to WAL (journal mode {mode})")));
     }

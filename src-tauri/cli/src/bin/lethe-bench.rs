@@ -1,0 +1,595 @@
+//! `lethe-bench`: the reference workload (engine `workload` module) measured in-process, one
+//! child process per size so that peak RSS is per size.
+//!
+//! `lethe-bench --sizes 10000,100000 --out bench.json` prints one JSON document on stdout
+//! (and to `--out`), and a table with the targets and memento's figures on stderr.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant as Clock};
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use lethe_engine::forgetting::{self, BatchOptions, Snapshot};
+use lethe_engine::meta::MetaBuffer;
+use lethe_engine::recall::{self, RecallQuery};
+use lethe_engine::time::{self, Instant};
+use lethe_engine::workload::{self, Generator};
+use lethe_engine::{dedup, lifecycle, store, transfer};
+use serde_json::{json, Value};
+
+#[derive(Parser, Debug, Clone)]
+#[command(name = "lethe-bench", about = "Lethe's reference benchmark (BENCHMARK-WORKLOAD.md)")]
+struct Args {
+    /// Comma-separated sizes (N memories), e.g. 10000,100000,1000000.
+    #[arg(long, default_value = "10000,100000", value_delimiter = ',')]
+    sizes: Vec<String>,
+    /// Also write the JSON document to this file.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// The instant the workload's ages count back from (the bench is the outermost caller).
+    #[arg(long, default_value = "2026-06-01T00:00:00Z")]
+    now: String,
+    /// Recall queries timed for latency (after 20 warm-up queries).
+    #[arg(long, default_value_t = 1000)]
+    queries: usize,
+    /// Recalls in the meta-memory storm.
+    #[arg(long, default_value_t = 10_000)]
+    storm: usize,
+    /// `remember` calls timed per size (the first K memories of the workload, at most N).
+    #[arg(long, default_value_t = 20_000)]
+    remember_sample: usize,
+    /// Directory for the temporary database files (default: the system temp dir).
+    #[arg(long)]
+    tmp: Option<PathBuf>,
+    /// Keep the database files (for profiling or inspection).
+    #[arg(long)]
+    keep: bool,
+    /// Internal: run one size in this process and print its JSON result.
+    #[arg(long, hide = true)]
+    child: Option<usize>,
+}
+
+fn parse_size(s: &str) -> Result<usize> {
+    let t = s.trim().replace('_', "").to_lowercase();
+    let (num, mul) = if let Some(x) = t.strip_suffix('m') {
+        (x.to_string(), 1_000_000)
+    } else if let Some(x) = t.strip_suffix('k') {
+        (x.to_string(), 1_000)
+    } else {
+        (t.clone(), 1)
+    };
+    let n: usize = num.parse().with_context(|| format!("size {s:?} is not a number"))?;
+    if n == 0 {
+        bail!("size must be positive");
+    }
+    Ok(n * mul)
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let now = time::parse(&args.now).map_err(|e| anyhow::anyhow!("--now: {e}"))?;
+    if let Some(n) = args.child {
+        let result = run_size(n, &args, now)?;
+        println!("{}", serde_json::to_string(&result)?);
+        return Ok(());
+    }
+    let sizes: Vec<usize> = args.sizes.iter().map(|s| parse_size(s)).collect::<Result<_>>()?;
+    let exe = std::env::current_exe()?;
+    let mut results = Vec::new();
+    for n in &sizes {
+        eprintln!("== N = {n} (child process) ==");
+        let mut cmd = Command::new(&exe);
+        cmd.arg("--child")
+            .arg(n.to_string())
+            .args(["--now", &args.now])
+            .args(["--queries", &args.queries.to_string()])
+            .args(["--storm", &args.storm.to_string()])
+            .args(["--remember-sample", &args.remember_sample.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        if let Some(t) = &args.tmp {
+            cmd.arg("--tmp").arg(t);
+        }
+        if args.keep {
+            cmd.arg("--keep");
+        }
+        let started = Clock::now();
+        let out = cmd.output().context("running the child benchmark")?;
+        if !out.status.success() {
+            bail!("the benchmark of N = {n} failed ({})", out.status);
+        }
+        let mut v: Value = serde_json::from_slice(&out.stdout).context("child output is not JSON")?;
+        v["child_wall_s"] = json!(started.elapsed().as_secs_f64());
+        results.push(v);
+    }
+    let doc = json!({
+        "benchmark": "lethe-bench (BENCHMARK-WORKLOAD.md)",
+        "machine": machine(),
+        "args": {
+            "sizes": sizes, "now": args.now, "queries": args.queries, "storm": args.storm,
+            "remember_sample": args.remember_sample,
+        },
+        "targets": targets(),
+        "memento_10k": memento(),
+        "results": results,
+    });
+    let text = serde_json::to_string_pretty(&doc)?;
+    if let Some(p) = &args.out {
+        std::fs::write(p, format!("{text}\n")).with_context(|| format!("writing {}", p.display()))?;
+    }
+    eprintln!("\n{}", table(&doc));
+    println!("{text}");
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reference figures.
+
+fn targets() -> Value {
+    json!({
+        "remember_per_s": {"min": 25_000},
+        "import_rows_per_s": {"min": 200_000},
+        "recall_qps_at_10k": {"min": 2_000},
+        "recall_p95_ms_at_100k": {"max": 20},
+        "forget_rows_per_s": {"min": 200_000},
+        "forget_1m_s": {"max": 15},
+        "storm_write_tx_per_s": {"max": 10},
+        "peak_rss_mb_at_100k": {"max": 150},
+    })
+}
+
+fn memento() -> Value {
+    json!({
+        "remember_per_s": 2_390, "text_recall_qps": 129, "text_recall_ms": 7.7, "hybrid_recall_qps": 5.2,
+        "forget_rows_per_s": 858, "peak_rss_mb": 588,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Machine and process facts.
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+fn loadavg() -> Value {
+    let raw = read("/proc/loadavg");
+    let f: Vec<f64> = raw.split_whitespace().take(3).filter_map(|x| x.parse().ok()).collect();
+    json!(f)
+}
+
+fn machine() -> Value {
+    let cpu = read("/proc/cpuinfo")
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .map(|s| s.trim().to_string());
+    let mem_kb = status_kb(&read("/proc/meminfo"), "MemTotal:");
+    let git = Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    json!({
+        "nproc": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        "cpu": cpu,
+        "mem_total_mb": mem_kb.map(|k| k / 1024),
+        "os": read("/proc/sys/kernel/osrelease").trim(),
+        "loadavg_at_end": loadavg(),
+        "git_head": git,
+        "profile": if cfg!(debug_assertions) { "debug" } else { "release" },
+    })
+}
+
+fn status_kb(text: &str, key: &str) -> Option<u64> {
+    text.lines().find(|l| l.starts_with(key))?.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// (VmHWM, VmRSS) of this process in MiB.
+fn rss_mb() -> (f64, f64) {
+    let s = read("/proc/self/status");
+    let mb = |k| status_kb(&s, k).map(|v| v as f64 / 1024.0).unwrap_or(0.0);
+    (mb("VmHWM:"), mb("VmRSS:"))
+}
+
+fn rss_mark(phases: &mut Vec<Value>, phase: &str) {
+    let (hwm, rss) = rss_mb();
+    phases.push(json!({"after": phase, "vm_hwm_mb": round1(hwm), "vm_rss_mb": round1(rss)}));
+}
+
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn db_files_mb(db: &Path) -> f64 {
+    let mut total = 0;
+    for suffix in ["", "-wal", "-shm"] {
+        let p = PathBuf::from(format!("{}{suffix}", db.display()));
+        total += std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    }
+    total as f64 / 1_048_576.0
+}
+
+fn progress(n: usize, msg: &str) {
+    eprintln!("[N={n}] {msg}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// One size, in a child process.
+
+fn run_size(n: usize, args: &Args, now: Instant) -> Result<Value> {
+    let base = args.tmp.clone().unwrap_or_else(std::env::temp_dir);
+    let dir = base.join(format!("lethe-bench-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let load_before = loadavg();
+    let mut phases = Vec::new();
+    rss_mark(&mut phases, "start");
+
+    // The workload: streamed, so the harness holds no N-sized copy of it.
+    let t = Clock::now();
+    let generated = Generator::new(n).map(|it| it.content.len()).sum::<usize>();
+    let gen_s = t.elapsed().as_secs_f64();
+    let queries = Generator::new(n).queries(args.queries.max(args.storm).max(1));
+
+    // 1. remember: one lifecycle::remember call per memory, each its own transaction.
+    let sample = args.remember_sample.min(n);
+    progress(n, &format!("remember × {sample}"));
+    let remember = {
+        let db = dir.join("remember.db");
+        let mut conn = store::open(&db)?;
+        let mut lat = Vec::with_capacity(sample);
+        let (mut stored, mut skipped) = (0usize, 0usize);
+        let t = Clock::now();
+        for item in Generator::new(n).take(sample) {
+            let m = item.to_new_memory(now);
+            let s = Clock::now();
+            let out = lifecycle::remember(&mut conn, &m, "agent:bench", now)?;
+            lat.push(s.elapsed().as_secs_f64() * 1000.0);
+            if out.id().is_some() {
+                stored += 1;
+            } else {
+                skipped += 1;
+            }
+        }
+        let secs = t.elapsed().as_secs_f64();
+        lat.sort_by(f64::total_cmp);
+        let v = json!({
+            "calls": sample, "stored": stored, "skipped": skipped, "secs": round3(secs),
+            "per_s": (sample as f64 / secs).round(),
+            "p50_ms": round3(percentile(&lat, 50.0)), "p95_ms": round3(percentile(&lat, 95.0)),
+            "db_mb": round1(db_files_mb(&db)),
+        });
+        drop(conn);
+        v
+    };
+    rss_mark(&mut phases, "remember");
+
+    // 2. Bulk import: N memories with their ages, access and views as JSONL.
+    progress(n, "bulk import");
+    let db = dir.join("bench.db");
+    let jsonl = dir.join("workload.jsonl");
+    let t = Clock::now();
+    {
+        let mut w = BufWriter::new(File::create(&jsonl)?);
+        for item in Generator::new(n) {
+            serde_json::to_writer(&mut w, &item.to_memory(now))?;
+            w.write_all(b"\n")?;
+        }
+        w.flush()?;
+    }
+    let jsonl_s = t.elapsed().as_secs_f64();
+    let jsonl_mb = std::fs::metadata(&jsonl)?.len() as f64 / 1_048_576.0;
+    let mut conn = store::open(&db)?;
+    let t = Clock::now();
+    let report = transfer::import(&mut conn, BufReader::new(File::open(&jsonl)?))?;
+    let import_s = t.elapsed().as_secs_f64();
+    if report.imported != n {
+        bail!("import stored {} of {n} memories", report.imported);
+    }
+    std::fs::remove_file(&jsonl)?;
+    let import = json!({
+        "rows": report.imported, "chunks": report.chunks, "secs": round3(import_s),
+        "rows_per_s": (n as f64 / import_s).round(), "jsonl_mb": round1(jsonl_mb),
+        "jsonl_write_secs": round3(jsonl_s), "db_mb": round1(db_files_mb(&db)),
+    });
+    rss_mark(&mut phases, "import");
+
+    // 3. Duplication indexing: signature computation, then LSH candidates over the stored ones.
+    progress(n, "duplication indexing");
+    let dedup_v = {
+        let mut sig_s = 0.0;
+        let mut buf: Vec<String> = Vec::with_capacity(10_000);
+        let mut gen = Generator::new(n);
+        let mut checksum = 0u64;
+        loop {
+            buf.clear();
+            buf.extend(gen.by_ref().take(10_000).map(|i| i.content));
+            if buf.is_empty() {
+                break;
+            }
+            let t = Clock::now();
+            for c in &buf {
+                let h = dedup::content_hash(c);
+                let b = dedup::band_keys(c);
+                checksum = checksum.wrapping_add(u64::from(b[0]) + h.len() as u64);
+            }
+            sig_s += t.elapsed().as_secs_f64();
+        }
+        let sigs: Vec<Vec<u8>> = conn
+            .prepare("SELECT bands FROM lethe_signature")?
+            .query_map([], |r| r.get(0))?
+            .collect::<std::result::Result<_, _>>()?;
+        let refs: Vec<&[u8]> = sigs.iter().map(|s| s.as_slice()).collect();
+        let t = Clock::now();
+        let cand = dedup::candidate_pairs(&refs);
+        let cand_s = t.elapsed().as_secs_f64();
+        drop(refs);
+        drop(sigs);
+        let t = Clock::now();
+        let snap = Snapshot::load(&conn)?;
+        let snap_s = t.elapsed().as_secs_f64();
+        let similar_07 = snap.pairs.iter().filter(|p| p.2 > 0.7).count();
+        json!({
+            "signatures": n, "signature_secs": round3(sig_s), "signatures_per_s": (n as f64 / sig_s).round(),
+            "lsh_candidate_pairs": cand.len(), "lsh_secs": round3(cand_s),
+            "snapshot_load_secs": round3(snap_s), "snapshot_rows": snap.rows.len(),
+            "similar_pairs": snap.pairs.len(), "pairs_over_0_7": similar_07, "checksum": checksum,
+        })
+    };
+    rss_mark(&mut phases, "dedup");
+
+    // 4. Recall latency and throughput.
+    progress(n, &format!("recall × {}", args.queries));
+    let q = |text: &str| RecallQuery { text: text.to_string(), limit: workload::QUERY_LIMIT, ..Default::default() };
+    for text in queries.iter().rev().take(20) {
+        recall::recall(&conn, &q(text), now)?;
+    }
+    let mut lat = Vec::with_capacity(args.queries);
+    let mut hits = 0usize;
+    let t = Clock::now();
+    for text in queries.iter().take(args.queries) {
+        let s = Clock::now();
+        hits += recall::recall(&conn, &q(text), now)?.len();
+        lat.push(s.elapsed().as_secs_f64() * 1000.0);
+    }
+    let recall_s = t.elapsed().as_secs_f64();
+    lat.sort_by(f64::total_cmp);
+    let count = lat.len().max(1);
+    let recall_v = json!({
+        "queries": lat.len(), "warmup": 20, "limit": workload::QUERY_LIMIT, "secs": round3(recall_s),
+        "qps": (lat.len() as f64 / recall_s).round(),
+        "mean_ms": round3(lat.iter().sum::<f64>() / count as f64),
+        "p50_ms": round3(percentile(&lat, 50.0)), "p95_ms": round3(percentile(&lat, 95.0)),
+        "p99_ms": round3(percentile(&lat, 99.0)), "max_ms": round3(lat.last().copied().unwrap_or(0.0)),
+        "avg_hits": round3(hits as f64 / count as f64),
+    });
+    rss_mark(&mut phases, "recall");
+
+    // 5. Meta-memory under a recall storm, and a pure hit storm.
+    progress(n, &format!("meta storm × {}", args.storm));
+    let storm = {
+        let buf = MetaBuffer::start(&db, Duration::from_millis(100))?;
+        let mut recorded = 0i64;
+        let t = Clock::now();
+        for i in 0..args.storm {
+            for h in recall::recall(&conn, &q(&queries[i % queries.len()]), now)? {
+                buf.record_hit(&h.id, h.score, now);
+                recorded += 1;
+            }
+        }
+        let storm_s = t.elapsed().as_secs_f64();
+        let (flushes, failures) = buf.counters();
+        // A pure hit storm: 10,000 hits as fast as they come, one tick later.
+        let before = buf.counters().0;
+        let t = Clock::now();
+        for i in 0..10_000usize {
+            buf.record_hit(&workload::memory_id(i % n), 0.7, now);
+        }
+        let hit_storm_s = t.elapsed().as_secs_f64();
+        std::thread::sleep(buf.interval() * 3);
+        let hit_storm_tx = buf.counters().0 - before;
+        buf.shutdown();
+        let stored: i64 =
+            conn.query_row("SELECT COALESCE(SUM(recall_count), 0) FROM meta_memory_stats", [], |r| r.get(0))?;
+        json!({
+            "recalls": args.storm, "hits_recorded": recorded, "secs": round3(storm_s),
+            "recalls_per_s": (args.storm as f64 / storm_s).round(),
+            "write_tx": flushes, "failed_tx": failures, "write_tx_per_s": round3(flushes as f64 / storm_s),
+            "hit_storm": {"hits": 10_000, "secs": round3(hit_storm_s), "write_tx": hit_storm_tx},
+            "stored_recall_count": stored, "lossless": stored == recorded + 10_000,
+        })
+    };
+    rss_mark(&mut phases, "storm");
+
+    // 6. The forgetting batch: dry run, real run, and a second (idempotent) real run.
+    progress(n, "forgetting batch");
+    let batch = |conn: &mut store::Connection, dry: bool| -> Result<Value> {
+        let t = Clock::now();
+        let r = forgetting::run_batch(conn, &BatchOptions::new(now, dry))?;
+        let secs = t.elapsed().as_secs_f64();
+        Ok(json!({
+            "dry_run": dry, "scanned": r.scanned, "secs": round3(secs),
+            "rows_per_s": (r.scanned as f64 / secs).round(),
+            "soft_deleted": r.soft_deleted.len(), "working_gate": r.working_gate.len(),
+            "review": r.review.len(), "purged": r.purged.len(),
+        }))
+    };
+    let dry = batch(&mut conn, true)?;
+    let real = batch(&mut conn, false)?;
+    let rerun = batch(&mut conn, false)?;
+    rss_mark(&mut phases, "forget");
+    drop(conn);
+
+    let (peak, _) = rss_mb();
+    let db_mb = db_files_mb(&db);
+    if !args.keep {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    Ok(json!({
+        "n": n,
+        "workload": {"generate_secs": round3(gen_s), "content_bytes": generated, "queries": queries.len()},
+        "remember": remember,
+        "import": import,
+        "dedup": dedup_v,
+        "recall": recall_v,
+        "meta_storm": storm,
+        "forget": {"dry": dry, "real": real, "rerun": rerun},
+        "peak_rss_mb": round1(peak),
+        "rss_phases": phases,
+        "db_mb_at_end": round1(db_mb),
+        "loadavg": {"before": load_before, "after": loadavg()},
+    }))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The readable table.
+
+fn table(doc: &Value) -> String {
+    let mut rows: Vec<[String; 6]> = Vec::new();
+    let f = |v: &Value| -> String {
+        match v.as_f64() {
+            Some(x) if x >= 1000.0 => group(x.round() as u64),
+            Some(x) if x >= 100.0 => format!("{x:.0}"),
+            Some(x) => format!("{x:.2}"),
+            None => "—".into(),
+        }
+    };
+    let verdict = |ok: Option<bool>| match ok {
+        Some(true) => "ok".to_string(),
+        Some(false) => "MISS".to_string(),
+        None => "".to_string(),
+    };
+    for r in doc["results"].as_array().into_iter().flatten() {
+        let n = r["n"].as_u64().unwrap_or(0);
+        let ns = group(n);
+        let at10k = n == 10_000;
+        let at100k = n == 100_000;
+        let num = |p: &str| r.pointer(p).and_then(Value::as_f64).unwrap_or(f64::NAN);
+        let mut push = |metric: &str, val: String, target: &str, memento: &str, ok: Option<bool>| {
+            rows.push([ns.clone(), metric.into(), val, target.into(), memento.into(), verdict(ok)]);
+        };
+        let rem = num("/remember/per_s");
+        push(
+            &format!("remember /s (first {})", group(r["remember"]["calls"].as_u64().unwrap_or(0))),
+            f(&r["remember"]["per_s"]),
+            "≥ 25,000",
+            if at10k { "2,390" } else { "" },
+            Some(rem >= 25_000.0),
+        );
+        let imp = num("/import/rows_per_s");
+        push("bulk import rows/s", f(&r["import"]["rows_per_s"]), "≥ 200,000", "", Some(imp >= 200_000.0));
+        push("signatures /s", f(&r["dedup"]["signatures_per_s"]), "", "", None);
+        let qps = num("/recall/qps");
+        push(
+            "recall q/s",
+            f(&r["recall"]["qps"]),
+            if at10k { "≥ 2,000" } else { "" },
+            if at10k { "129" } else { "" },
+            at10k.then_some(qps >= 2_000.0),
+        );
+        push(
+            "recall mean / p50 ms",
+            format!("{} / {}", f(&r["recall"]["mean_ms"]), f(&r["recall"]["p50_ms"])),
+            "",
+            if at10k { "7.7 (mean)" } else { "" },
+            None,
+        );
+        let p95 = num("/recall/p95_ms");
+        push(
+            "recall p95 ms",
+            f(&r["recall"]["p95_ms"]),
+            if at100k { "≤ 20" } else { "" },
+            "",
+            at100k.then_some(p95 <= 20.0),
+        );
+        let dry = num("/forget/dry/rows_per_s");
+        push(
+            "forget dry-run rows/s",
+            f(&r["forget"]["dry"]["rows_per_s"]),
+            "≥ 200,000",
+            if at10k { "858" } else { "" },
+            Some(dry >= 200_000.0),
+        );
+        let real = num("/forget/real/rows_per_s");
+        push(
+            "forget real rows/s",
+            f(&r["forget"]["real"]["rows_per_s"]),
+            "≥ 200,000",
+            if at10k { "858" } else { "" },
+            Some(real >= 200_000.0),
+        );
+        let real_s = num("/forget/real/secs");
+        push(
+            "forget real s (with dup.)",
+            f(&r["forget"]["real"]["secs"]),
+            if n == 1_000_000 { "≤ 15" } else { "" },
+            "",
+            (n == 1_000_000).then_some(real_s <= 15.0),
+        );
+        let tx = num("/meta_storm/write_tx_per_s");
+        push("storm write tx/s", f(&r["meta_storm"]["write_tx_per_s"]), "≤ 10", "", Some(tx <= 10.0));
+        let rss = num("/peak_rss_mb");
+        push(
+            "peak RSS MB",
+            f(&r["peak_rss_mb"]),
+            if at100k { "≤ 150" } else { "" },
+            if at10k { "588" } else { "" },
+            at100k.then_some(rss <= 150.0),
+        );
+    }
+    let head = ["N", "metric", "Lethe", "target", "memento@10k", ""];
+    let mut widths = head.map(|h| h.chars().count());
+    for r in &rows {
+        for (i, c) in r.iter().enumerate() {
+            widths[i] = widths[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| -> String {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            let pad = widths[i] - c.chars().count();
+            if i == 2 || i == 4 {
+                s.push_str(&format!("{}{c}  ", " ".repeat(pad)));
+            } else {
+                s.push_str(&format!("{c}{}  ", " ".repeat(pad)));
+            }
+        }
+        s.trim_end().to_string()
+    };
+    let mut out = line(&head.map(String::from));
+    out.push('\n');
+    out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 10));
+    for r in &rows {
+        out.push('\n');
+        out.push_str(&line(r));
+    }
+    out
+}
+
+fn group(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
