@@ -340,3 +340,44 @@ pub fn chart_projection(
     let theme = theme.as_deref().unwrap_or("light").parse()?;
     state.with_db(|db| lethe_engine::projection_chart(&db.conn, &id, now, theme))
 }
+
+#[tauri::command(async)]
+pub fn chart_distribution(state: State<'_, AppState>, theme: Option<String>, now: Option<String>) -> ApiResult<String> {
+    let now = at(&now)?;
+    let theme = theme.as_deref().unwrap_or("light").parse()?;
+    state.with_db(|db| {
+        let snap = db.snapshot()?;
+        lethe_engine::distribution_chart(&db.conn, &snap, now, theme)
+    })
+}
+
+/// Writes a chart to a path the person chose in the save dialog (`.svg` or `.png`).
+#[tauri::command(async)]
+pub fn export_chart(
+    state: State<'_, AppState>,
+    chart: String,
+    path: String,
+    id: Option<String>,
+    horizon_days: Option<f64>,
+    theme: Option<String>,
+    now: Option<String>,
+) -> ApiResult<String> {
+    let now = at(&now)?;
+    let theme = theme.as_deref().unwrap_or("light").parse()?;
+    let kind = match (chart.as_str(), id) {
+        ("decay", _) => lethe_engine::ChartKind::Decay { horizon_days: horizon_days.unwrap_or(365.0) },
+        ("distribution", _) => lethe_engine::ChartKind::Distribution,
+        ("projection", Some(id)) => lethe_engine::ChartKind::Projection { id },
+        _ => {
+            return Err(ApiError {
+                code: "invalid_input",
+                message: format!("unknown chart {chart:?} (or projection without id)"),
+            })
+        }
+    };
+    state.with_db(|db| {
+        let snap = db.snapshot()?;
+        lethe_engine::export_chart(&db.conn, &snap, &kind, now, theme, std::path::Path::new(&path))
+    })?;
+    Ok(path)
+}

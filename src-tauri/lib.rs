@@ -92,6 +92,8 @@ pub fn run() {
             commands::load_demo,
             commands::chart_decay,
             commands::chart_projection,
+            commands::chart_distribution,
+            commands::export_chart,
         ])
         .run(tauri::generate_context!())
         .expect("error while running the Lethe window");

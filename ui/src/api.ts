@@ -91,6 +91,29 @@ export const chartDecay = (horizonDays: number, theme: Theme) =>
   call<string>('chart_decay', { horizonDays, theme });
 export const chartProjection = (id: string, theme: Theme, now?: string) =>
   call<string>('chart_projection', compact({ id, theme, now }));
+export const chartDistribution = (theme: Theme, now?: string) =>
+  call<string>('chart_distribution', compact({ theme, now }));
+
+/** What a chart export draws: the same charts the views show. */
+export type ChartExport =
+  | { chart: 'decay'; horizonDays: number }
+  | { chart: 'distribution' }
+  | { chart: 'projection'; id: string };
+
+/** Writes a chart as SVG or PNG to `path` (from `saveChartDialog`); resolves to the path. */
+export const exportChart = (spec: ChartExport, path: string, theme: Theme, now?: string) =>
+  call<string>('export_chart', compact({ ...spec, path, theme, now }));
+
+export async function saveChartDialog(name: string): Promise<string | null> {
+  const p = await save({
+    defaultPath: `${name}.svg`,
+    filters: [
+      { name: 'SVG image', extensions: ['svg'] },
+      { name: 'PNG image', extensions: ['png'] },
+    ],
+  });
+  return p ?? null;
+}
 export const loadDemo = () => call<Record<string, number>>('load_demo');
 export const openDb = (path: string) => call<DbInfo>('open_db', { path });
 export const newDb = (path: string) => call<DbInfo>('new_db', { path });

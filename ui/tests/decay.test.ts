@@ -20,6 +20,18 @@ describe('decay', () => {
     await waitFor(() => expect(api.chartDecay).toHaveBeenLastCalledWith(90, 'light'));
   });
 
+  it('exports a chart through the save dialog and shows the distribution', async () => {
+    await renderAt('decay');
+    await waitFor(() => expect(api.chartDistribution).toHaveBeenCalledWith('light', undefined));
+    const buttons = await screen.findAllByTestId('chart-export');
+    await fireEvent.click(buttons[0]);
+    await waitFor(() =>
+      expect(api.exportChart).toHaveBeenCalledWith({ chart: 'decay', horizonDays: 365 }, '/tmp/chart.png', 'light', undefined),
+    );
+    await fireEvent.click(buttons[1]);
+    await waitFor(() => expect(api.exportChart).toHaveBeenLastCalledWith({ chart: 'distribution' }, '/tmp/chart.png', 'light', undefined));
+  });
+
   it('the time slider sets a global now that every query passes', async () => {
     await renderAt('decay');
     await waitFor(() => expect(api.stats).toHaveBeenCalled());

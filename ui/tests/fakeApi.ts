@@ -182,6 +182,9 @@ export const api = {
   whatIf: vi.fn(),
   chartDecay: vi.fn(),
   chartProjection: vi.fn(),
+  chartDistribution: vi.fn(),
+  exportChart: vi.fn(),
+  saveChartDialog: vi.fn(),
   loadDemo: vi.fn(),
   openDb: vi.fn(),
   newDb: vi.fn(),
@@ -234,6 +237,9 @@ export function resetFake() {
   api.whatIf.mockResolvedValue({ current: { count: 2, ids: ['mem_1', 'mem_2'] }, proposed: { count: 3, ids: ['mem_1', 'mem_2', 'mem_7'] } });
   api.chartDecay.mockResolvedValue(SVG);
   api.chartProjection.mockResolvedValue(SVG);
+  api.chartDistribution.mockResolvedValue(SVG);
+  api.saveChartDialog.mockResolvedValue('/tmp/chart.png');
+  api.exportChart.mockImplementation(async (_spec: unknown, path: string) => path);
   api.loadDemo.mockResolvedValue({ memories: 500 });
   api.openDb.mockImplementation(async (path: string) => ({ path, exists: true, memento: false, schema_version: 3, error: null }));
   api.newDb.mockImplementation(async (path: string) => ({ path, exists: true, memento: false, schema_version: 3, error: null }));

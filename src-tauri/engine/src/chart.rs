@@ -1,5 +1,6 @@
 //! Charts as SVG strings, drawn with plotters (pure functions: no clock, no randomness).
 
+use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::decay::{self, ScoreInput};
@@ -90,13 +91,22 @@ fn plot_err<E: std::fmt::Debug>(e: E) -> Error {
 
 /// Per-tier recency curves over `horizon_days`, with half-life markers and the 0.5 line.
 pub fn render_decay(s: &Settings, horizon_days: f64, size: (u32, u32), theme: Theme) -> Result<String> {
+    let mut svg = String::new();
+    draw_decay(SVGBackend::with_string(&mut svg, size).into_drawing_area(), s, horizon_days, theme)?;
+    Ok(svg)
+}
+
+fn draw_decay<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    s: &Settings,
+    horizon_days: f64,
+    theme: Theme,
+) -> Result<()> {
     if !(horizon_days.is_finite() && horizon_days > 0.0 && horizon_days <= 3650.0) {
         return Err(Error::invalid("horizon must be in (0, 3650] days"));
     }
     let p = palette(theme);
-    let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
         root.fill(&p.bg).map_err(plot_err)?;
         let mut chart = ChartBuilder::on(&root)
             .caption("Recency R = exp(−ln2 · age / half-life)", ("sans-serif", 16).into_font().color(&p.fg))
@@ -141,7 +151,7 @@ pub fn render_decay(s: &Settings, horizon_days: f64, size: (u32, u32), theme: Th
             .map_err(plot_err)?;
         root.present().map_err(plot_err)?;
     }
-    Ok(svg)
+    Ok(())
 }
 
 /// A memory's ForgetScore from now on, the threshold line, the moment it would be forgotten,
@@ -154,6 +164,19 @@ pub fn render_projection(
     size: (u32, u32),
     theme: Theme,
 ) -> Result<String> {
+    let mut svg = String::new();
+    draw_projection(SVGBackend::with_string(&mut svg, size).into_drawing_area(), m, s, now, horizon_days, theme)?;
+    Ok(svg)
+}
+
+fn draw_projection<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    m: &ScoreInput,
+    s: &Settings,
+    now: Instant,
+    horizon_days: f64,
+    theme: Theme,
+) -> Result<()> {
     let p = palette(theme);
     let base = projection_series(m, s, now, horizon_days, 200);
     let mut cited = m.clone();
@@ -166,9 +189,7 @@ pub fn render_projection(
     let all = base.iter().chain(&with_cite).chain(&with_pin).map(|(_, y)| *y);
     let (lo, hi) = all.fold((s.threshold, s.threshold), |(a, b), y| (a.min(y), b.max(y)));
     let (lo, hi) = ((lo - 0.05).min(0.0), (hi + 0.05).max(1.0));
-    let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
         root.fill(&p.bg).map_err(plot_err)?;
         let mut chart = ChartBuilder::on(&root)
             .caption("Projected ForgetScore", ("sans-serif", 15).into_font().color(&p.fg))
@@ -227,7 +248,134 @@ pub fn render_projection(
             .map_err(plot_err)?;
         root.present().map_err(plot_err)?;
     }
+    Ok(())
+}
+
+/// Bins of the ForgetScore distribution: `BINS` of width 0.05 from −0.5 to 1.0.
+pub const BIN_LO: f64 = -0.5;
+pub const BIN_WIDTH: f64 = 0.05;
+pub const BINS: usize = 30;
+
+/// Counts per tier and bin of active memories' scores (scores outside the range are clamped
+/// into the first or last bin).
+pub fn score_histogram(scores: &[(Tier, f64)]) -> Vec<(Tier, Vec<usize>)> {
+    Tier::ALL
+        .iter()
+        .map(|t| {
+            let mut bins = vec![0usize; BINS];
+            for (_, sc) in scores.iter().filter(|(tt, _)| tt == t) {
+                // The tiny epsilon keeps scores that sit exactly on a bin edge (−0.45) in the
+                // bin that starts there despite binary rounding.
+                let i = ((sc - BIN_LO) / BIN_WIDTH + 1e-9).floor().clamp(0.0, (BINS - 1) as f64) as usize;
+                bins[i] += 1;
+            }
+            (*t, bins)
+        })
+        .collect()
+}
+
+/// The ForgetScore distribution per tier, with the threshold and the review band marked.
+pub fn render_distribution(scores: &[(Tier, f64)], s: &Settings, size: (u32, u32), theme: Theme) -> Result<String> {
+    let mut svg = String::new();
+    draw_distribution(SVGBackend::with_string(&mut svg, size).into_drawing_area(), scores, s, theme)?;
     Ok(svg)
+}
+
+fn draw_distribution<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    scores: &[(Tier, f64)],
+    s: &Settings,
+    theme: Theme,
+) -> Result<()> {
+    let p = palette(theme);
+    let hist = score_histogram(scores);
+    let top = hist.iter().flat_map(|(_, b)| b.iter().copied()).max().unwrap_or(0).max(1) as f64 * 1.15;
+    let x_hi = BIN_LO + BIN_WIDTH * BINS as f64;
+    root.fill(&p.bg).map_err(plot_err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("ForgetScore distribution per tier (active memories)", ("sans-serif", 15).into_font().color(&p.fg))
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(44)
+        .build_cartesian_2d(BIN_LO..x_hi, 0.0..top)
+        .map_err(plot_err)?;
+    chart
+        .configure_mesh()
+        .x_desc("ForgetScore")
+        .y_desc("memories")
+        .axis_desc_style(("sans-serif", 12).into_font().color(&p.fg))
+        .label_style(("sans-serif", 11).into_font().color(&p.fg))
+        .light_line_style(p.grid)
+        .bold_line_style(p.grid)
+        .axis_style(p.fg)
+        .draw()
+        .map_err(plot_err)?;
+    let band = p.threshold.mix(0.12);
+    chart
+        .draw_series(std::iter::once(Rectangle::new([(s.review_band_low, 0.0), (s.threshold, top)], band.filled())))
+        .map_err(plot_err)?;
+    let th = p.threshold;
+    chart
+        .draw_series(LineSeries::new([(s.threshold, 0.0), (s.threshold, top)], th.stroke_width(2)))
+        .map_err(plot_err)?
+        .label(format!("threshold {}", s.threshold))
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], th.stroke_width(2)));
+    for (t, bins) in &hist {
+        let c = tier_color(*t);
+        let pts: Vec<(f64, f64)> =
+            bins.iter().enumerate().map(|(i, n)| (BIN_LO + BIN_WIDTH * (i as f64 + 0.5), *n as f64)).collect();
+        chart
+            .draw_series(LineSeries::new(pts, c.stroke_width(2)))
+            .map_err(plot_err)?
+            .label(t.to_string())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(p.bg.mix(0.85))
+        .border_style(p.grid)
+        .label_font(("sans-serif", 11).into_font().color(&p.fg))
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()
+        .map_err(plot_err)?;
+    root.present().map_err(plot_err)?;
+    Ok(())
+}
+
+/// What to draw, for exports.
+pub enum ChartSpec<'a> {
+    Decay { settings: &'a Settings, horizon_days: f64 },
+    Projection { input: &'a ScoreInput, settings: &'a Settings, now: Instant, horizon_days: f64 },
+    Distribution { scores: &'a [(Tier, f64)], settings: &'a Settings },
+}
+
+/// Writes a chart to `path` as SVG or PNG (by extension; plotters' bitmap backend for PNG).
+pub fn export(spec: &ChartSpec<'_>, path: &std::path::Path, size: (u32, u32), theme: Theme) -> Result<()> {
+    let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("svg") => {
+            let svg = match spec {
+                ChartSpec::Decay { settings, horizon_days } => render_decay(settings, *horizon_days, size, theme)?,
+                ChartSpec::Projection { input, settings, now, horizon_days } => {
+                    render_projection(input, settings, *now, *horizon_days, size, theme)?
+                }
+                ChartSpec::Distribution { scores, settings } => render_distribution(scores, settings, size, theme)?,
+            };
+            std::fs::write(path, svg)?;
+        }
+        Some("png") => {
+            let area = BitMapBackend::new(path, size).into_drawing_area();
+            match spec {
+                ChartSpec::Decay { settings, horizon_days } => draw_decay(area, settings, *horizon_days, theme)?,
+                ChartSpec::Projection { input, settings, now, horizon_days } => {
+                    draw_projection(area, input, settings, *now, *horizon_days, theme)?
+                }
+                ChartSpec::Distribution { scores, settings } => draw_distribution(area, scores, settings, theme)?,
+            }
+        }
+        _ => return Err(Error::invalid("export path must end in .svg or .png")),
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -256,6 +404,33 @@ mod tests {
         assert!(a.starts_with("<svg") && a.contains("semantic (half-life 180 d)"));
         assert!(render_decay(&s, 365.0, (640, 360), Theme::Dark).unwrap() != a, "themes differ");
         assert!(render_decay(&s, -1.0, (640, 360), Theme::Light).is_err());
+    }
+
+    #[test]
+    fn histogram_counts_each_score_once_in_its_bin() {
+        let scores = [(Tier::Working, 0.61), (Tier::Working, 0.62), (Tier::Semantic, -0.45), (Tier::Semantic, 5.0)];
+        let h = score_histogram(&scores);
+        let working = &h.iter().find(|(t, _)| *t == Tier::Working).unwrap().1;
+        assert_eq!(working[22], 2, "0.61 and 0.62 fall in [0.60, 0.65)");
+        let semantic = &h.iter().find(|(t, _)| *t == Tier::Semantic).unwrap().1;
+        assert_eq!((semantic[1], semantic[BINS - 1]), (1, 1), "−0.45 in bin 1, 5.0 clamped into the last");
+        let svg = render_distribution(&scores, &Settings::default(), (600, 300), Theme::Dark).unwrap();
+        assert!(svg.contains("threshold 0.6"));
+    }
+
+    #[test]
+    fn exports_svg_and_png_files() {
+        let dir = std::env::temp_dir().join(format!("lethe-chart-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let s = Settings::default();
+        let spec = ChartSpec::Decay { settings: &s, horizon_days: 365.0 };
+        export(&spec, &dir.join("d.svg"), (640, 360), Theme::Light).unwrap();
+        export(&spec, &dir.join("d.png"), (640, 360), Theme::Light).unwrap();
+        let png = std::fs::read(dir.join("d.png")).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "a real PNG file");
+        assert!(std::fs::read_to_string(dir.join("d.svg")).unwrap().starts_with("<svg"));
+        assert!(export(&spec, &dir.join("d.gif"), (640, 360), Theme::Light).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -56,11 +56,84 @@ pub fn projection_chart(conn: &Connection, id: &str, now: time::Instant, theme: 
     let d = detail(conn, id, now, None)?;
     let settings = Settings::load(conn)?;
     let input = input_of(&d.memory, &d.score)?;
-    let horizon = match decay::projected_forget_at(&input, &settings, now) {
-        Some(at) => (time::days_between(now, at) * 1.5).clamp(30.0, 3650.0),
-        None => (settings.half_life_days.get(d.memory.tier) * 4.0).clamp(30.0, 3650.0),
-    };
+    let horizon = projection_horizon(&input, &settings, now, d.memory.tier);
     chart::render_projection(&input, &settings, now, horizon, (560, 260), theme)
+}
+
+/// Which chart to export (see [`export_chart`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChartKind {
+    Decay { horizon_days: f64 },
+    Projection { id: String },
+    Distribution,
+}
+
+/// The ForgetScore distribution chart of the active memories at `now`.
+pub fn distribution_chart(
+    conn: &Connection,
+    snap: &forgetting::Snapshot,
+    now: time::Instant,
+    theme: chart::Theme,
+) -> Result<String> {
+    let settings = Settings::load(conn)?;
+    let scores = active_scores(snap, &settings, now);
+    chart::render_distribution(&scores, &settings, (760, 340), theme)
+}
+
+fn active_scores(snap: &forgetting::Snapshot, settings: &Settings, now: time::Instant) -> Vec<(Tier, f64)> {
+    snap.rows
+        .iter()
+        .zip(snap.scores(settings, now))
+        .filter(|(r, _)| !r.is_deleted)
+        .map(|(r, sc)| (r.tier, sc))
+        .collect()
+}
+
+/// Writes a chart as SVG or PNG (by the path's extension).
+pub fn export_chart(
+    conn: &Connection,
+    snap: &forgetting::Snapshot,
+    kind: &ChartKind,
+    now: time::Instant,
+    theme: chart::Theme,
+    path: &std::path::Path,
+) -> Result<()> {
+    let settings = Settings::load(conn)?;
+    match kind {
+        ChartKind::Decay { horizon_days } => chart::export(
+            &chart::ChartSpec::Decay { settings: &settings, horizon_days: *horizon_days },
+            path,
+            (1200, 600),
+            theme,
+        ),
+        ChartKind::Distribution => {
+            let scores = active_scores(snap, &settings, now);
+            chart::export(
+                &chart::ChartSpec::Distribution { scores: &scores, settings: &settings },
+                path,
+                (1200, 560),
+                theme,
+            )
+        }
+        ChartKind::Projection { id } => {
+            let d = detail(conn, id, now, None)?;
+            let input = input_of(&d.memory, &d.score)?;
+            let horizon = projection_horizon(&input, &settings, now, d.memory.tier);
+            chart::export(
+                &chart::ChartSpec::Projection { input: &input, settings: &settings, now, horizon_days: horizon },
+                path,
+                (1100, 520),
+                theme,
+            )
+        }
+    }
+}
+
+fn projection_horizon(input: &decay::ScoreInput, settings: &Settings, now: time::Instant, tier: Tier) -> f64 {
+    match decay::projected_forget_at(input, settings, now) {
+        Some(at) => (time::days_between(now, at) * 1.5).clamp(30.0, 3650.0),
+        None => (settings.half_life_days.get(tier) * 4.0).clamp(30.0, 3650.0),
+    }
 }
 
 fn input_of(memory: &Memory, score: &decay::ForgetScore) -> Result<decay::ScoreInput> {
