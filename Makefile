@@ -8,7 +8,7 @@ APT_PACKAGES := libwebkit2gtk-4.1-dev build-essential pkg-config curl wget file 
 CARGO_BIN := $(HOME)/.cargo/bin
 export PATH := $(CARGO_BIN):$(PATH)
 
-.PHONY: run test deps system-deps ui-deps e2e-deps ui build lint rust-test ui-test e2e bench demo clean
+.PHONY: mcp-python run test deps system-deps ui-deps e2e-deps ui build lint rust-test ui-test e2e bench demo clean
 
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -50,7 +50,16 @@ ui-test: ui-deps
 e2e: build e2e-deps
 	cd tests/e2e && timeout 900 xvfb-run -a -s "-screen 0 1280x800x24" node --test --test-concurrency=1 ./*.test.mjs
 
-test: lint rust-test ui-test e2e
+# The official Python MCP SDK drives `lethe mcp` as a second, independent client.
+target/py-mcp/.installed: tests/mcp_python/requirements.txt
+	python3 -m venv target/py-mcp
+	target/py-mcp/bin/pip install -q -r tests/mcp_python/requirements.txt
+	touch $@
+
+mcp-python: build target/py-mcp/.installed
+	LETHE_BIN=$(CURDIR)/target/debug/lethe target/py-mcp/bin/python -m unittest discover -s tests/mcp_python -v
+
+test: lint rust-test ui-test mcp-python e2e
 
 demo: build
 	./target/debug/lethe demo

@@ -20,7 +20,11 @@ fn cas_from_threads_and_processes_has_exactly_one_winner_per_round() {
     let path = db("cas");
     let mut conn = store::open(&path).unwrap();
     let m = NewMemory {
-        procedure: ProcedureFields { steps: Some(serde_json::json!(["a", "b"])), task_goal: Some("goal".into()), ..Default::default() },
+        procedure: ProcedureFields {
+            steps: Some(serde_json::json!(["a", "b"])),
+            task_goal: Some("goal".into()),
+            ..Default::default()
+        },
         ..NewMemory::new(Tier::Procedural, "the procedure")
     };
     let id = lifecycle::remember(&mut conn, &m, "user", chrono::Utc::now()).unwrap().id().unwrap().to_string();
@@ -31,7 +35,10 @@ fn cas_from_threads_and_processes_has_exactly_one_winner_per_round() {
             let (path, id, barrier) = (path.clone(), id.clone(), barrier.clone());
             handles.push(std::thread::spawn(move || {
                 let mut c = store::open(&path).unwrap();
-                let patch = ProcedurePatch { content: None, fields: ProcedureFields { task_goal: Some(format!("thread {t}")), ..Default::default() } };
+                let patch = ProcedurePatch {
+                    content: None,
+                    fields: ProcedureFields { task_goal: Some(format!("thread {t}")), ..Default::default() },
+                };
                 barrier.wait();
                 match procedural::update(&mut c, &id, round, &patch, "agent:thread", chrono::Utc::now()) {
                     Ok(_) => 0,
@@ -44,7 +51,14 @@ fn cas_from_threads_and_processes_has_exactly_one_winner_per_round() {
             handles.push(std::thread::spawn(move || {
                 let mut cmd = Command::new(env!("CARGO_BIN_EXE_lethe"));
                 cmd.arg("--db").arg(&path).args(["--actor", "agent:proc", "remember", "--type", "procedural"]);
-                cmd.args(["--content", &format!("process {p}"), "--memory-id", &id, "--expected-version", &round.to_string()]);
+                cmd.args([
+                    "--content",
+                    &format!("process {p}"),
+                    "--memory-id",
+                    &id,
+                    "--expected-version",
+                    &round.to_string(),
+                ]);
                 barrier.wait();
                 cmd.output().unwrap().status.code().unwrap()
             }));
@@ -61,17 +75,23 @@ fn cas_from_threads_and_processes_has_exactly_one_winner_per_round() {
 fn pin_unpin_delete_restore_from_two_processes_keep_audit_consistent() {
     let path = db("pin");
     let mut conn = store::open(&path).unwrap();
-    let id = lifecycle::remember(&mut conn, &NewMemory::new(Tier::Semantic, "contended memory"), "user", chrono::Utc::now())
-        .unwrap()
-        .id()
-        .unwrap()
-        .to_string();
+    let id =
+        lifecycle::remember(&mut conn, &NewMemory::new(Tier::Semantic, "contended memory"), "user", chrono::Utc::now())
+            .unwrap()
+            .id()
+            .unwrap()
+            .to_string();
     let run = |cmds: Vec<&'static str>, path: std::path::PathBuf, id: String| {
         std::thread::spawn(move || {
             let mut ok = 0;
             for _ in 0..15 {
                 for c in &cmds {
-                    let out = Command::new(env!("CARGO_BIN_EXE_lethe")).arg("--db").arg(&path).args([c, id.as_str()]).output().unwrap();
+                    let out = Command::new(env!("CARGO_BIN_EXE_lethe"))
+                        .arg("--db")
+                        .arg(&path)
+                        .args([c, id.as_str()])
+                        .output()
+                        .unwrap();
                     match out.status.code().unwrap() {
                         0 => ok += 1,
                         // Deleting what is already deleted or restoring what is active is a
@@ -88,10 +108,22 @@ fn pin_unpin_delete_restore_from_two_processes_keep_audit_consistent() {
     let b = run(vec!["delete", "pin", "restore", "unpin"], path.clone(), id.clone());
     let _ = (a.join().unwrap(), b.join().unwrap());
     // Audit consistent with state: soft events minus restores equals "is deleted now".
-    let soft: i64 = conn.query_row("SELECT COUNT(*) FROM memory_forgetting_event WHERE memory_id = ?1 AND action = 'soft'", [&id], |r| r.get(0)).unwrap();
-    let restores: i64 = conn.query_row("SELECT COUNT(*) FROM lethe_action WHERE memory_id = ?1 AND action = 'restore'", [&id], |r| r.get(0)).unwrap();
+    let soft: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM memory_forgetting_event WHERE memory_id = ?1 AND action = 'soft'",
+            [&id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let restores: i64 = conn
+        .query_row("SELECT COUNT(*) FROM lethe_action WHERE memory_id = ?1 AND action = 'restore'", [&id], |r| r.get(0))
+        .unwrap();
     let m = lifecycle::get(&conn, &id).unwrap();
-    assert_eq!(soft - restores, i64::from(m.is_deleted), "every state change audited exactly once ({soft} soft, {restores} restores)");
+    assert_eq!(
+        soft - restores,
+        i64::from(m.is_deleted),
+        "every state change audited exactly once ({soft} soft, {restores} restores)"
+    );
     let last_pin: Option<String> = conn
         .query_row("SELECT action FROM lethe_action WHERE memory_id = ?1 AND action IN ('pin','unpin') ORDER BY id DESC LIMIT 1", [&id], |r| r.get(0))
         .ok();

@@ -227,4 +227,192 @@ mod tests {
             recall(&conn, &RecallQuery { text: "api key".into(), limit: 10, ..Default::default() }, now).unwrap();
         assert!(hits.is_empty(), "soft-deleted memories leave recall at once");
     }
+
+    fn put(conn: &mut Connection, m: NewMemory, now: Instant) -> String {
+        lifecycle::remember(conn, &m, "user", now).unwrap().id().unwrap().to_string()
+    }
+
+    fn ids(hits: &[Hit]) -> Vec<String> {
+        let mut v: Vec<String> = hits.iter().map(|h| h.id.clone()).collect();
+        v.sort();
+        v
+    }
+
+    fn sorted(mut v: Vec<String>) -> Vec<String> {
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn tier_and_pinned_filters_restrict_the_candidates() {
+        let mut conn = store::open_in_memory().unwrap();
+        let now = chrono::Utc::now();
+        let sem = put(&mut conn, NewMemory::new(Tier::Semantic, "redis caches tenant settings"), now);
+        let epi = put(&mut conn, NewMemory::new(Tier::Episodic, "redis evicted the tenant sessions"), now);
+        let mut pinned = NewMemory::new(Tier::Semantic, "redis maxmemory is 4 GB for tenant data");
+        pinned.pinned = true;
+        let pin = put(&mut conn, pinned, now);
+        let q = |tier: Option<Tier>, pinned: Option<bool>| RecallQuery {
+            text: "redis tenant".into(),
+            limit: 10,
+            tier,
+            pinned,
+            ..Default::default()
+        };
+        assert_eq!(
+            ids(&recall(&conn, &q(None, None), now).unwrap()),
+            sorted(vec![sem.clone(), epi.clone(), pin.clone()])
+        );
+        assert_eq!(ids(&recall(&conn, &q(Some(Tier::Episodic), None), now).unwrap()), vec![epi.clone()], "tier filter");
+        assert_eq!(
+            ids(&recall(&conn, &q(Some(Tier::Semantic), None), now).unwrap()),
+            sorted(vec![sem.clone(), pin.clone()])
+        );
+        assert!(recall(&conn, &q(Some(Tier::Working), None), now).unwrap().is_empty(), "no working memory matches");
+        assert_eq!(ids(&recall(&conn, &q(None, Some(true)), now).unwrap()), vec![pin.clone()], "only pinned");
+        assert_eq!(
+            ids(&recall(&conn, &q(None, Some(false)), now).unwrap()),
+            sorted(vec![sem.clone(), epi]),
+            "only unpinned"
+        );
+        assert_eq!(
+            ids(&recall(&conn, &q(Some(Tier::Semantic), Some(false)), now).unwrap()),
+            vec![sem],
+            "filters combine"
+        );
+    }
+
+    #[test]
+    fn scene_is_the_share_of_the_callers_context_that_the_memory_matches() {
+        let mut conn = store::open_in_memory().unwrap();
+        let now = chrono::Utc::now();
+        let mut full = NewMemory::new(Tier::Procedural, "deploy billing with make promote");
+        full.session_id = Some("s1".into());
+        full.project_id = Some("billing".into());
+        full.tags = vec!["Deploy".into(), "prod".into()];
+        full.procedure.workflow_name = Some("release".into());
+        let full = put(&mut conn, full, now);
+        let mut some = NewMemory::new(Tier::Episodic, "deploy of billing went out at ten");
+        some.project_id = Some("billing".into());
+        some.session_id = Some("s2".into());
+        some.tags = vec!["deploy".into()];
+        let some = put(&mut conn, some, now);
+        let none = put(&mut conn, NewMemory::new(Tier::Semantic, "deploy freeze on fridays"), now);
+        let mut q = RecallQuery {
+            text: "deploy".into(),
+            limit: 10,
+            session: Some("s1".into()),
+            project: Some("billing".into()),
+            workflow: Some("release".into()),
+            tags: vec!["deploy".into(), "prod".into()],
+            ..Default::default()
+        };
+        let scene = |hits: &[Hit], id: &str| hits.iter().find(|h| h.id == id).unwrap().breakdown.scene;
+        let hits = recall(&conn, &q, now).unwrap();
+        assert_eq!(scene(&hits, &full), 1.0, "session, project, workflow and both tags (case-insensitive) match");
+        assert_eq!(scene(&hits, &some), 2.0 / 5.0, "project and one tag out of five context items");
+        assert_eq!(scene(&hits, &none), 0.0, "nothing of the context matches");
+        q.session = None;
+        q.workflow = None;
+        q.tags = vec!["prod".into()];
+        let hits = recall(&conn, &q, now).unwrap();
+        assert_eq!(scene(&hits, &some), 1.0 / 2.0, "project matches, the prod tag does not");
+        let hits = recall(&conn, &RecallQuery { text: "deploy".into(), limit: 10, ..Default::default() }, now).unwrap();
+        assert!(hits.iter().all(|h| h.breakdown.scene == 0.0), "no context, no scene fit");
+    }
+
+    #[test]
+    fn every_breakdown_term_lies_in_zero_to_one_and_the_score_is_their_weighted_sum() {
+        let mut conn = store::open_in_memory().unwrap();
+        let now = chrono::Utc::now();
+        let cases = [
+            (Tier::Working, 0.0, 1.0, true),
+            (Tier::Working, 400.0, 0.0, false),
+            (Tier::Episodic, 30.0, 0.5, false),
+            (Tier::Semantic, 3650.0, 0.95, true),
+            (Tier::Procedural, 1.0, 0.2, false),
+        ];
+        for (i, (tier, age, imp, pinned)) in cases.iter().enumerate() {
+            let mut m = NewMemory::new(*tier, format!("kafka consumer lag case {i} {}", "lag ".repeat(i)));
+            m.importance = Some(*imp);
+            m.pinned = *pinned;
+            m.created_at = Some(time::add_days(now, -age));
+            m.project_id = Some(if i % 2 == 0 { "data" } else { "web" }.into());
+            put(&mut conn, m, now);
+        }
+        // A clock skew of half a day (created_at slightly in the future) is accepted by
+        // remember; recency must still not exceed 1.
+        let mut future = NewMemory::new(Tier::Working, "kafka lag seen from a skewed clock");
+        future.created_at = Some(time::add_days(now, 0.5));
+        future.importance = Some(1.0);
+        future.pinned = true;
+        put(&mut conn, future, now);
+        let w = RecallWeights { similarity: 0.4, recency: 0.3, scene: 0.2, priority: 0.1 };
+        let q = RecallQuery {
+            text: "kafka consumer lag".into(),
+            limit: 10,
+            project: Some("data".into()),
+            tags: vec!["none".into()],
+            weights: Some(w.clone()),
+            ..Default::default()
+        };
+        let hits = recall(&conn, &q, now).unwrap();
+        assert_eq!(hits.len(), 6);
+        for h in &hits {
+            let b = h.breakdown;
+            for (name, v) in
+                [("similarity", b.similarity), ("recency", b.recency), ("scene", b.scene), ("priority", b.priority)]
+            {
+                assert!((0.0..=1.0).contains(&v), "{name} = {v} out of [0, 1] for {}", h.content);
+            }
+            let expected =
+                w.similarity * b.similarity + w.recency * b.recency + w.scene * b.scene + w.priority * b.priority;
+            assert!((h.score - expected).abs() < 1e-12, "score {} is the weighted sum {expected}", h.score);
+        }
+        assert!(hits.iter().any(|h| h.breakdown.similarity == 1.0), "the best BM25 candidate has S = 1");
+        assert!(hits.iter().any(|h| h.breakdown.priority == 1.0), "I + 0.2 for pinned is clamped to 1");
+        assert!(hits.windows(2).all(|p| p[0].score >= p[1].score), "sorted by score");
+    }
+
+    #[test]
+    fn weights_per_call_override_the_settings() {
+        let mut conn = store::open_in_memory().unwrap();
+        let now = chrono::Utc::now();
+        // The old memory matches the query better; the new one is recent.
+        let mut old =
+            NewMemory::new(Tier::Episodic, "invoice export failed: invoice export job timed out on invoice 7");
+        old.created_at = Some(time::add_days(now, -300.0));
+        let old = put(&mut conn, old, now);
+        let new = put(&mut conn, NewMemory::new(Tier::Episodic, "invoice sent to tenant 9"), now);
+        let q = |weights: Option<RecallWeights>| RecallQuery {
+            text: "invoice export".into(),
+            limit: 10,
+            weights,
+            ..Default::default()
+        };
+        let top = |conn: &Connection, weights| recall(conn, &q(weights), now).unwrap()[0].id.clone();
+        let by_similarity = RecallWeights { similarity: 1.0, recency: 0.0, scene: 0.0, priority: 0.0 };
+        let by_recency = RecallWeights { similarity: 0.0, recency: 1.0, scene: 0.0, priority: 0.0 };
+        assert_eq!(top(&conn, None), old, "the defaults favour the better text match");
+        let s = Settings { recall_weights: by_recency.clone(), ..Default::default() };
+        Settings::store(&mut conn, &s, "user", now).unwrap();
+        assert_eq!(top(&conn, None), new, "the stored settings apply when the call names no weights");
+        let hits = recall(&conn, &q(None), now).unwrap();
+        assert!(hits.iter().all(|h| h.score == h.breakdown.recency), "score is R alone under (0,1,0,0)");
+        assert_eq!(top(&conn, Some(by_similarity)), old, "weights given with the call win over the settings");
+        assert_eq!(top(&conn, Some(by_recency)), new);
+    }
+
+    #[test]
+    fn parse_weights_accepts_four_non_negative_numbers_only() {
+        assert_eq!(
+            parse_weights(" 0.7, 0.1,0.1 ,0.1").unwrap(),
+            RecallWeights { similarity: 0.7, recency: 0.1, scene: 0.1, priority: 0.1 }
+        );
+        assert_eq!(parse_weights("1,0,0,0").unwrap().similarity, 1.0);
+        for bad in ["", "1,0,0", "1,0,0,0,0", "a,0,0,0", "1;0;0;0", "-0.1,0,0,0", "NaN,0,0,0", "inf,0,0,0", "1,,0,0"] {
+            let err = parse_weights(bad).unwrap_err();
+            assert!(matches!(err, Error::Invalid(_)), "{bad:?} is invalid input, got {err}");
+        }
+    }
 }

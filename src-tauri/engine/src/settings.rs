@@ -58,6 +58,13 @@ pub struct RecallWeights {
 }
 
 impl Default for RecallWeights {
+    /// Text relevance dominates; recency, scene fit and priority together add at most 0.3,
+    /// enough to reorder close text matches (a fresh note from this session, a pinned rule)
+    /// but never to lift a candidate over one whose normalised BM25 is more than 0.43 higher.
+    /// DESIGN §6 requires these to rank no worse than BM25 alone; `tests/recall_quality.rs`
+    /// checks it on the labelled set (recall@10 0.894 vs 0.859, MRR@10 0.889 vs 0.852 as
+    /// committed). A heavier recency weight loses there (0.7/0.3/0/0 falls below BM25 alone)
+    /// because many old facts are still true.
     fn default() -> Self {
         RecallWeights { similarity: 0.7, recency: 0.1, scene: 0.1, priority: 0.1 }
     }
