@@ -26,7 +26,13 @@ const tail = [];
 
 function startTauriDriver() {
   // Never the default native port 4445 with --port 4445: that spins for ever (TAURI-NOTES #3).
-  driverProc = spawn('tauri-driver', ['--port', '4444', '--native-port', '4455'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  // detached: its own process group, so closeApp can end tauri-driver *and* the
+  // WebKitWebDriver it spawns (killing only tauri-driver orphans WebKitWebDriver, which
+  // keeps port 4455 and the stderr pipe open: node never exits and the suite hangs).
+  driverProc = spawn('tauri-driver', ['--port', '4444', '--native-port', '4455'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    detached: true,
+  });
   driverProc.stderr.on('data', (d) => {
     tail.push(String(d));
     while (tail.length > 50) tail.shift();
@@ -58,8 +64,16 @@ export async function closeApp(driver) {
     if (driver) await driver.quit();
   } finally {
     if (driverProc) {
-      driverProc.kill('SIGKILL');
+      const p = driverProc;
       driverProc = null;
+      const exited = p.exitCode !== null || p.signalCode !== null ? Promise.resolve() : new Promise((r) => p.once('exit', r));
+      try {
+        process.kill(-p.pid, 'SIGKILL'); // the group we created: tauri-driver + WebKitWebDriver
+      } catch {
+        p.kill('SIGKILL');
+      }
+      p.stderr?.destroy();
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 3000))]);
     }
   }
 }

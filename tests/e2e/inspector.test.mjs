@@ -58,8 +58,9 @@ async function selectMemory(driver, id) {
   await row.findElement(css('.preview')).click();
   await waitFor(
     async () => {
-      const h = await driver.findElements(css('[data-testid="memory-detail"] h2'));
-      return h.length && (await h[0].getText()).trim() === id;
+      // textContent, not getText(): WebKitWebDriver returns '' for the ellipsised id heading.
+      const t = await driver.executeScript(`return document.querySelector('[data-testid="memory-detail"] h2')?.textContent ?? null`);
+      return t !== null && t.trim() === id;
     },
     10000,
     `detail of ${id}`,
@@ -193,9 +194,7 @@ test('hostile content, tags and workflow names render as literal text', { timeou
   const payload = '<img src=x onerror=alert(1)>';
   const tag = '<script>alert(2)</script>';
   const wfName = '<script>alert(3)</script><img src=x onerror=alert(4)>';
-  const m = lethe(db, 'remember', '--type', 'semantic', '--content', payload, '--tags', `${tag},plain`);
-  lethe(db, 'remember', '--type', 'procedural', '--content', `procedure ${payload}`,
-    '--task-goal', `goal ${payload}`, '--steps', `step one ${payload}`, '--workflow-name', wfName, '--skill-name', tag);
+  lethe(db, 'remember', '--type', 'semantic', '--content', 'harmless seed');
   const driver = await openApp(db);
   const noInjectedMarkup = async (where) => {
     const imgs = await driver.executeScript(
@@ -206,9 +205,24 @@ test('hostile content, tags and workflow names render as literal text', { timeou
       `return [...document.querySelectorAll('script')].filter((s) => s.textContent.includes('alert(')).length`,
     );
     assert.equal(scripts, 0, `${where}: no injected <script>`);
+    // WebKitWebDriver does not report the webview's alert() as a user prompt (measured: a
+    // real alert() still gives NoSuchAlertError), so the hooks below are the real check.
     await assert.rejects(async () => driver.switchTo().alert(), undefined, `${where}: no alert is open`);
+    const calls = await driver.executeScript('return window.__dialogCalls');
+    assert.deepEqual(calls, [], `${where}: alert/confirm/prompt never called`);
   };
   try {
+    await nav(driver, 'memories');
+    await waitFor(async () => (await driver.findElements(css('[data-testid="memory-row"]'))).length === 1, 10000, 'seed row');
+    // Record any dialog call from now on, then let the hostile memories arrive by live update.
+    await driver.executeScript(`
+      window.__dialogCalls = [];
+      for (const f of ['alert', 'confirm', 'prompt']) window[f] = (m) => { window.__dialogCalls.push(f + ':' + m); };
+    `);
+    const m = lethe(db, 'remember', '--type', 'semantic', '--content', payload, '--tags', `${tag},plain`);
+    lethe(db, 'remember', '--type', 'procedural', '--content', `procedure ${payload}`,
+      '--task-goal', `goal ${payload}`, '--steps', JSON.stringify([`step one ${payload}`, tag]), '--workflow-name', wfName, '--skill-name', tag);
+
     await selectMemory(driver, m.id);
     const content = await byTestId(driver, 'memory-content');
     assert.equal((await driver.executeScript('return arguments[0].textContent', content)).trim(), payload);
@@ -227,6 +241,8 @@ test('hostile content, tags and workflow names render as literal text', { timeou
     assert.ok(title.includes(wfName), `workflow name rendered literally: ${title}`);
     const group = await driver.executeScript(`return document.querySelector('[data-testid="workflow-group"] h3').textContent`);
     assert.equal(group.trim(), wfName);
+    const steps = await driver.executeScript(`return [...document.querySelectorAll('[data-testid="proc-steps-list"] li')].map((l) => l.textContent)`);
+    assert.deepEqual(steps.map((x) => x.trim()), [`step one ${payload}`, tag]);
     await noInjectedMarkup('workflows view');
     // Give a would-be onerror handler a moment, then check again.
     await sleep(300);

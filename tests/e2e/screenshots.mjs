@@ -1,0 +1,107 @@
+// README screenshots of the real window on a demo database (not part of the test suite).
+//   cd tests/e2e && xvfb-run -a -s "-screen 0 1400x900x24" node screenshots.mjs
+// Writes docs/screenshots/{overview,memory-detail,quarantine,workflows,decay}.png.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { tempDb, lethe, openApp, closeApp, byTestId, waitFor, By } from './harness.mjs';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const OUT = path.join(root, 'docs/screenshots');
+const css = (s) => By.css(s);
+
+async function nav(driver, view) {
+  await (await byTestId(driver, `nav-${view}`)).click();
+  await waitFor(
+    async () => (await (await byTestId(driver, `nav-${view}`)).getAttribute('aria-current')) === 'page',
+    5000,
+    `view ${view}`,
+  );
+}
+
+/** Waits for fonts and two animation frames (a WebDriver screenshot can be one paint behind). */
+async function settle(driver) {
+  await driver.executeAsyncScript(`
+    const done = arguments[arguments.length - 1];
+    (document.fonts ? document.fonts.ready : Promise.resolve()).then(() =>
+      requestAnimationFrame(() => requestAnimationFrame(() => done())));
+  `);
+}
+
+async function shot(driver, name) {
+  // No stray focus ring or hover state in the picture.
+  await driver.executeScript('document.activeElement && document.activeElement.blur && document.activeElement.blur()');
+  await settle(driver);
+  const file = path.join(OUT, `${name}.png`);
+  writeFileSync(file, await driver.takeScreenshot(), 'base64');
+  const err = await driver.executeScript(`return document.querySelector('.banner.error')?.textContent ?? null`);
+  console.log(`${file}${err ? `  (error banner: ${err.trim()})` : ''}`);
+}
+
+/** Charts are SVG data-URL <img>s: loaded and decoded. */
+const chartReady = (driver, sel) =>
+  driver.executeScript(`const i = document.querySelector(arguments[0]); return !!(i && i.complete && i.naturalWidth > 0)`, sel);
+
+const text = (driver, sel) => driver.executeScript(`return document.querySelector(arguments[0])?.textContent ?? ''`, sel);
+
+const db = tempDb('demo.db');
+console.log('demo:', JSON.stringify(lethe(db, 'demo')));
+mkdirSync(OUT, { recursive: true });
+
+const driver = await openApp(db);
+try {
+  // Overview: wait until the tier counts are loaded.
+  await nav(driver, 'overview');
+  const semantic = await byTestId(driver, 'tier-count-semantic', 15000);
+  await waitFor(async () => Number((await semantic.getText()).trim()) > 0, 15000, 'overview counts');
+  await shot(driver, 'overview');
+
+  // Memories with a row selected: prefer a visible row whose breakdown has several non-zero parts.
+  await nav(driver, 'memories');
+  await waitFor(async () => (await driver.findElements(css('[data-testid="memory-row"]'))).length > 5, 15000, 'memory rows');
+  const ids = await driver.executeScript(
+    `return [...document.querySelectorAll('[data-testid="memory-row"]')].slice(0, 14).map((r) => r.getAttribute('data-id'))`,
+  );
+  const nonZero = (d) => Object.values(d.components).filter((v) => Math.abs(v) > 1e-3).length;
+  const details = ids.map((id) => lethe(db, 'show', id)).filter((d) => !d.is_deleted && d.type !== 'procedural');
+  details.sort((a, b) => nonZero(b) - nonZero(a) || (b.components.duplication > 0) - (a.components.duplication > 0));
+  const pick = details[0];
+  console.log(`memory-detail: ${pick.id} (${pick.type}) components=${JSON.stringify(pick.components)}`);
+  await (await driver.findElement(css(`[data-testid="memory-row"][data-id="${pick.id}"] .preview`))).click();
+  await waitFor(async () => (await text(driver, '[data-testid="memory-detail"] h2')).trim() === pick.id, 10000, 'detail');
+  await byTestId(driver, 'forget-breakdown');
+  await waitFor(async () => await chartReady(driver, '[data-testid="memory-detail"] [data-testid="chart"]'), 10000, 'projection chart').catch(
+    () => console.log('  (no projection chart appeared)'),
+  );
+  await shot(driver, 'memory-detail');
+
+  // Quarantine.
+  await nav(driver, 'quarantine');
+  await byTestId(driver, 'quarantine-row', 15000);
+  await shot(driver, 'quarantine');
+
+  // Workflows: select a workflow that has reflection notes.
+  await nav(driver, 'workflows');
+  await byTestId(driver, 'workflow-row', 15000);
+  const rows = await driver.findElements(css('[data-testid="workflow-row"]'));
+  let withNotes = false;
+  for (const r of rows) {
+    await r.click();
+    withNotes = await waitFor(async () => (await driver.findElements(css('[data-testid="reflection-note"]'))).length > 0, 3000, 'notes')
+      .then(() => true)
+      .catch(() => false);
+    if (withNotes) break;
+  }
+  if (!withNotes) console.log('  (no workflow with reflection notes found)');
+  await shot(driver, 'workflows');
+
+  // Decay: wait for the chart.
+  await nav(driver, 'decay');
+  await byTestId(driver, 'time-slider', 15000);
+  await waitFor(async () => await chartReady(driver, '[data-testid="chart"]'), 15000, 'decay chart').catch(
+    () => console.log('  (no decay chart appeared)'),
+  );
+  await shot(driver, 'decay');
+} finally {
+  await closeApp(driver);
+}
