@@ -12,6 +12,8 @@ impl From<lethe_engine::Error> for ApiError {
     fn from(e: lethe_engine::Error) -> Self {
         let code = match e.code() {
             c @ ("invalid_input" | "conflict" | "not_found" | "confirmation_required" | "db_unavailable") => c,
+            // Another program holding the file is, for a person, the database being unavailable.
+            "busy" => "db_unavailable",
             _ => "internal",
         };
         ApiError { code, message: e.to_string() }

@@ -22,6 +22,8 @@ pub enum Error {
     Foreign(String),
     #[error("cancelled")]
     Cancelled,
+    #[error("database busy: {0}")]
+    Busy(String),
     #[error("database error: {0}")]
     Db(#[from] rusqlite::Error),
     #[error("io error: {0}")]
@@ -44,6 +46,7 @@ impl Error {
             Error::ConfirmationRequired(_) => "confirmation_required",
             Error::Foreign(_) => "db_unavailable",
             Error::Cancelled => "cancelled",
+            Error::Busy(_) => "busy",
             Error::Db(e) if is_busy(e) => "busy",
             Error::Db(e) if is_not_a_db(e) => "db_unavailable",
             Error::Db(_) | Error::Io(_) | Error::Integrity(_) => "internal",
@@ -67,7 +70,7 @@ impl Error {
 
     /// Only SQLITE_BUSY / SQLITE_LOCKED are worth retrying.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Error::Db(e) if is_busy(e))
+        matches!(self, Error::Busy(_)) || matches!(self, Error::Db(e) if is_busy(e))
     }
 }
 

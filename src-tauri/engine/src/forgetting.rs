@@ -469,8 +469,10 @@ pub fn run_batch(conn: &mut Connection, opts: &BatchOptions<'_>) -> Result<Batch
     let mut decisions = Vec::new();
     let mut report = BatchReport { dry_run: opts.dry_run, ..Default::default() };
 
-    // 1. Quarantine past its days is purged for ever.
-    for r in snap.rows.iter().filter(|r| r.is_deleted) {
+    // 1. Quarantine past its days is purged for ever — unless rows cannot be deleted in this
+    //    file (a memento file with sqlite-vec tables): then it stays in quarantine.
+    let can_purge = crate::store::memory_delete_blocked(conn)?.is_none();
+    for r in snap.rows.iter().filter(|r| can_purge && r.is_deleted) {
         if let Some(at) = time::parse_opt(r.deleted_at.as_deref()) {
             if time::days_between(at, now) > s.quarantine_days {
                 decisions.push(Decision::Purge(r.id.clone()));

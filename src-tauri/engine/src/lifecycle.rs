@@ -537,6 +537,9 @@ pub fn hard_delete(
 ) -> Result<ForgettingEvent> {
     model::validate_actor(actor)?;
     get(conn, id)?;
+    if let Some(why) = crate::store::memory_delete_blocked(conn)? {
+        return Err(Error::invalid(why));
+    }
     if !confirm {
         return Err(Error::ConfirmationRequired(format!(
             "hard delete of {id} removes it for ever (only the audit events stay); pass confirm to proceed"

@@ -25,18 +25,22 @@ const MIGRATIONS: &[Migration] = &[
         name: "indexes",
         apply: |c| Ok(c.execute_batch(include_str!("migrations/002_indexes.sql"))?),
     },
+    Migration { version: 3, name: "fts-memento-names", apply: migrate_fts_memento_names },
 ];
 
-pub const SCHEMA_VERSION: i64 = 2;
-pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+pub const SCHEMA_VERSION: i64 = 3;
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long [`with_retry`] keeps retrying BUSY/LOCKED before giving up with `Error::Busy`.
+pub const RETRY_DEADLINE: Duration = Duration::from_secs(15);
 
-/// Columns Lethe reads, with the type memento gives them. An older memento file lacks some;
-/// they are added (memento's own later versions define every one of them).
+/// Columns Lethe reads, declared exactly as memento's current schema declares them. An older
+/// memento file lacks some; they are added (memento's own later versions define every one of
+/// them, so the file looks to memento like one its own migrations brought up to date).
 const MEMORY_COLUMNS: &[(&str, &str)] = &[
-    ("importance", "REAL DEFAULT 0.5"),
-    ("privacy_scope", "TEXT DEFAULT 'private'"),
-    ("last_accessed", "TEXT"),
-    ("pinned", "INTEGER DEFAULT 0"),
+    ("importance", "REAL CHECK (importance >= 0 AND importance <= 1) DEFAULT 0.5"),
+    ("privacy_scope", "TEXT CHECK (privacy_scope IN ('private','team','public')) DEFAULT 'private'"),
+    ("last_accessed", "TIMESTAMP"),
+    ("pinned", "BOOLEAN DEFAULT FALSE"),
     ("tags", "TEXT"),
     ("source", "TEXT"),
     ("view_count", "INTEGER DEFAULT 0"),
@@ -48,16 +52,49 @@ const MEMORY_COLUMNS: &[(&str, &str)] = &[
     ("workflow_name", "TEXT"),
     ("skill_name", "TEXT"),
     ("trigger_conditions", "TEXT"),
-    ("version", "INTEGER DEFAULT 1"),
-    ("owner_id", "TEXT"),
-    ("session_id", "TEXT"),
+    ("version", "INTEGER NULL"),
+    ("owner_id", "TEXT NULL"),
+    ("session_id", "TEXT NULL"),
     ("project_id", "TEXT"),
-    ("is_deleted", "INTEGER DEFAULT 0"),
+    ("is_deleted", "BOOLEAN DEFAULT FALSE NOT NULL"),
     ("deleted_at", "TEXT"),
 ];
 
+/// memento's own definitions of the two tables of its schema Lethe writes to, used when an
+/// older memento file lacks them (Lethe's 001 definitions are looser: nullable reason/policy).
+/// Created exactly as memento's later migrations create them, so memento's
+/// `CREATE TABLE IF NOT EXISTS` finds what it would have made itself.
+const MEMENTO_TABLES: &str = "
+CREATE TABLE IF NOT EXISTS memory_forgetting_event (
+  id TEXT PRIMARY KEY,
+  memory_id TEXT NOT NULL,
+  action TEXT NOT NULL CHECK (action IN ('soft', 'hard', 'review')),
+  reason TEXT NOT NULL,
+  policy TEXT NOT NULL,
+  forget_score REAL,
+  ttl_days INTEGER,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+  metadata_json TEXT
+);
+CREATE TABLE IF NOT EXISTS meta_memory_stats (
+  memory_id TEXT PRIMARY KEY,
+  recall_count INTEGER DEFAULT 0 NOT NULL,
+  success_count INTEGER DEFAULT 0 NOT NULL,
+  failure_count INTEGER DEFAULT 0 NOT NULL,
+  avg_confidence REAL DEFAULT 0.0 NOT NULL,
+  last_recalled_at TIMESTAMP,
+  created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP NOT NULL,
+  updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP NOT NULL,
+  FOREIGN KEY (memory_id) REFERENCES memory_item(id) ON DELETE CASCADE
+);
+";
+
 fn migrate_core(conn: &Connection) -> Result<()> {
     let had_memory_table = table_exists(conn, "memory_item")?;
+    if had_memory_table {
+        // Before 001 so that its IF NOT EXISTS finds memento's shapes, not Lethe's.
+        conn.execute_batch(MEMENTO_TABLES)?;
+    }
     conn.execute_batch(include_str!("migrations/001_core.sql"))?;
     if had_memory_table {
         // A file created by memento: remember that, and add what an older memento lacks.
@@ -68,10 +105,10 @@ fn migrate_core(conn: &Connection) -> Result<()> {
             }
         }
         for (col, decl) in [
-            ("success_count", "INTEGER NOT NULL DEFAULT 0"),
-            ("failure_count", "INTEGER NOT NULL DEFAULT 0"),
-            ("avg_confidence", "REAL"),
-            ("last_recalled_at", "TEXT"),
+            ("success_count", "INTEGER DEFAULT 0 NOT NULL"),
+            ("failure_count", "INTEGER DEFAULT 0 NOT NULL"),
+            ("avg_confidence", "REAL DEFAULT 0.0 NOT NULL"),
+            ("last_recalled_at", "TIMESTAMP"),
         ] {
             if !column_exists(conn, "meta_memory_stats", col)? {
                 conn.execute_batch(&format!("ALTER TABLE meta_memory_stats ADD COLUMN {col} {decl}"))?;
@@ -84,6 +121,43 @@ fn migrate_core(conn: &Connection) -> Result<()> {
         conn.execute_batch(include_str!("migrations/001_fts.sql"))?;
     }
     Ok(())
+}
+
+/// Migration 3. Lethe's 001 FTS triggers were named `memory_item_fts_ai/_ad/_au`, memento's are
+/// `memory_item_fts_insert/_delete/_update`: memento opening a file whose index Lethe built
+/// (a Lethe file, or an early memento file without FTS) would add its own triggers next to
+/// Lethe's and index every row twice. Lethe's triggers take memento's names, and because the
+/// normalisation of reflection notes now matches memento's, an index Lethe built is rebuilt
+/// with it (FTS5 `delete` must see the very tokens that were indexed). An index memento built
+/// (its triggers, Lethe's absent) is left as it is.
+fn migrate_fts_memento_names(conn: &Connection) -> Result<()> {
+    if trigger_exists(conn, "memory_item_fts_ai")? {
+        conn.execute_batch(include_str!("migrations/003_fts_memento_names.sql"))?;
+    }
+    Ok(())
+}
+
+/// Why rows of `memory_item` cannot be deleted on this connection, if they cannot. A memento
+/// file with sqlite-vec tables has a delete trigger on `memory_embedding` (reached through the
+/// foreign-key cascade from `memory_item`) that writes to a `vec0` table; without the extension
+/// SQLite cannot even compile a `DELETE FROM memory_item`, so a hard delete would fail whole.
+/// Preparing (never running) such a statement tells, whatever the reason.
+pub fn memory_delete_blocked(conn: &Connection) -> Result<Option<String>> {
+    match conn.prepare("DELETE FROM memory_item WHERE rowid IS NULL") {
+        Ok(_) => Ok(None),
+        Err(rusqlite::Error::SqliteFailure(_, Some(msg))) => Ok(Some(format!(
+            "memories cannot be deleted for ever in this file without an SQLite extension Lethe lacks ({msg}); \
+             they stay in quarantine (memento itself can purge them)"
+        ))),
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub fn trigger_exists(conn: &Connection, name: &str) -> Result<bool> {
+    Ok(conn
+        .query_row("SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = ?1", [name], |_| Ok(()))
+        .optional()?
+        .is_some())
 }
 
 pub fn table_exists(conn: &Connection, name: &str) -> Result<bool> {
@@ -104,35 +178,172 @@ pub fn column_exists(conn: &Connection, table: &str, column: &str) -> Result<boo
     Ok(false)
 }
 
-/// Turns a reflection-notes JSON array into searchable text. memento registers a function of
-/// this name on every connection and its FTS triggers call it, so Lethe must too.
+/// Turns reflection notes (JSON) into the text the FTS index holds. memento registers a
+/// function of this name on every connection and its FTS triggers call it; Lethe registers the
+/// same function, and it must return exactly what memento's returns: an external-content FTS5
+/// index is updated by `delete` with the old values re-normalised, and tokens that differ from
+/// the ones indexed leave the index inconsistent.
+///
+/// memento's rules (`normalizeReflectionNotes`): NULL, empty or invalid JSON gives `''`; an
+/// array is normalised item by item (items that are not objects give nothing) and joined with
+/// spaces; an object gives `type:<failure_type>` and `phase:<phase>` first, then every other
+/// value in key order except `timestamp` — strings trimmed (empty ones skipped), numbers and
+/// booleans as JavaScript prints them, nested objects and arrays skipped.
 pub fn normalize_reflection_notes(raw: Option<&str>) -> Option<String> {
-    let raw = raw?;
-    let Ok(value) = serde_json::from_str::<serde_json::Value>(raw) else {
-        return Some(raw.to_string());
-    };
-    let mut parts = Vec::new();
-    collect_strings(&value, &mut parts, 0);
-    Some(parts.join(" "))
+    let Some(raw) = raw.filter(|r| !r.is_empty()) else { return Some(String::new()) };
+    let Ok(value) = serde_json::from_str::<Js>(raw) else { return Some(String::new()) };
+    Some(match value {
+        Js::Arr(items) => items.iter().map(note_text).filter(|t| !t.is_empty()).collect::<Vec<_>>().join(" "),
+        v @ Js::Obj(_) => note_text(&v),
+        _ => String::new(),
+    })
 }
 
-fn collect_strings(v: &serde_json::Value, out: &mut Vec<String>, depth: usize) {
-    if depth > 16 {
-        return;
-    }
-    match v {
-        serde_json::Value::String(s) => out.push(s.clone()),
-        serde_json::Value::Array(items) => items.iter().for_each(|i| collect_strings(i, out, depth + 1)),
-        serde_json::Value::Object(map) => {
-            for (k, val) in map {
-                // Timestamps and actors are not what people search notes for.
-                if k != "timestamp" && k != "actor" {
-                    collect_strings(val, out, depth + 1);
+/// A JSON value as JavaScript's `JSON.parse` sees it: numbers are doubles and object keys keep
+/// JavaScript's property order (integer keys ascending, then the others as written).
+#[derive(Debug, Clone)]
+enum Js {
+    Null,
+    Bool(bool),
+    Num(f64),
+    Str(String),
+    Arr(Vec<Js>),
+    Obj(Vec<(String, Js)>),
+}
+
+impl<'de> serde::Deserialize<'de> for Js {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Js;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("JSON")
+            }
+            fn visit_unit<E>(self) -> std::result::Result<Js, E> {
+                Ok(Js::Null)
+            }
+            fn visit_none<E>(self) -> std::result::Result<Js, E> {
+                Ok(Js::Null)
+            }
+            fn visit_bool<E>(self, v: bool) -> std::result::Result<Js, E> {
+                Ok(Js::Bool(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> std::result::Result<Js, E> {
+                Ok(Js::Num(v as f64))
+            }
+            fn visit_u64<E>(self, v: u64) -> std::result::Result<Js, E> {
+                Ok(Js::Num(v as f64))
+            }
+            fn visit_f64<E>(self, v: f64) -> std::result::Result<Js, E> {
+                Ok(Js::Num(v))
+            }
+            fn visit_str<E>(self, v: &str) -> std::result::Result<Js, E> {
+                Ok(Js::Str(v.to_string()))
+            }
+            fn visit_string<E>(self, v: String) -> std::result::Result<Js, E> {
+                Ok(Js::Str(v))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> std::result::Result<Js, A::Error> {
+                let mut items = Vec::new();
+                while let Some(v) = a.next_element()? {
+                    items.push(v);
                 }
+                Ok(Js::Arr(items))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> std::result::Result<Js, A::Error> {
+                let mut entries: Vec<(String, Js)> = Vec::new();
+                while let Some((k, v)) = a.next_entry::<String, Js>()? {
+                    // JSON.parse keeps the last value of a repeated key, at the first position.
+                    match entries.iter_mut().find(|(key, _)| *key == k) {
+                        Some(e) => e.1 = v,
+                        None => entries.push((k, v)),
+                    }
+                }
+                // Array-index keys ("0", "17"; canonical, below 2^32 - 1) come first, ascending.
+                let index = |k: &str| k.parse::<u32>().ok().filter(|n| *n != u32::MAX && n.to_string() == k);
+                entries.sort_by_key(|(k, _)| index(k).map_or((1, 0), |n| (0, n)));
+                Ok(Js::Obj(entries))
             }
         }
-        _ => {}
+        d.deserialize_any(V)
     }
+}
+
+fn js_trim(s: &str) -> &str {
+    s.trim_matches(|c: char| c.is_whitespace() || c == '\u{feff}')
+}
+
+/// `String(n)` in JavaScript.
+fn js_number(n: f64) -> String {
+    if n == 0.0 {
+        return "0".into();
+    }
+    if n.is_nan() {
+        return "NaN".into();
+    }
+    let a = n.abs();
+    if (1e-6..1e21).contains(&a) {
+        return format!("{n}");
+    }
+    // Exponent form: Rust prints "1.5e21" / "1e-7", JavaScript "1.5e+21" / "1e-7".
+    let s = format!("{n:e}");
+    match s.split_once('e') {
+        Some((m, e)) if !e.starts_with('-') => format!("{m}e+{e}"),
+        _ => s,
+    }
+}
+
+/// `String(v)` in JavaScript, for the key-token fields.
+fn js_string(v: &Js) -> String {
+    match v {
+        Js::Null => String::new(),
+        Js::Bool(b) => b.to_string(),
+        Js::Num(n) => js_number(*n),
+        Js::Str(s) => s.clone(),
+        Js::Arr(items) => items
+            .iter()
+            .map(|i| if matches!(i, Js::Null) { String::new() } else { js_string(i) })
+            .collect::<Vec<_>>()
+            .join(","),
+        Js::Obj(_) => "[object Object]".into(),
+    }
+}
+
+/// memento's `normalizeReflectionNoteObject`.
+fn note_text(note: &Js) -> String {
+    let owned;
+    let entries: &[(String, Js)] = match note {
+        Js::Obj(e) => e,
+        // `typeof [] === 'object'`: an array item is walked by its indices.
+        Js::Arr(items) => {
+            owned = items.iter().enumerate().map(|(i, v)| (i.to_string(), v.clone())).collect::<Vec<_>>();
+            &owned
+        }
+        _ => return String::new(),
+    };
+    let get = |k: &str| entries.iter().find(|(key, _)| key == k).map(|(_, v)| v);
+    let mut tokens = Vec::new();
+    for (key, prefix) in [("failure_type", "type"), ("phase", "phase")] {
+        if let Some(v) = get(key).filter(|v| !matches!(v, Js::Null)) {
+            let text = js_string(v);
+            let text = js_trim(&text);
+            if !text.is_empty() {
+                tokens.push(format!("{prefix}:{text}"));
+            }
+        }
+    }
+    for (key, v) in entries {
+        if matches!(key.as_str(), "failure_type" | "phase" | "timestamp") {
+            continue;
+        }
+        match v {
+            Js::Str(s) if !js_trim(s).is_empty() => tokens.push(js_trim(s).to_string()),
+            Js::Num(n) => tokens.push(js_number(*n)),
+            Js::Bool(b) => tokens.push(b.to_string()),
+            _ => {}
+        }
+    }
+    tokens.join(" ")
 }
 
 fn register_functions(conn: &Connection) -> Result<()> {
@@ -141,8 +352,13 @@ fn register_functions(conn: &Connection) -> Result<()> {
         1,
         FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
         |ctx| {
-            let raw: Option<String> = ctx.get(0)?;
-            Ok(normalize_reflection_notes(raw.as_deref()))
+            // memento's function never fails and gives '' for anything that is not JSON text;
+            // a failure here would fail memento's trigger and so the write.
+            let raw = match ctx.get_raw(0) {
+                rusqlite::types::ValueRef::Text(t) => std::str::from_utf8(t).ok(),
+                _ => None,
+            };
+            Ok(normalize_reflection_notes(raw))
         },
     )?;
     Ok(())
@@ -247,17 +463,25 @@ fn migrate(conn: &Connection) -> Result<()> {
 /// Retries an operation while SQLite reports BUSY/LOCKED (beyond the busy timeout, which
 /// does not cover every case, e.g. a read transaction upgrading to write).
 pub fn with_retry<T>(mut f: impl FnMut() -> Result<T>) -> Result<T> {
+    let started = std::time::Instant::now();
     let mut delay = Duration::from_millis(2);
-    for attempt in 0.. {
+    loop {
         match f() {
-            Err(Error::Db(e)) if is_busy(&e) && attempt < 50 => {
+            Err(Error::Db(e)) if is_busy(&e) => {
+                // Bounded: another program holding a write lock for good must end in a clear
+                // error, not an endless wait.
+                if started.elapsed() >= RETRY_DEADLINE {
+                    return Err(Error::Busy(format!(
+                        "another program has held a lock on the database for more than {} s ({e})",
+                        RETRY_DEADLINE.as_secs()
+                    )));
+                }
                 std::thread::sleep(delay);
                 delay = (delay * 2).min(Duration::from_millis(200));
             }
             other => return other,
         }
     }
-    unreachable!("the loop returns")
 }
 
 /// Runs `f` in an IMMEDIATE write transaction, retrying the whole transaction on BUSY.
@@ -320,6 +544,13 @@ mod tests {
             assert!(table_exists(&conn, t).unwrap(), "{t} must exist after migration");
         }
         assert!(!is_memento(&conn).unwrap());
+        // FTS triggers carry memento's names (migration 3), Lethe's 001 names are gone.
+        for t in ["memory_item_fts_insert", "memory_item_fts_delete", "memory_item_fts_update"] {
+            assert!(trigger_exists(&conn, t).unwrap(), "{t}");
+        }
+        for t in ["memory_item_fts_ai", "memory_item_fts_ad", "memory_item_fts_au"] {
+            assert!(!trigger_exists(&conn, t).unwrap(), "{t}");
+        }
         let versions: Vec<i64> = MIGRATIONS.iter().map(|m| m.version).collect();
         let mut sorted = versions.clone();
         sorted.sort();
@@ -340,8 +571,51 @@ mod tests {
     fn normalizes_notes_to_text() {
         let raw = r#"[{"failure_type":"tool_error","failure_description":"docker failed","timestamp":"2026-01-01T00:00:00Z"}]"#;
         let text = normalize_reflection_notes(Some(raw)).unwrap();
-        assert!(text.contains("docker failed") && text.contains("tool_error"));
+        assert_eq!(text, "type:tool_error docker failed");
         assert!(!text.contains("2026"), "timestamps are not indexed");
-        assert_eq!(normalize_reflection_notes(None), None);
+        assert_eq!(normalize_reflection_notes(None).as_deref(), Some(""));
+    }
+
+    #[test]
+    fn normalizes_notes_exactly_like_memento() {
+        let n = |s: &str| normalize_reflection_notes(Some(s)).unwrap();
+        // The examples of memento's own documentation of normalizeReflectionNotes.
+        assert_eq!(
+            n(r#"{"failure_type": "tool_error", "failure_description": "API timeout"}"#),
+            "type:tool_error API timeout"
+        );
+        assert_eq!(
+            n(r#"[{"failure_description": "API timeout"}, {"lessons_learned": "retry needed"}]"#),
+            "API timeout retry needed"
+        );
+        // Key tokens first, then values in JavaScript property order, timestamp skipped, strings
+        // trimmed, numbers and booleans as JavaScript prints them, nested values skipped.
+        assert_eq!(
+            n(
+                r#"{"z":" last ","phase":"manual","2":"two","failure_type":"metric_failure","a":1.0,"b":true,"c":{"x":"no"},"d":[1],"e":"  ","timestamp":"t","actor":"agent:x","n":0.0000001,"m":1e21}"#
+            ),
+            "type:metric_failure phase:manual two last 1 true agent:x 1e-7 1e+21"
+        );
+        assert_eq!(n(r#"{"failure_type":["a",null,2]}"#), "type:a,,2");
+        assert_eq!(n(r#"{"failure_type":{"k":1}}"#), "type:[object Object]");
+        assert_eq!(n(r#"{"a":"x","a":"y"}"#), "y", "a repeated key keeps the last value");
+        assert_eq!(
+            n(r#"[["s", 2], "plain", 3, null, {"k":"v"}]"#),
+            "s 2 v",
+            "arrays are walked by index, scalars give nothing"
+        );
+        for empty in ["", "not json", "\"just a string\"", "42", "null", "[]", "{}"] {
+            assert_eq!(n(empty), "", "{empty:?}");
+        }
+    }
+
+    #[test]
+    fn the_sql_function_never_fails_on_odd_values() {
+        let conn = open_in_memory().unwrap();
+        for v in ["NULL", "42", "x'00ff'", "'[{\"failure_type\":\"tool_error\"}]'"] {
+            let out: String =
+                conn.query_row(&format!("SELECT normalize_reflection_notes({v})"), [], |r| r.get(0)).unwrap();
+            assert!(out.is_empty() || out == "type:tool_error", "{v}: {out}");
+        }
     }
 }

@@ -57,6 +57,25 @@ mod tests {
     }
 
     #[test]
+    fn reads_what_memento_writes() {
+        // CURRENT_TIMESTAMP / datetime('now'), strftime('%Y-%m-%dT%H:%M:%fZ'), JavaScript's
+        // toISOString(), offsets, and the same with a space or without fractions.
+        for (raw, want) in [
+            ("2025-01-02 03:04:05", "2025-01-02T03:04:05.000Z"),
+            ("2025-01-02T03:04:05.678Z", "2025-01-02T03:04:05.678Z"),
+            ("2025-01-02T03:04:05Z", "2025-01-02T03:04:05.000Z"),
+            ("2025-01-02 03:04:05.678Z", "2025-01-02T03:04:05.678Z"),
+            ("2025-01-02 03:04:05Z", "2025-01-02T03:04:05.000Z"),
+            ("2025-01-02T12:04:05+09:00", "2025-01-02T03:04:05.000Z"),
+            ("2025-01-02T03:04:05.678", "2025-01-02T03:04:05.678Z"),
+            ("2025-01-02 03:04:05.678", "2025-01-02T03:04:05.678Z"),
+            (" 2025-01-02 03:04:05 ", "2025-01-02T03:04:05.000Z"),
+        ] {
+            assert_eq!(parse(raw).map(format).ok().as_deref(), Some(want), "{raw:?}");
+        }
+    }
+
+    #[test]
     fn days_between_is_fractional() {
         let a = parse("2026-01-01T00:00:00Z").unwrap();
         let b = parse("2026-01-01T12:00:00Z").unwrap();

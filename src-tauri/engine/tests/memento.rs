@@ -1,0 +1,799 @@
+//! A memento database opens as it is (DESIGN §2): an early (0.1-style) file and a 1.36-style
+//! file, both written by hand here from memento's schema, are opened by Lethe, shown, scored,
+//! pinned, soft-deleted and restored — and after each step memento's own queries still work
+//! from a connection that knows nothing of Lethe.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use lethe_engine::lifecycle;
+use lethe_engine::{audit, decay, forgetting, meta, procedural, store, time, Settings, Tier};
+use rusqlite::functions::FunctionFlags;
+use rusqlite::{params, Connection};
+
+fn temp_db(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("lethe-memento-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn now() -> time::Instant {
+    time::parse("2026-06-01T12:00:00.000Z").unwrap()
+}
+
+/// A connection as memento opens one: plain SQLite with `normalize_reflection_notes`
+/// registered, and nothing of Lethe.
+fn memento_conn(path: &Path) -> Connection {
+    let conn = Connection::open(path).unwrap();
+    conn.create_scalar_function(
+        "normalize_reflection_notes",
+        1,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| {
+            let raw: Option<String> = ctx.get(0)?;
+            Ok(store::normalize_reflection_notes(raw.as_deref()))
+        },
+    )
+    .unwrap();
+    conn.execute_batch("PRAGMA foreign_keys = ON").unwrap();
+    conn
+}
+
+/// Every column memento 1.36 defines on memory_item: the only ones Lethe may add.
+const MEMENTO_136_COLUMNS: &[&str] = &[
+    "id",
+    "type",
+    "content",
+    "importance",
+    "privacy_scope",
+    "created_at",
+    "last_accessed",
+    "pinned",
+    "tags",
+    "source",
+    "view_count",
+    "cite_count",
+    "edit_count",
+    "origin_source",
+    "task_goal",
+    "steps",
+    "reflection_notes",
+    "workflow_name",
+    "skill_name",
+    "trigger_conditions",
+    "version",
+    "version_series_id",
+    "owner_id",
+    "process_id",
+    "session_id",
+    "num_times",
+    "last_mentioned_at",
+    "source_session_id",
+    "confidence",
+    "recall_count",
+    "last_accessed_at",
+    "consolidation_score",
+    "g_value",
+    "subject",
+    "predicate",
+    "object",
+    "is_consolidated",
+    "triple_extracted",
+    "triple_extracted_status",
+    "triple_extraction_metadata",
+    "is_deleted",
+    "deleted_at",
+    "project_id",
+];
+
+/// memento 0.1: no procedural, versioning or soft-delete columns, `datetime('now')` times, no
+/// FTS index, no forgetting or meta tables.
+const EARLY_SCHEMA: &str = "
+CREATE TABLE memory_item (
+  id TEXT PRIMARY KEY,
+  type TEXT CHECK (type IN ('working','episodic','semantic','procedural')) NOT NULL,
+  content TEXT NOT NULL,
+  importance REAL CHECK (importance >= 0 AND importance <= 1) DEFAULT 0.5,
+  privacy_scope TEXT CHECK (privacy_scope IN ('private','team','public')) DEFAULT 'private',
+  created_at TIMESTAMP DEFAULT (datetime('now')),
+  last_accessed TIMESTAMP,
+  pinned BOOLEAN DEFAULT FALSE,
+  tags TEXT,
+  source TEXT,
+  view_count INTEGER DEFAULT 0,
+  cite_count INTEGER DEFAULT 0,
+  edit_count INTEGER DEFAULT 0
+);
+CREATE TABLE memory_tag (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE,
+  created_at TIMESTAMP DEFAULT (datetime('now')));
+CREATE TABLE memory_item_tag (
+  memory_id TEXT NOT NULL, tag_id INTEGER NOT NULL, created_at TIMESTAMP DEFAULT (datetime('now')),
+  FOREIGN KEY (memory_id) REFERENCES memory_item(id) ON DELETE CASCADE,
+  FOREIGN KEY (tag_id) REFERENCES memory_tag(id) ON DELETE CASCADE,
+  PRIMARY KEY (memory_id, tag_id));
+CREATE TABLE memory_link (id INTEGER PRIMARY KEY AUTOINCREMENT, source_id TEXT NOT NULL, target_id TEXT NOT NULL,
+  relation_type TEXT NOT NULL, created_at TIMESTAMP DEFAULT (datetime('now')),
+  FOREIGN KEY (source_id) REFERENCES memory_item(id) ON DELETE CASCADE,
+  FOREIGN KEY (target_id) REFERENCES memory_item(id) ON DELETE CASCADE);
+CREATE TABLE feedback_event (id INTEGER PRIMARY KEY AUTOINCREMENT, memory_id TEXT NOT NULL, event TEXT NOT NULL,
+  score REAL, created_at TIMESTAMP DEFAULT (datetime('now')),
+  FOREIGN KEY (memory_id) REFERENCES memory_item(id) ON DELETE CASCADE);
+CREATE INDEX idx_memory_item_type ON memory_item(type);
+CREATE INDEX idx_memory_item_created_at ON memory_item(created_at);
+";
+
+const EARLY_ROWS: &str = "
+INSERT INTO memory_item (id, type, content, importance, created_at, tags, source)
+  VALUES ('mem_early_1', 'semantic', 'The staging database runs PostgreSQL 16', 0.5, '2025-01-02 03:04:05', '[\"db\",\"staging\"]', 'chat');
+INSERT INTO memory_item (id, type, content, importance, created_at, last_accessed, tags, view_count)
+  VALUES ('mem_early_2', 'episodic', 'The deploy of release 3 failed on a missing migration', 0.3, '2025-03-04 05:06:07', '2025-03-05 00:00:00', '[\"deploy\"]', 2);
+INSERT INTO memory_item (id, type, content) VALUES ('mem_early_3', 'working', 'Currently reading the build log');
+INSERT INTO memory_tag (name) VALUES ('deploy');
+INSERT INTO memory_item_tag (memory_id, tag_id) VALUES ('mem_early_2', 1);
+INSERT INTO feedback_event (memory_id, event, score) VALUES ('mem_early_1', 'used', 1.0);
+";
+
+/// memento 1.36 as its schema.sql writes it (the parts Lethe meets).
+const V136_SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS memory_item (
+  id TEXT PRIMARY KEY,
+  type TEXT CHECK (type IN ('working','episodic','semantic','procedural')) NOT NULL,
+  content TEXT NOT NULL,
+  importance REAL CHECK (importance >= 0 AND importance <= 1) DEFAULT 0.5,
+  privacy_scope TEXT CHECK (privacy_scope IN ('private','team','public')) DEFAULT 'private',
+  created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+  last_accessed TIMESTAMP,
+  pinned BOOLEAN DEFAULT FALSE,
+  tags TEXT,
+  source TEXT,
+  view_count INTEGER DEFAULT 0,
+  cite_count INTEGER DEFAULT 0,
+  edit_count INTEGER DEFAULT 0,
+  origin_source TEXT DEFAULT '{}',
+  task_goal TEXT,
+  steps TEXT,
+  reflection_notes TEXT,
+  workflow_name TEXT,
+  skill_name TEXT,
+  trigger_conditions TEXT,
+  version INTEGER NULL,
+  version_series_id TEXT NULL,
+  owner_id TEXT NULL,
+  process_id TEXT NULL,
+  session_id TEXT NULL,
+  num_times INTEGER NOT NULL DEFAULT 1,
+  last_mentioned_at TIMESTAMP,
+  source_session_id TEXT,
+  confidence REAL,
+  recall_count INTEGER NOT NULL DEFAULT 0,
+  last_accessed_at TIMESTAMP,
+  consolidation_score REAL,
+  g_value REAL,
+  subject TEXT,
+  predicate TEXT,
+  object TEXT,
+  is_consolidated BOOLEAN DEFAULT FALSE,
+  triple_extracted BOOLEAN DEFAULT FALSE NOT NULL,
+  triple_extracted_status TEXT,
+  triple_extraction_metadata TEXT,
+  is_deleted BOOLEAN DEFAULT FALSE NOT NULL,
+  deleted_at TEXT,
+  project_id TEXT
+);
+CREATE INDEX IF NOT EXISTS idx_memory_item_is_deleted_active ON memory_item(is_deleted) WHERE COALESCE(is_deleted, 0) = 0;
+CREATE INDEX IF NOT EXISTS idx_memory_item_type ON memory_item(type);
+CREATE INDEX IF NOT EXISTS idx_memory_item_created_at ON memory_item(created_at);
+CREATE INDEX IF NOT EXISTS idx_memory_item_pinned ON memory_item(pinned);
+CREATE INDEX IF NOT EXISTS idx_memory_item_procedural_version ON memory_item(type, version_series_id, version) WHERE type = 'procedural';
+
+CREATE TABLE IF NOT EXISTS memory_tag (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE,
+  created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP);
+CREATE TABLE IF NOT EXISTS memory_item_tag (
+  memory_id TEXT NOT NULL, tag_id INTEGER NOT NULL, created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+  FOREIGN KEY (memory_id) REFERENCES memory_item(id) ON DELETE CASCADE,
+  FOREIGN KEY (tag_id) REFERENCES memory_tag(id) ON DELETE CASCADE,
+  PRIMARY KEY (memory_id, tag_id));
+CREATE TABLE IF NOT EXISTS memory_link (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, source_id TEXT NOT NULL, target_id TEXT NOT NULL,
+  relation_type TEXT CHECK (relation_type IN ('cause_of', 'derived_from', 'duplicates', 'contradicts', 'version_of')) NOT NULL,
+  created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+  FOREIGN KEY (source_id) REFERENCES memory_item(id) ON DELETE CASCADE,
+  FOREIGN KEY (target_id) REFERENCES memory_item(id) ON DELETE CASCADE,
+  UNIQUE(source_id, target_id, relation_type));
+CREATE TABLE IF NOT EXISTS anchor (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, agent_id TEXT NOT NULL, slot TEXT CHECK (slot IN ('A', 'B', 'C')) NOT NULL,
+  memory_id TEXT, created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+  FOREIGN KEY (memory_id) REFERENCES memory_item(id) ON DELETE SET NULL, UNIQUE(agent_id, slot));
+CREATE TABLE IF NOT EXISTS memory_relation (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, source_id TEXT NOT NULL, target_id TEXT NOT NULL, relation_type TEXT NOT NULL,
+  confidence REAL NOT NULL DEFAULT 0.7 CHECK (confidence >= 0.0 AND confidence <= 1.0),
+  created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, metadata TEXT,
+  FOREIGN KEY (source_id) REFERENCES memory_item(id) ON DELETE CASCADE,
+  FOREIGN KEY (target_id) REFERENCES memory_item(id) ON DELETE CASCADE,
+  UNIQUE(source_id, target_id, relation_type));
+CREATE TABLE IF NOT EXISTS feedback_event (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, memory_id TEXT NOT NULL,
+  event TEXT CHECK (event IN ('used', 'edited', 'neglected', 'helpful', 'not_helpful')) NOT NULL,
+  score REAL, comment TEXT, session_id TEXT, agent_id TEXT, score_breakdown_json TEXT,
+  created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+  FOREIGN KEY (memory_id) REFERENCES memory_item(id) ON DELETE CASCADE);
+
+CREATE VIRTUAL TABLE IF NOT EXISTS memory_item_fts USING fts5(
+  content, tags, source, reflection_notes, content='memory_item', content_rowid='rowid');
+CREATE TRIGGER IF NOT EXISTS memory_item_fts_insert AFTER INSERT ON memory_item BEGIN
+  INSERT INTO memory_item_fts(rowid, content, tags, source, reflection_notes)
+  VALUES (new.rowid, new.content, new.tags, new.source, normalize_reflection_notes(new.reflection_notes));
+END;
+CREATE TRIGGER IF NOT EXISTS memory_item_fts_delete AFTER DELETE ON memory_item BEGIN
+  INSERT INTO memory_item_fts(memory_item_fts, rowid, content, tags, source, reflection_notes)
+  VALUES('delete', old.rowid, old.content, old.tags, old.source, normalize_reflection_notes(old.reflection_notes));
+END;
+CREATE TRIGGER IF NOT EXISTS memory_item_fts_update AFTER UPDATE ON memory_item BEGIN
+  INSERT INTO memory_item_fts(memory_item_fts, rowid, content, tags, source, reflection_notes)
+  VALUES('delete', old.rowid, old.content, old.tags, old.source, normalize_reflection_notes(old.reflection_notes));
+  INSERT INTO memory_item_fts(rowid, content, tags, source, reflection_notes)
+  VALUES (new.rowid, new.content, new.tags, new.source, normalize_reflection_notes(new.reflection_notes));
+END;
+
+CREATE TABLE IF NOT EXISTS memory_embedding (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, memory_id TEXT NOT NULL,
+  embedding_provider TEXT NOT NULL DEFAULT 'tfidf', projection_type TEXT NOT NULL DEFAULT 'native',
+  embedding TEXT NOT NULL, dim INTEGER NOT NULL, dimensions INTEGER DEFAULT 0, model TEXT,
+  created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+  FOREIGN KEY (memory_id) REFERENCES memory_item(id) ON DELETE CASCADE,
+  UNIQUE(memory_id, embedding_provider, projection_type));
+
+CREATE TABLE IF NOT EXISTS meta_memory_stats (
+  memory_id TEXT PRIMARY KEY,
+  recall_count INTEGER DEFAULT 0 NOT NULL,
+  success_count INTEGER DEFAULT 0 NOT NULL,
+  failure_count INTEGER DEFAULT 0 NOT NULL,
+  avg_confidence REAL DEFAULT 0.0 NOT NULL,
+  last_recalled_at TIMESTAMP,
+  created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP NOT NULL,
+  updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP NOT NULL,
+  FOREIGN KEY (memory_id) REFERENCES memory_item(id) ON DELETE CASCADE);
+CREATE TRIGGER IF NOT EXISTS trigger_meta_memory_stats_updated_at AFTER UPDATE ON meta_memory_stats
+  FOR EACH ROW WHEN NEW.updated_at = OLD.updated_at
+BEGIN
+  UPDATE meta_memory_stats SET updated_at = CURRENT_TIMESTAMP WHERE memory_id = NEW.memory_id;
+END;
+
+CREATE TABLE IF NOT EXISTS memory_forgetting_event (
+  id TEXT PRIMARY KEY, memory_id TEXT NOT NULL,
+  action TEXT NOT NULL CHECK (action IN ('soft', 'hard', 'review')),
+  reason TEXT NOT NULL, policy TEXT NOT NULL, forget_score REAL, ttl_days INTEGER,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')), metadata_json TEXT);
+CREATE INDEX IF NOT EXISTS idx_memory_forgetting_event_memory_id ON memory_forgetting_event(memory_id);
+
+-- sqlite-vec's shadow tables are ordinary tables.
+CREATE TABLE memory_item_vec_info (key TEXT PRIMARY KEY, value ANY);
+CREATE TABLE memory_item_vec_chunks (chunk_id INTEGER PRIMARY KEY AUTOINCREMENT, size INTEGER NOT NULL, validity BLOB NOT NULL, rowids BLOB NOT NULL);
+CREATE TABLE memory_item_vec_rowids (rowid INTEGER PRIMARY KEY AUTOINCREMENT, id, chunk_id INTEGER, chunk_offset INTEGER);
+CREATE TABLE memory_item_vec_vector_chunks00 (rowid PRIMARY KEY, vectors BLOB NOT NULL);
+PRAGMA user_version = 36;
+";
+
+const V136_ROWS: &str = r#"
+INSERT INTO memory_item (id, type, content, importance, created_at, tags, source, origin_source, num_times)
+  VALUES ('mem_new_1', 'semantic', 'The staging database runs PostgreSQL 16', 0.6, '2025-01-02 03:04:05', '["db"]', 'chat', '{"tool":"remember"}', 3);
+INSERT INTO memory_item (id, type, content, importance, created_at, last_accessed, view_count, cite_count, session_id, project_id)
+  VALUES ('mem_new_2', 'episodic', 'The deploy of release 3 failed on a missing migration', 0.3, '2026-05-20T08:00:00.000Z', '2026-05-25T08:00:00.000Z', 4, 1, 's1', 'p1');
+INSERT INTO memory_item (id, type, content, created_at, task_goal, steps, reflection_notes, workflow_name, skill_name, trigger_conditions, version)
+  VALUES ('mem_new_3', 'procedural', 'How to roll back a failed deploy', '2026-04-01T00:00:00.000Z', 'Roll back safely',
+          '["stop traffic","restore snapshot","resume"]',
+          '[{"failure_type":"tool_error","failure_description":"snapshot tool timed out","lessons_learned":"raise the timeout","timestamp":"2026-04-02T00:00:00Z","phase":"auto"}]',
+          'rollback', 'snapshots', '{"on":"deploy_failed"}', NULL);
+INSERT INTO memory_item (id, type, content, created_at, is_deleted, deleted_at)
+  VALUES ('mem_new_4', 'working', 'Scratch note memento already forgot', '2026-05-30T00:00:00.000Z', 1, '2026-05-31T00:00:00.000Z');
+INSERT INTO memory_embedding (memory_id, embedding, dim, dimensions) VALUES ('mem_new_2', '[0.1,0.2]', 2, 2);
+INSERT INTO meta_memory_stats (memory_id, recall_count, avg_confidence) VALUES ('mem_new_1', 2, 0.8);
+INSERT INTO memory_forgetting_event (id, memory_id, action, reason, policy)
+  VALUES ('fev_memento_1', 'mem_new_4', 'soft', 'working memory expired', 'memento-ttl');
+"#;
+
+/// The sqlite-vec parts a plain SQLite cannot create: the `vec0` table itself (written into
+/// sqlite_master as sqlite-vec leaves it) and memento's triggers that feed it.
+const V136_VEC: &str = "
+CREATE TRIGGER IF NOT EXISTS memory_embedding_vec_insert AFTER INSERT ON memory_embedding BEGIN
+  INSERT INTO memory_item_vec(rowid, embedding) SELECT NEW.id, json_extract(NEW.embedding, '$') WHERE NEW.dimensions = 384;
+END;
+CREATE TRIGGER IF NOT EXISTS memory_embedding_vec_delete AFTER DELETE ON memory_embedding BEGIN
+  DELETE FROM memory_item_vec WHERE rowid = OLD.id;
+END;
+PRAGMA writable_schema = ON;
+INSERT INTO sqlite_master (type, name, tbl_name, rootpage, sql)
+  VALUES ('table', 'memory_item_vec', 'memory_item_vec', 0, 'CREATE VIRTUAL TABLE memory_item_vec USING vec0(embedding float[384])');
+PRAGMA writable_schema = OFF;
+";
+
+fn build_early() -> PathBuf {
+    let path = temp_db("memento-0.1.db");
+    let conn = memento_conn(&path);
+    conn.execute_batch(EARLY_SCHEMA).unwrap();
+    conn.execute_batch(EARLY_ROWS).unwrap();
+    path
+}
+
+fn build_v136() -> PathBuf {
+    let path = temp_db("memento-1.36.db");
+    {
+        let conn = memento_conn(&path);
+        conn.execute_batch("PRAGMA journal_mode = WAL").unwrap();
+        conn.execute_batch(V136_SCHEMA).unwrap();
+        conn.execute_batch(V136_ROWS).unwrap();
+        conn.execute_batch(V136_VEC).unwrap();
+    }
+    // The file now looks like one sqlite-vec wrote: a plain SQLite can read its schema but
+    // cannot touch the vec0 table.
+    let conn = memento_conn(&path);
+    let err = conn.query_row("SELECT COUNT(*) FROM memory_item_vec", [], |r| r.get::<_, i64>(0)).unwrap_err();
+    assert!(err.to_string().contains("no such module: vec0"), "{err}");
+    path
+}
+
+/// (type, name, sql) of every schema object.
+fn schema(conn: &Connection) -> BTreeSet<(String, String, Option<String>)> {
+    let mut stmt = conn.prepare("SELECT type, name, sql FROM sqlite_master").unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(Result::unwrap).collect()
+}
+
+fn columns(conn: &Connection, table: &str) -> Vec<String> {
+    let mut stmt = conn.prepare(&format!("PRAGMA table_info({table})")).unwrap();
+    stmt.query_map([], |r| r.get(1)).unwrap().map(Result::unwrap).collect()
+}
+
+fn triggers_on_memory_item(conn: &Connection) -> BTreeSet<String> {
+    let mut stmt =
+        conn.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'memory_item'").unwrap();
+    stmt.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+}
+
+/// memento's full-text search: ids whose row matches `q`.
+fn fts_ids(conn: &Connection, q: &str) -> Vec<String> {
+    let mut stmt = conn
+        .prepare(
+            "SELECT m.id FROM memory_item_fts f JOIN memory_item m ON m.rowid = f.rowid \
+             WHERE memory_item_fts MATCH ?1 ORDER BY m.id",
+        )
+        .unwrap();
+    stmt.query_map([q], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+}
+
+/// The FTS index holds exactly what a fresh index of the current rows would hold: no row
+/// indexed twice, no stale token left behind by a `delete` with the wrong tokens.
+fn assert_fts_exact(conn: &Connection) {
+    conn.execute("INSERT INTO memory_item_fts (memory_item_fts) VALUES ('integrity-check')", []).unwrap();
+    conn.execute_batch(
+        "DROP TABLE IF EXISTS temp.got_vocab; DROP TABLE IF EXISTS temp.want_vocab; DROP TABLE IF EXISTS temp.want_fts;
+         CREATE VIRTUAL TABLE temp.want_fts USING fts5(content, tags, source, reflection_notes);
+         INSERT INTO temp.want_fts (rowid, content, tags, source, reflection_notes)
+           SELECT rowid, content, tags, source, normalize_reflection_notes(reflection_notes) FROM main.memory_item;
+         CREATE VIRTUAL TABLE temp.got_vocab USING fts5vocab(main, memory_item_fts, instance);
+         CREATE VIRTUAL TABLE temp.want_vocab USING fts5vocab(temp, want_fts, instance);",
+    )
+    .unwrap();
+    let read = |t: &str| -> Vec<(String, i64, String, i64)> {
+        let mut stmt =
+            conn.prepare(&format!("SELECT term, doc, col, offset FROM temp.{t} ORDER BY 1, 2, 3, 4")).unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))).unwrap().map(Result::unwrap).collect()
+    };
+    let (got, want) = (read("got_vocab"), read("want_vocab"));
+    assert!(!want.is_empty());
+    assert_eq!(got, want, "the FTS index must hold each row exactly once, with the current tokens");
+    // The averages record (row count, tokens per column) and the per-row sizes: a row indexed
+    // twice counts twice there even where the token positions coincide.
+    let blob = |sql: &str| -> Vec<Vec<u8>> {
+        let mut stmt = conn.prepare(sql).unwrap();
+        stmt.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+    };
+    assert_eq!(
+        blob("SELECT block FROM main.memory_item_fts_data WHERE id = 1"),
+        blob("SELECT block FROM temp.want_fts_data WHERE id = 1"),
+        "FTS row count and token totals"
+    );
+    assert_eq!(
+        blob("SELECT sz FROM main.memory_item_fts_docsize ORDER BY id"),
+        blob("SELECT sz FROM temp.want_fts_docsize ORDER BY id"),
+        "FTS per-row sizes"
+    );
+    conn.execute_batch("DROP TABLE temp.got_vocab; DROP TABLE temp.want_vocab; DROP TABLE temp.want_fts;").unwrap();
+}
+
+/// What memento itself does with the file, from a connection that knows nothing of Lethe:
+/// select by id, full-text search, and a new memory written through its triggers.
+fn memento_still_works(path: &Path, id: &str, search: &str, step: &str) {
+    let conn = memento_conn(path);
+    let (got_id, content): (String, String) = conn
+        .query_row("SELECT id, content FROM memory_item WHERE id = ?1", [id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap_or_else(|e| panic!("{step}: memento's select by id failed: {e}"));
+    assert_eq!(got_id, id);
+    assert!(!content.is_empty());
+    assert!(fts_ids(&conn, search).contains(&id.to_string()), "{step}: FTS MATCH {search:?} must find {id}");
+
+    let new_id = format!("mem_{}", uuid::Uuid::new_v4());
+    let word = format!("zebra{}", uuid::Uuid::new_v4().simple());
+    conn.execute(
+        "INSERT INTO memory_item (id, type, content, importance, privacy_scope, created_at, tags, source) \
+         VALUES (?1, 'semantic', ?2, 0.5, 'private', CURRENT_TIMESTAMP, '[\"memento\"]', 'memento')",
+        params![new_id, format!("memento wrote this after {step}: {word}")],
+    )
+    .unwrap_or_else(|e| panic!("{step}: memento's insert failed: {e}"));
+    assert_eq!(fts_ids(&conn, &word), vec![new_id.clone()], "{step}: the new row is indexed once");
+    let journal: i64 = conn
+        .query_row("SELECT COUNT(*) FROM lethe_change WHERE memory_id = ?1 AND kind = 'insert'", [&new_id], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(journal, 1, "{step}: Lethe's journal trigger saw memento's insert");
+    assert_fts_exact(&conn);
+}
+
+/// Pin, soft delete, restore through the engine; memento keeps working after each step, and
+/// each step has its audit row.
+fn pin_delete_restore(path: &Path, id: &str, search: &str) {
+    let mut conn = store::open(path).unwrap();
+    let before = lifecycle::get(&conn, id).unwrap();
+
+    let pinned = lifecycle::pin(&mut conn, id, "user", now()).unwrap();
+    assert!(pinned.pinned);
+    memento_still_works(path, id, search, "pin");
+
+    lifecycle::soft_delete(&mut conn, id, Some("not needed"), "user", now()).unwrap();
+    assert!(lifecycle::get(&conn, id).unwrap().is_deleted);
+    assert!(forgetting::quarantine(&conn, &Settings::default(), now()).unwrap().iter().any(|q| q.id == id));
+    memento_still_works(path, id, search, "soft delete");
+    {
+        let m = memento_conn(path);
+        let (deleted, at): (i64, Option<String>) = m
+            .query_row("SELECT is_deleted, deleted_at FROM memory_item WHERE id = ?1", [id], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!(deleted, 1, "memento sees the soft delete in its own column");
+        assert!(at.is_some());
+    }
+
+    let restored = lifecycle::restore(&mut conn, id, "user", now()).unwrap();
+    assert!(!restored.is_deleted && restored.pinned);
+    assert_eq!(restored.content, before.content);
+    assert_eq!(restored.created_at, before.created_at, "memento's timestamp is kept as memento wrote it");
+    memento_still_works(path, id, search, "restore");
+
+    let events =
+        audit::list_events(&conn, &audit::EventFilter { memory_id: Some(id.into()), ..Default::default() }).unwrap();
+    let actions: BTreeSet<&str> = events.iter().map(|e| e.action.as_str()).collect();
+    for a in ["pin", "soft", "restore"] {
+        assert!(actions.contains(a), "audit must have {a}: {actions:?}");
+    }
+    let soft: (String, String) = conn
+        .query_row(
+            "SELECT reason, policy FROM memory_forgetting_event WHERE memory_id = ?1 AND action = 'soft'",
+            [id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(soft, ("not needed".to_string(), "manual".to_string()));
+}
+
+fn expected_recency(created: &str, tier: Tier) -> f64 {
+    let age = time::days_between(time::parse(created).unwrap(), now());
+    decay::recency(age, Settings::default().half_life_days.get(tier))
+}
+
+#[test]
+fn early_memento_file_opens_scores_and_keeps_working_with_memento() {
+    let path = build_early();
+    let before = schema(&memento_conn(&path));
+
+    let conn = store::open(&path).unwrap();
+    assert!(store::is_memento(&conn).unwrap());
+    assert_eq!(store::schema_version(&conn).unwrap(), store::SCHEMA_VERSION);
+
+    // Only columns memento's later versions define were added, and only lethe_ tables plus
+    // the memento tables Lethe writes to (created as memento creates them) are new.
+    for c in columns(&conn, "memory_item") {
+        assert!(MEMENTO_136_COLUMNS.contains(&c.as_str()), "column {c} is not one of memento's");
+    }
+    let after = schema(&conn);
+    for (ty, name, sql) in after.difference(&before) {
+        let ok = name.starts_with("lethe_")
+            || name.starts_with("sqlite_autoindex_lethe_")
+            || name.starts_with("memory_item_fts")
+            || (ty == "table" && name == "memory_item")
+            || [
+                "memory_forgetting_event",
+                "meta_memory_stats",
+                "sqlite_autoindex_memory_forgetting_event_1",
+                "sqlite_autoindex_meta_memory_stats_1",
+            ]
+            .contains(&name.as_str());
+        assert!(ok, "Lethe added or changed {ty} {name}: {sql:?}");
+    }
+    for (ty, name, _) in before.difference(&after) {
+        assert!(ty == "table" && name == "memory_item", "only memory_item's columns may change, not {ty} {name}");
+    }
+    let forgetting_sql: String = conn
+        .query_row("SELECT sql FROM sqlite_master WHERE name = 'memory_forgetting_event'", [], |r| r.get(0))
+        .unwrap();
+    assert!(forgetting_sql.contains("reason TEXT NOT NULL"), "memento's own definition: {forgetting_sql}");
+
+    // No FTS in memento 0.1: Lethe built one over the existing rows, with memento's trigger names.
+    assert_eq!(fts_ids(&conn, "deploy"), vec!["mem_early_2".to_string()]);
+    assert_eq!(fts_ids(&conn, "postgresql"), vec!["mem_early_1".to_string()]);
+    let triggers: Vec<String> = triggers_on_memory_item(&conn).into_iter().collect();
+    assert_eq!(
+        triggers,
+        [
+            "lethe_change_ad",
+            "lethe_change_ai",
+            "lethe_change_au",
+            "memory_item_fts_delete",
+            "memory_item_fts_insert",
+            "memory_item_fts_update"
+        ]
+    );
+    assert_fts_exact(&memento_conn(&path));
+
+    // Show and score: a datetime('now') timestamp reads as UTC, NULL version counts as 1.
+    let d = lethe_engine::detail(&conn, "mem_early_1", now(), None).unwrap();
+    assert_eq!(d.memory.created_at, "2025-01-02 03:04:05");
+    assert_eq!(d.memory.version, 1);
+    assert!(!d.memory.is_deleted);
+    let want = expected_recency("2025-01-02T03:04:05Z", Tier::Semantic);
+    assert!((d.score.features.recency - want).abs() < 1e-12, "{} vs {want}", d.score.features.recency);
+    assert!(d.score.reasons.iter().any(|r| r == "old"), "{:?}", d.score.reasons);
+    let e2 = lethe_engine::detail(&conn, "mem_early_2", now(), None).unwrap();
+    assert!(e2.score.features.usage > 0.0, "views count toward usage");
+    let snap = forgetting::Snapshot::load(&conn).unwrap();
+    let q = lifecycle::ListQuery { limit: 50, ..Default::default() };
+    let listed = forgetting::list(&conn, &snap, &q, &Settings::default(), now()).unwrap();
+    assert_eq!(listed.total, 3, "all three early rows are scored and listed");
+    drop(conn);
+
+    pin_delete_restore(&path, "mem_early_1", "postgresql");
+    pin_delete_restore(&path, "mem_early_2", "deploy");
+
+    // memento's own tables are untouched by all this.
+    let m = memento_conn(&path);
+    let tagged: i64 =
+        m.query_row("SELECT COUNT(*) FROM memory_item_tag WHERE memory_id = 'mem_early_2'", [], |r| r.get(0)).unwrap();
+    assert_eq!(tagged, 1);
+    eprintln!("early memento fixture: {}", path.display());
+}
+
+#[test]
+fn memento_136_file_opens_and_its_tables_stay_memento_s() {
+    let path = build_v136();
+    let (before, user_version) = {
+        let m = memento_conn(&path);
+        (schema(&m), m.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0)).unwrap())
+    };
+
+    let mut conn = store::open(&path).unwrap();
+    assert!(store::is_memento(&conn).unwrap());
+    // Nothing of memento's schema changed (every column Lethe reads exists already), the vec0
+    // table was left alone, and user_version is still memento's.
+    let after = schema(&conn);
+    let changed: Vec<_> = before.difference(&after).collect();
+    assert!(changed.is_empty(), "Lethe changed or removed memento's {changed:?}");
+    for (ty, name, sql) in after.difference(&before) {
+        assert!(
+            name.starts_with("lethe_") || name.starts_with("sqlite_autoindex_lethe_"),
+            "Lethe added {ty} {name}: {sql:?}"
+        );
+    }
+    assert_eq!(conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0)).unwrap(), user_version);
+
+    // memento's FTS is used as it is: no second set of triggers, no double indexing.
+    let triggers: Vec<String> = triggers_on_memory_item(&conn).into_iter().collect();
+    assert_eq!(
+        triggers,
+        [
+            "lethe_change_ad",
+            "lethe_change_ai",
+            "lethe_change_au",
+            "memory_item_fts_delete",
+            "memory_item_fts_insert",
+            "memory_item_fts_update"
+        ]
+    );
+    assert_fts_exact(&memento_conn(&path));
+    assert_eq!(fts_ids(&conn, "snapshot"), vec!["mem_new_3".to_string()], "reflection notes are searchable");
+    assert_eq!(fts_ids(&conn, "timed"), vec!["mem_new_3".to_string()]);
+
+    // Show and score, both timestamp formats.
+    let d1 = lethe_engine::detail(&conn, "mem_new_1", now(), None).unwrap();
+    let want = expected_recency("2025-01-02T03:04:05Z", Tier::Semantic);
+    assert!((d1.score.features.recency - want).abs() < 1e-12);
+    assert_eq!(d1.meta.recall_count, 2, "memento's meta_memory_stats is read");
+    let d2 = lethe_engine::detail(&conn, "mem_new_2", now(), None).unwrap();
+    assert!((d2.score.features.recency - expected_recency("2026-05-20T08:00:00.000Z", Tier::Episodic)).abs() < 1e-12);
+    let p = lethe_engine::detail(&conn, "mem_new_3", now(), None).unwrap();
+    assert_eq!(p.memory.version, 1, "version NULL counts as 1");
+    assert_eq!(p.memory.reflection_notes.as_ref().unwrap()[0]["lessons_learned"], "raise the timeout");
+    let q = forgetting::quarantine(&conn, &Settings::default(), now()).unwrap();
+    assert!(q.iter().any(|q| q.id == "mem_new_4"), "memento's own soft delete shows in quarantine");
+    let ev =
+        audit::list_events(&conn, &audit::EventFilter { memory_id: Some("mem_new_4".into()), ..Default::default() })
+            .unwrap();
+    assert!(ev.iter().any(|e| e.id == "fev_memento_1"), "memento's forgetting events are in the audit log");
+
+    // A procedural update on a NULL version expects 1 and writes 2.
+    let patch = procedural::ProcedurePatch {
+        content: Some("How to roll back a failed deploy, safely".into()),
+        ..Default::default()
+    };
+    let updated = procedural::update(&mut conn, "mem_new_3", 1, &patch, "user", now()).unwrap();
+    assert_eq!(updated.version, 2);
+    assert_fts_exact(&memento_conn(&path));
+
+    // Recall statistics go into memento's meta_memory_stats (NOT NULL avg_confidence).
+    let mut deltas = std::collections::HashMap::new();
+    deltas.insert(
+        "mem_new_2".to_string(),
+        meta::Delta {
+            count: 1,
+            success: 1,
+            failure: 0,
+            confidence_sum: 0.5,
+            last_recalled_at: Some(time::format(now())),
+        },
+    );
+    meta::write_deltas(&mut conn, &deltas).unwrap();
+    drop(conn);
+
+    pin_delete_restore(&path, "mem_new_1", "postgresql");
+    pin_delete_restore(&path, "mem_new_3", "snapshot");
+    pin_delete_restore(&path, "mem_new_2", "deploy");
+
+    // Reopening changes nothing more, and the vec0 table is still memento's, unread.
+    let conn = store::open(&path).unwrap();
+    let vec_sql: String =
+        conn.query_row("SELECT sql FROM sqlite_master WHERE name = 'memory_item_vec'", [], |r| r.get(0)).unwrap();
+    assert_eq!(vec_sql, "CREATE VIRTUAL TABLE memory_item_vec USING vec0(embedding float[384])");
+    eprintln!("memento 1.36 fixture: {}", path.display());
+}
+
+#[test]
+fn memento_insert_needs_the_function_and_lethe_registers_it() {
+    let path = build_v136();
+    store::open(&path).unwrap();
+    // A plain connection without memento's function cannot write memory_item at all (this is
+    // memento's design); Lethe's connections can.
+    let plain = Connection::open(&path).unwrap();
+    let err = plain
+        .execute("INSERT INTO memory_item (id, type, content) VALUES ('mem_plain', 'semantic', 'x')", [])
+        .unwrap_err();
+    assert!(err.to_string().contains("normalize_reflection_notes"), "{err}");
+    let conn = store::open(&path).unwrap();
+    conn.execute(
+        "INSERT INTO memory_item (id, type, content) VALUES ('mem_lethe_sql', 'semantic', 'written by Lethe')",
+        [],
+    )
+    .unwrap();
+    assert_fts_exact(&memento_conn(&path));
+}
+
+#[test]
+fn without_sqlite_vec_nothing_is_deleted_for_ever_and_the_batch_still_runs() {
+    // memento's embeddings cascade from memory_item, and its delete trigger on memory_embedding
+    // writes to the vec0 table: without sqlite-vec SQLite cannot compile any DELETE FROM
+    // memory_item, for a memory with a vector or without. The delete fails whole, with a
+    // clear error, and the policy batch leaves expired quarantine in place instead of failing.
+    let path = build_v136();
+    let mut conn = store::open(&path).unwrap();
+    assert!(store::memory_delete_blocked(&conn).unwrap().is_some());
+    for id in ["mem_new_2", "mem_new_1"] {
+        let err = lifecycle::hard_delete(&mut conn, id, true, None, "user", now()).unwrap_err();
+        assert!(err.to_string().contains("vec0"), "{err}");
+        assert!(lifecycle::get(&conn, id).is_ok(), "nothing was deleted");
+    }
+    let embeddings: i64 = conn.query_row("SELECT COUNT(*) FROM memory_embedding", [], |r| r.get(0)).unwrap();
+    assert_eq!(embeddings, 1);
+
+    // mem_new_4 has been in quarantine (memento's soft delete) for more than 30 days by then.
+    let later = time::parse("2026-08-01T00:00:00.000Z").unwrap();
+    forgetting::run_batch(&mut conn, &forgetting::BatchOptions::new(later, false)).unwrap();
+    assert!(lifecycle::get(&conn, "mem_new_4").unwrap().is_deleted, "kept in quarantine, not purged");
+    memento_still_works(&path, "mem_new_1", "postgresql", "batch");
+
+    // A Lethe file (no vec tables) deletes as before.
+    let conn = store::open_in_memory().unwrap();
+    assert_eq!(store::memory_delete_blocked(&conn).unwrap(), None);
+}
+
+#[test]
+fn a_lethe_file_from_schema_2_gets_memento_s_trigger_names_and_a_consistent_index() {
+    // Rebuild the state a Lethe file had before migration 3: Lethe's 001 trigger names and an
+    // index built with the old normalisation (which also indexed "actor" differently).
+    let path = temp_db("lethe-v2.db");
+    {
+        let mut conn = store::open(&path).unwrap();
+        let id = match lifecycle::remember(
+            &mut conn,
+            &lifecycle::NewMemory::new(Tier::Procedural, "Deploy with care"),
+            "user",
+            now(),
+        )
+        .unwrap()
+        {
+            lifecycle::RememberOutcome::Stored { id, .. } => id,
+            other => panic!("{other:?}"),
+        };
+        conn.execute_batch(
+            "DROP TRIGGER memory_item_fts_insert; DROP TRIGGER memory_item_fts_delete; DROP TRIGGER memory_item_fts_update;
+             DELETE FROM lethe_schema WHERE version = 3;",
+        )
+        .unwrap();
+        let old_triggers: String = include_str!("../src/migrations/001_fts.sql")
+            .split("CREATE TRIGGER")
+            .skip(1)
+            .map(|t| format!("CREATE TRIGGER{t}"))
+            .collect();
+        conn.execute_batch(&old_triggers).unwrap();
+        // A row indexed the old way: the notes' text without key prefixes.
+        conn.execute(
+            "UPDATE memory_item SET reflection_notes = ?2 WHERE id = ?1",
+            params![id, r#"[{"failure_type":"tool_error","failure_description":"kubectl hung","actor":"agent:ops"}]"#],
+        )
+        .unwrap();
+        conn.execute("INSERT INTO memory_item_fts (memory_item_fts) VALUES ('delete-all')", []).unwrap();
+        conn.execute(
+            "INSERT INTO memory_item_fts (rowid, content, tags, source, reflection_notes) \
+             SELECT rowid, content, tags, source, 'tool_error kubectl hung' FROM memory_item",
+            [],
+        )
+        .unwrap();
+        assert!(store::trigger_exists(&conn, "memory_item_fts_ai").unwrap());
+    }
+    let conn = store::open(&path).unwrap();
+    assert_eq!(store::schema_version(&conn).unwrap(), 3);
+    let triggers: Vec<String> = triggers_on_memory_item(&conn).into_iter().collect();
+    assert_eq!(
+        triggers,
+        [
+            "lethe_change_ad",
+            "lethe_change_ai",
+            "lethe_change_au",
+            "memory_item_fts_delete",
+            "memory_item_fts_insert",
+            "memory_item_fts_update"
+        ]
+    );
+    assert_fts_exact(&memento_conn(&path));
+    assert_eq!(fts_ids(&conn, "kubectl").len(), 1);
+}
+
+#[test]
+fn the_index_check_catches_double_indexing() {
+    // The checker used above is only worth something if it fails when a row is indexed twice
+    // (memento's triggers next to Lethe's 001 ones, the risk migration 3 removes).
+    let path = temp_db("double.db");
+    let conn = memento_conn(&path);
+    conn.execute_batch(V136_SCHEMA).unwrap();
+    let old_triggers: String = include_str!("../src/migrations/001_fts.sql")
+        .split("CREATE TRIGGER")
+        .skip(1)
+        .map(|t| format!("CREATE TRIGGER{t}"))
+        .collect();
+    conn.execute_batch(&old_triggers).unwrap();
+    conn.execute("INSERT INTO memory_item (id, type, content) VALUES ('mem_twice', 'semantic', 'indexed twice')", [])
+        .unwrap();
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| assert_fts_exact(&conn)));
+    assert!(caught.is_err(), "a row indexed twice must fail the check");
+}
+
+/// For trying the fixtures by hand (e.g. with the `lethe` CLI):
+/// `LETHE_FIXTURE_DIR=/tmp/fx cargo test -p lethe-engine --test memento -- --ignored write_fixtures`
+#[test]
+#[ignore]
+fn write_fixtures() {
+    let dir = PathBuf::from(std::env::var("LETHE_FIXTURE_DIR").expect("set LETHE_FIXTURE_DIR"));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, built) in [("memento-0.1.db", build_early()), ("memento-1.36.db", build_v136())] {
+        // Checkpoint the WAL into the file so that one file is the whole database.
+        memento_conn(&built).execute_batch("PRAGMA wal_checkpoint(TRUNCATE)").unwrap();
+        std::fs::copy(&built, dir.join(name)).unwrap();
+    }
+}
