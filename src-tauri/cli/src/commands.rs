@@ -137,6 +137,12 @@ pub enum Command {
     Export,
     /// MCP server on stdio for agent hosts.
     Mcp,
+    /// Test support: write a hand-made memento database (memento-0.1 | memento-1.36).
+    #[command(hide = true)]
+    Fixture {
+        kind: String,
+        path: PathBuf,
+    },
     /// Load realistic demo data.
     Demo {
         #[arg(long, default_value_t = 120)]
@@ -324,6 +330,10 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
     };
     let actor = cli.actor.as_str();
     lethe_engine::model::validate_actor(actor)?;
+    if let Command::Fixture { kind, path } = &cli.command {
+        lethe_engine::fixtures::build_memento(path, kind.parse()?)?;
+        return Ok(Some(json!({ "fixture": kind, "path": path })));
+    }
     if let Command::Mcp = cli.command {
         let path = cli.db.clone().unwrap_or_else(default_db_path);
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -483,7 +493,7 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
             lock.flush()?;
             return Ok(None);
         }
-        Command::Mcp => unreachable!("handled before opening the database"),
+        Command::Mcp | Command::Fixture { .. } => unreachable!("handled before opening the database"),
         Command::Demo { count, seed } => to_json(&lethe_engine::demo::load(conn, *seed, *count, now)?)?,
         Command::Settings { key, value } => {
             let s = Settings::load(conn)?;

@@ -128,3 +128,43 @@ fn export_then_import_reproduces_every_field() {
     let again = Command::new(env!("CARGO_BIN_EXE_lethe")).arg("--db").arg(&dst).arg("export").output().unwrap();
     assert_eq!(String::from_utf8(again.stdout).unwrap(), String::from_utf8(out.stdout).unwrap(), "field for field");
 }
+
+/// A memento file (early and 1.36) opens in the CLI: show, score, pin, soft delete,
+/// restore and the audit work, and memento's own FTS still finds the row.
+#[test]
+fn memento_files_open_and_take_pin_delete_restore() {
+    for kind in ["memento-0.1", "memento-1.36"] {
+        let db = db();
+        let (code, _, err) = lethe(&db, &["fixture", kind, db.to_str().unwrap()]);
+        assert_eq!(code, 0, "{kind}: {err}");
+        let (code, list, err) = lethe(&db, &["list", "--limit", "5"]);
+        assert_eq!(code, 0, "{kind}: {err}");
+        let id = list["items"][0]["id"].as_str().unwrap().to_string();
+        let (code, shown, _) = lethe(&db, &["show", &id]);
+        assert_eq!(code, 0);
+        assert!(shown["forget_score"].is_number(), "{kind}: scored");
+        for cmd in ["pin", "delete", "restore", "unpin"] {
+            let (code, _, err) = lethe(&db, &[cmd, &id]);
+            assert_eq!(code, 0, "{kind} {cmd}: {err}");
+        }
+        let (_, events, _) = lethe(&db, &["events", "--memory", &id]);
+        let actions: Vec<&str> =
+            events["items"].as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap()).collect();
+        for a in ["pin", "soft", "restore", "unpin"] {
+            assert!(actions.contains(&a), "{kind}: {a} audited in {actions:?}");
+        }
+        let word = shown["content"]
+            .as_str()
+            .unwrap()
+            .split_whitespace()
+            .find(|w| w.len() > 4 && w.chars().all(char::is_alphanumeric))
+            .unwrap()
+            .to_string();
+        let (code, hits, _) = lethe(&db, &["recall", &word]);
+        assert_eq!(code, 0);
+        assert!(
+            hits["results"].as_array().unwrap().iter().any(|h| h["id"] == id.as_str()),
+            "{kind}: FTS still finds {id} by {word}"
+        );
+    }
+}

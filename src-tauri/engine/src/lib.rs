@@ -10,6 +10,8 @@ pub mod decay;
 pub mod dedup;
 pub mod demo;
 pub mod error;
+#[doc(hidden)]
+pub mod fixtures;
 pub mod forgetting;
 pub mod lifecycle;
 pub mod meta;

@@ -7,8 +7,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use lethe_engine::lifecycle;
-use lethe_engine::{audit, decay, forgetting, meta, procedural, store, time, Settings, Tier};
-use rusqlite::functions::FunctionFlags;
+use lethe_engine::{audit, decay, fixtures, forgetting, meta, procedural, store, time, Settings, Tier};
 use rusqlite::{params, Connection};
 
 fn temp_db(name: &str) -> PathBuf {
@@ -24,19 +23,7 @@ fn now() -> time::Instant {
 /// A connection as memento opens one: plain SQLite with `normalize_reflection_notes`
 /// registered, and nothing of Lethe.
 fn memento_conn(path: &Path) -> Connection {
-    let conn = Connection::open(path).unwrap();
-    conn.create_scalar_function(
-        "normalize_reflection_notes",
-        1,
-        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
-        |ctx| {
-            let raw: Option<String> = ctx.get(0)?;
-            Ok(store::normalize_reflection_notes(raw.as_deref()))
-        },
-    )
-    .unwrap();
-    conn.execute_batch("PRAGMA foreign_keys = ON").unwrap();
-    conn
+    fixtures::memento_connection(path).unwrap()
 }
 
 /// Every column memento 1.36 defines on memory_item: the only ones Lethe may add.
@@ -88,242 +75,21 @@ const MEMENTO_136_COLUMNS: &[&str] = &[
 
 /// memento 0.1: no procedural, versioning or soft-delete columns, `datetime('now')` times, no
 /// FTS index, no forgetting or meta tables.
-const EARLY_SCHEMA: &str = "
-CREATE TABLE memory_item (
-  id TEXT PRIMARY KEY,
-  type TEXT CHECK (type IN ('working','episodic','semantic','procedural')) NOT NULL,
-  content TEXT NOT NULL,
-  importance REAL CHECK (importance >= 0 AND importance <= 1) DEFAULT 0.5,
-  privacy_scope TEXT CHECK (privacy_scope IN ('private','team','public')) DEFAULT 'private',
-  created_at TIMESTAMP DEFAULT (datetime('now')),
-  last_accessed TIMESTAMP,
-  pinned BOOLEAN DEFAULT FALSE,
-  tags TEXT,
-  source TEXT,
-  view_count INTEGER DEFAULT 0,
-  cite_count INTEGER DEFAULT 0,
-  edit_count INTEGER DEFAULT 0
-);
-CREATE TABLE memory_tag (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE,
-  created_at TIMESTAMP DEFAULT (datetime('now')));
-CREATE TABLE memory_item_tag (
-  memory_id TEXT NOT NULL, tag_id INTEGER NOT NULL, created_at TIMESTAMP DEFAULT (datetime('now')),
-  FOREIGN KEY (memory_id) REFERENCES memory_item(id) ON DELETE CASCADE,
-  FOREIGN KEY (tag_id) REFERENCES memory_tag(id) ON DELETE CASCADE,
-  PRIMARY KEY (memory_id, tag_id));
-CREATE TABLE memory_link (id INTEGER PRIMARY KEY AUTOINCREMENT, source_id TEXT NOT NULL, target_id TEXT NOT NULL,
-  relation_type TEXT NOT NULL, created_at TIMESTAMP DEFAULT (datetime('now')),
-  FOREIGN KEY (source_id) REFERENCES memory_item(id) ON DELETE CASCADE,
-  FOREIGN KEY (target_id) REFERENCES memory_item(id) ON DELETE CASCADE);
-CREATE TABLE feedback_event (id INTEGER PRIMARY KEY AUTOINCREMENT, memory_id TEXT NOT NULL, event TEXT NOT NULL,
-  score REAL, created_at TIMESTAMP DEFAULT (datetime('now')),
-  FOREIGN KEY (memory_id) REFERENCES memory_item(id) ON DELETE CASCADE);
-CREATE INDEX idx_memory_item_type ON memory_item(type);
-CREATE INDEX idx_memory_item_created_at ON memory_item(created_at);
-";
-
-const EARLY_ROWS: &str = "
-INSERT INTO memory_item (id, type, content, importance, created_at, tags, source)
-  VALUES ('mem_early_1', 'semantic', 'The staging database runs PostgreSQL 16', 0.5, '2025-01-02 03:04:05', '[\"db\",\"staging\"]', 'chat');
-INSERT INTO memory_item (id, type, content, importance, created_at, last_accessed, tags, view_count)
-  VALUES ('mem_early_2', 'episodic', 'The deploy of release 3 failed on a missing migration', 0.3, '2025-03-04 05:06:07', '2025-03-05 00:00:00', '[\"deploy\"]', 2);
-INSERT INTO memory_item (id, type, content) VALUES ('mem_early_3', 'working', 'Currently reading the build log');
-INSERT INTO memory_tag (name) VALUES ('deploy');
-INSERT INTO memory_item_tag (memory_id, tag_id) VALUES ('mem_early_2', 1);
-INSERT INTO feedback_event (memory_id, event, score) VALUES ('mem_early_1', 'used', 1.0);
-";
 
 /// memento 1.36 as its schema.sql writes it (the parts Lethe meets).
-const V136_SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS memory_item (
-  id TEXT PRIMARY KEY,
-  type TEXT CHECK (type IN ('working','episodic','semantic','procedural')) NOT NULL,
-  content TEXT NOT NULL,
-  importance REAL CHECK (importance >= 0 AND importance <= 1) DEFAULT 0.5,
-  privacy_scope TEXT CHECK (privacy_scope IN ('private','team','public')) DEFAULT 'private',
-  created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
-  last_accessed TIMESTAMP,
-  pinned BOOLEAN DEFAULT FALSE,
-  tags TEXT,
-  source TEXT,
-  view_count INTEGER DEFAULT 0,
-  cite_count INTEGER DEFAULT 0,
-  edit_count INTEGER DEFAULT 0,
-  origin_source TEXT DEFAULT '{}',
-  task_goal TEXT,
-  steps TEXT,
-  reflection_notes TEXT,
-  workflow_name TEXT,
-  skill_name TEXT,
-  trigger_conditions TEXT,
-  version INTEGER NULL,
-  version_series_id TEXT NULL,
-  owner_id TEXT NULL,
-  process_id TEXT NULL,
-  session_id TEXT NULL,
-  num_times INTEGER NOT NULL DEFAULT 1,
-  last_mentioned_at TIMESTAMP,
-  source_session_id TEXT,
-  confidence REAL,
-  recall_count INTEGER NOT NULL DEFAULT 0,
-  last_accessed_at TIMESTAMP,
-  consolidation_score REAL,
-  g_value REAL,
-  subject TEXT,
-  predicate TEXT,
-  object TEXT,
-  is_consolidated BOOLEAN DEFAULT FALSE,
-  triple_extracted BOOLEAN DEFAULT FALSE NOT NULL,
-  triple_extracted_status TEXT,
-  triple_extraction_metadata TEXT,
-  is_deleted BOOLEAN DEFAULT FALSE NOT NULL,
-  deleted_at TEXT,
-  project_id TEXT
-);
-CREATE INDEX IF NOT EXISTS idx_memory_item_is_deleted_active ON memory_item(is_deleted) WHERE COALESCE(is_deleted, 0) = 0;
-CREATE INDEX IF NOT EXISTS idx_memory_item_type ON memory_item(type);
-CREATE INDEX IF NOT EXISTS idx_memory_item_created_at ON memory_item(created_at);
-CREATE INDEX IF NOT EXISTS idx_memory_item_pinned ON memory_item(pinned);
-CREATE INDEX IF NOT EXISTS idx_memory_item_procedural_version ON memory_item(type, version_series_id, version) WHERE type = 'procedural';
-
-CREATE TABLE IF NOT EXISTS memory_tag (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE,
-  created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP);
-CREATE TABLE IF NOT EXISTS memory_item_tag (
-  memory_id TEXT NOT NULL, tag_id INTEGER NOT NULL, created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
-  FOREIGN KEY (memory_id) REFERENCES memory_item(id) ON DELETE CASCADE,
-  FOREIGN KEY (tag_id) REFERENCES memory_tag(id) ON DELETE CASCADE,
-  PRIMARY KEY (memory_id, tag_id));
-CREATE TABLE IF NOT EXISTS memory_link (
-  id INTEGER PRIMARY KEY AUTOINCREMENT, source_id TEXT NOT NULL, target_id TEXT NOT NULL,
-  relation_type TEXT CHECK (relation_type IN ('cause_of', 'derived_from', 'duplicates', 'contradicts', 'version_of')) NOT NULL,
-  created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
-  FOREIGN KEY (source_id) REFERENCES memory_item(id) ON DELETE CASCADE,
-  FOREIGN KEY (target_id) REFERENCES memory_item(id) ON DELETE CASCADE,
-  UNIQUE(source_id, target_id, relation_type));
-CREATE TABLE IF NOT EXISTS anchor (
-  id INTEGER PRIMARY KEY AUTOINCREMENT, agent_id TEXT NOT NULL, slot TEXT CHECK (slot IN ('A', 'B', 'C')) NOT NULL,
-  memory_id TEXT, created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
-  FOREIGN KEY (memory_id) REFERENCES memory_item(id) ON DELETE SET NULL, UNIQUE(agent_id, slot));
-CREATE TABLE IF NOT EXISTS memory_relation (
-  id INTEGER PRIMARY KEY AUTOINCREMENT, source_id TEXT NOT NULL, target_id TEXT NOT NULL, relation_type TEXT NOT NULL,
-  confidence REAL NOT NULL DEFAULT 0.7 CHECK (confidence >= 0.0 AND confidence <= 1.0),
-  created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, metadata TEXT,
-  FOREIGN KEY (source_id) REFERENCES memory_item(id) ON DELETE CASCADE,
-  FOREIGN KEY (target_id) REFERENCES memory_item(id) ON DELETE CASCADE,
-  UNIQUE(source_id, target_id, relation_type));
-CREATE TABLE IF NOT EXISTS feedback_event (
-  id INTEGER PRIMARY KEY AUTOINCREMENT, memory_id TEXT NOT NULL,
-  event TEXT CHECK (event IN ('used', 'edited', 'neglected', 'helpful', 'not_helpful')) NOT NULL,
-  score REAL, comment TEXT, session_id TEXT, agent_id TEXT, score_breakdown_json TEXT,
-  created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
-  FOREIGN KEY (memory_id) REFERENCES memory_item(id) ON DELETE CASCADE);
-
-CREATE VIRTUAL TABLE IF NOT EXISTS memory_item_fts USING fts5(
-  content, tags, source, reflection_notes, content='memory_item', content_rowid='rowid');
-CREATE TRIGGER IF NOT EXISTS memory_item_fts_insert AFTER INSERT ON memory_item BEGIN
-  INSERT INTO memory_item_fts(rowid, content, tags, source, reflection_notes)
-  VALUES (new.rowid, new.content, new.tags, new.source, normalize_reflection_notes(new.reflection_notes));
-END;
-CREATE TRIGGER IF NOT EXISTS memory_item_fts_delete AFTER DELETE ON memory_item BEGIN
-  INSERT INTO memory_item_fts(memory_item_fts, rowid, content, tags, source, reflection_notes)
-  VALUES('delete', old.rowid, old.content, old.tags, old.source, normalize_reflection_notes(old.reflection_notes));
-END;
-CREATE TRIGGER IF NOT EXISTS memory_item_fts_update AFTER UPDATE ON memory_item BEGIN
-  INSERT INTO memory_item_fts(memory_item_fts, rowid, content, tags, source, reflection_notes)
-  VALUES('delete', old.rowid, old.content, old.tags, old.source, normalize_reflection_notes(old.reflection_notes));
-  INSERT INTO memory_item_fts(rowid, content, tags, source, reflection_notes)
-  VALUES (new.rowid, new.content, new.tags, new.source, normalize_reflection_notes(new.reflection_notes));
-END;
-
-CREATE TABLE IF NOT EXISTS memory_embedding (
-  id INTEGER PRIMARY KEY AUTOINCREMENT, memory_id TEXT NOT NULL,
-  embedding_provider TEXT NOT NULL DEFAULT 'tfidf', projection_type TEXT NOT NULL DEFAULT 'native',
-  embedding TEXT NOT NULL, dim INTEGER NOT NULL, dimensions INTEGER DEFAULT 0, model TEXT,
-  created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
-  FOREIGN KEY (memory_id) REFERENCES memory_item(id) ON DELETE CASCADE,
-  UNIQUE(memory_id, embedding_provider, projection_type));
-
-CREATE TABLE IF NOT EXISTS meta_memory_stats (
-  memory_id TEXT PRIMARY KEY,
-  recall_count INTEGER DEFAULT 0 NOT NULL,
-  success_count INTEGER DEFAULT 0 NOT NULL,
-  failure_count INTEGER DEFAULT 0 NOT NULL,
-  avg_confidence REAL DEFAULT 0.0 NOT NULL,
-  last_recalled_at TIMESTAMP,
-  created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP NOT NULL,
-  updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP NOT NULL,
-  FOREIGN KEY (memory_id) REFERENCES memory_item(id) ON DELETE CASCADE);
-CREATE TRIGGER IF NOT EXISTS trigger_meta_memory_stats_updated_at AFTER UPDATE ON meta_memory_stats
-  FOR EACH ROW WHEN NEW.updated_at = OLD.updated_at
-BEGIN
-  UPDATE meta_memory_stats SET updated_at = CURRENT_TIMESTAMP WHERE memory_id = NEW.memory_id;
-END;
-
-CREATE TABLE IF NOT EXISTS memory_forgetting_event (
-  id TEXT PRIMARY KEY, memory_id TEXT NOT NULL,
-  action TEXT NOT NULL CHECK (action IN ('soft', 'hard', 'review')),
-  reason TEXT NOT NULL, policy TEXT NOT NULL, forget_score REAL, ttl_days INTEGER,
-  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')), metadata_json TEXT);
-CREATE INDEX IF NOT EXISTS idx_memory_forgetting_event_memory_id ON memory_forgetting_event(memory_id);
-
--- sqlite-vec's shadow tables are ordinary tables.
-CREATE TABLE memory_item_vec_info (key TEXT PRIMARY KEY, value ANY);
-CREATE TABLE memory_item_vec_chunks (chunk_id INTEGER PRIMARY KEY AUTOINCREMENT, size INTEGER NOT NULL, validity BLOB NOT NULL, rowids BLOB NOT NULL);
-CREATE TABLE memory_item_vec_rowids (rowid INTEGER PRIMARY KEY AUTOINCREMENT, id, chunk_id INTEGER, chunk_offset INTEGER);
-CREATE TABLE memory_item_vec_vector_chunks00 (rowid PRIMARY KEY, vectors BLOB NOT NULL);
-PRAGMA user_version = 36;
-";
-
-const V136_ROWS: &str = r#"
-INSERT INTO memory_item (id, type, content, importance, created_at, tags, source, origin_source, num_times)
-  VALUES ('mem_new_1', 'semantic', 'The staging database runs PostgreSQL 16', 0.6, '2025-01-02 03:04:05', '["db"]', 'chat', '{"tool":"remember"}', 3);
-INSERT INTO memory_item (id, type, content, importance, created_at, last_accessed, view_count, cite_count, session_id, project_id)
-  VALUES ('mem_new_2', 'episodic', 'The deploy of release 3 failed on a missing migration', 0.3, '2026-05-20T08:00:00.000Z', '2026-05-25T08:00:00.000Z', 4, 1, 's1', 'p1');
-INSERT INTO memory_item (id, type, content, created_at, task_goal, steps, reflection_notes, workflow_name, skill_name, trigger_conditions, version)
-  VALUES ('mem_new_3', 'procedural', 'How to roll back a failed deploy', '2026-04-01T00:00:00.000Z', 'Roll back safely',
-          '["stop traffic","restore snapshot","resume"]',
-          '[{"failure_type":"tool_error","failure_description":"snapshot tool timed out","lessons_learned":"raise the timeout","timestamp":"2026-04-02T00:00:00Z","phase":"auto"}]',
-          'rollback', 'snapshots', '{"on":"deploy_failed"}', NULL);
-INSERT INTO memory_item (id, type, content, created_at, is_deleted, deleted_at)
-  VALUES ('mem_new_4', 'working', 'Scratch note memento already forgot', '2026-05-30T00:00:00.000Z', 1, '2026-05-31T00:00:00.000Z');
-INSERT INTO memory_embedding (memory_id, embedding, dim, dimensions) VALUES ('mem_new_2', '[0.1,0.2]', 2, 2);
-INSERT INTO meta_memory_stats (memory_id, recall_count, avg_confidence) VALUES ('mem_new_1', 2, 0.8);
-INSERT INTO memory_forgetting_event (id, memory_id, action, reason, policy)
-  VALUES ('fev_memento_1', 'mem_new_4', 'soft', 'working memory expired', 'memento-ttl');
-"#;
 
 /// The sqlite-vec parts a plain SQLite cannot create: the `vec0` table itself (written into
 /// sqlite_master as sqlite-vec leaves it) and memento's triggers that feed it.
-const V136_VEC: &str = "
-CREATE TRIGGER IF NOT EXISTS memory_embedding_vec_insert AFTER INSERT ON memory_embedding BEGIN
-  INSERT INTO memory_item_vec(rowid, embedding) SELECT NEW.id, json_extract(NEW.embedding, '$') WHERE NEW.dimensions = 384;
-END;
-CREATE TRIGGER IF NOT EXISTS memory_embedding_vec_delete AFTER DELETE ON memory_embedding BEGIN
-  DELETE FROM memory_item_vec WHERE rowid = OLD.id;
-END;
-PRAGMA writable_schema = ON;
-INSERT INTO sqlite_master (type, name, tbl_name, rootpage, sql)
-  VALUES ('table', 'memory_item_vec', 'memory_item_vec', 0, 'CREATE VIRTUAL TABLE memory_item_vec USING vec0(embedding float[384])');
-PRAGMA writable_schema = OFF;
-";
 
 fn build_early() -> PathBuf {
     let path = temp_db("memento-0.1.db");
-    let conn = memento_conn(&path);
-    conn.execute_batch(EARLY_SCHEMA).unwrap();
-    conn.execute_batch(EARLY_ROWS).unwrap();
+    fixtures::build_memento(&path, fixtures::MementoKind::Early).unwrap();
     path
 }
 
 fn build_v136() -> PathBuf {
     let path = temp_db("memento-1.36.db");
-    {
-        let conn = memento_conn(&path);
-        conn.execute_batch("PRAGMA journal_mode = WAL").unwrap();
-        conn.execute_batch(V136_SCHEMA).unwrap();
-        conn.execute_batch(V136_ROWS).unwrap();
-        conn.execute_batch(V136_VEC).unwrap();
-    }
+    fixtures::build_memento(&path, fixtures::MementoKind::V136).unwrap();
     // The file now looks like one sqlite-vec wrote: a plain SQLite can read its schema but
     // cannot touch the vec0 table.
     let conn = memento_conn(&path);
@@ -771,7 +537,8 @@ fn the_index_check_catches_double_indexing() {
     // (memento's triggers next to Lethe's 001 ones, the risk migration 3 removes).
     let path = temp_db("double.db");
     let conn = memento_conn(&path);
-    conn.execute_batch(V136_SCHEMA).unwrap();
+    // The schema and rows of the 1.36 fixture, without its sqlite-vec parts.
+    conn.execute_batch(include_str!("fixtures/memento_1_36.sql")).unwrap();
     let old_triggers: String = include_str!("../src/migrations/001_fts.sql")
         .split("CREATE TRIGGER")
         .skip(1)
@@ -782,18 +549,4 @@ fn the_index_check_catches_double_indexing() {
         .unwrap();
     let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| assert_fts_exact(&conn)));
     assert!(caught.is_err(), "a row indexed twice must fail the check");
-}
-
-/// For trying the fixtures by hand (e.g. with the `lethe` CLI):
-/// `LETHE_FIXTURE_DIR=/tmp/fx cargo test -p lethe-engine --test memento -- --ignored write_fixtures`
-#[test]
-#[ignore]
-fn write_fixtures() {
-    let dir = PathBuf::from(std::env::var("LETHE_FIXTURE_DIR").expect("set LETHE_FIXTURE_DIR"));
-    std::fs::create_dir_all(&dir).unwrap();
-    for (name, built) in [("memento-0.1.db", build_early()), ("memento-1.36.db", build_v136())] {
-        // Checkpoint the WAL into the file so that one file is the whole database.
-        memento_conn(&built).execute_batch("PRAGMA wal_checkpoint(TRUNCATE)").unwrap();
-        std::fs::copy(&built, dir.join(name)).unwrap();
-    }
 }
