@@ -73,20 +73,17 @@ const MEMENTO_136_COLUMNS: &[&str] = &[
     "project_id",
 ];
 
-/// memento 0.1: no procedural, versioning or soft-delete columns, `datetime('now')` times, no
-/// FTS index, no forgetting or meta tables.
-
-/// memento 1.36 as its schema.sql writes it (the parts Lethe meets).
-
-/// The sqlite-vec parts a plain SQLite cannot create: the `vec0` table itself (written into
-/// sqlite_master as sqlite-vec leaves it) and memento's triggers that feed it.
-
+/// memento 0.1 (tests/fixtures/memento_0_1.sql): no procedural, versioning or soft-delete
+/// columns, `datetime('now')` times, no FTS index, no forgetting or meta tables.
 fn build_early() -> PathBuf {
     let path = temp_db("memento-0.1.db");
     fixtures::build_memento(&path, fixtures::MementoKind::Early).unwrap();
     path
 }
 
+/// memento 1.36 as its schema.sql writes it (the parts Lethe meets), plus the sqlite-vec parts
+/// a plain SQLite cannot create: the `vec0` table itself (written into sqlite_master as
+/// sqlite-vec leaves it) and memento's triggers that feed it.
 fn build_v136() -> PathBuf {
     let path = temp_db("memento-1.36.db");
     fixtures::build_memento(&path, fixtures::MementoKind::V136).unwrap();
