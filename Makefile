@@ -8,7 +8,7 @@ APT_PACKAGES := libwebkit2gtk-4.1-dev build-essential pkg-config curl wget file 
 CARGO_BIN := $(HOME)/.cargo/bin
 export PATH := $(CARGO_BIN):$(PATH)
 
-.PHONY: mcp-python run test deps system-deps ui-deps e2e-deps ui build lint rust-test ui-test e2e bench demo clean
+.PHONY: bench-window mcp-python run test deps system-deps ui-deps e2e-deps ui build lint rust-test ui-test e2e bench demo clean
 
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -68,6 +68,14 @@ demo: build
 BENCH_ARGS ?= --sizes 10000,100000 --out target/bench.json
 bench:
 	cargo run --release -p lethe-cli --bin lethe-bench -- $(BENCH_ARGS)
+
+# Window latencies with the real (release) app under Xvfb: open N memories, agent write →
+# row visible, idle CPU. Results go to BENCHMARKS.md by hand.
+BENCH_WINDOW_N ?= 100000
+bench-window: deps ui e2e-deps
+	cargo build --release -p lethe-app -p lethe-cli
+	cd tests/e2e && LETHE_APP=$(CURDIR)/target/release/lethe-app LETHE_CLI=$(CURDIR)/target/release/lethe \
+		timeout 900 xvfb-run -a -s "-screen 0 1280x800x24" node bench-window.mjs $(BENCH_WINDOW_N)
 
 clean:
 	cargo clean

@@ -7,8 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { Builder, By, until } from 'selenium-webdriver';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-export const APP = path.join(root, 'target/debug/lethe-app');
-export const LETHE = path.join(root, 'target/debug/lethe');
+export const APP = process.env.LETHE_APP ?? path.join(root, 'target/debug/lethe-app');
+export const LETHE = process.env.LETHE_CLI ?? path.join(root, 'target/debug/lethe');
 export { By, until };
 
 export function tempDb(name = 'e2e.db') {
