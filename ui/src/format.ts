@@ -1,3 +1,5 @@
+import type { ScoreParts } from './types';
+
 // Presentation helpers only: no scoring formula lives here (the engine computes every
 // number; the UI rounds for display and keeps raw values in attributes).
 
@@ -70,4 +72,158 @@ export function asObject(v: unknown): Record<string, unknown> | null {
 
 export function asArray<T>(v: unknown): T[] {
   return Array.isArray(v) ? (v as T[]) : [];
+}
+
+/** A number as short as it can be without losing what matters: 0.5, 0.125, 30. */
+export function fmtNum(n: number): string {
+  return Number.isFinite(n) ? String(Number(n.toFixed(3))) : String(n);
+}
+
+/** A value from an audit `before`/`after` snapshot, in words rather than JSON. */
+function fmtValue(v: unknown): string {
+  if (v === null || v === undefined) return '∅';
+  if (typeof v === 'number') return fmtNum(v);
+  if (typeof v === 'boolean') return v ? 'yes' : 'no';
+  if (typeof v === 'string') return v;
+  if (Array.isArray(v)) return `${v.length} item${v.length === 1 ? '' : 's'}`;
+  return '…';
+}
+
+const same = (a: unknown, b: unknown) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+
+/** Dotted paths of the leaves that differ between two JSON snapshots (objects are walked). */
+export function changedPaths(before: unknown, after: unknown, prefix = ''): string[] {
+  const a = asObject(before);
+  const b = asObject(after);
+  if (!a || !b) return same(before, after) ? [] : [prefix || 'value'];
+  const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])];
+  return keys.flatMap((k) => changedPaths(a[k], b[k], prefix ? `${prefix}.${k}` : k));
+}
+
+function valueAt(o: unknown, path: string): unknown {
+  return path.split('.').reduce<unknown>((v, k) => asObject(v)?.[k], o);
+}
+
+/** "threshold 0.6 → 0.65, weights.usage 0.25 → 0.3", or a count when many changed. */
+function describeChanges(before: unknown, after: unknown, paths: string[], max = 2): string {
+  if (paths.length === 0) return 'no change';
+  if (paths.length > max) return `${paths.length} fields: ${paths.slice(0, 4).join(', ')}${paths.length > 4 ? ', …' : ''}`;
+  return paths.map((p) => `${p} ${fmtValue(valueAt(before, p))} → ${fmtValue(valueAt(after, p))}`).join(', ');
+}
+
+const FIELD_WORDS: Record<string, string> = {
+  task_goal: 'goal',
+  steps: 'steps',
+  trigger_conditions: 'triggers',
+  workflow_name: 'workflow',
+  skill_name: 'skill',
+  content: 'content',
+};
+
+/** The minimal shape of an audit event this needs (keeps format.ts free of view types). */
+interface EventLike {
+  kind: string;
+  action: string;
+  reason: string | null;
+  policy: string | null;
+  before: unknown;
+  after: unknown;
+}
+
+/**
+ * One human line for an audit event's "reason / change" column: the engine's reason when
+ * it gave one, otherwise a summary of before → after (never raw JSON).
+ */
+export function eventSummary(e: EventLike): string {
+  const before = asObject(e.before);
+  const after = asObject(e.after);
+  if (e.kind === 'forgetting') {
+    const policy = e.policy ? `(${e.policy})` : '';
+    return [e.reason, policy].filter(Boolean).join(' ') || e.action;
+  }
+  let what: string;
+  switch (e.action) {
+    case 'remember': {
+      const p = after?.preview ?? after?.content_preview ?? after?.content;
+      what = typeof p === 'string' ? `“${p}”` : 'stored';
+      break;
+    }
+    case 'pin':
+      what = 'pinned';
+      break;
+    case 'unpin':
+      what = 'unpinned';
+      break;
+    case 'restore':
+      what = 'restored from quarantine';
+      break;
+    case 'cite':
+      what = 'cited by an agent';
+      break;
+    case 'importance': {
+      const a = before?.importance;
+      const b = after?.importance;
+      what = typeof a === 'number' && typeof b === 'number' ? `importance ${fmtNum(a)} → ${fmtNum(b)}` : 'importance changed';
+      break;
+    }
+    case 'edit': {
+      const p = after?.content_preview ?? after?.content;
+      what = typeof p === 'string' ? `edited → “${p}”` : 'content edited';
+      break;
+    }
+    case 'settings': {
+      const paths = changedPaths(e.before, e.after);
+      what = paths.length ? `policy changed: ${describeChanges(e.before, e.after, paths)}` : 'policy changed';
+      break;
+    }
+    case 'reflect': {
+      const t = after?.failure_type;
+      const d = after?.failure_description;
+      what = `reflection${typeof t === 'string' ? ` (${t})` : ''}${typeof d === 'string' ? `: ${d}` : ''}`;
+      break;
+    }
+    case 'procedure_update':
+    case 'rollback': {
+      const fields = before && after ? Object.keys(FIELD_WORDS).filter((k) => !same(before[k], after[k])) : [];
+      const v = after?.version;
+      what = `${e.action === 'rollback' ? 'rolled back' : 'procedure updated'}${typeof v === 'number' ? ` to v${v}` : ''}${
+        fields.length ? `: ${fields.map((f) => FIELD_WORDS[f]).join(', ')}` : ''
+      }`;
+      break;
+    }
+    default: {
+      if (e.before === undefined && e.after === undefined) what = '';
+      else if (before || after) {
+        const paths = changedPaths(e.before ?? {}, e.after ?? {});
+        what = paths.length ? describeChanges(e.before ?? {}, e.after ?? {}, paths) : '';
+      } else if (e.before === null && e.after === null) what = '';
+      else what = `${fmtValue(e.before)} → ${fmtValue(e.after)}`;
+    }
+  }
+  return [e.reason, what].filter(Boolean).join(' — ');
+}
+
+/**
+ * The raw feature shown (muted) after a ForgetScore breakdown label: the engine's own
+ * value, named so it cannot be mistaken for the push: "recency 0.003" next to "Age".
+ */
+export function featureText(k: keyof ScoreParts, f: ScoreParts | null | undefined): string {
+  const v = f?.[k];
+  if (k === 'pinned') return typeof v === 'number' ? (v > 0 ? 'yes' : 'no') : '—';
+  if (k === 'recency') return `recency ${fmt3(v)}`;
+  if (k === 'usage') return `usage ${fmt3(v)}`;
+  return fmt3(v);
+}
+
+/** The "projected forget date" line of the detail panel. */
+export function projectedForget(d: {
+  never_forgettable: boolean;
+  forget_score: number;
+  threshold: number;
+  would_forget: boolean;
+  projected_forget_at: string | null;
+}): string {
+  if (d.never_forgettable) return 'never';
+  if (d.would_forget || d.forget_score >= d.threshold) return 'already due (score ≥ threshold)';
+  return d.projected_forget_at ? fmtDate(d.projected_forget_at) : 'never';
 }

@@ -60,9 +60,88 @@ export function dismissToast(): void {
   app.toast = null;
 }
 
+/** True when the window already explains that the database cannot be used right now. */
+export function dbUnusable(): boolean {
+  return !!app.db?.error || app.live !== 'live';
+}
+
 export function reportError(e: unknown): void {
   const err = api.toApiError(e);
+  // While the DB problem screen or the "file is gone" banner is up, every fetch fails the
+  // same way; the window already says why, so these do not pile up as error banners.
+  if (err.code === 'db_unavailable' && dbUnusable()) return;
   app.error = `${err.message} (${err.code})`;
+}
+
+/** Takes over what `db_info` (or open/new) says about the current database. */
+export function applyDbInfo(info: DbInfo): void {
+  app.db = info;
+  app.live = info.error ? 'error' : info.exists ? 'live' : 'missing';
+  app.liveMessage = info.error;
+  // An error from before we knew the DB is unusable is explained by the problem screen.
+  if (info.error) app.error = null;
+}
+
+export async function loadDbInfo(): Promise<void> {
+  try {
+    applyDbInfo(await api.dbInfo());
+  } catch (e) {
+    reportError(e);
+  }
+}
+
+/**
+ * Opens (or creates) a database and shows it. When the shell could not open the file it
+ * keeps that path with its error, so db_info is read again: the window then shows the
+ * problem screen rather than the old database's data.
+ */
+async function switchDb(open: () => Promise<DbInfo>): Promise<void> {
+  try {
+    applyDbInfo(await open());
+    app.selectedId = null;
+    app.error = null;
+    notifyChanged(null);
+  } catch (e) {
+    let info: DbInfo | null = null;
+    try {
+      info = await api.dbInfo();
+    } catch {
+      // Keep the original error below.
+    }
+    if (info?.error) {
+      applyDbInfo(info);
+      app.selectedId = null;
+      notifyChanged(null);
+    } else {
+      reportError(e);
+    }
+  }
+}
+
+export const openDbPath = (path: string) => switchDb(() => api.openDb(path));
+
+/** Native open dialog, then open; a cancelled dialog changes nothing. */
+export async function openDbDialog(): Promise<void> {
+  let path: string | null;
+  try {
+    path = await api.openDialog();
+  } catch (e) {
+    reportError(e);
+    return;
+  }
+  if (path) await openDbPath(path);
+}
+
+/** Native save dialog, then create the database there. */
+export async function newDbDialog(): Promise<void> {
+  let path: string | null;
+  try {
+    path = await api.saveDialog();
+  } catch (e) {
+    reportError(e);
+    return;
+  }
+  if (path) await switchDb(() => api.newDb(path));
 }
 
 /** Soft-deletes and offers an Undo that restores every id. */

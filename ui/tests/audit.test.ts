@@ -12,7 +12,10 @@ describe('audit log', () => {
   it('lists events and filters by action, actor and memory id', async () => {
     await renderAt('audit');
     await waitFor(() => expect(screen.getAllByTestId('audit-row')).toHaveLength(2));
-    expect(screen.getAllByTestId('audit-row')[1]).toHaveTextContent('false → true');
+    // A pin reads as "pinned", not as the raw before/after values.
+    expect(screen.getAllByTestId('audit-row')[1]).toHaveTextContent('pinned');
+    expect(screen.getAllByTestId('audit-row')[1]).not.toHaveTextContent('false → true');
+    expect(screen.getAllByTestId('audit-row')[0]).toHaveTextContent('old, unused (batch)');
     await fireEvent.change(screen.getByTestId('audit-action'), { target: { value: 'pin' } });
     await waitFor(() => expect(api.events).toHaveBeenLastCalledWith(expect.objectContaining({ action: 'pin' })));
     await fireEvent.change(screen.getByTestId('audit-actor'), { target: { value: 'user' } });
@@ -28,5 +31,30 @@ describe('audit log', () => {
     await fireEvent.click(screen.getByText('mem_q1'));
     expect(app.view).toBe('memories');
     expect(app.selectedId).toBe('mem_q1');
+  });
+
+  it('summarises snapshots in words and keeps long ids whole for the ellipsis and tooltip', async () => {
+    const long = 'mem_bde9614-1f39-4325-848d-6909312345ab';
+    const snap = (o: Record<string, unknown>) => ({ content_preview: 'x', deleted_at: null, edit_count: 0, importance: 0.5, is_deleted: false, pinned: false, ...o });
+    api.events.mockResolvedValue({
+      items: [
+        { id: 'a1', kind: 'action', memory_id: long, action: 'remember', actor: 'agent:demo', reason: null, policy: null, forget_score: null, created_at: '2025-03-02T10:00:00.000Z', before: null, after: { preview: 'The monorepo uses pnpm', type: 'semantic' } },
+        { id: 'a2', kind: 'action', memory_id: long, action: 'importance', actor: 'user', reason: null, policy: null, forget_score: null, created_at: '2025-03-02T10:00:00.000Z', before: snap({ importance: 0.5 }), after: snap({ importance: 0.9 }) },
+        { id: 'a3', kind: 'action', memory_id: null, action: 'settings', actor: 'user', reason: null, policy: null, forget_score: null, created_at: '2025-03-02T10:00:00.000Z', before: { threshold: 0.6, weights: { usage: 0.25 } }, after: { threshold: 0.65, weights: { usage: 0.25 } } },
+        { id: 'a4', kind: 'action', memory_id: long, action: 'restore', actor: 'user', reason: null, policy: null, forget_score: null, created_at: '2025-03-02T10:00:00.000Z', before: snap({ is_deleted: true }), after: snap({}) },
+      ],
+    });
+    await renderAt('audit');
+    await waitFor(() => expect(screen.getAllByTestId('audit-row')).toHaveLength(4));
+    const [remember, importance, settings, restore] = screen.getAllByTestId('audit-row');
+    expect(remember).toHaveTextContent('“The monorepo uses pnpm”');
+    expect(importance).toHaveTextContent('importance 0.5 → 0.9');
+    expect(settings).toHaveTextContent('policy changed: threshold 0.6 → 0.65');
+    expect(restore).toHaveTextContent('restored');
+    for (const row of screen.getAllByTestId('audit-row')) expect(row.textContent).not.toMatch(/[{}]/);
+    const link = remember.querySelector('button.link') as HTMLElement;
+    expect(link.textContent).toBe(long);
+    expect(link).toHaveAttribute('title', long);
+    expect(link.classList.contains('id-link')).toBe(true);
   });
 });

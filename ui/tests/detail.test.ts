@@ -145,4 +145,48 @@ describe('memory detail', () => {
     expect(app.selectedId).toBe('mem_old');
     await waitFor(() => expect(screen.getByText('superseded by')).toBeInTheDocument());
   });
+
+  it('labels each bar with the raw feature it comes from, so label and number agree', async () => {
+    api.showMemory.mockResolvedValue(
+      makeDetail('mem_l', { features: { recency: 0.0031, usage: 0, duplication: 0.846, importance: 0.04, pinned: 0 } }),
+    );
+    await openDetail('mem_l');
+    expect(screen.getByTestId('breakdown-recency').querySelector('.bar-label')!.textContent).toBe('Age — recency 0.003');
+    expect(screen.getByTestId('breakdown-usage').querySelector('.bar-label')!.textContent).toBe('Disuse — usage 0.000');
+    expect(screen.getByTestId('breakdown-duplication').querySelector('.bar-label')!.textContent).toBe('Duplication — 0.846');
+    expect(screen.getByTestId('breakdown-pinned').querySelector('.bar-label')!.textContent).toBe('Pinned — no');
+    expect(screen.getByTestId('forget-breakdown').textContent).not.toContain('1 −');
+    expect(screen.getByTestId('breakdown-recency').getAttribute('title')).toContain('1 − recency');
+  });
+
+  it('a memory already over the threshold is "already due", not a date', async () => {
+    api.showMemory.mockResolvedValue(
+      makeDetail('mem_due', { forget_score: 0.762, threshold: 0.6, would_forget: true, projected_forget_at: '2026-11-29T22:38:00.000Z' }),
+    );
+    await openDetail('mem_due');
+    expect(screen.getByTestId('projected-forget')).toHaveTextContent('already due (score ≥ threshold)');
+  });
+
+  it('the history list is compact: actor under the time, summary instead of JSON', async () => {
+    api.events.mockImplementation(async (q: { memoryId?: string }) => ({
+      items: q.memoryId
+        ? [{ id: 6, kind: 'action', memory_id: q.memoryId, action: 'importance', actor: 'user', reason: null, policy: null, forget_score: null, created_at: '2025-03-01T00:00:00.000Z', before: { importance: 0.2 }, after: { importance: 0.9 } }]
+        : [],
+    }));
+    await openDetail('mem_h2');
+    await waitFor(() => expect(screen.getAllByTestId('detail-event')).toHaveLength(1));
+    const row = screen.getByTestId('detail-event');
+    expect(row).toHaveTextContent('importance 0.2 → 0.9');
+    expect(row.closest('table')!.classList.contains('compact')).toBe(true);
+    expect(row.querySelectorAll('td')).toHaveLength(4);
+  });
+
+  it('the chart export button sits under the chart, not on it', async () => {
+    await openDetail('mem_c2');
+    const btn = await screen.findByTestId('chart-export');
+    const img = screen.getByTestId('chart');
+    expect(btn.parentElement!.classList.contains('chart-foot')).toBe(true);
+    expect(img.compareDocumentPosition(btn) & Node.DOCUMENT_POSITION_FOLLOWING).toBeTruthy();
+  });
 });
+

@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { fmt3, fmtSigned3, fmtOffset, svgDataUrl } from '../src/format';
+import { changedPaths, eventSummary, featureText, fmt3, fmtNum, fmtSigned3, fmtOffset, projectedForget, svgDataUrl } from '../src/format';
 
 describe('format', () => {
   it('rounds to three decimals for display only', () => {
@@ -28,5 +28,70 @@ describe('format', () => {
   it('handles large SVGs without blowing the stack', () => {
     const svg = `<svg>${'<rect/>'.repeat(100_000)}</svg>`;
     expect(svgDataUrl(svg).length).toBeGreaterThan(svg.length);
+  });
+});
+
+
+const ev = (o: Partial<Parameters<typeof eventSummary>[0]>) => ({ kind: 'action', action: 'edit', reason: null, policy: null, before: null, after: null, ...o });
+
+describe('event summaries', () => {
+  it('say what happened in words, never as JSON', () => {
+    expect(eventSummary(ev({ action: 'remember', after: { preview: 'pnpm only', type: 'semantic' } }))).toBe('“pnpm only”');
+    expect(eventSummary(ev({ action: 'pin', before: { pinned: false }, after: { pinned: true } }))).toBe('pinned');
+    expect(eventSummary(ev({ action: 'unpin', before: true, after: false }))).toBe('unpinned');
+    expect(eventSummary(ev({ action: 'restore', before: { is_deleted: true }, after: { is_deleted: false } }))).toBe('restored from quarantine');
+    expect(eventSummary(ev({ action: 'importance', before: { importance: 0.5 }, after: { importance: 0.9 } }))).toBe('importance 0.5 → 0.9');
+    expect(eventSummary(ev({ action: 'edit', after: { content_preview: 'new text' } }))).toBe('edited → “new text”');
+    expect(eventSummary(ev({ action: 'reflect', after: { failure_type: 'tool_error', failure_description: 'timed out' } }))).toBe('reflection (tool_error): timed out');
+  });
+
+  it('name the settings that changed, or count them when many did', () => {
+    const before = { threshold: 0.6, weights: { recency: 0.35, usage: 0.25 }, trivial_phrases: ['ok'] };
+    expect(eventSummary(ev({ action: 'settings', before, after: { ...before, threshold: 0.65 } }))).toBe('policy changed: threshold 0.6 → 0.65');
+    const many = { threshold: 0.7, weights: { recency: 0.4, usage: 0.3 }, trivial_phrases: ['ok', 'thanks'] };
+    expect(eventSummary(ev({ action: 'settings', before, after: many }))).toBe(
+      'policy changed: 4 fields: threshold, weights.recency, weights.usage, trivial_phrases',
+    );
+    expect(eventSummary(ev({ action: 'settings', before: null, after: null }))).toBe('policy changed');
+    expect(changedPaths({ a: { b: 1, c: 2 } }, { a: { b: 1, c: 3 } })).toEqual(['a.c']);
+  });
+
+  it('lists the procedure fields an update touched', () => {
+    const before = { task_goal: 'g', steps: ['a'], content: 'c' };
+    expect(eventSummary(ev({ action: 'procedure_update', before, after: { ...before, steps: ['a', 'b'], version: 3 } }))).toBe(
+      'procedure updated to v3: steps',
+    );
+  });
+
+  it('keep the engine reason of forgetting events with the policy', () => {
+    expect(eventSummary(ev({ kind: 'forgetting', action: 'soft', reason: 'old, unused', policy: 'forget-score' }))).toBe('old, unused (forget-score)');
+    expect(eventSummary(ev({ kind: 'forgetting', action: 'hard', reason: null, policy: null }))).toBe('hard');
+  });
+
+  it('fall back to a readable before → after for unknown actions', () => {
+    expect(eventSummary(ev({ action: 'mystery', before: false, after: true }))).toBe('no → yes');
+    expect(eventSummary(ev({ action: 'mystery', before: { a: 1, b: [1] }, after: { a: 2, b: [1] } }))).toBe('a 1 → 2');
+    expect(eventSummary(ev({ action: 'mystery', reason: 'because', before: null, after: null }))).toBe('because');
+    expect(fmtNum(0.30000000000000004)).toBe('0.3');
+  });
+});
+
+describe('breakdown and projection text', () => {
+  const f = { recency: 0.0031, usage: 0, duplication: 0.846, importance: 0.04, pinned: 1 };
+  it('names the raw feature so label and number agree', () => {
+    expect(featureText('recency', f)).toBe('recency 0.003');
+    expect(featureText('usage', f)).toBe('usage 0.000');
+    expect(featureText('duplication', f)).toBe('0.846');
+    expect(featureText('pinned', f)).toBe('yes');
+    expect(featureText('pinned', { ...f, pinned: 0 })).toBe('no');
+  });
+
+  it('says "already due" instead of a date when the score is over the threshold', () => {
+    const d = { never_forgettable: false, forget_score: 0.76, threshold: 0.6, would_forget: true, projected_forget_at: '2026-11-29T22:38:00Z' };
+    expect(projectedForget(d)).toBe('already due (score ≥ threshold)');
+    expect(projectedForget({ ...d, would_forget: false })).toBe('already due (score ≥ threshold)');
+    expect(projectedForget({ ...d, forget_score: 0.3, would_forget: false })).toMatch(/^2026-11-29 \d\d:38$/);
+    expect(projectedForget({ ...d, forget_score: 0.3, would_forget: false, projected_forget_at: null })).toBe('never');
+    expect(projectedForget({ ...d, never_forgettable: true })).toBe('never');
   });
 });

@@ -28,6 +28,19 @@ describe('memories table', () => {
     expect(screen.getByTestId('row-total')).toHaveTextContent('3 memories');
   });
 
+  it('with the detail panel open the numeric columns narrow and content keeps the flexible width', async () => {
+    await openMemories();
+    const view = document.querySelector('.view.memories')!;
+    const head = document.querySelector('.thead')!;
+    expect(view.classList.contains('with-detail')).toBe(false);
+    expect(head).toHaveTextContent('importance');
+    app.selectedId = 'mem_1';
+    await waitFor(() => expect(screen.getByTestId('memory-detail')).toBeInTheDocument());
+    expect(view.classList.contains('with-detail')).toBe(true);
+    expect(head).toHaveTextContent('imp.');
+    expect(head.querySelector('[title="importance"]')).not.toBeNull();
+  });
+
   it('keeps only the visible window in the DOM at 100,000 rows and pages as it scrolls', async () => {
     api.listMemories.mockImplementation(pagedList(100_000));
     await openMemories();

@@ -113,4 +113,27 @@ describe('overview', () => {
     await fireEvent.click(screen.getByTestId('new-db'));
     await waitFor(() => expect(api.newDb).toHaveBeenCalledWith('/tmp/new.db'));
   });
+
+  it('explains what Run forget does, with the policy numbers', async () => {
+    await renderAt('overview');
+    const text = await screen.findByTestId('run-forget-explain');
+    await waitFor(() => expect(text).toHaveTextContent('≥ 0.600'));
+    expect(text).toHaveTextContent(/dry run first/);
+    expect(text).toHaveTextContent('30-day quarantine');
+  });
+
+  it('latest activity is compact and readable; at-risk rows explain their score on hover', async () => {
+    api.listMemories.mockImplementation(pagedList(2, (i) => ({ forget_score: 0.7, would_forget: i === 0 })));
+    await renderAt('overview');
+    await waitFor(() => expect(screen.getAllByTestId('overview-event')).toHaveLength(2));
+    const pin = screen.getAllByTestId('overview-event')[1];
+    expect(pin).toHaveTextContent('pinned');
+    expect(pin.closest('table')!.classList.contains('compact')).toBe(true);
+    await waitFor(() => expect(screen.getAllByTestId('at-risk-row')).toHaveLength(2));
+    const [due, band] = screen.getAllByTestId('at-risk-row');
+    expect(due.getAttribute('title')).toContain('memory number 0');
+    expect(due.getAttribute('title')).toContain('ForgetScore 0.700: at or above the threshold');
+    expect(band.getAttribute('title')).toContain('in the review band');
+  });
 });
+

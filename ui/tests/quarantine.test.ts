@@ -57,4 +57,20 @@ describe('quarantine', () => {
     await open();
     expect(api.quarantine).toHaveBeenLastCalledWith(undefined);
   });
+
+  it('keeps full text in tooltips, a compact date, and a fixed column for the actions', async () => {
+    await open();
+    const row = screen.getAllByTestId('quarantine-row')[0];
+    const cells = row.querySelectorAll('td');
+    expect(cells[1].querySelector('button')).toHaveAttribute('title', 'the staging password rotates monthly');
+    expect(cells[2]).toHaveAttribute('title', 'old, unused');
+    expect(cells[4].textContent).toMatch(/^2025-03-0[12]$/);
+    expect(cells[4].getAttribute('title')).toMatch(/^2025-03-0[12] \d\d:\d\d$/);
+    const table = row.closest('table')!;
+    expect([...table.querySelectorAll('col')].map((c) => c.className)).toEqual([
+      'q-tier', 'q-content', 'q-reason', 'q-score', 'q-deleted', 'q-days', 'q-actions',
+    ]);
+    expect(within(row).getByTestId('hard-delete-button').closest('td')).toBe(cells[6]);
+  });
 });
+

@@ -139,4 +139,15 @@ describe('workflows', () => {
     const fields = [...screen.getAllByTestId('version-entry')[1].querySelectorAll('[data-testid=version-diff]')].map((r) => r.getAttribute('data-field'));
     expect(fields).toEqual(['goal', 'steps', 'trigger conditions']);
   });
+
+  it('title reads "workflow / skill"; triggers sit key next to value; edit is a normal button', async () => {
+    await open();
+    const h2 = document.querySelector('.wf-detail h2')!;
+    await waitFor(() => expect(h2.textContent).toBe('deploy / k8s'));
+    const dl = document.querySelector('.wf-detail dl.triggers')!;
+    expect([...dl.querySelectorAll('dt')].map((d) => d.textContent)).toEqual(['env', 'branch']);
+    expect([...dl.querySelectorAll('dd')].map((d) => d.textContent)).toEqual(['staging', 'main']);
+    expect(screen.getByTestId('proc-edit').parentElement!.classList.contains('wf-toolbar')).toBe(true);
+  });
 });
+
