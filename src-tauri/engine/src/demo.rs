@@ -39,41 +39,81 @@ const RULES: &[&str] = &[
     "Customer data never leaves the EU region.",
 ];
 
+// Templates with slots, so the background memories read like a real team's and do not
+// repeat (the intended near-duplicates are added separately below).
 const SEMANTIC: &[&str] = &[
-    "The auth service signs tokens with Ed25519 keys rotated every 30 days.",
-    "The billing service talks to Stripe through the payments gateway, not directly.",
-    "Staging runs in eu-west-1 on three t3.large nodes.",
-    "The search index is rebuilt nightly at 02:00 UTC from the primary replica.",
-    "The mobile app pins TLS certificates; rotating the certificate needs an app release.",
-    "Feature flags are stored in LaunchDarkly and cached for 60 seconds.",
-    "The data team owns the events warehouse; schema changes go through their review.",
-    "Rate limits are 100 requests per minute per API key on the public API.",
-    "The user prefers concise answers with code first and explanation after.",
-    "The monorepo uses pnpm workspaces; never run npm install at the root.",
-    "Logs older than 14 days are moved to cold storage.",
-    "The on-call rotation changes every Monday at 09:00 local time.",
+    "The {svc} service talks to {dep} through {via}, never directly.",
+    "{svc} runs in {region} on {n} {inst} nodes.",
+    "The {team} team owns {svc}; schema changes go through their review.",
+    "Feature flags for {svc} are cached for {n} seconds.",
+    "The user prefers {pref}.",
+    "Rate limit on the {svc} API is {n}00 requests per minute per key.",
+    "{svc} logs older than {n} days move to cold storage.",
+    "The {svc} on-call rotation changes every {day} at 09:00.",
 ];
 
 const EPISODIC: &[&str] = &[
-    "Deploy of api v2.14 failed: migration 0042 locked the orders table for 4 minutes.",
-    "User asked to rename the 'Invoices' tab to 'Billing' in the dashboard.",
-    "Investigated flaky test test_checkout_timeout; root cause was a shared Redis key.",
-    "Helped debug a Docker volume permission error on the CI runner.",
-    "The user reported that search results were stale after the reindex.",
-    "Paired on the quarterly report export; CSV had wrong decimal separators.",
-    "Rolled back the cache TTL change after latency rose by 30 ms.",
-    "The user said the weekly summary email is too long.",
-    "Reviewed PR 1187 adding retry with backoff to the webhook sender.",
-    "Noticed disk usage on the build cache reached 91 percent.",
+    "Deploy of {svc} v2.{n} failed: {cause}.",
+    "Investigated flaky test test_{area}_{n}; root cause was {cause}.",
+    "The user asked to rename the '{area}' tab in the {svc} dashboard.",
+    "Rolled back the {area} cache change after p95 latency rose by {n} ms.",
+    "Reviewed PR {n}4 adding retry with backoff to {svc}.",
+    "Helped debug a Docker volume permission error on the {svc} CI runner.",
+    "The user reported stale {area} results after the {day} reindex.",
+    "Disk usage on the {svc} build cache reached {n}0 percent.",
 ];
 
 const WORKING: &[&str] = &[
-    "Currently editing src/billing/invoice.rs, function total_with_tax.",
-    "Open question: does the user want the export as CSV or XLSX?",
-    "Test run in progress: 412 passed, 3 failed so far.",
-    "The user is on the settings page looking at notification preferences.",
-    "Draft reply to the support ticket is in the scratch buffer.",
+    "Currently editing src/{area}/mod.rs in {svc}.",
+    "Open question: should the {area} export be CSV or XLSX?",
+    "Test run in progress for {svc}: {n}12 passed, {n} failed so far.",
+    "The user is looking at the {area} settings page right now.",
+    "Draft reply about {svc} is in the scratch buffer.",
 ];
+
+const SVC: &[&str] =
+    &["api", "billing", "search", "auth", "notifications", "payments-gateway", "scheduler", "mobile-bff"];
+const DEP: &[&str] = &["Stripe", "Postgres", "Redis", "the events bus", "S3", "Elasticsearch"];
+const VIA: &[&str] = &["the internal gateway", "a retrying client", "the outbox table", "gRPC"];
+const REGION: &[&str] = &["eu-west-1", "eu-central-1", "us-east-1"];
+const INST: &[&str] = &["t3.large", "m6i.xlarge", "c7g.large"];
+const TEAM: &[&str] = &["data", "platform", "payments", "mobile"];
+const PREF: &[&str] =
+    &["concise answers with code first", "British spelling in docs", "small pull requests", "tests before refactors"];
+const CAUSE: &[&str] = &[
+    "a migration locked the orders table",
+    "a shared Redis key",
+    "an expired TLS certificate",
+    "a missing env var",
+    "a race in the job queue",
+];
+const AREA: &[&str] = &["invoices", "reports", "search", "checkout", "notifications", "profile"];
+const DAY: &[&str] = &["Monday", "Tuesday", "Wednesday", "Thursday"];
+
+fn fill(template: &str, rng: &mut Lcg) -> String {
+    let mut out = template.to_string();
+    for (slot, list) in [
+        ("{svc}", SVC),
+        ("{dep}", DEP),
+        ("{via}", VIA),
+        ("{region}", REGION),
+        ("{inst}", INST),
+        ("{team}", TEAM),
+        ("{pref}", PREF),
+        ("{cause}", CAUSE),
+        ("{area}", AREA),
+        ("{day}", DAY),
+    ] {
+        while out.contains(slot) {
+            out = out.replacen(slot, *rng.pick(list), 1);
+        }
+    }
+    while out.contains("{n}") {
+        let n = 2 + (rng.next() * 8.0) as u32;
+        out = out.replacen("{n}", &n.to_string(), 1);
+    }
+    out
+}
 
 /// Loads the demo set into `conn` as of `now`.
 pub fn load(conn: &mut Connection, seed: u32, count: usize, now: Instant) -> Result<DemoCounts> {
@@ -180,21 +220,17 @@ pub fn load(conn: &mut Connection, seed: u32, count: usize, now: Instant) -> Res
     let sessions = ["sess-a1", "sess-b2", "sess-c3"];
     let projects = ["platform", "billing", "mobile"];
     let total = count.max(40);
-    for i in 0..total {
+    for _ in 0..total {
         let tier = *rng.pick(&[Tier::Episodic, Tier::Episodic, Tier::Semantic, Tier::Working, Tier::Semantic]);
-        let base = match tier {
+        let template = match tier {
             Tier::Semantic => *rng.pick(SEMANTIC),
             Tier::Working => *rng.pick(WORKING),
             _ => *rng.pick(EPISODIC),
         };
+        let content = fill(template, &mut rng);
         let age = match tier {
             Tier::Working => rng.next() * 4.0,
             _ => rng.next() * 365.0,
-        };
-        let content = if i < SEMANTIC.len() + EPISODIC.len() + WORKING.len() {
-            base.to_string()
-        } else {
-            format!("{base} (note {i})")
         };
         let mut m = NewMemory::new(tier, content);
         m.importance = Some((rng.next() * 100.0).round() / 100.0);
@@ -214,9 +250,9 @@ pub fn load(conn: &mut Connection, seed: u32, count: usize, now: Instant) -> Res
     }
     // Near-duplicates of existing memories.
     for (k, text) in [
-        "The auth service signs its tokens with Ed25519 keys rotated every 30 days.",
-        "Staging runs in eu-west-1 on three t3.large nodes today.",
-        "The monorepo uses pnpm workspaces; never run npm install at the repo root.",
+        "Never commit secrets: API keys live in the vault and get injected at deploy time.",
+        "All database migrations must stay backwards compatible for one release.",
+        "Production deploys happen Tuesday to Thursday and never on Fridays.",
     ]
     .iter()
     .enumerate()
