@@ -50,12 +50,14 @@ fn palette(t: Theme) -> Palette {
     }
 }
 
+/// The same tier colours as the window's stylesheet (ui/src/styles.css), so a curve and a
+/// badge of one tier always match.
 pub fn tier_color(t: Tier) -> RGBColor {
     match t {
-        Tier::Working => RGBColor(230, 126, 34),
-        Tier::Episodic => RGBColor(52, 152, 219),
-        Tier::Procedural => RGBColor(155, 89, 182),
-        Tier::Semantic => RGBColor(39, 174, 96),
+        Tier::Working => RGBColor(0xe0, 0x7a, 0x2f),
+        Tier::Episodic => RGBColor(0x3f, 0x8f, 0xd8),
+        Tier::Semantic => RGBColor(0x7a, 0x5b, 0xd1),
+        Tier::Procedural => RGBColor(0x2f, 0x9e, 0x6b),
     }
 }
 
@@ -118,10 +120,11 @@ fn draw_decay<DB: DrawingBackend>(
         chart
             .configure_mesh()
             .x_desc("age (days)")
+            .x_label_formatter(&|d| format!("{d:.0}"))
             .y_desc("recency")
             .axis_desc_style(("sans-serif", 13).into_font().color(&p.fg))
             .label_style(("sans-serif", 12).into_font().color(&p.fg))
-            .light_line_style(p.grid)
+            .light_line_style(p.grid.mix(0.35))
             .bold_line_style(p.grid)
             .axis_style(p.fg)
             .draw()
@@ -201,9 +204,10 @@ fn draw_projection<DB: DrawingBackend>(
         chart
             .configure_mesh()
             .x_desc("days from now")
+            .x_label_formatter(&|d| format!("{d:.0}"))
             .axis_desc_style(("sans-serif", 12).into_font().color(&p.fg))
             .label_style(("sans-serif", 11).into_font().color(&p.fg))
-            .light_line_style(p.grid)
+            .light_line_style(p.grid.mix(0.35))
             .bold_line_style(p.grid)
             .axis_style(p.fg)
             .draw()
