@@ -1,6 +1,6 @@
 // README screenshots of the real window on a demo database (not part of the test suite).
 //   cd tests/e2e && xvfb-run -a -s "-screen 0 1400x900x24" node screenshots.mjs
-// Writes docs/screenshots/{overview,memory-detail,quarantine,workflows,decay}.png.
+// Writes docs/screenshots/{overview,memory-detail,quarantine,workflows,decay,what-if}.png.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -102,6 +102,20 @@ try {
     () => console.log('  (no decay chart appeared)'),
   );
   await shot(driver, 'decay');
+
+  // What-if: a shorter episodic half-life and a lower threshold, previewed (not applied).
+  const setNumber = async (id, v) =>
+    driver.executeScript(
+      `const el = arguments[0]; el.value = arguments[1]; el.dispatchEvent(new Event('input', { bubbles: true }));`,
+      await byTestId(driver, id),
+      String(v),
+    );
+  await setNumber('half-life-episodic', 14);
+  await setNumber('threshold', 0.55);
+  await (await byTestId(driver, 'what-if-run')).click();
+  await byTestId(driver, 'what-if-proposed', 15000);
+  await driver.executeScript(`document.querySelector('[data-testid="what-if"]').scrollIntoView({ block: 'start' })`);
+  await shot(driver, 'what-if');
 } finally {
   await closeApp(driver);
 }

@@ -307,6 +307,9 @@ fn draw_distribution<DB: DrawingBackend>(
         .configure_mesh()
         .x_desc("ForgetScore")
         .y_desc("memories")
+        // `+ 0.0` turns −0.0 into 0.0 so the axis never reads "-0.0".
+        .x_label_formatter(&|x| format!("{:.1}", x + 0.0))
+        .y_label_formatter(&|y| format!("{y:.0}"))
         .axis_desc_style(("sans-serif", 12).into_font().color(&p.fg))
         .label_style(("sans-serif", 11).into_font().color(&p.fg))
         .light_line_style(p.grid)
