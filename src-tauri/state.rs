@@ -11,6 +11,9 @@ use lethe_engine::watch::DbWatcher;
 
 use crate::error::{ApiError, ApiResult};
 
+/// Up to this many changed memories the snapshot is patched instead of reloaded.
+const INCREMENTAL_LIMIT: usize = 200;
+
 pub struct OpenDb {
     pub path: PathBuf,
     pub conn: Connection,
@@ -19,11 +22,17 @@ pub struct OpenDb {
 }
 
 impl OpenDb {
-    /// The scoring snapshot, rebuilt only when the change journal moved.
+    /// The scoring snapshot: unchanged while the change journal stands still, patched for
+    /// the few memories an agent just wrote, reloaded when many changed.
     pub fn snapshot(&mut self) -> lethe_engine::Result<Arc<Snapshot>> {
         let seq = store::last_change_seq(&self.conn)?;
-        if let Some((s, snap)) = &self.snapshot {
+        if let Some((s, snap)) = &mut self.snapshot {
             if *s == seq {
+                return Ok(Arc::clone(snap));
+            }
+            if let (_, Some(ids)) = store::changes_since(&self.conn, *s, INCREMENTAL_LIMIT)? {
+                Arc::make_mut(snap).apply_changes(&self.conn, &ids)?;
+                *s = seq;
                 return Ok(Arc::clone(snap));
             }
         }

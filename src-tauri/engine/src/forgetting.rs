@@ -519,12 +519,15 @@ pub fn run_batch(conn: &mut Connection, opts: &BatchOptions<'_>) -> Result<Batch
         if gated.contains(&i) {
             continue;
         }
-        let f = decay::forget_score(&inputs[i], &s, now);
-        if f.would_forget {
+        // The number alone for every row; the explained score (reasons, projection) only for
+        // the rows that are forgotten. `score_value` is the same sum `forget_score` reports.
+        let score = decay::score_value(&inputs[i], &s, now);
+        if decay::would_forget(score, &s) {
+            let f = decay::forget_score(&inputs[i], &s, now);
             decisions.push(Decision::Forget(r.id.clone(), f.reasons.join(", "), f.forget_score));
-        } else if f.forget_score >= s.review_band_low - decay::EPS {
+        } else if score >= s.review_band_low - decay::EPS {
             if !in_band.contains(&r.id) {
-                decisions.push(Decision::Review(r.id.clone(), f.forget_score));
+                decisions.push(Decision::Review(r.id.clone(), score));
             }
         } else if in_band.contains(&r.id) {
             decisions.push(Decision::LeaveBand(r.id.clone()));

@@ -362,3 +362,56 @@ fn ten_thousand_hits_in_one_interval_cost_at_most_two_transactions_and_a_stream_
     assert!(after - flushes >= 7, "a steady stream must not starve the flusher: {} flushes in 1 s", after - flushes);
     buf.shutdown();
 }
+
+/// The window keeps its scoring snapshot up to date from the change journal; after inserts,
+/// edits, soft deletes, restores and hard deletes it must equal a snapshot loaded afresh.
+#[test]
+fn incremental_snapshot_equals_a_fresh_load() {
+    let path = temp_db();
+    let mut conn = store::open(&path).unwrap();
+    let base = "Roll back by running kubectl rollout undo on the api deployment then check health";
+    let a = put(&mut conn, Tier::Semantic, base);
+    let b = put(&mut conn, Tier::Episodic, &format!("{base} again"));
+    let c = put(&mut conn, Tier::Semantic, "Docker volumes need the uid of the container user");
+    for i in 0..30 {
+        put(&mut conn, Tier::Episodic, &format!("unrelated note number {i} about sprint {}", i * 3));
+    }
+    let mut snap = forgetting::Snapshot::load(&conn).unwrap();
+    let seq = store::last_change_seq(&conn).unwrap();
+    let d = put(&mut conn, Tier::Working, &format!("{base} and once more"));
+    lifecycle::edit(&mut conn, &c, &format!("{base} edited into a copy"), "user", now()).unwrap();
+    lifecycle::soft_delete(&mut conn, &b, None, "user", now()).unwrap();
+    lifecycle::restore(&mut conn, &b, "user", now()).unwrap();
+    lifecycle::soft_delete(&mut conn, &a, None, "user", now()).unwrap();
+    let e = put(&mut conn, Tier::Semantic, "to be removed for good");
+    lifecycle::hard_delete(&mut conn, &e, true, None, "user", now()).unwrap();
+    let (_, ids) = store::changes_since(&conn, seq, 100).unwrap();
+    snap.apply_changes(&conn, &ids.unwrap()).unwrap();
+    let fresh = forgetting::Snapshot::load(&conn).unwrap();
+    let key = |s: &forgetting::Snapshot| {
+        let mut rows: Vec<String> = s.rows.iter().map(|r| format!("{r:?}")).collect();
+        rows.sort();
+        let mut pairs: Vec<(String, String, String)> = s
+            .pairs
+            .iter()
+            .map(|&(x, y, sim)| {
+                let (p, q) = (s.rows[x as usize].id.clone(), s.rows[y as usize].id.clone());
+                (p.clone().min(q.clone()), p.max(q), format!("{sim:.12}"))
+            })
+            .collect();
+        pairs.sort();
+        (rows, pairs)
+    };
+    let (inc, full) = (key(&snap), key(&fresh));
+    assert_eq!(inc.0, full.0, "same rows");
+    assert_eq!(inc.1, full.1, "same similar pairs");
+    assert!(inc.1.iter().any(|(p, q, _)| [p, q].contains(&&d) && [p, q].contains(&&c)), "the new near-copies pair up");
+    let s = lethe_engine::Settings::default();
+    let by_id = |sn: &forgetting::Snapshot| {
+        let mut v: Vec<(String, String)> =
+            sn.rows.iter().zip(sn.scores(&s, now())).map(|(r, x)| (r.id.clone(), format!("{x:.12}"))).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(by_id(&snap), by_id(&fresh), "same scores, duplication included");
+}
