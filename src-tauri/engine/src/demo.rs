@@ -105,7 +105,8 @@ fn fill(template: &str, rng: &mut Lcg) -> String {
         ("{day}", DAY),
     ] {
         while out.contains(slot) {
-            out = out.replacen(slot, *rng.pick(list), 1);
+            let value: &str = rng.pick::<&str>(list);
+            out = out.replacen(slot, value, 1);
         }
     }
     while out.contains("{n}") {

@@ -192,6 +192,11 @@ fn validate_new(m: &NewMemory, s: &Settings, now: Instant) -> Result<()> {
         }
     }
     if let Some(c) = m.created_at {
+        // Lethe stores ISO-8601 with a four-digit year; an earlier instant would be written in
+        // a form no reader parses back, and the memory would fail every later read.
+        if !(0..=9999).contains(&chrono::Datelike::year(&c)) {
+            return Err(Error::invalid("created_at must lie between the years 0000 and 9999"));
+        }
         if time::days_between(now, c) > 1.0 {
             return Err(Error::invalid("created_at lies in the future"));
         }

@@ -374,6 +374,7 @@ fn configure(conn: &Connection) -> Result<()> {
         }
         _ => Error::Db(e),
     })?;
+    refuse_other_programs_file(conn)?;
     // Switching to WAL needs a lock that the busy timeout does not always wait for when
     // several processes open a new file at once, so BUSY is retried here too.
     let mode: String = with_retry(|| Ok(conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?))?;
@@ -382,6 +383,28 @@ fn configure(conn: &Connection) -> Result<()> {
     }
     conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")?;
     Ok(())
+}
+
+/// A SQLite file with tables but neither Lethe's nor memento's belongs to another program:
+/// migrating it would add Lethe's schema to someone else's data (and switch it to WAL), so it
+/// is refused before anything is written.
+fn refuse_other_programs_file(conn: &Connection) -> Result<()> {
+    if table_exists(conn, "lethe_schema")? || table_exists(conn, "memory_item")? {
+        return Ok(());
+    }
+    let other: Option<String> = conn
+        .query_row(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    match other {
+        Some(t) => Err(Error::Foreign(format!(
+            "the file belongs to another program (it has a table {t:?} and no memories); it was left untouched"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Opens (creating if missing) a database file and brings its schema up to date.
@@ -424,6 +447,11 @@ pub fn is_memento(conn: &Connection) -> Result<bool> {
 /// Applies the pending migrations in one IMMEDIATE transaction, so two processes opening a
 /// new file at once cannot both migrate it.
 fn migrate(conn: &Connection) -> Result<()> {
+    // A file already at this schema needs no write lock: reads then never wait behind another
+    // program's writer (WAL lets them proceed). The check is repeated inside the transaction.
+    if with_retry(|| schema_version(conn))? == SCHEMA_VERSION {
+        return Ok(());
+    }
     // Our own version table instead of `PRAGMA user_version`: a memento file may use that
     // pragma for its own purposes, and Lethe must leave memento's bookkeeping alone.
     with_retry(|| {
