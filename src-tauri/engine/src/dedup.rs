@@ -19,12 +19,29 @@ pub fn words(text: &str) -> Vec<String> {
 
 /// The normalised form used for exact-duplicate detection at write time.
 pub fn normalized(text: &str) -> String {
-    words(text).join(" ")
+    let mut out = String::with_capacity(text.len());
+    for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        if w.is_ascii() {
+            out.extend(w.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+        } else {
+            out.push_str(&w.to_lowercase());
+        }
+    }
+    out
 }
 
 pub fn content_hash(text: &str) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::digest(normalized(text).as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    let mut out = String::with_capacity(64);
+    for b in digest.iter() {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 15)]));
+    }
+    out
 }
 
 fn fnv1a(bytes: &[u8]) -> u64 {
@@ -36,19 +53,43 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     h
 }
 
-/// Hashed word bigrams (a single word for one-word texts).
-pub fn shingles(text: &str) -> HashSet<u64> {
-    let w = words(text);
-    let mut out = HashSet::with_capacity(w.len());
-    if w.len() == 1 {
-        out.insert(fnv1a(w[0].as_bytes()));
-    }
-    for pair in w.windows(2) {
-        let mut h = fnv1a(pair[0].as_bytes());
-        h ^= fnv1a(pair[1].as_bytes()).rotate_left(17).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        out.insert(h);
+/// The FNV-1a hash of every word of `text` (as [`words`] splits and lowercases it), without
+/// allocating a string per word when the word is ASCII.
+fn word_hashes(text: &str) -> Vec<u64> {
+    let mut out = Vec::with_capacity(text.len() / 5 + 1);
+    for w in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        if w.is_ascii() {
+            let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+            for b in w.bytes() {
+                h ^= u64::from(b.to_ascii_lowercase());
+                h = h.wrapping_mul(0x0100_0000_01b3);
+            }
+            out.push(h);
+        } else {
+            out.push(fnv1a(w.to_lowercase().as_bytes()));
+        }
     }
     out
+}
+
+/// The shingle hashes of [`shingles`], as a sorted vector without repeats.
+fn shingle_vec(text: &str) -> Vec<u64> {
+    let w = word_hashes(text);
+    let mut out = Vec::with_capacity(w.len());
+    if w.len() == 1 {
+        out.push(w[0]);
+    }
+    for pair in w.windows(2) {
+        out.push(pair[0] ^ pair[1].rotate_left(17).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Hashed word bigrams (a single word for one-word texts).
+pub fn shingles(text: &str) -> HashSet<u64> {
+    shingle_vec(text).into_iter().collect()
 }
 
 /// Exact Jaccard similarity of two shingle sets (0 when both are empty).
@@ -75,14 +116,11 @@ fn mix(x: u64, seed: u64) -> u64 {
 
 /// The LSH band keys of a text: `BANDS` 32-bit keys, stored as 64 bytes.
 pub fn band_keys(text: &str) -> Vec<u8> {
-    let sh = shingles(text);
+    let sh = shingle_vec(text);
     let mut mins = [u64::MAX; HASHES];
     for s in &sh {
         for (i, m) in mins.iter_mut().enumerate() {
-            let h = mix(*s, i as u64 + 1);
-            if h < *m {
-                *m = h;
-            }
+            *m = (*m).min(mix(*s, i as u64 + 1));
         }
     }
     let mut out = Vec::with_capacity(BANDS * 4);
@@ -167,6 +205,79 @@ mod tests {
     fn exact_hash_ignores_case_and_punctuation() {
         assert_eq!(content_hash("Auth uses Ed25519."), content_hash("auth  uses ed25519"));
         assert_ne!(content_hash("auth uses ed25519"), content_hash("auth uses rsa"));
+    }
+
+    /// The implementation before the allocation-free rewrite; signatures stored in existing
+    /// files were computed with it, so the new one must agree byte for byte.
+    mod reference {
+        use super::super::{fnv1a, mix, words, BANDS, HASHES, ROWS};
+        use sha2::{Digest, Sha256};
+        use std::collections::HashSet;
+
+        pub fn content_hash(text: &str) -> String {
+            let digest = Sha256::digest(words(text).join(" ").as_bytes());
+            digest.iter().map(|b| format!("{b:02x}")).collect()
+        }
+
+        pub fn shingles(text: &str) -> HashSet<u64> {
+            let w = words(text);
+            let mut out = HashSet::with_capacity(w.len());
+            if w.len() == 1 {
+                out.insert(fnv1a(w[0].as_bytes()));
+            }
+            for pair in w.windows(2) {
+                let mut h = fnv1a(pair[0].as_bytes());
+                h ^= fnv1a(pair[1].as_bytes()).rotate_left(17).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                out.insert(h);
+            }
+            out
+        }
+
+        pub fn band_keys(text: &str) -> Vec<u8> {
+            let sh = shingles(text);
+            let mut mins = [u64::MAX; HASHES];
+            for s in &sh {
+                for (i, m) in mins.iter_mut().enumerate() {
+                    let h = mix(*s, i as u64 + 1);
+                    if h < *m {
+                        *m = h;
+                    }
+                }
+            }
+            let mut out = Vec::with_capacity(BANDS * 4);
+            for b in 0..BANDS {
+                let mut h: u64 = 0x51_7cc1_b727_220a ^ b as u64;
+                for r in 0..ROWS {
+                    h = mix(h ^ mins[b * ROWS + r], 0x2545_f491);
+                }
+                let key = if sh.is_empty() { 0 } else { (h >> 32) as u32 | 1 };
+                out.extend_from_slice(&key.to_le_bytes());
+            }
+            out
+        }
+    }
+
+    #[test]
+    fn signatures_match_the_reference_implementation() {
+        let mut texts: Vec<String> = crate::workload::Generator::new(2_000).map(|i| i.content).collect();
+        texts.extend(
+            [
+                "",
+                "   ",
+                "one",
+                "ÄRGER über Straße, ÉCOLE — naïve café",
+                "Deploy rollback: run kubectl rollout undo; THEN check /health",
+                "a a a a a",
+                "İstanbul ǅemal ß ﬁ",
+                "x1 y2 z3 x1 y2",
+            ]
+            .map(String::from),
+        );
+        for t in &texts {
+            assert_eq!(band_keys(t), reference::band_keys(t), "band keys of {t:?}");
+            assert_eq!(content_hash(t), reference::content_hash(t), "hash of {t:?}");
+            assert_eq!(shingles(t), reference::shingles(t), "shingles of {t:?}");
+        }
     }
 
     #[test]

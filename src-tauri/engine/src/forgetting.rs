@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant as Clock;
 
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
 use crate::audit::{self, EventSpec};
@@ -136,6 +136,126 @@ impl Snapshot {
             }
         }
         Ok(Snapshot { rows, pairs })
+    }
+
+    /// Brings the snapshot up to date for the memories in `ids` (from the change journal):
+    /// their rows are reloaded (or dropped when they are gone) and their similar pairs
+    /// recomputed against every active memory through the stored band keys. The result equals
+    /// a fresh [`Snapshot::load`] up to the order of rows (changed rows move to the end), except
+    /// that the per-bucket cap of [`dedup::candidate_pairs`] is not applied to changed rows.
+    pub fn apply_changes(&mut self, conn: &Connection, ids: &[String]) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let changed: HashSet<&str> = ids.iter().map(String::as_str).collect();
+        // 1. Drop the changed rows and every pair that touches one; renumber the rest.
+        let mut remap: Vec<Option<u32>> = Vec::with_capacity(self.rows.len());
+        let mut kept = Vec::with_capacity(self.rows.len() + ids.len());
+        for r in self.rows.drain(..) {
+            if changed.contains(r.id.as_str()) {
+                remap.push(None);
+            } else {
+                remap.push(Some(kept.len() as u32));
+                kept.push(r);
+            }
+        }
+        self.rows = kept;
+        self.pairs =
+            self.pairs.iter().filter_map(|&(a, b, sim)| Some((remap[a as usize]?, remap[b as usize]?, sim))).collect();
+        // 2. Reload the changed rows that still exist; keep band keys and content of the active.
+        let mut stmt = conn.prepare_cached(&format!("{ROW_SQL} WHERE m.id = ?1"))?;
+        let mut fresh: Vec<(u32, Vec<u8>, HashSet<u64>)> = Vec::new();
+        let mut done: HashSet<&str> = HashSet::with_capacity(changed.len());
+        for id in ids {
+            if !done.insert(id.as_str()) {
+                continue;
+            }
+            let Some((Some(row), bands, content)) = stmt.query_row([id], read_row).optional()? else { continue };
+            let idx = self.rows.len() as u32;
+            if !row.is_deleted {
+                let content = match content {
+                    Some(c) => c,
+                    None => {
+                        conn.query_row("SELECT content FROM memory_item WHERE rowid = ?1", [row.rowid], |r| r.get(0))?
+                    }
+                };
+                let bands = bands.unwrap_or_else(|| dedup::band_keys(&content));
+                fresh.push((idx, bands, dedup::shingles(&content)));
+            }
+            self.rows.push(row);
+        }
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        // 3. Candidates: active memories sharing a band key (same band) with a changed one.
+        let mut wanted: HashMap<(usize, u32), Vec<usize>> = HashMap::new();
+        for (f, (_, bands, _)) in fresh.iter().enumerate() {
+            for b in 0..dedup::BANDS {
+                let k = dedup::band_key(bands, b);
+                if k != 0 {
+                    wanted.entry((b, k)).or_default().push(f);
+                }
+            }
+        }
+        let index: HashMap<i64, u32> = self.rows.iter().enumerate().map(|(i, r)| (r.rowid, i as u32)).collect();
+        let fresh_of: HashMap<u32, usize> = fresh.iter().enumerate().map(|(f, (i, _, _))| (*i, f)).collect();
+        let mut cand: HashSet<(usize, u32)> = HashSet::new();
+        let mut all = conn.prepare(
+            "SELECT m.rowid, s.bands, CASE WHEN s.bands IS NULL THEN m.content END \
+             FROM memory_item m LEFT JOIN lethe_signature s ON s.memory_id = m.id \
+             WHERE COALESCE(m.is_deleted, 0) = 0",
+        )?;
+        let mut q = all.query([])?;
+        while let Some(r) = q.next()? {
+            let Some(&other) = index.get(&r.get::<_, i64>(0)?) else { continue };
+            let bands: Vec<u8> = match r.get::<_, Option<Vec<u8>>>(1)? {
+                Some(b) => b,
+                None => dedup::band_keys(&r.get::<_, Option<String>>(2)?.unwrap_or_default()),
+            };
+            for b in 0..dedup::BANDS {
+                let k = dedup::band_key(&bands, b);
+                if k == 0 {
+                    continue;
+                }
+                for &f in wanted.get(&(b, k)).into_iter().flatten() {
+                    let mine = fresh[f].0;
+                    if other == mine {
+                        continue;
+                    }
+                    // A pair of two changed memories is kept once, from the lower index.
+                    if let Some(&g) = fresh_of.get(&other) {
+                        if g < f {
+                            continue;
+                        }
+                    }
+                    cand.insert((f, other));
+                }
+            }
+        }
+        // 4. Exact Jaccard on the candidates.
+        let mut cand: Vec<(usize, u32)> = cand.into_iter().collect();
+        cand.sort_unstable();
+        let mut content = conn.prepare_cached("SELECT content FROM memory_item WHERE rowid = ?1")?;
+        let mut cache: HashMap<u32, HashSet<u64>> = HashMap::new();
+        for (f, other) in cand {
+            let sim = match fresh_of.get(&other) {
+                Some(&g) => dedup::jaccard(&fresh[f].2, &fresh[g].2),
+                None => {
+                    let theirs = match cache.entry(other) {
+                        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                        std::collections::hash_map::Entry::Vacant(v) => {
+                            let c: String = content.query_row([self.rows[other as usize].rowid], |r| r.get(0))?;
+                            v.insert(dedup::shingles(&c))
+                        }
+                    };
+                    dedup::jaccard(&fresh[f].2, theirs)
+                }
+            };
+            if sim > 0.0 {
+                self.pairs.push((fresh[f].0, other, sim));
+            }
+        }
+        Ok(())
     }
 
     /// Duplication and its source per row at `now` (DESIGN §3 dominance rule).
