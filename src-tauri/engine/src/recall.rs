@@ -2,7 +2,7 @@
 //! `w_sim·S + w_rec·R + w_scene·C + w_pri·Pr`, each term in [0, 1], with a breakdown per
 //! result. Any user text is a safe query: it is reduced to quoted words joined by OR.
 
-use rusqlite::{params_from_iter, Connection};
+use rusqlite::Connection;
 use serde::Serialize;
 
 use crate::decay;
@@ -46,17 +46,22 @@ pub struct Hit {
 /// The FTS5 MATCH expression for arbitrary text: every word quoted, joined by OR, so that
 /// `"`, `*`, `NEAR`, `-`, `OR (` are searched as words and never parsed as syntax.
 pub fn match_expression(text: &str) -> Option<String> {
+    quoted_words(text).map(|w| w.join(" OR "))
+}
+
+/// The same words, all required (FTS5's implicit AND).
+pub fn match_all_expression(text: &str) -> Option<String> {
+    quoted_words(text).map(|w| w.join(" "))
+}
+
+fn quoted_words(text: &str) -> Option<Vec<String>> {
     let words: Vec<String> = text
         .split(|c: char| !c.is_alphanumeric() && c != '_')
         .filter(|w| !w.is_empty())
         .take(64)
         .map(|w| format!("\"{}\"", w.to_lowercase()))
         .collect();
-    if words.is_empty() {
-        None
-    } else {
-        Some(words.join(" OR "))
-    }
+    (!words.is_empty()).then_some(words)
 }
 
 /// Parses `sim,rec,scene,pri`.
@@ -73,29 +78,37 @@ pub fn parse_weights(raw: &str) -> Result<RecallWeights> {
 
 /// How many BM25 candidates are re-ranked.
 const CANDIDATES: usize = 200;
+/// How many top BM25 matches FTS5 hands over before filters apply.
+const INNER: i64 = 1000;
 
 pub fn recall(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<Hit>> {
     let limit = if q.limit == 0 { 10 } else { q.limit.min(1000) };
-    let Some(expr) = match_expression(&q.text) else { return Ok(Vec::new()) };
+    let (Some(any), Some(all)) = (match_expression(&q.text), match_all_expression(&q.text)) else {
+        return Ok(Vec::new());
+    };
     let settings = Settings::load(conn)?;
     let w = q.weights.clone().unwrap_or_else(|| settings.recall_weights.clone());
+    // Candidates: the best BM25 matches found by FTS5 alone (ranking inside the index before
+    // any join), then the filters. Memories matching every word come first; only when they
+    // are fewer than asked for does the search widen to any word. bm25() sums over all the
+    // query's words either way, so a memory scores the same under both expressions.
     let mut sql = String::from(
         "SELECT m.id, m.type, m.content, m.created_at, m.importance, m.pinned, m.session_id, m.project_id, m.workflow_name, m.tags, \
-         bm25(memory_item_fts) AS rank \
-         FROM memory_item_fts JOIN memory_item m ON m.rowid = memory_item_fts.rowid \
-         WHERE memory_item_fts MATCH ?1 AND COALESCE(m.is_deleted, 0) = 0 \
+         f.rank \
+         FROM (SELECT rowid, bm25(memory_item_fts) AS rank FROM memory_item_fts WHERE memory_item_fts MATCH ?1 \
+               ORDER BY rank LIMIT ?2) f \
+         JOIN memory_item m ON m.rowid = f.rowid \
+         WHERE COALESCE(m.is_deleted, 0) = 0 \
          AND NOT EXISTS (SELECT 1 FROM lethe_supersede s WHERE s.old_id = m.id) \
          AND NOT EXISTS (SELECT 1 FROM lethe_archive a WHERE a.memory_id = m.id AND a.restored_at IS NULL)",
     );
-    let mut args: Vec<String> = vec![expr];
     if let Some(t) = q.tier {
-        args.push(t.as_str().to_string());
-        sql.push_str(&format!(" AND m.type = ?{}", args.len()));
+        sql.push_str(&format!(" AND m.type = '{}'", t.as_str()));
     }
     if let Some(p) = q.pinned {
         sql.push_str(if p { " AND m.pinned = 1" } else { " AND COALESCE(m.pinned, 0) = 0" });
     }
-    sql.push_str(&format!(" ORDER BY rank LIMIT {CANDIDATES}"));
+    sql.push_str(&format!(" ORDER BY f.rank LIMIT {CANDIDATES}"));
     let mut stmt = conn.prepare_cached(&sql)?;
     struct Cand {
         id: String,
@@ -110,7 +123,7 @@ pub fn recall(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<Hi
         tags: Vec<String>,
         rank: f64,
     }
-    let rows = stmt.query_map(params_from_iter(args.iter()), |r| {
+    let read = |r: &rusqlite::Row<'_>| {
         let tier: String = r.get(1)?;
         let created: String = r.get(3)?;
         let tags: Option<String> = r.get(9)?;
@@ -130,13 +143,32 @@ pub fn recall(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<Hi
                 rank: r.get(10)?,
             },
         ))
-    })?;
-    let mut cands = Vec::new();
-    for row in rows {
-        let (tier, mut c) = row?;
-        let Ok(t) = tier.parse::<Tier>() else { continue };
-        c.tier = t;
-        cands.push(c);
+    };
+    let mut fetch = |expr: &str, inner: i64| -> Result<Vec<Cand>> {
+        let mut out = Vec::new();
+        for row in stmt.query_map(rusqlite::params![expr, inner], read)? {
+            let (tier, mut c) = row?;
+            let Ok(t) = tier.parse::<Tier>() else { continue };
+            c.tier = t;
+            out.push(c);
+        }
+        Ok(out)
+    };
+    // Deleted, superseded or filtered-out rows can crowd the first matches out; then the
+    // whole match set is used (inner limit −1 = none).
+    let mut fetch_enough = |expr: &str| -> Result<Vec<Cand>> {
+        let got = fetch(expr, INNER)?;
+        if got.len() < CANDIDATES.min(limit.max(1) * 4) {
+            let all = fetch(expr, -1)?;
+            if all.len() > got.len() {
+                return Ok(all);
+            }
+        }
+        Ok(got)
+    };
+    let mut cands = fetch_enough(&all)?;
+    if cands.len() < limit && all != any {
+        cands = fetch_enough(&any)?;
     }
     // S: BM25 relevance (FTS5 gives it negated) normalised by the best candidate.
     let best = cands.iter().map(|c| -c.rank).fold(0.0_f64, f64::max);

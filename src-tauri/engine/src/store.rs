@@ -381,7 +381,9 @@ fn configure(conn: &Connection) -> Result<()> {
     if mode != "wal" && mode != "memory" {
         return Err(Error::Foreign(format!("could not switch the database to WAL (journal mode {mode})")));
     }
-    conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")?;
+    // temp_store in memory: sorting and FTS merges need no temp files (import +15%,
+    // forgetting batch −16% at 100k, 40% fewer bytes written; see BENCHMARKS.md).
+    conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY;")?;
     Ok(())
 }
 
