@@ -129,3 +129,54 @@ fn pin_unpin_delete_restore_from_two_processes_keep_audit_consistent() {
         .ok();
     assert_eq!(last_pin.as_deref() == Some("pin"), m.pinned, "the last audited pin action matches the state");
 }
+
+/// Recall statistics are exact across threads and processes: 4 threads × 2,500 hits through
+/// the coalescing buffer while a second process runs 40 `lethe recall`s of the same memory.
+#[test]
+fn meta_statistics_are_exact_across_threads_and_a_second_process() {
+    use lethe_engine::meta;
+    let path = db("meta");
+    let mut conn = store::open(&path).unwrap();
+    let id = lifecycle::remember(
+        &mut conn,
+        &NewMemory::new(Tier::Semantic, "alpha beta gamma rollout"),
+        "user",
+        chrono::Utc::now(),
+    )
+    .unwrap()
+    .id()
+    .unwrap()
+    .to_string();
+    let buf = Arc::new(meta::MetaBuffer::start(&path, std::time::Duration::from_millis(100)).unwrap());
+    let other = {
+        let path = path.clone();
+        std::thread::spawn(move || {
+            for _ in 0..40 {
+                let out = Command::new(env!("CARGO_BIN_EXE_lethe"))
+                    .arg("--db")
+                    .arg(&path)
+                    .args(["recall", "alpha rollout"])
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            }
+        })
+    };
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let (buf, id) = (buf.clone(), id.clone());
+            std::thread::spawn(move || {
+                for _ in 0..2500 {
+                    buf.record_hit(&id, 0.9, chrono::Utc::now());
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    other.join().unwrap();
+    Arc::try_unwrap(buf).ok().expect("last handle").shutdown();
+    let stored = meta::read_stored(&conn, &id).unwrap().unwrap();
+    assert_eq!(stored.recall_count, 10_040, "no increment lost between the buffer and the other process");
+}

@@ -78,8 +78,9 @@ pub fn parse_weights(raw: &str) -> Result<RecallWeights> {
 
 /// How many BM25 candidates are re-ranked.
 const CANDIDATES: usize = 200;
-/// How many top BM25 matches FTS5 hands over before filters apply.
-const INNER: i64 = 1000;
+/// How many top BM25 matches FTS5 hands over before filters apply (more are fetched when
+/// filters leave too few).
+const INNER: i64 = 400;
 
 pub fn recall(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<Hit>> {
     let limit = if q.limit == 0 { 10 } else { q.limit.min(1000) };
@@ -93,7 +94,7 @@ pub fn recall(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<Hi
     // are fewer than asked for does the search widen to any word. bm25() sums over all the
     // query's words either way, so a memory scores the same under both expressions.
     let mut sql = String::from(
-        "SELECT m.id, m.type, m.content, m.created_at, m.importance, m.pinned, m.session_id, m.project_id, m.workflow_name, m.tags, \
+        "SELECT m.id, m.type, m.rowid, m.created_at, m.importance, m.pinned, m.session_id, m.project_id, m.workflow_name, m.tags, \
          f.rank \
          FROM (SELECT rowid, bm25(memory_item_fts) AS rank FROM memory_item_fts WHERE memory_item_fts MATCH ?1 \
                ORDER BY rank LIMIT ?2) f \
@@ -113,7 +114,7 @@ pub fn recall(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<Hi
     struct Cand {
         id: String,
         tier: Tier,
-        content: String,
+        rowid: i64,
         created: Option<Instant>,
         importance: f64,
         pinned: bool,
@@ -132,7 +133,7 @@ pub fn recall(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<Hi
             Cand {
                 id: r.get(0)?,
                 tier: Tier::Working,
-                content: r.get(2)?,
+                rowid: r.get(2)?,
                 created: time::parse_opt(Some(&created)),
                 importance: r.get::<_, Option<f64>>(4)?.unwrap_or(0.5),
                 pinned: r.get::<_, Option<i64>>(5)?.unwrap_or(0) != 0,
@@ -156,12 +157,17 @@ pub fn recall(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<Hi
     };
     // Deleted, superseded or filtered-out rows can crowd the first matches out; then the
     // whole match set is used (inner limit −1 = none).
+    let mut count = conn.prepare_cached(
+        "SELECT COUNT(*) FROM (SELECT rowid FROM memory_item_fts WHERE memory_item_fts MATCH ?1 LIMIT ?2)",
+    )?;
     let mut fetch_enough = |expr: &str| -> Result<Vec<Cand>> {
         let got = fetch(expr, INNER)?;
+        // Fewer than wanted: if FTS had more matches than it handed over, filtered-out rows
+        // crowded the rest out, so the whole match set is used (inner limit −1 = none).
         if got.len() < CANDIDATES.min(limit.max(1) * 4) {
-            let all = fetch(expr, -1)?;
-            if all.len() > got.len() {
-                return Ok(all);
+            let matches: i64 = count.query_row(rusqlite::params![expr, INNER + 1], |r| r.get(0))?;
+            if matches > INNER {
+                return fetch(expr, -1);
             }
         }
         Ok(got)
@@ -178,7 +184,7 @@ pub fn recall(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<Hi
             .filter_map(|(k, v)| v.map(|v| (k, v)))
             .collect();
     let ctx_size = context.len() + q.tags.len();
-    let mut hits: Vec<Hit> = cands
+    let mut hits: Vec<(i64, Hit)> = cands
         .into_iter()
         .map(|c| {
             let sim = if best > 0.0 { (-c.rank / best).clamp(0.0, 1.0) } else { 0.0 };
@@ -202,12 +208,19 @@ pub fn recall(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<Hi
             let pri = (c.importance + if c.pinned { 0.2 } else { 0.0 }).clamp(0.0, 1.0);
             let breakdown = Breakdown { similarity: sim, recency: rec, scene, priority: pri };
             let score = w.similarity * sim + w.recency * rec + w.scene * scene + w.priority * pri;
-            Hit { id: c.id, tier: c.tier, content: c.content, score, bm25: c.rank, breakdown }
+            (c.rowid, Hit { id: c.id, tier: c.tier, content: String::new(), score, bm25: c.rank, breakdown })
         })
         .collect();
-    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.bm25.total_cmp(&b.bm25)));
+    hits.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.1.bm25.total_cmp(&b.1.bm25)));
     hits.truncate(limit);
-    Ok(hits)
+    // Content is read only for the memories returned, not for every candidate.
+    let mut content = conn.prepare_cached("SELECT content FROM memory_item WHERE rowid = ?1")?;
+    hits.into_iter()
+        .map(|(rowid, mut h)| {
+            h.content = content.query_row([rowid], |r| r.get(0))?;
+            Ok(h)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -234,6 +247,41 @@ mod tests {
         let r = recall(&conn, &RecallQuery { text: "docker NEAR/3 (uid".into(), limit: 10, ..Default::default() }, now)
             .unwrap();
         assert_eq!(r.len(), 1, "words are still found");
+    }
+
+    #[test]
+    fn many_deleted_better_matches_do_not_hide_an_active_one() {
+        let mut conn = store::open_in_memory().unwrap();
+        let now = chrono::Utc::now();
+        for i in 0..450 {
+            let id = lifecycle::remember(
+                &mut conn,
+                &NewMemory::new(Tier::Episodic, format!("alpha alpha {i}")),
+                "user",
+                now,
+            )
+            .unwrap()
+            .id()
+            .unwrap()
+            .to_string();
+            lifecycle::soft_delete(&mut conn, &id, None, "user", now).unwrap();
+        }
+        let keep = lifecycle::remember(
+            &mut conn,
+            &NewMemory::new(Tier::Episodic, "alpha in a much longer sentence about other things entirely"),
+            "user",
+            now,
+        )
+        .unwrap()
+        .id()
+        .unwrap()
+        .to_string();
+        let hits = recall(&conn, &RecallQuery { text: "alpha".into(), limit: 5, ..Default::default() }, now).unwrap();
+        assert_eq!(
+            hits.iter().map(|h| h.id.as_str()).collect::<Vec<_>>(),
+            vec![keep.as_str()],
+            "found past 450 deleted better matches"
+        );
     }
 
     #[test]

@@ -186,8 +186,10 @@ impl Settings {
 
     /// Loads the settings stored in the file over the defaults.
     pub fn load(conn: &Connection) -> Result<Settings> {
-        let raw: Option<String> =
-            conn.query_row("SELECT value FROM lethe_settings WHERE key = 'policy'", [], |r| r.get(0)).optional()?;
+        let raw: Option<String> = conn
+            .prepare_cached("SELECT value FROM lethe_settings WHERE key = 'policy'")?
+            .query_row([], |r| r.get(0))
+            .optional()?;
         match raw {
             None => Ok(Settings::default()),
             Some(raw) => Ok(serde_json::from_str(&raw)?),
