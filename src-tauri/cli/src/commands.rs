@@ -234,18 +234,7 @@ pub struct ListArgs {
     pub project: Option<String>,
 }
 
-/// The default database path: `$LETHE_DB`, else `<data dir>/lethe/memory.db`.
-pub fn default_db_path() -> PathBuf {
-    if let Some(p) = std::env::var_os("LETHE_DB").filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
-    }
-    let base = std::env::var_os("XDG_DATA_HOME")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
-        .unwrap_or_else(|| PathBuf::from("."));
-    base.join("lethe").join("memory.db")
-}
+pub use lethe_engine::store::default_db_path;
 
 pub fn open_db(path: &Option<PathBuf>) -> Result<rusqlite_conn::Connection> {
     let path = path.clone().unwrap_or_else(default_db_path);

@@ -409,6 +409,22 @@ fn refuse_other_programs_file(conn: &Connection) -> Result<()> {
     }
 }
 
+/// Where the database lives unless `--db` says otherwise: `$LETHE_DB`, else
+/// `$XDG_DATA_HOME/lethe/memory.db`, else `~/.local/share/lethe/memory.db`. The CLI, the MCP
+/// server and the window share this one rule.
+pub fn default_db_path() -> std::path::PathBuf {
+    use std::path::PathBuf;
+    if let Some(p) = std::env::var_os("LETHE_DB").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .unwrap_or_else(|| PathBuf::from("."));
+    base.join("lethe").join("memory.db")
+}
+
 /// Opens (creating if missing) a database file and brings its schema up to date.
 pub fn open(path: impl AsRef<Path>) -> Result<Connection> {
     let path = path.as_ref();
