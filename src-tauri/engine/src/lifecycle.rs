@@ -378,11 +378,10 @@ pub fn edit(conn: &mut Connection, id: &str, content: &str, actor: &str, now: In
     validate_content(content, &settings)?;
     let hash = dedup::content_hash(content);
     let bands = dedup::band_keys(content);
-    mutate(conn, id, "edit", actor, now, |tx, before| {
+    mutate(conn, id, "edit", actor, now, |tx, _| {
         if crate::archive::is_archived(tx, id)? {
             return Err(Error::invalid(format!("memory {id} is archived; unarchive it before editing")));
         }
-        let _ = before;
         tx.execute(
             "UPDATE memory_item SET content = ?2, edit_count = COALESCE(edit_count, 0) + 1, last_accessed = ?3 WHERE id = ?1",
             params![id, content, time::format(now)],
