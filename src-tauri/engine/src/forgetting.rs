@@ -531,13 +531,14 @@ pub struct BatchOptions<'a> {
     pub now: Instant,
     pub progress: Option<&'a (dyn Fn(usize, usize) + Sync)>,
     pub cancel: Option<&'a AtomicBool>,
-    /// Actions per write transaction.
+    /// Actions per write transaction. 10,000 rather than 2,000: a crash still loses at most
+    /// one chunk (never half of one), and at 100k the run took 1.06 s instead of 1.54 s.
     pub chunk: usize,
 }
 
 impl<'a> BatchOptions<'a> {
     pub fn new(now: Instant, dry_run: bool) -> Self {
-        BatchOptions { dry_run, now, progress: None, cancel: None, chunk: 2000 }
+        BatchOptions { dry_run, now, progress: None, cancel: None, chunk: 10000 }
     }
 }
 
@@ -574,6 +575,16 @@ pub fn ensure_signatures(conn: &mut Connection) -> Result<usize> {
 /// of short transactions; safe to interrupt and rerun (idempotent).
 pub fn run_batch(conn: &mut Connection, opts: &BatchOptions<'_>) -> Result<BatchReport> {
     let started = Clock::now();
+    // The batch touches rows all over the table and its indexes; with SQLite's default 2 MiB
+    // page cache most writes re-read their pages. A larger cache for this run only.
+    let cache_before: i64 = conn.query_row("PRAGMA cache_size", [], |r| r.get(0))?;
+    conn.execute_batch("PRAGMA cache_size = -131072")?;
+    let out = run_batch_inner(conn, opts, started);
+    conn.execute_batch(&format!("PRAGMA cache_size = {cache_before}"))?;
+    out
+}
+
+fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Clock) -> Result<BatchReport> {
     let now = opts.now;
     if !opts.dry_run {
         ensure_signatures(conn)?;
