@@ -254,28 +254,14 @@ mod tests {
         let mut conn = store::open_in_memory().unwrap();
         let now = chrono::Utc::now();
         for i in 0..450 {
-            let id = lifecycle::remember(
-                &mut conn,
-                &NewMemory::new(Tier::Episodic, format!("alpha alpha {i}")),
-                "user",
-                now,
-            )
-            .unwrap()
-            .id()
-            .unwrap()
-            .to_string();
+            let id = put(&mut conn, NewMemory::new(Tier::Episodic, format!("alpha alpha {i}")), now);
             lifecycle::soft_delete(&mut conn, &id, None, "user", now).unwrap();
         }
-        let keep = lifecycle::remember(
+        let keep = put(
             &mut conn,
-            &NewMemory::new(Tier::Episodic, "alpha in a much longer sentence about other things entirely"),
-            "user",
+            NewMemory::new(Tier::Episodic, "alpha in a much longer sentence about other things entirely"),
             now,
-        )
-        .unwrap()
-        .id()
-        .unwrap()
-        .to_string();
+        );
         let hits = recall(&conn, &RecallQuery { text: "alpha".into(), limit: 5, ..Default::default() }, now).unwrap();
         assert_eq!(
             hits.iter().map(|h| h.id.as_str()).collect::<Vec<_>>(),

@@ -106,6 +106,17 @@ fn columns(conn: &Connection, table: &str) -> Vec<String> {
     stmt.query_map([], |r| r.get(1)).unwrap().map(Result::unwrap).collect()
 }
 
+/// After Lethe opened a memento file: its own journal triggers plus FTS triggers under
+/// memento's names, exactly once.
+const EXPECTED_TRIGGERS: [&str; 6] = [
+    "lethe_change_ad",
+    "lethe_change_ai",
+    "lethe_change_au",
+    "memory_item_fts_delete",
+    "memory_item_fts_insert",
+    "memory_item_fts_update",
+];
+
 fn triggers_on_memory_item(conn: &Connection) -> BTreeSet<String> {
     let mut stmt =
         conn.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'memory_item'").unwrap();
@@ -284,18 +295,7 @@ fn early_memento_file_opens_scores_and_keeps_working_with_memento() {
     // No FTS in memento 0.1: Lethe built one over the existing rows, with memento's trigger names.
     assert_eq!(fts_ids(&conn, "deploy"), vec!["mem_early_2".to_string()]);
     assert_eq!(fts_ids(&conn, "postgresql"), vec!["mem_early_1".to_string()]);
-    let triggers: Vec<String> = triggers_on_memory_item(&conn).into_iter().collect();
-    assert_eq!(
-        triggers,
-        [
-            "lethe_change_ad",
-            "lethe_change_ai",
-            "lethe_change_au",
-            "memory_item_fts_delete",
-            "memory_item_fts_insert",
-            "memory_item_fts_update"
-        ]
-    );
+    assert_eq!(triggers_on_memory_item(&conn).into_iter().collect::<Vec<_>>(), EXPECTED_TRIGGERS);
     assert_fts_exact(&memento_conn(&path));
 
     // Show and score: a datetime('now') timestamp reads as UTC, NULL version counts as 1.
@@ -349,18 +349,7 @@ fn memento_136_file_opens_and_its_tables_stay_memento_s() {
     assert_eq!(conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0)).unwrap(), user_version);
 
     // memento's FTS is used as it is: no second set of triggers, no double indexing.
-    let triggers: Vec<String> = triggers_on_memory_item(&conn).into_iter().collect();
-    assert_eq!(
-        triggers,
-        [
-            "lethe_change_ad",
-            "lethe_change_ai",
-            "lethe_change_au",
-            "memory_item_fts_delete",
-            "memory_item_fts_insert",
-            "memory_item_fts_update"
-        ]
-    );
+    assert_eq!(triggers_on_memory_item(&conn).into_iter().collect::<Vec<_>>(), EXPECTED_TRIGGERS);
     assert_fts_exact(&memento_conn(&path));
     assert_eq!(fts_ids(&conn, "snapshot"), vec!["mem_new_3".to_string()], "reflection notes are searchable");
     assert_eq!(fts_ids(&conn, "timed"), vec!["mem_new_3".to_string()]);
@@ -512,18 +501,7 @@ fn a_lethe_file_from_schema_2_gets_memento_s_trigger_names_and_a_consistent_inde
     }
     let conn = store::open(&path).unwrap();
     assert_eq!(store::schema_version(&conn).unwrap(), 3);
-    let triggers: Vec<String> = triggers_on_memory_item(&conn).into_iter().collect();
-    assert_eq!(
-        triggers,
-        [
-            "lethe_change_ad",
-            "lethe_change_ai",
-            "lethe_change_au",
-            "memory_item_fts_delete",
-            "memory_item_fts_insert",
-            "memory_item_fts_update"
-        ]
-    );
+    assert_eq!(triggers_on_memory_item(&conn).into_iter().collect::<Vec<_>>(), EXPECTED_TRIGGERS);
     assert_fts_exact(&memento_conn(&path));
     assert_eq!(fts_ids(&conn, "kubectl").len(), 1);
 }
