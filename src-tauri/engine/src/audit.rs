@@ -31,7 +31,7 @@ pub struct EventSpec<'a> {
 }
 
 pub fn record_event(conn: &Connection, e: EventSpec<'_>, now: Instant) -> Result<ForgettingEvent> {
-    let id = format!("fev_{}", uuid::Uuid::new_v4());
+    let id = format!("fev_{}", uuid::Uuid::now_v7());
     let created_at = time::format(now);
     let metadata_json = e.metadata.as_ref().map(|m| m.to_string());
     conn.prepare_cached(

@@ -2,8 +2,6 @@
 //! shingles, with MinHash signatures banded for locality-sensitive hashing so that finding
 //! near-copies stays sub-quadratic. Signatures are computed at write time and stored.
 
-use std::collections::HashSet;
-
 use sha2::{Digest, Sha256};
 
 /// 16 bands of 4 rows: pairs with Jaccard ≥ 0.5 become candidates with probability ≥ 0.64,
@@ -87,17 +85,29 @@ fn shingle_vec(text: &str) -> Vec<u64> {
     out
 }
 
-/// Hashed word bigrams (a single word for one-word texts).
-pub fn shingles(text: &str) -> HashSet<u64> {
-    shingle_vec(text).into_iter().collect()
+/// Hashed word bigrams (a single word for one-word texts), sorted, without repeats.
+pub fn shingles(text: &str) -> Vec<u64> {
+    shingle_vec(text)
 }
 
-/// Exact Jaccard similarity of two shingle sets (0 when both are empty).
-pub fn jaccard(a: &HashSet<u64>, b: &HashSet<u64>) -> f64 {
+/// Exact Jaccard similarity of two shingle sets as [`shingles`] returns them (sorted, no
+/// repeats); 0 when both are empty.
+pub fn jaccard(a: &[u64], b: &[u64]) -> f64 {
     if a.is_empty() && b.is_empty() {
         return 0.0;
     }
-    let inter = a.intersection(b).count();
+    let (mut i, mut j, mut inter) = (0, 0, 0usize);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                inter += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
     let union = a.len() + b.len() - inter;
     inter as f64 / union as f64
 }
@@ -144,32 +154,66 @@ pub fn band_key(bands: &[u8], band: usize) -> u32 {
     u32::from_le_bytes([bands[i], bands[i + 1], bands[i + 2], bands[i + 3]])
 }
 
+/// A band bucket with more members than this is split further (see [`candidate_pairs`]).
+pub const BUCKET_CAP: usize = 1024;
+
 /// Candidate pairs (indices into `sigs`) sharing at least one band key. Works band by band on
 /// a sorted vector, so memory stays linear and time O(n log n) per band.
+///
+/// Whether two memories are candidates depends on the two of them only (so deleting other
+/// memories never creates new pairs and the policy batch stays idempotent), except in a
+/// bucket of more than [`BUCKET_CAP`] members: there only members that also share the next
+/// band's key are paired, so that a degenerate text shared by thousands of rows cannot make
+/// the batch quadratic. (The reference workload's largest bucket at 1,000,000 memories has
+/// 701 members.)
 pub fn candidate_pairs(sigs: &[&[u8]]) -> Vec<(u32, u32)> {
+    // Bands are independent: half of them on a second thread when there is enough to do.
+    let (first, second) = (0..BANDS / 2, BANDS / 2..BANDS);
+    let mut pairs = if sigs.len() < 50_000 {
+        band_pairs(sigs, 0..BANDS)
+    } else {
+        std::thread::scope(|scope| {
+            let other = scope.spawn(|| band_pairs(sigs, second));
+            let mut pairs = band_pairs(sigs, first);
+            pairs.extend(other.join().expect("worker thread panicked"));
+            pairs
+        })
+    };
+    pairs.sort_unstable();
+    pairs.dedup();
+    pairs
+}
+
+fn band_pairs(sigs: &[&[u8]], bands: std::ops::Range<usize>) -> Vec<(u32, u32)> {
     let mut pairs: Vec<(u32, u32)> = Vec::new();
     let mut keyed: Vec<(u32, u32)> = Vec::with_capacity(sigs.len());
-    for band in 0..BANDS {
+    let mut sub: Vec<(u32, u32)> = Vec::new();
+    let push_all = |pairs: &mut Vec<(u32, u32)>, bucket: &[(u32, u32)]| {
+        for i in 0..bucket.len() {
+            for j in (i + 1)..bucket.len() {
+                let (a, b) = (bucket[i].1, bucket[j].1);
+                pairs.push((a.min(b), a.max(b)));
+            }
+        }
+    };
+    for band in bands {
         keyed.clear();
         keyed.extend(sigs.iter().enumerate().map(|(i, s)| (band_key(s, band), i as u32)).filter(|(k, _)| *k != 0));
         keyed.sort_unstable();
-        let mut start = 0;
-        while start < keyed.len() {
-            let mut end = start + 1;
-            while end < keyed.len() && keyed[end].0 == keyed[start].0 {
-                end += 1;
+        for bucket in keyed.chunk_by(|x, y| x.0 == y.0) {
+            if bucket.len() <= BUCKET_CAP {
+                push_all(&mut pairs, bucket);
+                continue;
             }
-            // A huge bucket means a degenerate text shared by many rows (e.g. boilerplate);
-            // cap the pairs it contributes so a pathological file cannot go quadratic.
-            let bucket = &keyed[start..end];
-            let limit = bucket.len().min(64);
-            for i in 0..limit {
-                for j in (i + 1)..limit {
-                    let (a, b) = (bucket[i].1, bucket[j].1);
-                    pairs.push((a.min(b), a.max(b)));
-                }
+            let next = (band + 1) % BANDS;
+            sub.clear();
+            sub.extend(bucket.iter().map(|&(_, i)| (band_key(sigs[i as usize], next), i)).filter(|(k, _)| *k != 0));
+            sub.sort_unstable();
+            for group in sub.chunk_by(|x, y| x.0 == y.0) {
+                // Members sharing two band keys are near-identical; a group this large is
+                // the same text thousands of times, and its first members stand for it.
+                push_all(&mut pairs, &group[..group.len().min(BUCKET_CAP)]);
             }
-            start = end;
         }
     }
     pairs.sort_unstable();
@@ -180,6 +224,7 @@ pub fn candidate_pairs(sigs: &[&[u8]]) -> Vec<(u32, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashSet;
 
     #[test]
     fn near_copies_share_a_band_and_score_high() {
@@ -276,8 +321,80 @@ mod tests {
         for t in &texts {
             assert_eq!(band_keys(t), reference::band_keys(t), "band keys of {t:?}");
             assert_eq!(content_hash(t), reference::content_hash(t), "hash of {t:?}");
-            assert_eq!(shingles(t), reference::shingles(t), "shingles of {t:?}");
+            assert_eq!(shingles(t).into_iter().collect::<HashSet<u64>>(), reference::shingles(t), "shingles of {t:?}");
         }
+    }
+
+    fn cluster(n: usize) -> Vec<String> {
+        let base = "when the nightly backup of the billing database fails the on call engineer restores the last \
+                    snapshot into staging verifies row counts against the ledger and only then promotes it";
+        (0..n).map(|i| format!("{base} ticket {i}")).collect()
+    }
+
+    #[test]
+    fn candidates_do_not_depend_on_who_else_is_in_the_bucket() {
+        // 150 near-copies: buckets of well over 64 members (the old cap that paired only a
+        // bucket's first 64, so that deleting some members created new pairs).
+        let sigs: Vec<Vec<u8>> = cluster(150).iter().map(|t| band_keys(t)).collect();
+        let refs: Vec<&[u8]> = sigs.iter().map(|s| s.as_slice()).collect();
+        let all = candidate_pairs(&refs);
+        let biggest = (0..BANDS)
+            .map(|b| {
+                let mut keys: Vec<u32> = sigs.iter().map(|s| band_key(s, b)).collect();
+                keys.sort_unstable();
+                keys.chunk_by(|x, y| x == y).map(<[u32]>::len).max().unwrap()
+            })
+            .max()
+            .unwrap();
+        assert!(biggest > 64, "the test needs a large bucket, got {biggest}");
+        // Drop every third memory: the pairs among the rest are exactly the old pairs among them.
+        let kept: Vec<u32> = (0..150u32).filter(|i| i % 3 != 0).collect();
+        let sub: Vec<&[u8]> = kept.iter().map(|&i| refs[i as usize]).collect();
+        let mut from_sub: Vec<(u32, u32)> =
+            candidate_pairs(&sub).into_iter().map(|(a, b)| (kept[a as usize], kept[b as usize])).collect();
+        from_sub.sort_unstable();
+        let restricted: Vec<(u32, u32)> = all.iter().copied().filter(|(a, b)| a % 3 != 0 && b % 3 != 0).collect();
+        assert_eq!(from_sub, restricted);
+    }
+
+    #[test]
+    fn an_oversized_bucket_is_split_by_the_next_band() {
+        // 1,100 members share band 0 (more than BUCKET_CAP); band 1 puts them in groups of 10;
+        // every other band is unique. Only members of the same group are paired.
+        let n = 1_100u32;
+        let sigs: Vec<Vec<u8>> = (0..n)
+            .map(|i| {
+                let mut s = Vec::with_capacity(BANDS * 4);
+                for b in 0..BANDS {
+                    let key: u32 = match b {
+                        0 => 7,
+                        1 => 1_000 + i / 10,
+                        _ => 100_000 + i * 16 + b as u32,
+                    };
+                    s.extend_from_slice(&key.to_le_bytes());
+                }
+                s
+            })
+            .collect();
+        let refs: Vec<&[u8]> = sigs.iter().map(|s| s.as_slice()).collect();
+        let pairs = candidate_pairs(&refs);
+        assert_eq!(pairs.len(), 110 * 45);
+        assert!(pairs.iter().all(|(a, b)| a / 10 == b / 10));
+    }
+
+    #[test]
+    fn jaccard_on_sorted_shingles_matches_the_set_definition() {
+        let texts = cluster(5);
+        let sets: Vec<HashSet<u64>> = texts.iter().map(|t| shingles(t).into_iter().collect()).collect();
+        for (i, a) in texts.iter().enumerate() {
+            for (j, b) in texts.iter().enumerate() {
+                let inter = sets[i].intersection(&sets[j]).count() as f64;
+                let union = sets[i].union(&sets[j]).count() as f64;
+                assert_eq!(similarity(a, b), inter / union);
+            }
+        }
+        assert_eq!(jaccard(&[1, 2, 3], &[2, 3, 4]), 0.5);
+        assert_eq!(jaccard(&[], &[5]), 0.0);
     }
 
     #[test]

@@ -42,6 +42,9 @@ pub struct Row {
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     pub rows: Vec<Row>,
+    /// Rows whose similarity signature is not stored (written by memento or an old import);
+    /// it was computed for this snapshot, and a real policy run stores it.
+    pub unsigned: usize,
     /// (a, b, similarity) over indices into `rows`, both active.
     pub pairs: Vec<(u32, u32, f64)>,
 }
@@ -86,28 +89,49 @@ fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
     ))
 }
 
-fn load_contents(conn: &Connection, rowids: &[i64]) -> Result<HashMap<i64, String>> {
-    let mut out = HashMap::with_capacity(rowids.len());
-    let mut stmt = conn.prepare_cached("SELECT content FROM memory_item WHERE rowid = ?1")?;
-    for r in rowids {
-        let c: String = stmt.query_row([r], |row| row.get(0))?;
-        out.insert(*r, c);
+/// `f` over the two halves of `items` on two threads (this machine class has two cores),
+/// results concatenated in order; one thread when there is little to do.
+pub(crate) fn parallel_halves<T: Sync, R: Send>(items: &[T], f: impl Fn(&[T]) -> Vec<R> + Sync) -> Vec<R> {
+    if items.len() < 50_000 {
+        return f(items);
     }
-    Ok(out)
+    let (a, b) = items.split_at(items.len() / 2);
+    std::thread::scope(|scope| {
+        let second = scope.spawn(|| f(b));
+        let mut out = f(a);
+        out.extend(second.join().expect("worker thread panicked"));
+        out
+    })
 }
 
 impl Snapshot {
     pub fn load(conn: &Connection) -> Result<Snapshot> {
+        // One read transaction: a consistent view of the file, and one shared lock for the
+        // scan and the content reads instead of one per statement.
+        if !conn.is_autocommit() {
+            return Self::load_in_tx(conn);
+        }
+        conn.execute_batch("BEGIN DEFERRED")?;
+        let out = Self::load_in_tx(conn);
+        conn.execute_batch("ROLLBACK")?;
+        out
+    }
+
+    fn load_in_tx(conn: &Connection) -> Result<Snapshot> {
         let mut stmt = conn.prepare(ROW_SQL)?;
         let mut rows = Vec::new();
         let mut sigs: Vec<Vec<u8>> = Vec::new();
         let mut active_idx: Vec<u32> = Vec::new();
+        let mut unsigned = 0;
         let mut iter = stmt.query([])?;
         while let Some(r) = iter.next()? {
             let (row, bands, content) = read_row(r)?;
             let Some(row) = row else { continue };
             // Rows without a stored signature (written by memento) get one computed here.
-            let bands = bands.unwrap_or_else(|| dedup::band_keys(content.as_deref().unwrap_or("")));
+            let bands = bands.unwrap_or_else(|| {
+                unsigned += 1;
+                dedup::band_keys(content.as_deref().unwrap_or(""))
+            });
             if !row.is_deleted {
                 active_idx.push(rows.len() as u32);
                 sigs.push(bands);
@@ -116,33 +140,36 @@ impl Snapshot {
         }
         let sig_refs: Vec<&[u8]> = sigs.iter().map(|s| s.as_slice()).collect();
         let cand = dedup::candidate_pairs(&sig_refs);
-        // Exact Jaccard on the candidates only.
-        let mut needed: Vec<i64> = cand
-            .iter()
-            .flat_map(|(a, b)| {
-                [rows[active_idx[*a as usize] as usize].rowid, rows[active_idx[*b as usize] as usize].rowid]
-            })
-            .collect();
+        // Exact Jaccard on the candidates only: the content of every memory in a pair, read
+        // in rowid order, as shingle sets indexed like `sigs`.
+        let mut needed: Vec<u32> = cand.iter().flat_map(|&(a, b)| [a, b]).collect();
         needed.sort_unstable();
         needed.dedup();
-        let contents = load_contents(conn, &needed)?;
-        let shingles: HashMap<i64, HashSet<u64>> = contents.iter().map(|(k, v)| (*k, dedup::shingles(v))).collect();
-        let mut pairs = Vec::with_capacity(cand.len());
-        for (a, b) in cand {
-            let (ia, ib) = (active_idx[a as usize], active_idx[b as usize]);
-            let sim = dedup::jaccard(&shingles[&rows[ia as usize].rowid], &shingles[&rows[ib as usize].rowid]);
-            if sim > 0.0 {
-                pairs.push((ia, ib, sim));
+        let mut shingles: Vec<Vec<u64>> = vec![Vec::new(); sigs.len()];
+        {
+            let mut content = conn.prepare_cached("SELECT content FROM memory_item WHERE rowid = ?1")?;
+            for &a in &needed {
+                let c: String = content.query_row([rows[active_idx[a as usize] as usize].rowid], |r| r.get(0))?;
+                shingles[a as usize] = dedup::shingles(&c);
             }
         }
-        Ok(Snapshot { rows, pairs })
+        let similar = |part: &[(u32, u32)]| -> Vec<(u32, u32, f64)> {
+            part.iter()
+                .filter_map(|&(a, b)| {
+                    let sim = dedup::jaccard(&shingles[a as usize], &shingles[b as usize]);
+                    (sim > 0.0).then(|| (active_idx[a as usize], active_idx[b as usize], sim))
+                })
+                .collect()
+        };
+        let pairs = parallel_halves(&cand, similar);
+        Ok(Snapshot { rows, unsigned, pairs })
     }
 
     /// Brings the snapshot up to date for the memories in `ids` (from the change journal):
     /// their rows are reloaded (or dropped when they are gone) and their similar pairs
     /// recomputed against every active memory through the stored band keys. The result equals
     /// a fresh [`Snapshot::load`] up to the order of rows (changed rows move to the end), except
-    /// that the per-bucket cap of [`dedup::candidate_pairs`] is not applied to changed rows.
+    /// that buckets over [`dedup::BUCKET_CAP`] members are not split for changed rows.
     pub fn apply_changes(&mut self, conn: &Connection, ids: &[String]) -> Result<()> {
         if ids.is_empty() {
             return Ok(());
@@ -164,7 +191,7 @@ impl Snapshot {
             self.pairs.iter().filter_map(|&(a, b, sim)| Some((remap[a as usize]?, remap[b as usize]?, sim))).collect();
         // 2. Reload the changed rows that still exist; keep band keys and content of the active.
         let mut stmt = conn.prepare_cached(&format!("{ROW_SQL} WHERE m.id = ?1"))?;
-        let mut fresh: Vec<(u32, Vec<u8>, HashSet<u64>)> = Vec::new();
+        let mut fresh: Vec<(u32, Vec<u8>, Vec<u64>)> = Vec::new();
         let mut done: HashSet<&str> = HashSet::with_capacity(changed.len());
         for id in ids {
             if !done.insert(id.as_str()) {
@@ -179,7 +206,10 @@ impl Snapshot {
                         conn.query_row("SELECT content FROM memory_item WHERE rowid = ?1", [row.rowid], |r| r.get(0))?
                     }
                 };
-                let bands = bands.unwrap_or_else(|| dedup::band_keys(&content));
+                let bands = bands.unwrap_or_else(|| {
+                    self.unsigned += 1;
+                    dedup::band_keys(&content)
+                });
                 fresh.push((idx, bands, dedup::shingles(&content)));
             }
             self.rows.push(row);
@@ -236,7 +266,7 @@ impl Snapshot {
         let mut cand: Vec<(usize, u32)> = cand.into_iter().collect();
         cand.sort_unstable();
         let mut content = conn.prepare_cached("SELECT content FROM memory_item WHERE rowid = ?1")?;
-        let mut cache: HashMap<u32, HashSet<u64>> = HashMap::new();
+        let mut cache: HashMap<u32, Vec<u64>> = HashMap::new();
         for (f, other) in cand {
             let sim = match fresh_of.get(&other) {
                 Some(&g) => dedup::jaccard(&fresh[f].2, &fresh[g].2),
@@ -550,6 +580,15 @@ enum Decision {
     LeaveBand(String),
 }
 
+/// A decision and the row it is about: the rowid orders the writes (neighbouring rows share
+/// pages) and addresses the row without its id index; `in_band` says whether the row has a
+/// `lethe_review` entry to remove when it leaves for quarantine.
+struct Planned {
+    rowid: i64,
+    in_band: bool,
+    decision: Decision,
+}
+
 /// Stores missing similarity signatures (rows written by memento or an old import).
 pub fn ensure_signatures(conn: &mut Connection) -> Result<usize> {
     let missing: Vec<(String, String)> = conn
@@ -586,18 +625,19 @@ pub fn run_batch(conn: &mut Connection, opts: &BatchOptions<'_>) -> Result<Batch
 
 fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Clock) -> Result<BatchReport> {
     let now = opts.now;
-    if !opts.dry_run {
-        ensure_signatures(conn)?;
-    }
     let s = Settings::load(conn)?;
     let snap = Snapshot::load(conn)?;
+    if !opts.dry_run && snap.unsigned > 0 {
+        ensure_signatures(conn)?;
+    }
     let inputs = snap.inputs(&s, now);
     let in_band: HashSet<String> = conn
         .prepare("SELECT memory_id FROM lethe_review")?
         .query_map([], |r| r.get(0))?
         .collect::<std::result::Result<_, _>>()?;
 
-    let mut decisions = Vec::new();
+    let plan = |r: &Row, decision: Decision| Planned { rowid: r.rowid, in_band: in_band.contains(&r.id), decision };
+    let mut decisions: Vec<Planned> = Vec::new();
     let mut report = BatchReport { dry_run: opts.dry_run, ..Default::default() };
 
     // 1. Quarantine past its days is purged for ever — unless rows cannot be deleted in this
@@ -606,7 +646,7 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
     for r in snap.rows.iter().filter(|r| can_purge && r.is_deleted) {
         if let Some(at) = time::parse_opt(r.deleted_at.as_deref()) {
             if time::days_between(at, now) > s.quarantine_days {
-                decisions.push(Decision::Purge(r.id.clone()));
+                decisions.push(plan(r, Decision::Purge(r.id.clone())));
             }
         }
     }
@@ -636,7 +676,7 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
             if let Some(reason) = reason {
                 gated.insert(i);
                 let score = decay::score_value(&inputs[i], &s, now);
-                decisions.push(Decision::Gate(r.id.clone(), reason, score));
+                decisions.push(plan(r, Decision::Gate(r.id.clone(), reason, score)));
             }
         }
     }
@@ -655,19 +695,22 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
         let score = decay::score_value(&inputs[i], &s, now);
         if decay::would_forget(score, &s) {
             let f = decay::forget_score(&inputs[i], &s, now);
-            decisions.push(Decision::Forget(r.id.clone(), f.reasons.join(", "), f.forget_score));
+            decisions.push(plan(r, Decision::Forget(r.id.clone(), f.reasons.join(", "), f.forget_score)));
         } else if score >= s.review_band_low - decay::EPS {
             if !in_band.contains(&r.id) {
-                decisions.push(Decision::Review(r.id.clone(), score));
+                decisions.push(plan(r, Decision::Review(r.id.clone(), score)));
             }
         } else if in_band.contains(&r.id) {
-            decisions.push(Decision::LeaveBand(r.id.clone()));
+            decisions.push(plan(r, Decision::LeaveBand(r.id.clone())));
         }
     }
 
+    // Every row has at most one decision; writing them in rowid order keeps neighbouring
+    // rows (and their index entries) on the same pages.
+    decisions.sort_unstable_by_key(|p| p.rowid);
     let total = decisions.len();
-    for d in &decisions {
-        match d {
+    for p in &decisions {
+        match &p.decision {
             Decision::Purge(id) => report.purged.push(id.clone()),
             Decision::Gate(id, ..) => report.working_gate.push(id.clone()),
             Decision::Forget(id, ..) => report.soft_deleted.push(id.clone()),
@@ -682,8 +725,8 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
                 return Err(Error::Cancelled);
             }
             write_tx(conn, |tx| {
-                for d in part {
-                    apply(tx, d, &s, now)?;
+                for p in part {
+                    apply(tx, p, &s, now)?;
                 }
                 Ok(())
             })?;
@@ -699,18 +742,16 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
     Ok(report)
 }
 
-fn apply(tx: &rusqlite::Transaction, d: &Decision, s: &Settings, now: Instant) -> Result<()> {
+fn apply(tx: &rusqlite::Transaction, p: &Planned, s: &Settings, now: Instant) -> Result<()> {
     // Each decision re-checks the row's state inside the transaction: an agent may have
     // restored, deleted or purged it since the scan. Such rows are skipped, not errors.
-    let still = |id: &str, deleted: bool| -> Result<bool> {
-        let n: i64 = tx
-            .prepare_cached("SELECT COUNT(*) FROM memory_item WHERE id = ?1 AND COALESCE(is_deleted, 0) = ?2")?
-            .query_row(params![id, deleted as i64], |r| r.get(0))?;
-        Ok(n > 0)
-    };
-    match d {
+    match &p.decision {
         Decision::Purge(id) => {
-            if still(id, true)? {
+            let still: Option<i64> = tx
+                .prepare_cached("SELECT 1 FROM memory_item WHERE rowid = ?1 AND id = ?2 AND is_deleted = 1")?
+                .query_row(params![p.rowid, id], |r| r.get(0))
+                .optional()?;
+            if still.is_some() {
                 lifecycle::hard_delete_tx(
                     tx,
                     id,
@@ -721,16 +762,8 @@ fn apply(tx: &rusqlite::Transaction, d: &Decision, s: &Settings, now: Instant) -
                 )?;
             }
         }
-        Decision::Gate(id, reason, score) => {
-            if still(id, false)? {
-                lifecycle::soft_delete_tx(tx, id, reason, "working-gate", Some(*score), "policy", s, now)?;
-            }
-        }
-        Decision::Forget(id, reason, score) => {
-            if still(id, false)? {
-                lifecycle::soft_delete_tx(tx, id, reason, "forget-score", Some(*score), "policy", s, now)?;
-            }
-        }
+        Decision::Gate(id, reason, score) => soft(tx, p, id, reason, "working-gate", *score, s, now)?,
+        Decision::Forget(id, reason, score) => soft(tx, p, id, reason, "forget-score", *score, s, now)?,
         Decision::Review(id, score) => {
             let inserted = tx
                 .prepare_cached("INSERT OR IGNORE INTO lethe_review (memory_id, entered_at) VALUES (?1, ?2)")?
@@ -755,6 +788,48 @@ fn apply(tx: &rusqlite::Transaction, d: &Decision, s: &Settings, now: Instant) -
             tx.prepare_cached("DELETE FROM lethe_review WHERE memory_id = ?1")?.execute([id])?;
         }
     }
+    Ok(())
+}
+
+/// The batch's soft delete: the same row change and event as [`lifecycle::soft_delete_tx`],
+/// addressed by rowid, and a no-op when the row is no longer active (checked by the UPDATE
+/// itself instead of a separate query).
+#[allow(clippy::too_many_arguments)]
+fn soft(
+    tx: &rusqlite::Transaction,
+    p: &Planned,
+    id: &str,
+    reason: &str,
+    policy: &str,
+    score: f64,
+    s: &Settings,
+    now: Instant,
+) -> Result<()> {
+    let changed = tx
+        .prepare_cached(
+            "UPDATE memory_item SET is_deleted = 1, deleted_at = ?3 \
+             WHERE rowid = ?1 AND id = ?2 AND COALESCE(is_deleted, 0) = 0",
+        )?
+        .execute(params![p.rowid, id, time::format(now)])?;
+    if changed == 0 {
+        return Ok(());
+    }
+    if p.in_band {
+        tx.prepare_cached("DELETE FROM lethe_review WHERE memory_id = ?1")?.execute([id])?;
+    }
+    audit::record_event(
+        tx,
+        EventSpec {
+            memory_id: id,
+            action: "soft",
+            reason: Some(reason),
+            policy: Some(policy),
+            forget_score: Some(score),
+            ttl_days: Some(s.quarantine_days.round() as i64),
+            metadata: Some(serde_json::json!({ "actor": "policy" })),
+        },
+        now,
+    )?;
     Ok(())
 }
 

@@ -11,8 +11,29 @@ pub fn format(t: Instant) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
+/// The exact form [`format`] writes (`2026-01-02T03:04:05.678Z`), read without the general
+/// RFC 3339 parser: the scorer reads two timestamps per memory, a million at a time.
+fn parse_canonical(s: &str) -> Option<Instant> {
+    let b = s.as_bytes();
+    if b.len() != 24 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    if b[19] != b'.' || b[23] != b'Z' {
+        return None;
+    }
+    let num = |from: usize, to: usize| -> Option<u32> {
+        b[from..to].iter().try_fold(0u32, |n, c| c.is_ascii_digit().then(|| n * 10 + u32::from(c - b'0')))
+    };
+    let date = chrono::NaiveDate::from_ymd_opt(num(0, 4)? as i32, num(5, 7)?, num(8, 10)?)?;
+    let t = date.and_hms_milli_opt(num(11, 13)?, num(14, 16)?, num(17, 19)?, num(20, 23)?)?;
+    Some(t.and_utc())
+}
+
 /// Parses any timestamp Lethe or memento may have written.
 pub fn parse(s: &str) -> Result<Instant> {
+    if let Some(t) = parse_canonical(s) {
+        return Ok(t);
+    }
     let s = s.trim();
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
         return Ok(t.with_timezone(&Utc));
@@ -46,6 +67,31 @@ pub fn add_days(t: Instant, days: f64) -> Instant {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fast_path_agrees_with_the_general_parser() {
+        for s in [
+            "2026-01-02T03:04:05.678Z",
+            "1999-12-31T23:59:59.999Z",
+            "2024-02-29T00:00:00.000Z",
+            "2026-11-30T12:00:00.001Z",
+        ] {
+            let general = DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc);
+            assert_eq!(parse_canonical(s), Some(general), "{s}");
+        }
+        // Not the canonical form, or not a real date: left to the general parser.
+        for s in [
+            "2026-02-30T00:00:00.000Z",
+            "2026-01-02T03:04:05.678+00:00",
+            "2026-01-02 03:04:05",
+            "2026-0a-02T03:04:05.678Z",
+            "2026-01-02T24:00:00.000Z",
+        ] {
+            assert_eq!(parse_canonical(s), None, "{s}");
+        }
+        assert!(parse("2026-02-30T00:00:00.000Z").is_err());
+        assert_eq!(format(parse("2026-01-02T03:04:05.678+01:00").unwrap()), "2026-01-02T02:04:05.678Z");
+    }
 
     #[test]
     fn reads_both_formats_and_writes_millis_z() {

@@ -168,6 +168,31 @@ fn near_copies_one_quarantined_as_duplicate_of_the_other_and_batch_is_idempotent
 }
 
 #[test]
+fn batch_is_idempotent_with_a_cluster_larger_than_any_old_bucket_cap() {
+    // 150 near-copies put well over 64 memories in one LSH bucket. Deleting most of them in
+    // the first run must not reveal new duplicate pairs to the second run.
+    let mut conn = store::open(temp_db()).unwrap();
+    let base = "when the nightly backup of the billing database fails the on call engineer restores the last \
+                snapshot into staging verifies row counts against the ledger and only then promotes it";
+    for i in 0..150 {
+        let m = NewMemory {
+            created_at: Some(time::add_days(now(), -20.0 - i as f64 / 100.0)),
+            importance: Some(0.0),
+            ..NewMemory::new(Tier::Working, format!("{base} ticket {i}"))
+        };
+        lifecycle::remember(&mut conn, &m, "user", now()).unwrap();
+    }
+    let s = lethe_engine::Settings { working_window_hours: 1e9, ..Default::default() };
+    lethe_engine::Settings::store(&mut conn, &s, "user", now()).unwrap();
+    let r = forgetting::run_batch(&mut conn, &BatchOptions::new(now(), false)).unwrap();
+    assert!(r.soft_deleted.len() > 100, "the duplicates are forgotten: {}", r.soft_deleted.len());
+    let events = count(&conn, "SELECT COUNT(*) FROM memory_forgetting_event");
+    let r2 = forgetting::run_batch(&mut conn, &BatchOptions::new(now(), false)).unwrap();
+    assert!(r2.soft_deleted.is_empty() && r2.review.is_empty(), "{r2:?}");
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM memory_forgetting_event"), events, "second run writes no event");
+}
+
+#[test]
 fn later_now_forgets_more_and_dry_run_writes_nothing() {
     let mut conn = store::open(temp_db()).unwrap();
     for i in 0..30 {
