@@ -83,93 +83,123 @@ const CANDIDATES: usize = 200;
 const INNER: i64 = 400;
 
 pub fn recall(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<Hit>> {
+    // One read transaction for the handful of statements: a consistent view, and one shared
+    // lock instead of one per statement.
+    if !conn.is_autocommit() {
+        return recall_in_tx(conn, q, now);
+    }
+    conn.execute_batch("BEGIN DEFERRED")?;
+    let out = recall_in_tx(conn, q, now);
+    conn.execute_batch("ROLLBACK")?;
+    out
+}
+
+/// A BM25 candidate: the FTS5 match joined with the columns the ranking needs.
+struct Cand {
+    rowid: i64,
+    rank: f64,
+    tier: Tier,
+    created: Option<Instant>,
+    importance: f64,
+    pinned: bool,
+    session: Option<String>,
+    project: Option<String>,
+    workflow: Option<String>,
+    tags: Vec<String>,
+}
+
+fn recall_in_tx(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<Hit>> {
     let limit = if q.limit == 0 { 10 } else { q.limit.min(1000) };
     let (Some(any), Some(all)) = (match_expression(&q.text), match_all_expression(&q.text)) else {
         return Ok(Vec::new());
     };
     let settings = Settings::load(conn)?;
     let w = q.weights.clone().unwrap_or_else(|| settings.recall_weights.clone());
+    let context: Vec<(&str, &str)> =
+        [("session", q.session.as_deref()), ("project", q.project.as_deref()), ("workflow", q.workflow.as_deref())]
+            .into_iter()
+            .filter_map(|(k, v)| v.map(|v| (k, v)))
+            .collect();
+    let ctx_size = context.len() + q.tags.len();
+    // Superseded memories and archived payloads leave recall. Most files have neither; then
+    // the per-candidate checks are skipped.
+    let excluding: bool = conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM lethe_supersede) \
+             OR EXISTS (SELECT 1 FROM lethe_archive WHERE restored_at IS NULL)",
+        )?
+        .query_row([], |r| r.get(0))?;
     // Candidates: the best BM25 matches found by FTS5 alone (ranking inside the index before
     // any join), then the filters. Memories matching every word come first; only when they
     // are fewer than asked for does the search widen to any word. bm25() sums over all the
-    // query's words either way, so a memory scores the same under both expressions.
-    let mut sql = String::from(
-        "SELECT m.id, m.type, m.rowid, m.created_at, m.importance, m.pinned, m.session_id, m.project_id, m.workflow_name, m.tags, \
-         f.rank \
+    // query's words either way, so a memory scores the same under both expressions. The
+    // scene columns are read only when the caller gave a context to match.
+    let sql = format!(
+        "SELECT f.rowid, f.rank, m.type, m.created_at, m.importance, m.pinned, COALESCE(m.is_deleted, 0), {} , {} \
          FROM (SELECT rowid, bm25(memory_item_fts) AS rank FROM memory_item_fts WHERE memory_item_fts MATCH ?1 \
                ORDER BY rank LIMIT ?2) f \
-         JOIN memory_item m ON m.rowid = f.rowid \
-         WHERE COALESCE(m.is_deleted, 0) = 0 \
-         AND NOT EXISTS (SELECT 1 FROM lethe_supersede s WHERE s.old_id = m.id) \
-         AND NOT EXISTS (SELECT 1 FROM lethe_archive a WHERE a.memory_id = m.id AND a.restored_at IS NULL)",
+         JOIN memory_item m ON m.rowid = f.rowid",
+        if ctx_size > 0 { "m.session_id, m.project_id, m.workflow_name, m.tags" } else { "NULL, NULL, NULL, NULL" },
+        if excluding {
+            "EXISTS (SELECT 1 FROM lethe_supersede s WHERE s.old_id = m.id) \
+             OR EXISTS (SELECT 1 FROM lethe_archive a WHERE a.memory_id = m.id AND a.restored_at IS NULL)"
+        } else {
+            "0"
+        },
     );
-    if let Some(t) = q.tier {
-        sql.push_str(&format!(" AND m.type = '{}'", t.as_str()));
-    }
-    if let Some(p) = q.pinned {
-        sql.push_str(if p { " AND m.pinned = 1" } else { " AND COALESCE(m.pinned, 0) = 0" });
-    }
-    sql.push_str(&format!(" ORDER BY f.rank LIMIT {CANDIDATES}"));
     let mut stmt = conn.prepare_cached(&sql)?;
-    struct Cand {
-        id: String,
-        tier: Tier,
-        rowid: i64,
-        created: Option<Instant>,
-        importance: f64,
-        pinned: bool,
-        session: Option<String>,
-        project: Option<String>,
-        workflow: Option<String>,
-        tags: Vec<String>,
-        rank: f64,
-    }
-    let read = |r: &rusqlite::Row<'_>| {
-        let tier: String = r.get(1)?;
-        let created: String = r.get(3)?;
-        let tags: Option<String> = r.get(9)?;
-        Ok((
-            tier,
-            Cand {
-                id: r.get(0)?,
-                tier: Tier::Working,
-                rowid: r.get(2)?,
+    let wanted = CANDIDATES.min(limit.max(1) * 4);
+    // The eligible candidates among the top `inner` matches, and whether FTS5 may have more.
+    let mut fetch = |expr: &str, inner: i64| -> Result<(Vec<Cand>, bool)> {
+        let mut out = Vec::new();
+        let mut raw = 0i64;
+        // FTS5 hands the matches over best first; once CANDIDATES eligible ones are in, the
+        // rest cannot be among the candidates and are not joined (only while the order holds).
+        let mut in_order = true;
+        let mut last = f64::NEG_INFINITY;
+        let mut rows = stmt.query(rusqlite::params![expr, inner])?;
+        while let Some(r) = rows.next()? {
+            raw += 1;
+            let rank: f64 = r.get(1)?;
+            in_order &= rank >= last;
+            last = rank;
+            if in_order && out.len() >= CANDIDATES {
+                return Ok((out, false));
+            }
+            let deleted = r.get::<_, i64>(6)? != 0;
+            let excluded = r.get::<_, bool>(11)?;
+            let Ok(tier) = r.get::<_, String>(2)?.parse::<Tier>() else { continue };
+            let pinned = r.get::<_, Option<i64>>(5)?.unwrap_or(0) != 0;
+            if deleted || excluded || q.tier.is_some_and(|t| t != tier) || q.pinned.is_some_and(|p| p != pinned) {
+                continue;
+            }
+            let created: String = r.get(3)?;
+            let tags: Option<String> = r.get(10)?;
+            out.push(Cand {
+                rowid: r.get(0)?,
+                rank,
+                tier,
                 created: time::parse_opt(Some(&created)),
                 importance: r.get::<_, Option<f64>>(4)?.unwrap_or(0.5),
-                pinned: r.get::<_, Option<i64>>(5)?.unwrap_or(0) != 0,
-                session: r.get(6)?,
-                project: r.get(7)?,
-                workflow: r.get(8)?,
+                pinned,
+                session: r.get(7)?,
+                project: r.get(8)?,
+                workflow: r.get(9)?,
                 tags: parse_tags(tags.as_deref()),
-                rank: r.get(10)?,
-            },
-        ))
-    };
-    let mut fetch = |expr: &str, inner: i64| -> Result<Vec<Cand>> {
-        let mut out = Vec::new();
-        for row in stmt.query_map(rusqlite::params![expr, inner], read)? {
-            let (tier, mut c) = row?;
-            let Ok(t) = tier.parse::<Tier>() else { continue };
-            c.tier = t;
-            out.push(c);
+            });
         }
-        Ok(out)
+        // Stable: equal ranks keep FTS5's order.
+        out.sort_by(|a, b| a.rank.total_cmp(&b.rank));
+        Ok((out, inner >= 0 && raw >= inner))
     };
-    // Deleted, superseded or filtered-out rows can crowd the first matches out; then the
-    // whole match set is used (inner limit −1 = none).
-    let mut count = conn.prepare_cached(
-        "SELECT COUNT(*) FROM (SELECT rowid FROM memory_item_fts WHERE memory_item_fts MATCH ?1 LIMIT ?2)",
-    )?;
     let mut fetch_enough = |expr: &str| -> Result<Vec<Cand>> {
-        let got = fetch(expr, INNER)?;
-        // Fewer than wanted: if FTS had more matches than it handed over, filtered-out rows
-        // crowded the rest out, so the whole match set is used (inner limit −1 = none).
-        if got.len() < CANDIDATES.min(limit.max(1) * 4) {
-            let matches: i64 = count.query_row(rusqlite::params![expr, INNER + 1], |r| r.get(0))?;
-            if matches > INNER {
-                return fetch(expr, -1);
-            }
+        let (mut got, more) = fetch(expr, INNER)?;
+        // Deleted, superseded or filtered-out rows crowded the first matches out: the whole
+        // match set is used (inner limit −1 = none).
+        if got.len() < wanted && more {
+            got = fetch(expr, -1)?.0;
         }
+        got.truncate(CANDIDATES);
         Ok(got)
     };
     let mut cands = fetch_enough(&all)?;
@@ -178,12 +208,6 @@ pub fn recall(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<Hi
     }
     // S: BM25 relevance (FTS5 gives it negated) normalised by the best candidate.
     let best = cands.iter().map(|c| -c.rank).fold(0.0_f64, f64::max);
-    let context: Vec<(&str, &str)> =
-        [("session", q.session.as_deref()), ("project", q.project.as_deref()), ("workflow", q.workflow.as_deref())]
-            .into_iter()
-            .filter_map(|(k, v)| v.map(|v| (k, v)))
-            .collect();
-    let ctx_size = context.len() + q.tags.len();
     let mut hits: Vec<(i64, Hit)> = cands
         .into_iter()
         .map(|c| {
@@ -208,16 +232,17 @@ pub fn recall(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<Hi
             let pri = (c.importance + if c.pinned { 0.2 } else { 0.0 }).clamp(0.0, 1.0);
             let breakdown = Breakdown { similarity: sim, recency: rec, scene, priority: pri };
             let score = w.similarity * sim + w.recency * rec + w.scene * scene + w.priority * pri;
-            (c.rowid, Hit { id: c.id, tier: c.tier, content: String::new(), score, bm25: c.rank, breakdown })
+            let hit = Hit { id: String::new(), tier: c.tier, content: String::new(), score, bm25: c.rank, breakdown };
+            (c.rowid, hit)
         })
         .collect();
     hits.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.1.bm25.total_cmp(&b.1.bm25)));
     hits.truncate(limit);
-    // Content is read only for the memories returned, not for every candidate.
-    let mut content = conn.prepare_cached("SELECT content FROM memory_item WHERE rowid = ?1")?;
+    // Id and content are read only for the memories returned, not for every candidate.
+    let mut content = conn.prepare_cached("SELECT id, content FROM memory_item WHERE rowid = ?1")?;
     hits.into_iter()
         .map(|(rowid, mut h)| {
-            h.content = content.query_row([rowid], |r| r.get(0))?;
+            (h.id, h.content) = content.query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?)))?;
             Ok(h)
         })
         .collect()
@@ -479,6 +504,209 @@ mod tests {
         for bad in ["", "1,0,0", "1,0,0,0,0", "a,0,0,0", "1;0;0;0", "-0.1,0,0,0", "NaN,0,0,0", "inf,0,0,0", "1,,0,0"] {
             let err = parse_weights(bad).unwrap_err();
             assert!(matches!(err, Error::Invalid(_)), "{bad:?} is invalid input, got {err}");
+        }
+    }
+
+    #[test]
+    fn ranks_exactly_like_the_reference_implementation() {
+        let mut conn = store::open_in_memory().unwrap();
+        let now = crate::time::parse("2026-06-01T00:00:00.000Z").unwrap();
+        let mut ids = Vec::new();
+        for item in crate::workload::Generator::new(1_500) {
+            if let Some(id) = lifecycle::remember(&mut conn, &item.to_new_memory(now), "user", now).unwrap().id() {
+                ids.push(id.to_string());
+            }
+        }
+        // Scene columns, pins, deletions, supersessions and archived payloads on a spread of rows.
+        for (i, id) in ids.iter().enumerate() {
+            let set = |sql: &str| conn.execute(sql, [id]).unwrap();
+            match i % 11 {
+                0 => set("UPDATE memory_item SET session_id = 's1', project_id = 'p1' WHERE id = ?1"),
+                1 => set("UPDATE memory_item SET pinned = 1, workflow_name = 'wf' WHERE id = ?1"),
+                2 => set("UPDATE memory_item SET is_deleted = 1, deleted_at = '2026-05-01T00:00:00.000Z' WHERE id = ?1"),
+                3 => set("INSERT INTO lethe_supersede (old_id, new_id, actor, created_at) VALUES (?1, 'x', 'user', '2026-05-01T00:00:00.000Z')"),
+                4 => set("INSERT INTO lethe_archive (memory_id, memo, original, sha256, bytes, actor, archived_at) \
+                          VALUES (?1, 'm', x'00', 'h', 1, 'user', '2026-05-01T00:00:00.000Z')"),
+                5 => set("UPDATE memory_item SET session_id = 's1' WHERE id = ?1"),
+                _ => 0,
+            };
+        }
+        // Workload queries (2–3 words), and single words that match more memories than the
+        // 200 candidates re-ranked.
+        let mut queries = crate::workload::Generator::new(1_500).queries(120);
+        queries.extend(crate::workload::VOCABULARY.iter().take(30).map(|w| w.to_string()));
+        let variants: Vec<RecallQuery> = vec![
+            RecallQuery { limit: 10, ..Default::default() },
+            RecallQuery { limit: 3, tier: Some(Tier::Semantic), ..Default::default() },
+            RecallQuery { limit: 50, pinned: Some(true), ..Default::default() },
+            RecallQuery { limit: 10, pinned: Some(false), session: Some("s1".into()), ..Default::default() },
+            RecallQuery {
+                limit: 20,
+                project: Some("p1".into()),
+                workflow: Some("wf".into()),
+                tags: vec!["docker".into(), "RUST".into()],
+                ..Default::default()
+            },
+        ];
+        let mut compared = 0;
+        for (n, text) in queries.iter().enumerate() {
+            let mut q = variants[n % variants.len()].clone();
+            q.text = text.clone();
+            let got = recall(&conn, &q, now).unwrap();
+            let want = reference::recall(&conn, &q, now).unwrap();
+            assert_eq!(got, want, "query {text:?} {q:?}");
+            compared += got.len();
+        }
+        assert!(compared > 500, "the comparison covered {compared} hits");
+    }
+
+    /// The implementation before candidates were filtered in Rust and joined lazily; the
+    /// current one must rank exactly like it.
+    mod reference {
+        use super::super::*;
+
+        pub fn recall(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<Hit>> {
+            let limit = if q.limit == 0 { 10 } else { q.limit.min(1000) };
+            let (Some(any), Some(all)) = (match_expression(&q.text), match_all_expression(&q.text)) else {
+                return Ok(Vec::new());
+            };
+            let settings = Settings::load(conn)?;
+            let w = q.weights.clone().unwrap_or_else(|| settings.recall_weights.clone());
+            // Candidates: the best BM25 matches found by FTS5 alone (ranking inside the index before
+            // any join), then the filters. Memories matching every word come first; only when they
+            // are fewer than asked for does the search widen to any word. bm25() sums over all the
+            // query's words either way, so a memory scores the same under both expressions.
+            let mut sql = String::from(
+                "SELECT m.id, m.type, m.rowid, m.created_at, m.importance, m.pinned, m.session_id, m.project_id, m.workflow_name, m.tags, \
+                 f.rank \
+                 FROM (SELECT rowid, bm25(memory_item_fts) AS rank FROM memory_item_fts WHERE memory_item_fts MATCH ?1 \
+                       ORDER BY rank LIMIT ?2) f \
+                 JOIN memory_item m ON m.rowid = f.rowid \
+                 WHERE COALESCE(m.is_deleted, 0) = 0 \
+                 AND NOT EXISTS (SELECT 1 FROM lethe_supersede s WHERE s.old_id = m.id) \
+                 AND NOT EXISTS (SELECT 1 FROM lethe_archive a WHERE a.memory_id = m.id AND a.restored_at IS NULL)",
+            );
+            if let Some(t) = q.tier {
+                sql.push_str(&format!(" AND m.type = '{}'", t.as_str()));
+            }
+            if let Some(p) = q.pinned {
+                sql.push_str(if p { " AND m.pinned = 1" } else { " AND COALESCE(m.pinned, 0) = 0" });
+            }
+            sql.push_str(&format!(" ORDER BY f.rank LIMIT {CANDIDATES}"));
+            let mut stmt = conn.prepare_cached(&sql)?;
+            struct Cand {
+                id: String,
+                tier: Tier,
+                rowid: i64,
+                created: Option<Instant>,
+                importance: f64,
+                pinned: bool,
+                session: Option<String>,
+                project: Option<String>,
+                workflow: Option<String>,
+                tags: Vec<String>,
+                rank: f64,
+            }
+            let read = |r: &rusqlite::Row<'_>| {
+                let tier: String = r.get(1)?;
+                let created: String = r.get(3)?;
+                let tags: Option<String> = r.get(9)?;
+                Ok((
+                    tier,
+                    Cand {
+                        id: r.get(0)?,
+                        tier: Tier::Working,
+                        rowid: r.get(2)?,
+                        created: time::parse_opt(Some(&created)),
+                        importance: r.get::<_, Option<f64>>(4)?.unwrap_or(0.5),
+                        pinned: r.get::<_, Option<i64>>(5)?.unwrap_or(0) != 0,
+                        session: r.get(6)?,
+                        project: r.get(7)?,
+                        workflow: r.get(8)?,
+                        tags: parse_tags(tags.as_deref()),
+                        rank: r.get(10)?,
+                    },
+                ))
+            };
+            let mut fetch = |expr: &str, inner: i64| -> Result<Vec<Cand>> {
+                let mut out = Vec::new();
+                for row in stmt.query_map(rusqlite::params![expr, inner], read)? {
+                    let (tier, mut c) = row?;
+                    let Ok(t) = tier.parse::<Tier>() else { continue };
+                    c.tier = t;
+                    out.push(c);
+                }
+                Ok(out)
+            };
+            // Deleted, superseded or filtered-out rows can crowd the first matches out; then the
+            // whole match set is used (inner limit −1 = none).
+            let mut count = conn.prepare_cached(
+                "SELECT COUNT(*) FROM (SELECT rowid FROM memory_item_fts WHERE memory_item_fts MATCH ?1 LIMIT ?2)",
+            )?;
+            let mut fetch_enough = |expr: &str| -> Result<Vec<Cand>> {
+                let got = fetch(expr, INNER)?;
+                // Fewer than wanted: if FTS had more matches than it handed over, filtered-out rows
+                // crowded the rest out, so the whole match set is used (inner limit −1 = none).
+                if got.len() < CANDIDATES.min(limit.max(1) * 4) {
+                    let matches: i64 = count.query_row(rusqlite::params![expr, INNER + 1], |r| r.get(0))?;
+                    if matches > INNER {
+                        return fetch(expr, -1);
+                    }
+                }
+                Ok(got)
+            };
+            let mut cands = fetch_enough(&all)?;
+            if cands.len() < limit && all != any {
+                cands = fetch_enough(&any)?;
+            }
+            // S: BM25 relevance (FTS5 gives it negated) normalised by the best candidate.
+            let best = cands.iter().map(|c| -c.rank).fold(0.0_f64, f64::max);
+            let context: Vec<(&str, &str)> = [
+                ("session", q.session.as_deref()),
+                ("project", q.project.as_deref()),
+                ("workflow", q.workflow.as_deref()),
+            ]
+            .into_iter()
+            .filter_map(|(k, v)| v.map(|v| (k, v)))
+            .collect();
+            let ctx_size = context.len() + q.tags.len();
+            let mut hits: Vec<(i64, Hit)> = cands
+                .into_iter()
+                .map(|c| {
+                    let sim = if best > 0.0 { (-c.rank / best).clamp(0.0, 1.0) } else { 0.0 };
+                    let rec = c
+                        .created
+                        .map(|t| decay::recency(time::days_between(t, now), settings.half_life_days.get(c.tier)))
+                        .unwrap_or(0.0);
+                    let mut matched = 0usize;
+                    for (k, v) in &context {
+                        let have = match *k {
+                            "session" => c.session.as_deref(),
+                            "project" => c.project.as_deref(),
+                            _ => c.workflow.as_deref(),
+                        };
+                        if have == Some(*v) {
+                            matched += 1;
+                        }
+                    }
+                    matched += q.tags.iter().filter(|t| c.tags.iter().any(|ct| ct.eq_ignore_ascii_case(t))).count();
+                    let scene = if ctx_size == 0 { 0.0 } else { matched as f64 / ctx_size as f64 };
+                    let pri = (c.importance + if c.pinned { 0.2 } else { 0.0 }).clamp(0.0, 1.0);
+                    let breakdown = Breakdown { similarity: sim, recency: rec, scene, priority: pri };
+                    let score = w.similarity * sim + w.recency * rec + w.scene * scene + w.priority * pri;
+                    (c.rowid, Hit { id: c.id, tier: c.tier, content: String::new(), score, bm25: c.rank, breakdown })
+                })
+                .collect();
+            hits.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.1.bm25.total_cmp(&b.1.bm25)));
+            hits.truncate(limit);
+            // Content is read only for the memories returned, not for every candidate.
+            let mut content = conn.prepare_cached("SELECT content FROM memory_item WHERE rowid = ?1")?;
+            hits.into_iter()
+                .map(|(rowid, mut h)| {
+                    h.content = content.query_row([rowid], |r| r.get(0))?;
+                    Ok(h)
+                })
+                .collect()
         }
     }
 }
