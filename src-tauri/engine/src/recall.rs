@@ -149,14 +149,44 @@ fn recall_in_tx(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<
     );
     let mut stmt = conn.prepare_cached(&sql)?;
     let wanted = CANDIDATES.min(limit.max(1) * 4);
+    // The final score of a candidate given the best BM25 among the candidates.
+    let score_of = |c: &Cand, best: f64| -> (f64, Breakdown) {
+        let sim = if best > 0.0 { (-c.rank / best).clamp(0.0, 1.0) } else { 0.0 };
+        let rec = c
+            .created
+            .map(|t| decay::recency(time::days_between(t, now), settings.half_life_days.get(c.tier)))
+            .unwrap_or(0.0);
+        let mut matched = 0usize;
+        for (k, v) in &context {
+            let have = match *k {
+                "session" => c.session.as_deref(),
+                "project" => c.project.as_deref(),
+                _ => c.workflow.as_deref(),
+            };
+            if have == Some(*v) {
+                matched += 1;
+            }
+        }
+        matched += q.tags.iter().filter(|t| c.tags.iter().any(|ct| ct.eq_ignore_ascii_case(t))).count();
+        let scene = if ctx_size == 0 { 0.0 } else { matched as f64 / ctx_size as f64 };
+        let pri = (c.importance + if c.pinned { 0.2 } else { 0.0 }).clamp(0.0, 1.0);
+        let score = w.similarity * sim + w.recency * rec + w.scene * scene + w.priority * pri;
+        (score, Breakdown { similarity: sim, recency: rec, scene, priority: pri })
+    };
+    // The most any candidate can gain beyond its similarity term (every other term is ≤ 1).
+    let bonus = w.recency + w.priority + if ctx_size > 0 { w.scene } else { 0.0 };
     // The eligible candidates among the top `inner` matches, and whether FTS5 may have more.
     let mut fetch = |expr: &str, inner: i64| -> Result<(Vec<Cand>, bool)> {
         let mut out = Vec::new();
         let mut raw = 0i64;
-        // FTS5 hands the matches over best first; once CANDIDATES eligible ones are in, the
-        // rest cannot be among the candidates and are not joined (only while the order holds).
+        // FTS5 hands the matches over best first. While that order holds, the rest of the
+        // matches are not joined once CANDIDATES eligible ones are in, or once even a perfect
+        // recency, scene and priority could not lift the next one to the `limit` best scores
+        // so far (its similarity can only be lower): the result is the same as ranking all.
         let mut in_order = true;
         let mut last = f64::NEG_INFINITY;
+        let mut best = 0.0;
+        let mut top: Vec<f64> = Vec::with_capacity(limit + 1);
         let mut rows = stmt.query(rusqlite::params![expr, inner])?;
         while let Some(r) = rows.next()? {
             raw += 1;
@@ -166,20 +196,26 @@ fn recall_in_tx(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<
             if in_order && out.len() >= CANDIDATES {
                 return Ok((out, false));
             }
+            if in_order && top.len() == limit {
+                let sim = if best > 0.0 { (-rank / best).clamp(0.0, 1.0) } else { 0.0 };
+                if w.similarity * sim + bonus < top[limit - 1] - 1e-9 {
+                    return Ok((out, false));
+                }
+            }
             let deleted = r.get::<_, i64>(6)? != 0;
             let excluded = r.get::<_, bool>(11)?;
-            let Ok(tier) = r.get::<_, String>(2)?.parse::<Tier>() else { continue };
+            let Ok(tier) = r.get_ref(2)?.as_str().map_err(rusqlite::Error::from)?.parse::<Tier>() else { continue };
             let pinned = r.get::<_, Option<i64>>(5)?.unwrap_or(0) != 0;
             if deleted || excluded || q.tier.is_some_and(|t| t != tier) || q.pinned.is_some_and(|p| p != pinned) {
                 continue;
             }
-            let created: String = r.get(3)?;
+            let created = time::parse_opt(r.get_ref(3)?.as_str_or_null().map_err(rusqlite::Error::from)?);
             let tags: Option<String> = r.get(10)?;
             out.push(Cand {
                 rowid: r.get(0)?,
                 rank,
                 tier,
-                created: time::parse_opt(Some(&created)),
+                created,
                 importance: r.get::<_, Option<f64>>(4)?.unwrap_or(0.5),
                 pinned,
                 session: r.get(7)?,
@@ -187,6 +223,17 @@ fn recall_in_tx(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<
                 workflow: r.get(9)?,
                 tags: parse_tags(tags.as_deref()),
             });
+            if in_order {
+                if out.len() == 1 {
+                    best = -rank;
+                }
+                let score = score_of(&out[out.len() - 1], best).0;
+                let at = top.partition_point(|&t| t >= score);
+                if at < limit {
+                    top.insert(at, score);
+                    top.truncate(limit);
+                }
+            }
         }
         // Stable: equal ranks keep FTS5's order.
         out.sort_by(|a, b| a.rank.total_cmp(&b.rank));
@@ -211,29 +258,8 @@ fn recall_in_tx(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<
     let mut hits: Vec<(i64, Hit)> = cands
         .into_iter()
         .map(|c| {
-            let sim = if best > 0.0 { (-c.rank / best).clamp(0.0, 1.0) } else { 0.0 };
-            let rec = c
-                .created
-                .map(|t| decay::recency(time::days_between(t, now), settings.half_life_days.get(c.tier)))
-                .unwrap_or(0.0);
-            let mut matched = 0usize;
-            for (k, v) in &context {
-                let have = match *k {
-                    "session" => c.session.as_deref(),
-                    "project" => c.project.as_deref(),
-                    _ => c.workflow.as_deref(),
-                };
-                if have == Some(*v) {
-                    matched += 1;
-                }
-            }
-            matched += q.tags.iter().filter(|t| c.tags.iter().any(|ct| ct.eq_ignore_ascii_case(t))).count();
-            let scene = if ctx_size == 0 { 0.0 } else { matched as f64 / ctx_size as f64 };
-            let pri = (c.importance + if c.pinned { 0.2 } else { 0.0 }).clamp(0.0, 1.0);
-            let breakdown = Breakdown { similarity: sim, recency: rec, scene, priority: pri };
-            let score = w.similarity * sim + w.recency * rec + w.scene * scene + w.priority * pri;
-            let hit = Hit { id: String::new(), tier: c.tier, content: String::new(), score, bm25: c.rank, breakdown };
-            (c.rowid, hit)
+            let (score, breakdown) = score_of(&c, best);
+            (c.rowid, Hit { id: String::new(), tier: c.tier, content: String::new(), score, bm25: c.rank, breakdown })
         })
         .collect();
     hits.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.1.bm25.total_cmp(&b.1.bm25)));

@@ -35,6 +35,10 @@ struct Args {
     /// Recall queries timed for latency (after 20 warm-up queries).
     #[arg(long, default_value_t = 1000)]
     queries: usize,
+    /// Reader threads for the recall throughput figure, each with its own connection (default:
+    /// one per core). Latencies are always measured with one reader.
+    #[arg(long)]
+    readers: Option<usize>,
     /// Recalls in the meta-memory storm.
     #[arg(long, default_value_t = 10_000)]
     storm: usize,
@@ -424,7 +428,7 @@ fn run_size(n: usize, args: &Args, now: Instant) -> Result<Value> {
 
     // 4. Recall latency and throughput.
     let q = |text: &str| RecallQuery { text: text.to_string(), limit: workload::QUERY_LIMIT, ..Default::default() };
-    let recall_v = if skip("recall") { Value::Null } else { recall_phase(n, args, &conn, &queries, now)? };
+    let recall_v = if skip("recall") { Value::Null } else { recall_phase(n, args, &conn, &db, &queries, now)? };
     rss_mark(&mut phases, "recall");
 
     // 5. Meta-memory under a recall storm, and a pure hit storm.
@@ -514,7 +518,14 @@ fn run_size(n: usize, args: &Args, now: Instant) -> Result<Value> {
 
 /// Recall latency and throughput through `recall::recall`, plus two raw FTS5 probes that
 /// show how much of a query is BM25 itself (how many rows match, and the FTS-only top 200).
-fn recall_phase(n: usize, args: &Args, conn: &store::Connection, queries: &[String], now: Instant) -> Result<Value> {
+fn recall_phase(
+    n: usize,
+    args: &Args,
+    conn: &store::Connection,
+    db: &Path,
+    queries: &[String],
+    now: Instant,
+) -> Result<Value> {
     progress(n, &format!("recall × {}", args.queries));
     let q = |text: &str| RecallQuery { text: text.to_string(), limit: workload::QUERY_LIMIT, ..Default::default() };
     for text in queries.iter().rev().take(20) {
@@ -531,6 +542,47 @@ fn recall_phase(n: usize, args: &Args, conn: &store::Connection, queries: &[Stri
     let recall_s = t.elapsed().as_secs_f64();
     lat.sort_by(f64::total_cmp);
     let count = lat.len().max(1);
+
+    // Throughput the way several agents recall at once: the same queries dealt round-robin to
+    // one reader thread per core, each with its own connection (WAL readers do not block each
+    // other), each warmed up with 20 queries first.
+    let readers =
+        args.readers.unwrap_or_else(|| std::thread::available_parallelism().map(|p| p.get()).unwrap_or(1)).max(1);
+    progress(n, &format!("recall × {} on {readers} readers", args.queries));
+    let conns = (0..readers).map(|_| open_db(db, args)).collect::<Result<Vec<_>>>()?;
+    for c in &conns {
+        for text in queries.iter().rev().take(20) {
+            recall::recall(c, &q(text), now)?;
+        }
+    }
+    let start = std::sync::Barrier::new(readers + 1);
+    let (par_s, par_hits) = std::thread::scope(|scope| -> Result<(f64, usize)> {
+        let workers: Vec<_> = conns
+            .into_iter()
+            .enumerate()
+            .map(|(k, c)| {
+                let start = &start;
+                scope.spawn(move || -> Result<usize> {
+                    start.wait();
+                    let mut hits = 0;
+                    for text in queries.iter().take(args.queries).skip(k).step_by(readers) {
+                        hits += recall::recall(&c, &q(text), now)?.len();
+                    }
+                    Ok(hits)
+                })
+            })
+            .collect();
+        start.wait();
+        let t = Clock::now();
+        let mut hits = 0;
+        for w in workers {
+            hits += w.join().map_err(|_| anyhow::anyhow!("a reader thread panicked"))??;
+        }
+        Ok((t.elapsed().as_secs_f64(), hits))
+    })?;
+    if par_hits != hits {
+        bail!("the readers found {par_hits} hits, one reader {hits}");
+    }
 
     // Probes on the first 200 queries.
     let probe: Vec<String> =
@@ -563,8 +615,9 @@ fn recall_phase(n: usize, args: &Args, conn: &store::Connection, queries: &[Stri
     }
     and_lat.sort_by(f64::total_cmp);
     Ok(json!({
-        "queries": lat.len(), "warmup": 20, "limit": workload::QUERY_LIMIT, "secs": round3(recall_s),
-        "qps": (lat.len() as f64 / recall_s).round(),
+        "queries": lat.len(), "warmup": 20, "limit": workload::QUERY_LIMIT,
+        "qps": (lat.len() as f64 / par_s).round(), "readers": readers, "secs": round3(par_s),
+        "one_reader_qps": (lat.len() as f64 / recall_s).round(), "one_reader_secs": round3(recall_s),
         "mean_ms": round3(lat.iter().sum::<f64>() / count as f64),
         "p50_ms": round3(percentile(&lat, 50.0)), "p95_ms": round3(percentile(&lat, 95.0)),
         "p99_ms": round3(percentile(&lat, 99.0)), "max_ms": round3(lat.last().copied().unwrap_or(0.0)),
@@ -623,12 +676,13 @@ fn table(doc: &Value) -> String {
         push("signatures /s", f(&r["dedup"]["signatures_per_s"]), "", "", None);
         let qps = num("/recall/qps");
         push(
-            "recall q/s",
+            &format!("recall q/s, {} readers", r["recall"]["readers"].as_u64().unwrap_or(0)),
             f(&r["recall"]["qps"]),
             if at10k { "≥ 2,000" } else { "" },
             if at10k { "129" } else { "" },
             ge(qps, 2_000.0, at10k),
         );
+        push("recall q/s, 1 reader", f(&r["recall"]["one_reader_qps"]), "", "", None);
         push(
             "recall mean / p50 ms",
             format!("{} / {}", f(&r["recall"]["mean_ms"]), f(&r["recall"]["p50_ms"])),
