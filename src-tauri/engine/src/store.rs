@@ -391,21 +391,20 @@ fn configure(conn: &Connection) -> Result<()> {
 /// migrating it would add Lethe's schema to someone else's data (and switch it to WAL), so it
 /// is refused before anything is written.
 fn refuse_other_programs_file(conn: &Connection) -> Result<()> {
-    if table_exists(conn, "lethe_schema")? || table_exists(conn, "memory_item")? {
-        return Ok(());
-    }
-    let other: Option<String> = conn
-        .query_row(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name LIMIT 1",
-            [],
-            |r| r.get(0),
-        )
-        .optional()?;
+    // One statement, so one snapshot: checked in separate statements, another process's
+    // migration could commit in between and its first table look like someone else's.
+    let (ours, other): (bool, Option<String>) = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name IN ('lethe_schema', 'memory_item')), \
+                (SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' \
+                 ORDER BY name LIMIT 1)",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
     match other {
-        Some(t) => Err(Error::Foreign(format!(
+        Some(t) if !ours => Err(Error::Foreign(format!(
             "the file belongs to another program (it has a table {t:?} and no memories); it was left untouched"
         ))),
-        None => Ok(()),
+        _ => Ok(()),
     }
 }
 

@@ -440,3 +440,27 @@ fn incremental_snapshot_equals_a_fresh_load() {
     };
     assert_eq!(by_id(&snap), by_id(&fresh), "same scores, duplication included");
 }
+
+#[test]
+fn many_connections_opening_a_new_file_at_once_all_succeed() {
+    // Each open checks that the file is not another program's before migrating it; while one
+    // connection's migration commits, the others must not mistake its tables for a foreign
+    // program's (that check once ran as separate statements, each its own snapshot).
+    for round in 0..150 {
+        let path = temp_db();
+        let barrier = Arc::new(Barrier::new(12));
+        let handles: Vec<_> = (0..12)
+            .map(|_| {
+                let (path, barrier) = (path.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    store::open(&path).map(|_| ())
+                })
+            })
+            .collect();
+        for h in handles {
+            let r = h.join().unwrap();
+            assert!(r.is_ok(), "round {round}: {r:?}");
+        }
+    }
+}
