@@ -676,7 +676,10 @@ fn table(doc: &Value) -> String {
         push("signatures /s", f(&r["dedup"]["signatures_per_s"]), "", "", None);
         let qps = num("/recall/qps");
         push(
-            &format!("recall q/s, {} readers", r["recall"]["readers"].as_u64().unwrap_or(0)),
+            &match r["recall"]["readers"].as_u64() {
+                Some(k) => format!("recall q/s, {k} readers"),
+                None => "recall q/s".to_string(),
+            },
             f(&r["recall"]["qps"]),
             if at10k { "≥ 2,000" } else { "" },
             if at10k { "129" } else { "" },
