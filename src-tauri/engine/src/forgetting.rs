@@ -108,13 +108,7 @@ impl Snapshot {
     pub fn load(conn: &Connection) -> Result<Snapshot> {
         // One read transaction: a consistent view of the file, and one shared lock for the
         // scan and the content reads instead of one per statement.
-        if !conn.is_autocommit() {
-            return Self::load_in_tx(conn);
-        }
-        conn.execute_batch("BEGIN DEFERRED")?;
-        let out = Self::load_in_tx(conn);
-        conn.execute_batch("ROLLBACK")?;
-        out
+        crate::store::read_tx(conn, || Self::load_in_tx(conn))
     }
 
     fn load_in_tx(conn: &Connection) -> Result<Snapshot> {

@@ -85,13 +85,7 @@ const INNER: i64 = 400;
 pub fn recall(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<Hit>> {
     // One read transaction for the handful of statements: a consistent view, and one shared
     // lock instead of one per statement.
-    if !conn.is_autocommit() {
-        return recall_in_tx(conn, q, now);
-    }
-    conn.execute_batch("BEGIN DEFERRED")?;
-    let out = recall_in_tx(conn, q, now);
-    conn.execute_batch("ROLLBACK")?;
-    out
+    crate::store::read_tx(conn, || recall_in_tx(conn, q, now))
 }
 
 /// A BM25 candidate: the FTS5 match joined with the columns the ranking needs.

@@ -539,6 +539,21 @@ pub fn write_tx<T>(conn: &mut Connection, mut f: impl FnMut(&rusqlite::Transacti
     })
 }
 
+/// Runs `f` in one read transaction (a consistent snapshot, and one shared lock for all its
+/// statements), or inside the caller's transaction if one is open. Ended with COMMIT, which
+/// for a read leaves any statement the caller still has open undisturbed.
+pub fn read_tx<T>(conn: &Connection, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    if !conn.is_autocommit() {
+        return f();
+    }
+    conn.execute_batch("BEGIN DEFERRED")?;
+    let out = f();
+    let end = conn.execute_batch("COMMIT");
+    let out = out?;
+    end?;
+    Ok(out)
+}
+
 /// `PRAGMA data_version`: changes when another connection commits.
 pub fn data_version(conn: &Connection) -> Result<i64> {
     Ok(conn.query_row("PRAGMA data_version", [], |r| r.get(0))?)
@@ -569,6 +584,25 @@ pub fn changes_since(conn: &Connection, seq: i64, limit: usize) -> Result<(i64, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn read_tx_leaves_open_statements_and_outer_transactions_alone() {
+        let conn = open_in_memory().unwrap();
+        conn.execute_batch("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1), (2), (3);").unwrap();
+        let mut stmt = conn.prepare("SELECT x FROM t ORDER BY x").unwrap();
+        let mut rows = stmt.query([]).unwrap();
+        assert_eq!(rows.next().unwrap().unwrap().get::<_, i64>(0).unwrap(), 1);
+        let n: i64 = read_tx(&conn, || Ok(conn.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))?)).unwrap();
+        assert_eq!(n, 3);
+        assert_eq!(rows.next().unwrap().unwrap().get::<_, i64>(0).unwrap(), 2, "the caller's statement goes on");
+        drop(rows);
+        conn.execute_batch("BEGIN").unwrap();
+        let e = read_tx(&conn, || -> Result<()> { Err(Error::invalid("inner")) }).unwrap_err();
+        assert!(matches!(e, Error::Invalid(_)), "{e:?}");
+        assert!(!conn.is_autocommit(), "the caller's transaction is still open");
+        conn.execute_batch("COMMIT").unwrap();
+        assert!(conn.is_autocommit());
+    }
 
     #[test]
     fn migrations_apply_on_memory_and_are_idempotent() {
