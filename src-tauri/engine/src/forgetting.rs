@@ -555,14 +555,16 @@ pub struct BatchOptions<'a> {
     pub now: Instant,
     pub progress: Option<&'a (dyn Fn(usize, usize) + Sync)>,
     pub cancel: Option<&'a AtomicBool>,
-    /// Actions per write transaction. 10,000 rather than 2,000: a crash still loses at most
-    /// one chunk (never half of one), and at 100k the run took 1.06 s instead of 1.54 s.
+    /// Actions per write transaction. With the writes in rowid order, 2,000 costs no more than
+    /// 10,000 (100k: 0.77 s vs 0.75 s; 1M: 8.9 s vs 9.1 s) and holds the write lock for a
+    /// few tens of milliseconds at a time, so agents writing meanwhile barely wait; a crash
+    /// loses at most one chunk (never half of one).
     pub chunk: usize,
 }
 
 impl<'a> BatchOptions<'a> {
     pub fn new(now: Instant, dry_run: bool) -> Self {
-        BatchOptions { dry_run, now, progress: None, cancel: None, chunk: 10000 }
+        BatchOptions { dry_run, now, progress: None, cancel: None, chunk: 2000 }
     }
 }
 
