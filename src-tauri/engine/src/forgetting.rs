@@ -813,19 +813,7 @@ fn soft(
     if p.in_band {
         tx.prepare_cached("DELETE FROM lethe_review WHERE memory_id = ?1")?.execute([id])?;
     }
-    audit::record_event(
-        tx,
-        EventSpec {
-            memory_id: id,
-            action: "soft",
-            reason: Some(reason),
-            policy: Some(policy),
-            forget_score: Some(score),
-            ttl_days: Some(s.quarantine_days.round() as i64),
-            metadata: Some(serde_json::json!({ "actor": "policy" })),
-        },
-        now,
-    )?;
+    lifecycle::soft_event(tx, id, reason, policy, Some(score), "policy", s, now)?;
     Ok(())
 }
 

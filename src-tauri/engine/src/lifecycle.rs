@@ -447,6 +447,22 @@ pub(crate) fn soft_delete_tx(
         });
     }
     tx.prepare_cached("DELETE FROM lethe_review WHERE memory_id = ?1")?.execute([id])?;
+    soft_event(tx, id, reason, policy, score, actor, settings, now)
+}
+
+/// The audit event of a move to quarantine (the actor goes in the metadata: the table has no
+/// actor column).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn soft_event(
+    tx: &Transaction,
+    id: &str,
+    reason: &str,
+    policy: &str,
+    score: Option<f64>,
+    actor: &str,
+    settings: &Settings,
+    now: Instant,
+) -> Result<ForgettingEvent> {
     audit::record_event(
         tx,
         EventSpec {
