@@ -29,8 +29,18 @@ fn parse_canonical(s: &str) -> Option<Instant> {
     Some(t.and_utc())
 }
 
-/// Parses any timestamp Lethe or memento may have written.
+/// Parses any timestamp Lethe or memento may have written. Years outside 0000–9999 are
+/// refused: ISO 8601 / RFC 3339 text (what [`format`] writes) has four year digits, so such an
+/// instant could be stored but never read back.
 pub fn parse(s: &str) -> Result<Instant> {
+    let t = parse_any(s)?;
+    if !(0..=9999).contains(&chrono::Datelike::year(&t)) {
+        return Err(Error::invalid(format!("timestamp out of range (years 0000–9999): {:?}", s.trim())));
+    }
+    Ok(t)
+}
+
+fn parse_any(s: &str) -> Result<Instant> {
     if let Some(t) = parse_canonical(s) {
         return Ok(t);
     }
@@ -100,6 +110,10 @@ mod tests {
         let b = parse("2026-01-02 03:04:05").unwrap();
         assert_eq!(format(b), "2026-01-02T03:04:05.000Z", "memento 0.1 datetime('now') is UTC");
         assert!(parse("yesterday").is_err());
+        // A year RFC 3339 cannot write is refused rather than stored unreadable.
+        assert!(parse("-1-1-1").is_err());
+        assert!(parse("+10000-01-01").is_err());
+        assert_eq!(format(parse("0000-01-01").unwrap()), "0000-01-01T00:00:00.000Z");
     }
 
     #[test]
