@@ -168,23 +168,14 @@ pub const BUCKET_CAP: usize = 1024;
 /// 701 members.)
 pub fn candidate_pairs(sigs: &[&[u8]]) -> Vec<(u32, u32)> {
     // Bands are independent: half of them on a second thread when there is enough to do.
-    let (first, second) = (0..BANDS / 2, BANDS / 2..BANDS);
-    let mut pairs = if sigs.len() < 50_000 {
-        band_pairs(sigs, 0..BANDS)
-    } else {
-        std::thread::scope(|scope| {
-            let other = scope.spawn(|| band_pairs(sigs, second));
-            let mut pairs = band_pairs(sigs, first);
-            pairs.extend(other.join().expect("worker thread panicked"));
-            pairs
-        })
-    };
+    let bands: Vec<usize> = (0..BANDS).collect();
+    let mut pairs = crate::in_two_halves(&bands, sigs.len() >= 50_000, |half| band_pairs(sigs, half));
     pairs.sort_unstable();
     pairs.dedup();
     pairs
 }
 
-fn band_pairs(sigs: &[&[u8]], bands: std::ops::Range<usize>) -> Vec<(u32, u32)> {
+fn band_pairs(sigs: &[&[u8]], bands: &[usize]) -> Vec<(u32, u32)> {
     let mut pairs: Vec<(u32, u32)> = Vec::new();
     let mut keyed: Vec<(u32, u32)> = Vec::with_capacity(sigs.len());
     let mut sub: Vec<(u32, u32)> = Vec::new();
@@ -196,7 +187,7 @@ fn band_pairs(sigs: &[&[u8]], bands: std::ops::Range<usize>) -> Vec<(u32, u32)> 
             }
         }
     };
-    for band in bands {
+    for &band in bands {
         keyed.clear();
         keyed.extend(sigs.iter().enumerate().map(|(i, s)| (band_key(s, band), i as u32)).filter(|(k, _)| *k != 0));
         keyed.sort_unstable();

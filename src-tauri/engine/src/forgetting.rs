@@ -89,21 +89,6 @@ fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
     ))
 }
 
-/// `f` over the two halves of `items` on two threads (this machine class has two cores),
-/// results concatenated in order; one thread when there is little to do.
-pub(crate) fn parallel_halves<T: Sync, R: Send>(items: &[T], f: impl Fn(&[T]) -> Vec<R> + Sync) -> Vec<R> {
-    if items.len() < 50_000 {
-        return f(items);
-    }
-    let (a, b) = items.split_at(items.len() / 2);
-    std::thread::scope(|scope| {
-        let second = scope.spawn(|| f(b));
-        let mut out = f(a);
-        out.extend(second.join().expect("worker thread panicked"));
-        out
-    })
-}
-
 impl Snapshot {
     pub fn load(conn: &Connection) -> Result<Snapshot> {
         // One read transaction: a consistent view of the file, and one shared lock for the
@@ -155,7 +140,7 @@ impl Snapshot {
                 })
                 .collect()
         };
-        let pairs = parallel_halves(&cand, similar);
+        let pairs = crate::in_two_halves(&cand, cand.len() >= 50_000, similar);
         Ok(Snapshot { rows, unsigned, pairs })
     }
 

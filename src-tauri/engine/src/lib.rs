@@ -25,6 +25,25 @@ pub mod transfer;
 pub mod watch;
 pub mod workload;
 
+/// `f` over the two halves of `items`, the second half on another thread when `parallel`
+/// (this machine class has two cores); the results concatenated in order.
+pub(crate) fn in_two_halves<T: Sync, R: Send>(
+    items: &[T],
+    parallel: bool,
+    f: impl Fn(&[T]) -> Vec<R> + Sync,
+) -> Vec<R> {
+    if !parallel {
+        return f(items);
+    }
+    let (a, b) = items.split_at(items.len() / 2);
+    std::thread::scope(|scope| {
+        let second = scope.spawn(|| f(b));
+        let mut out = f(a);
+        out.extend(second.join().expect("worker thread panicked"));
+        out
+    })
+}
+
 pub use error::{Error, Result};
 pub use model::{Memory, Tier};
 pub use settings::Settings;
