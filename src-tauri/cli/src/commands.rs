@@ -107,6 +107,12 @@ pub enum Command {
     },
     /// Ranked search with a breakdown per result (hits go to meta-memory statistics only).
     Recall(RecallArgs),
+    /// The nearest active memories of a memory, by meaning and by words.
+    Similar {
+        id: String,
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+    },
     /// Append a reflection note to a procedure.
     Reflect {
         id: String,
@@ -333,6 +339,18 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
     }
     let mut conn = open_db(&cli.db)?;
     let conn = &mut conn;
+    if matches!(
+        cli.command,
+        Command::Recall(_) | Command::Similar { .. } | Command::Remember(_) | Command::Forget { .. }
+    ) {
+        ensure_vectors(conn)?;
+    }
+    // Reads that score store the neighbours of memories written since the last time first,
+    // so that they are searched once, not on every read.
+    if matches!(cli.command, Command::List(_) | Command::Score { .. } | Command::Stats | Command::Show { .. }) {
+        ensure_vectors(conn)?;
+        lethe_engine::neighbours::refresh(conn)?;
+    }
     let v = match &cli.command {
         Command::Remember(a) => remember(conn, a, actor, now)?,
         Command::Show { id } => to_json(&lethe_engine::detail(conn, id, now, None)?)?,
@@ -355,15 +373,18 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
         }
         Command::Score { ids, all } => {
             let s = Settings::load(conn)?;
+            let snap = forgetting::Snapshot::load(conn)?;
             let ids: Vec<String> = if *all || ids.is_empty() {
-                let snap = forgetting::Snapshot::load(conn)?;
                 snap.rows.iter().filter(|r| !r.is_deleted).map(|r| r.id.clone()).collect()
             } else {
                 ids.clone()
             };
             let mut items = Vec::with_capacity(ids.len());
             for id in ids {
-                let f = forgetting::score_one(conn, &id, &s, now)?;
+                let f = match snap.score_of(&id, &s, now) {
+                    Some(f) => f,
+                    None => forgetting::score_one(conn, &id, &s, now)?,
+                };
                 items.push(json!({
                     "id": id, "features": f.features, "components": f.components, "forget_score": f.forget_score,
                     "reasons": f.reasons, "would_forget": f.would_forget,
@@ -425,7 +446,9 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
         Command::Stats => {
             let s = Settings::load(conn)?;
             let snap = forgetting::Snapshot::load(conn)?;
-            to_json(&forgetting::stats(conn, &snap, &s, now)?)?
+            let mut v = to_json(&forgetting::stats(conn, &snap, &s, now)?)?;
+            v["recall_mode"] = json!(lethe_engine::embed::status());
+            v
         }
         Command::Recall(a) => {
             let q = recall::RecallQuery {
@@ -452,7 +475,10 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
                 d.last_recalled_at = Some(time::format(now));
             }
             meta::write_deltas(conn, &deltas)?;
-            json!({ "results": hits })
+            json!({ "results": hits, "recall_mode": lethe_engine::embed::status() })
+        }
+        Command::Similar { id, limit } => {
+            json!({ "items": lethe_engine::semantic::similar(conn, id, *limit)?, "recall_mode": lethe_engine::embed::status() })
         }
         Command::Reflect { id, note, expected_version } => {
             let note: Value =
@@ -504,4 +530,14 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
         }
     };
     Ok(Some(v))
+}
+
+/// Embeds the memories another program (or a build without the model) stored without a
+/// vector, so that recall and duplication see them; resumable, a no-op when all have one.
+fn ensure_vectors(conn: &mut store::Connection) -> Result<()> {
+    if let Some(e) = lethe_engine::embed::shared() {
+        let never = std::sync::atomic::AtomicBool::new(false);
+        lethe_engine::semantic::backfill(conn, e, |_, _| {}, &never)?;
+    }
+    Ok(())
 }

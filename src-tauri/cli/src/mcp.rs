@@ -122,6 +122,14 @@ pub struct RestoreArchiveArgs {
 #[serde(deny_unknown_fields)]
 pub struct NoArgs {}
 
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SimilarArgs {
+    pub memory_id: String,
+    /// How many neighbours (default 10).
+    pub limit: Option<usize>,
+}
+
 /// Engine errors are tool results (`is_error`), never protocol errors; malformed arguments
 /// (unknown keys, wrong types) are rejected by rmcp as invalid params before a tool runs.
 type ToolResult = Result<CallToolResult, rmcp::ErrorData>;
@@ -148,7 +156,12 @@ fn err(e: &Error) -> CallToolResult {
 
 impl LetheMcp {
     pub fn new(path: PathBuf) -> lethe_engine::Result<Self> {
-        let conn = store::open(&path)?;
+        let mut conn = store::open(&path)?;
+        // Memories another program stored without a vector get one before the first recall.
+        if let Some(e) = lethe_engine::embed::shared() {
+            let never = std::sync::atomic::AtomicBool::new(false);
+            lethe_engine::semantic::backfill(&mut conn, e, |_, _| {}, &never)?;
+        }
         let buffer = meta::MetaBuffer::start(&path, Duration::from_millis(100))?;
         Ok(LetheMcp { conn: Arc::new(Mutex::new(conn)), buffer: Arc::new(buffer), tool_router: Self::tool_router() })
     }
@@ -248,7 +261,18 @@ impl LetheMcp {
             for h in &hits {
                 buffer.record_hit(&h.id, h.score, now);
             }
-            Ok(json!({ "results": hits }))
+            Ok(json!({ "results": hits, "recall_mode": lethe_engine::embed::status() }))
+        })
+        .await
+    }
+
+    #[tool(
+        description = "The nearest active memories of a memory, each with its similarity (0-1) and kind (same words / same meaning): check before storing a near-copy, or supersede it."
+    )]
+    async fn similar(&self, peer: Peer<RoleServer>, Parameters(a): Parameters<SimilarArgs>) -> ToolResult {
+        self.run(&peer, move |c, _, _, _| {
+            let items = lethe_engine::semantic::similar(c, &a.memory_id, a.limit.unwrap_or(10).clamp(1, 100))?;
+            Ok(json!({ "items": items }))
         })
         .await
     }

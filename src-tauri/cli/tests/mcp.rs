@@ -52,6 +52,7 @@ async fn an_agent_host_can_use_every_core_tool() {
         "archive_observation",
         "restore_archive",
         "memory_stats",
+        "similar",
     ] {
         assert!(names.contains(&n), "tool {n} listed: {names:?}");
     }

@@ -8,6 +8,7 @@ use crate::error::Result;
 use crate::time::{self, Instant};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ForgettingEvent {
     pub id: String,
     pub memory_id: String,
@@ -70,6 +71,7 @@ pub fn record_action(
 
 /// One row of the combined audit log.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct AuditEvent {
     pub id: String,
     /// `forgetting` (memory_forgetting_event) or `action` (lethe_action).

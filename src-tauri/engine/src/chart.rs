@@ -10,6 +10,7 @@ use crate::settings::Settings;
 use crate::time::{self, Instant};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename_all = "lowercase"))]
 pub enum Theme {
     Light,
     Dark,
@@ -455,6 +456,7 @@ mod tests {
             pinned: false,
             duplication: 0.5,
             duplicate_of: None,
+            duplicate_kind: None,
         };
         let svg = render_projection(&m, &s, now, 120.0, (600, 300), Theme::Light).unwrap();
         assert!(svg.contains("threshold 0.6"), "the threshold is labelled at 0.6");

@@ -25,9 +25,12 @@ pub struct ScoreInput {
     /// Similarity to the most similar other active memory that dominates this one.
     pub duplication: f64,
     pub duplicate_of: Option<String>,
+    /// "same words" or "same meaning": which similarity made the duplication.
+    pub duplicate_kind: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Features {
     pub recency: f64,
     pub usage: f64,
@@ -38,6 +41,7 @@ pub struct Features {
 
 /// Signed contributions; they add up to the ForgetScore.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Components {
     pub recency: f64,
     pub usage: f64,
@@ -53,6 +57,7 @@ impl Components {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ForgetScore {
     pub features: Features,
     pub components: Components,
@@ -65,6 +70,8 @@ pub struct ForgetScore {
     pub asymptote: f64,
     pub projected_forget_at: Option<String>,
     pub duplicate_of: Option<String>,
+    /// "same words" or "same meaning", with `duplicate_of`.
+    pub duplicate_kind: Option<String>,
 }
 
 /// `R = exp(-ln2 · age_days / h)`; a memory dated in the future counts as brand new.
@@ -177,7 +184,10 @@ pub fn forget_score(m: &ScoreInput, s: &Settings, now: Instant) -> ForgetScore {
     }
     if features.duplication > s.duplicate_reason_above {
         match &m.duplicate_of {
-            Some(id) => reasons.push(format!("duplicate of {id}")),
+            Some(id) => match m.duplicate_kind {
+                Some(kind) => reasons.push(format!("duplicate of {id} ({kind})")),
+                None => reasons.push(format!("duplicate of {id}")),
+            },
             None => reasons.push("duplicate".to_string()),
         }
     }
@@ -198,6 +208,7 @@ pub fn forget_score(m: &ScoreInput, s: &Settings, now: Instant) -> ForgetScore {
         asymptote: asym,
         projected_forget_at: projected_forget_at(m, s, now).map(time::format),
         duplicate_of: if m.duplication > 0.0 { m.duplicate_of.clone() } else { None },
+        duplicate_kind: if m.duplication > 0.0 { m.duplicate_kind.map(String::from) } else { None },
     }
 }
 
@@ -246,6 +257,7 @@ mod tests {
             pinned: false,
             duplication: 0.0,
             duplicate_of: None,
+            duplicate_kind: None,
         }
     }
 

@@ -12,6 +12,7 @@ use crate::procedural::{self, ProcedurePatch};
 use crate::time::{self, Instant};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct DemoCounts {
     pub stored: usize,
     pub pinned: usize,

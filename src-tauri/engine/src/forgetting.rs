@@ -14,6 +14,7 @@ use crate::dedup;
 use crate::error::{Error, Result};
 use crate::lifecycle::{self, ListQuery, MemoryRow, Page, SortBy};
 use crate::model::{self, Tier};
+use crate::neighbours;
 use crate::settings::Settings;
 use crate::store::write_tx;
 use crate::time::{self, Instant};
@@ -37,6 +38,10 @@ pub struct Row {
     pub is_deleted: bool,
 }
 
+/// A similar pair of active memories: indices into `rows`, similarity, kind
+/// ([`neighbours::SAME_WORDS`] or [`neighbours::SAME_MEANING`]).
+pub type Pair = (u32, u32, f64, u8);
+
 /// All memories of a file with the similar pairs among the active ones. Time- and
 /// settings-independent, so it can be cached until the data changes and scored at any `now`.
 #[derive(Debug, Clone, Default)]
@@ -45,27 +50,31 @@ pub struct Snapshot {
     /// Rows whose similarity signature is not stored (written by memento or an old import);
     /// it was computed for this snapshot, and a real policy run stores it.
     pub unsigned: usize,
-    /// (a, b, similarity) over indices into `rows`, both active.
-    pub pairs: Vec<(u32, u32, f64)>,
+    /// Memories whose neighbours were searched for this snapshot because none were stored
+    /// for their content (a writer's [`neighbours::refresh`] stores them).
+    pub searched: usize,
+    pub pairs: Vec<Pair>,
+    members: Vec<neighbours::Member>,
+    lists: HashMap<usize, neighbours::Entry>,
 }
 
 const ROW_SQL: &str =
     "SELECT m.rowid, m.id, m.type, m.created_at, m.last_accessed, m.view_count, m.cite_count, m.edit_count, \
-    m.importance, m.pinned, m.session_id, m.project_id, m.is_deleted, m.deleted_at, s.bands, \
-    CASE WHEN s.bands IS NULL THEN m.content END \
+    m.importance, m.pinned, m.session_id, m.project_id, m.is_deleted, m.deleted_at, s.bands IS NULL \
     FROM memory_item m LEFT JOIN lethe_signature s ON s.memory_id = m.id";
 
-/// A scorer row (None if unreadable), its stored band keys, and its content when it has none.
-type RawRow = (Option<Row>, Option<Vec<u8>>, Option<String>);
+/// A scorer row (None if unreadable) and whether it has no stored signature.
+type RawRow = (Option<Row>, bool);
 
 fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
     let tier: String = r.get(2)?;
     let created: String = r.get(3)?;
     let last: Option<String> = r.get(4)?;
+    let unsigned: bool = r.get(14)?;
     let (Ok(tier), Some(created_at)) = (tier.parse::<Tier>(), time::parse_opt(Some(&created))) else {
         // A row another program wrote with an unknown tier or date is left out of scoring
         // rather than failing the whole file.
-        return Ok((None, None, None));
+        return Ok((None, unsigned));
     };
     Ok((
         Some(Row {
@@ -84,198 +93,110 @@ fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
             is_deleted: r.get::<_, Option<i64>>(12)?.unwrap_or(0) != 0,
             deleted_at: r.get(13)?,
         }),
-        r.get(14)?,
-        r.get(15)?,
+        unsigned,
     ))
 }
 
 impl Snapshot {
     pub fn load(conn: &Connection) -> Result<Snapshot> {
-        // One read transaction: a consistent view of the file, and one shared lock for the
-        // scan and the content reads instead of one per statement.
+        // One read transaction: a consistent view of the file.
         crate::store::read_tx(conn, || Self::load_in_tx(conn))
     }
 
     fn load_in_tx(conn: &Connection) -> Result<Snapshot> {
-        let mut stmt = conn.prepare(ROW_SQL)?;
+        let mut stmt = conn.prepare_cached(&format!("{ROW_SQL} ORDER BY m.rowid"))?;
         let mut rows = Vec::new();
-        let mut sigs: Vec<Vec<u8>> = Vec::new();
-        let mut active_idx: Vec<u32> = Vec::new();
         let mut unsigned = 0;
         let mut iter = stmt.query([])?;
         while let Some(r) = iter.next()? {
-            let (row, bands, content) = read_row(r)?;
-            let Some(row) = row else { continue };
-            // Rows without a stored signature (written by memento) get one computed here.
-            let bands = bands.unwrap_or_else(|| {
-                unsigned += 1;
-                dedup::band_keys(content.as_deref().unwrap_or(""))
-            });
-            if !row.is_deleted {
-                active_idx.push(rows.len() as u32);
-                sigs.push(bands);
-            }
-            rows.push(row);
-        }
-        let sig_refs: Vec<&[u8]> = sigs.iter().map(|s| s.as_slice()).collect();
-        let cand = dedup::candidate_pairs(&sig_refs);
-        // Exact Jaccard on the candidates only: the content of every memory in a pair, read
-        // in rowid order, as shingle sets indexed like `sigs`.
-        let mut needed: Vec<u32> = cand.iter().flat_map(|&(a, b)| [a, b]).collect();
-        needed.sort_unstable();
-        needed.dedup();
-        let mut shingles: Vec<Vec<u64>> = vec![Vec::new(); sigs.len()];
-        {
-            let mut content = conn.prepare_cached("SELECT content FROM memory_item WHERE rowid = ?1")?;
-            for &a in &needed {
-                let c: String = content.query_row([rows[active_idx[a as usize] as usize].rowid], |r| r.get(0))?;
-                shingles[a as usize] = dedup::shingles(&c);
+            let (row, no_sig) = read_row(r)?;
+            unsigned += usize::from(no_sig);
+            if let Some(row) = row {
+                rows.push(row);
             }
         }
-        let similar = |part: &[(u32, u32)]| -> Vec<(u32, u32, f64)> {
-            part.iter()
-                .filter_map(|&(a, b)| {
-                    let sim = dedup::jaccard(&shingles[a as usize], &shingles[b as usize]);
-                    (sim > 0.0).then(|| (active_idx[a as usize], active_idx[b as usize], sim))
-                })
-                .collect()
-        };
-        let pairs = crate::in_two_halves(&cand, cand.len() >= 50_000, similar);
-        Ok(Snapshot { rows, unsigned, pairs })
+        let members = neighbours::members(conn)?;
+        let derived = neighbours::derive(conn, &members)?;
+        let mut snap = Snapshot { rows, unsigned, searched: 0, pairs: Vec::new(), members, lists: derived.lists };
+        snap.rebuild_pairs();
+        Ok(snap)
+    }
+
+    /// The pairs among active rows from every member's neighbours (stored, or searched for
+    /// this snapshot); a pair found from both sides counts once, with its larger similarity.
+    fn rebuild_pairs(&mut self) {
+        let row_of: HashMap<i64, u32> = self.rows.iter().enumerate().map(|(i, r)| (r.rowid, i as u32)).collect();
+        let member_of: HashMap<i64, usize> = self.members.iter().enumerate().map(|(i, m)| (m.rowid, i)).collect();
+        let mut pairs: Vec<Pair> = Vec::new();
+        self.searched = self.lists.keys().filter(|&&i| self.members[i].derived.is_none()).count();
+        for (i, m) in self.members.iter().enumerate() {
+            if !m.active {
+                continue;
+            }
+            let Some(&a) = row_of.get(&m.rowid) else { continue };
+            let list = match self.lists.get(&i) {
+                Some((_, l)) => l,
+                None => match &m.derived {
+                    Some((_, l)) => l,
+                    None => continue,
+                },
+            };
+            for n in list {
+                let Some(&j) = member_of.get(&n.rowid) else { continue };
+                let other = &self.members[j];
+                if !other.active || neighbours::id_hash(&other.id) != n.id_hash {
+                    continue;
+                }
+                let Some(&b) = row_of.get(&n.rowid) else { continue };
+                if a != b {
+                    pairs.push((a.min(b), a.max(b), f64::from(n.sim), n.kind));
+                }
+            }
+        }
+        pairs.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)).then(y.2.total_cmp(&x.2)));
+        pairs.dedup_by(|x, y| x.0 == y.0 && x.1 == y.1);
+        self.pairs = pairs;
     }
 
     /// Brings the snapshot up to date for the memories in `ids` (from the change journal):
-    /// their rows are reloaded (or dropped when they are gone) and their similar pairs
-    /// recomputed against every active memory through the stored band keys. The result equals
-    /// a fresh [`Snapshot::load`] up to the order of rows (changed rows move to the end), except
-    /// that buckets over [`dedup::BUCKET_CAP`] members are not split for changed rows.
+    /// their rows and neighbour entries are reloaded, neighbours searched for those that need
+    /// them, and the pairs rebuilt from the lists. Equals a fresh [`Snapshot::load`] up to the
+    /// order of rows (changed rows move to the end).
     pub fn apply_changes(&mut self, conn: &Connection, ids: &[String]) -> Result<()> {
         if ids.is_empty() {
             return Ok(());
         }
-        let changed: HashSet<&str> = ids.iter().map(String::as_str).collect();
-        // 1. Drop the changed rows and every pair that touches one; renumber the rest.
-        let mut remap: Vec<Option<u32>> = Vec::with_capacity(self.rows.len());
-        let mut kept = Vec::with_capacity(self.rows.len() + ids.len());
-        for r in self.rows.drain(..) {
-            if changed.contains(r.id.as_str()) {
-                remap.push(None);
-            } else {
-                remap.push(Some(kept.len() as u32));
-                kept.push(r);
-            }
-        }
-        self.rows = kept;
-        self.pairs =
-            self.pairs.iter().filter_map(|&(a, b, sim)| Some((remap[a as usize]?, remap[b as usize]?, sim))).collect();
-        // 2. Reload the changed rows that still exist; keep band keys and content of the active.
-        let mut stmt = conn.prepare_cached(&format!("{ROW_SQL} WHERE m.id = ?1"))?;
-        let mut fresh: Vec<(u32, Vec<u8>, Vec<u64>)> = Vec::new();
-        let mut done: HashSet<&str> = HashSet::with_capacity(changed.len());
-        for id in ids {
-            if !done.insert(id.as_str()) {
-                continue;
-            }
-            let Some((Some(row), bands, content)) = stmt.query_row([id], read_row).optional()? else { continue };
-            let idx = self.rows.len() as u32;
-            if !row.is_deleted {
-                let content = match content {
-                    Some(c) => c,
-                    None => {
-                        conn.query_row("SELECT content FROM memory_item WHERE rowid = ?1", [row.rowid], |r| r.get(0))?
-                    }
-                };
-                let bands = bands.unwrap_or_else(|| {
-                    self.unsigned += 1;
-                    dedup::band_keys(&content)
-                });
-                fresh.push((idx, bands, dedup::shingles(&content)));
-            }
-            self.rows.push(row);
-        }
-        if fresh.is_empty() {
-            return Ok(());
-        }
-        // 3. Candidates: active memories sharing a band key (same band) with a changed one.
-        let mut wanted: HashMap<(usize, u32), Vec<usize>> = HashMap::new();
-        for (f, (_, bands, _)) in fresh.iter().enumerate() {
-            for b in 0..dedup::BANDS {
-                let k = dedup::band_key(bands, b);
-                if k != 0 {
-                    wanted.entry((b, k)).or_default().push(f);
-                }
-            }
-        }
-        let index: HashMap<i64, u32> = self.rows.iter().enumerate().map(|(i, r)| (r.rowid, i as u32)).collect();
-        let fresh_of: HashMap<u32, usize> = fresh.iter().enumerate().map(|(f, (i, _, _))| (*i, f)).collect();
-        let mut cand: HashSet<(usize, u32)> = HashSet::new();
-        let mut all = conn.prepare(
-            "SELECT m.rowid, s.bands, CASE WHEN s.bands IS NULL THEN m.content END \
-             FROM memory_item m LEFT JOIN lethe_signature s ON s.memory_id = m.id \
-             WHERE COALESCE(m.is_deleted, 0) = 0",
-        )?;
-        let mut q = all.query([])?;
-        while let Some(r) = q.next()? {
-            let Some(&other) = index.get(&r.get::<_, i64>(0)?) else { continue };
-            let bands: Vec<u8> = match r.get::<_, Option<Vec<u8>>>(1)? {
-                Some(b) => b,
-                None => dedup::band_keys(&r.get::<_, Option<String>>(2)?.unwrap_or_default()),
-            };
-            for b in 0..dedup::BANDS {
-                let k = dedup::band_key(&bands, b);
-                if k == 0 {
+        crate::store::read_tx(conn, || {
+            let changed: HashSet<&str> = ids.iter().map(String::as_str).collect();
+            self.rows.retain(|r| !changed.contains(r.id.as_str()));
+            let mut stmt = conn.prepare_cached(&format!("{ROW_SQL} WHERE m.id = ?1"))?;
+            let mut done: HashSet<&str> = HashSet::with_capacity(changed.len());
+            for id in ids {
+                if !done.insert(id.as_str()) {
                     continue;
                 }
-                for &f in wanted.get(&(b, k)).into_iter().flatten() {
-                    let mine = fresh[f].0;
-                    if other == mine {
-                        continue;
-                    }
-                    // A pair of two changed memories is kept once, from the lower index.
-                    if let Some(&g) = fresh_of.get(&other) {
-                        if g < f {
-                            continue;
-                        }
-                    }
-                    cand.insert((f, other));
+                if let Some((Some(row), _)) = stmt.query_row([id], read_row).optional()? {
+                    self.rows.push(row);
                 }
             }
-        }
-        // 4. Exact Jaccard on the candidates.
-        let mut cand: Vec<(usize, u32)> = cand.into_iter().collect();
-        cand.sort_unstable();
-        let mut content = conn.prepare_cached("SELECT content FROM memory_item WHERE rowid = ?1")?;
-        let mut cache: HashMap<u32, Vec<u64>> = HashMap::new();
-        for (f, other) in cand {
-            let sim = match fresh_of.get(&other) {
-                Some(&g) => dedup::jaccard(&fresh[f].2, &fresh[g].2),
-                None => {
-                    let theirs = match cache.entry(other) {
-                        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                        std::collections::hash_map::Entry::Vacant(v) => {
-                            let c: String = content.query_row([self.rows[other as usize].rowid], |r| r.get(0))?;
-                            v.insert(dedup::shingles(&c))
-                        }
-                    };
-                    dedup::jaccard(&fresh[f].2, theirs)
-                }
-            };
-            if sim > 0.0 {
-                self.pairs.push((fresh[f].0, other, sim));
-            }
-        }
-        Ok(())
+            // Members are few fields per memory; reloading them all keeps the neighbour search
+            // identical to a fresh load's.
+            self.members = neighbours::members(conn)?;
+            self.lists = neighbours::derive(conn, &self.members)?.lists;
+            self.rebuild_pairs();
+            Ok(())
+        })
     }
 
-    /// Duplication and its source per row at `now` (DESIGN §3 dominance rule).
-    pub fn duplication(&self, s: &Settings, now: Instant) -> Vec<(f64, Option<u32>)> {
-        let mut d: Vec<(f64, Option<u32>)> = vec![(0.0, None); self.rows.len()];
-        for &(a, b, sim) in &self.pairs {
+    /// Duplication, its source and kind per row at `now` (DESIGN §3 dominance rule).
+    pub fn duplication(&self, s: &Settings, now: Instant) -> Vec<(f64, Option<u32>, u8)> {
+        let mut d: Vec<(f64, Option<u32>, u8)> = vec![(0.0, None, 0); self.rows.len()];
+        for &(a, b, sim, kind) in &self.pairs {
             let (ra, rb) = (&self.rows[a as usize], &self.rows[b as usize]);
             let (winner, loser) = if dominates(ra, rb, s, now) { (a, b) } else { (b, a) };
             let slot = &mut d[loser as usize];
             if sim > slot.0 {
-                *slot = (sim, Some(winner));
+                *slot = (sim, Some(winner), kind);
             }
         }
         d
@@ -287,14 +208,28 @@ impl Snapshot {
         self.rows
             .iter()
             .zip(d)
-            .map(|(r, (dup, of))| input_of(r, dup, of.map(|i| self.rows[i as usize].id.clone())))
+            .map(|(r, (dup, of, kind))| {
+                let mut input = input_of(r, dup, of.map(|i| self.rows[i as usize].id.clone()));
+                input.duplicate_kind = of.map(|_| neighbours::kind_name(kind));
+                input
+            })
             .collect()
     }
 
     /// Just the numbers, for listings, what-if and the batch.
     pub fn scores(&self, s: &Settings, now: Instant) -> Vec<f64> {
         let d = self.duplication(s, now);
-        self.rows.iter().zip(d).map(|(r, (dup, _))| decay::score_value(&input_of(r, dup, None), s, now)).collect()
+        self.rows.iter().zip(d).map(|(r, (dup, _, _))| decay::score_value(&input_of(r, dup, None), s, now)).collect()
+    }
+
+    /// The explained score of one row at `now`.
+    pub fn score_of(&self, id: &str, s: &Settings, now: Instant) -> Option<ForgetScore> {
+        let i = self.rows.iter().position(|r| r.id == id)?;
+        let d = self.duplication(s, now);
+        let (dup, of, kind) = d[i];
+        let mut input = input_of(&self.rows[i], dup, of.map(|j| self.rows[j as usize].id.clone()));
+        input.duplicate_kind = of.map(|_| neighbours::kind_name(kind));
+        Some(decay::forget_score(&input, s, now))
     }
 }
 
@@ -310,6 +245,7 @@ fn input_of(r: &Row, duplication: f64, duplicate_of: Option<String>) -> ScoreInp
         pinned: r.pinned,
         duplication,
         duplicate_of,
+        duplicate_kind: None,
     }
 }
 
@@ -338,45 +274,16 @@ pub fn dominates(a: &Row, b: &Row, s: &Settings, now: Instant) -> bool {
 
 /// The explained score of one memory, with duplication against the other active memories.
 pub fn score_one(conn: &Connection, id: &str, s: &Settings, now: Instant) -> Result<ForgetScore> {
-    let mut stmt = conn.prepare_cached(&format!("{ROW_SQL} WHERE m.id = ?1"))?;
-    let (row, bands, content) = stmt.query_row([id], read_row).map_err(|e| match e {
-        rusqlite::Error::QueryReturnedNoRows => Error::NotFound(format!("memory {id}")),
-        e => Error::Db(e),
-    })?;
-    let row = row.ok_or_else(|| Error::invalid(format!("memory {id} has an unreadable type or created_at")))?;
-    let content = match content {
-        Some(c) => c,
-        None => conn.query_row("SELECT content FROM memory_item WHERE id = ?1", [id], |r| r.get(0))?,
-    };
-    let bands = bands.unwrap_or_else(|| dedup::band_keys(&content));
-    let keys: HashSet<u32> = (0..dedup::BANDS).map(|b| dedup::band_key(&bands, b)).filter(|k| *k != 0).collect();
-    let mine = dedup::shingles(&content);
-    let mut best: (f64, Option<String>) = (0.0, None);
-    let mut cand = conn.prepare_cached(
-        "SELECT s.memory_id, s.bands FROM lethe_signature s JOIN memory_item m ON m.id = s.memory_id \
-         WHERE COALESCE(m.is_deleted, 0) = 0 AND s.memory_id <> ?1",
-    )?;
-    let mut others = Vec::new();
-    let mut q = cand.query([id])?;
-    while let Some(r) = q.next()? {
-        let b: Vec<u8> = r.get(1)?;
-        if (0..dedup::BANDS).any(|i| keys.contains(&dedup::band_key(&b, i))) {
-            others.push(r.get::<_, String>(0)?);
-        }
+    let snap = Snapshot::load(conn)?;
+    if let Some(f) = snap.score_of(id, s, now) {
+        return Ok(f);
     }
-    for other in others {
-        let (orow, _, _) = stmt.query_row([&other], read_row)?;
-        let Some(orow) = orow else { continue };
-        if !dominates(&orow, &row, s, now) {
-            continue;
-        }
-        let c: String = conn.query_row("SELECT content FROM memory_item WHERE id = ?1", [&other], |r| r.get(0))?;
-        let sim = dedup::jaccard(&mine, &dedup::shingles(&c));
-        if sim > best.0 {
-            best = (sim, Some(other));
-        }
-    }
-    Ok(decay::forget_score(&input_of(&row, best.0, best.1), s, now))
+    let found: bool = conn.query_row("SELECT EXISTS (SELECT 1 FROM memory_item WHERE id = ?1)", [id], |r| r.get(0))?;
+    Err(if found {
+        Error::invalid(format!("memory {id} has an unreadable type or created_at"))
+    } else {
+        Error::NotFound(format!("memory {id}"))
+    })
 }
 
 /// Pages of memories, filtered and sorted; the score of every row is computed.
@@ -435,6 +342,7 @@ pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct TierCounts {
     pub active: usize,
     pub quarantined: usize,
@@ -442,6 +350,7 @@ pub struct TierCounts {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Stats {
     pub tiers: std::collections::BTreeMap<String, TierCounts>,
     pub total_active: usize,
@@ -488,6 +397,7 @@ pub fn stats(conn: &Connection, snap: &Snapshot, s: &Settings, now: Instant) -> 
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct QuarantineItem {
     pub id: String,
     #[serde(rename = "type")]
@@ -525,6 +435,7 @@ pub fn quarantine(conn: &Connection, s: &Settings, now: Instant) -> Result<Vec<Q
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct BatchReport {
     pub scanned: usize,
     pub soft_deleted: Vec<String>,
@@ -607,10 +518,12 @@ pub fn run_batch(conn: &mut Connection, opts: &BatchOptions<'_>) -> Result<Batch
 fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Clock) -> Result<BatchReport> {
     let now = opts.now;
     let s = Settings::load(conn)?;
-    let snap = Snapshot::load(conn)?;
-    if !opts.dry_run && snap.unsigned > 0 {
-        ensure_signatures(conn)?;
+    // Signatures and neighbours of memories written since the last run are stored first, so
+    // the next run (and every read) finds them instead of searching again.
+    if !opts.dry_run {
+        neighbours::refresh(conn)?;
     }
+    let snap = Snapshot::load(conn)?;
     let inputs = snap.inputs(&s, now);
     let in_band: HashSet<String> = conn
         .prepare("SELECT memory_id FROM lethe_review")?
@@ -803,12 +716,14 @@ fn soft(
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct WhatIfSide {
     pub count: usize,
     pub ids: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct WhatIf {
     pub current: WhatIfSide,
     pub proposed: WhatIfSide,

@@ -9,6 +9,7 @@ pub mod chart;
 pub mod decay;
 pub mod dedup;
 pub mod demo;
+pub mod embed;
 pub mod error;
 #[doc(hidden)]
 pub mod fixtures;
@@ -16,8 +17,10 @@ pub mod forgetting;
 pub mod lifecycle;
 pub mod meta;
 pub mod model;
+pub mod neighbours;
 pub mod procedural;
 pub mod recall;
+pub mod semantic;
 pub mod settings;
 pub mod store;
 pub mod time;
@@ -54,6 +57,7 @@ use serde::Serialize;
 /// Everything a person needs to judge one memory: its fields, its explained ForgetScore,
 /// links, archive state and recall statistics.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct MemoryDetail {
     #[serde(flatten)]
     pub memory: Memory,
@@ -169,6 +173,11 @@ fn input_of(memory: &Memory, score: &decay::ForgetScore) -> Result<decay::ScoreI
         pinned: memory.pinned,
         duplication: score.features.duplication,
         duplicate_of: score.duplicate_of.clone(),
+        duplicate_kind: match score.duplicate_kind.as_deref() {
+            Some("same meaning") => Some(neighbours::kind_name(neighbours::SAME_MEANING)),
+            Some(_) => Some(neighbours::kind_name(neighbours::SAME_WORDS)),
+            None => None,
+        },
     })
 }
 

@@ -118,8 +118,19 @@ impl NewMemory {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum RememberOutcome {
-    Stored { id: String, stored: bool, version: i64 },
-    Skipped { stored: bool, reason: String, existing_id: Option<String> },
+    /// `similar`: the closest active memories that were already stored (similarity ≥
+    /// [`SIMILAR_ON_WRITE`]), so that an agent can supersede instead of piling up near-copies.
+    Stored {
+        id: String,
+        stored: bool,
+        version: i64,
+        similar: Vec<crate::semantic::Similar>,
+    },
+    Skipped {
+        stored: bool,
+        reason: String,
+        existing_id: Option<String>,
+    },
 }
 
 impl RememberOutcome {
@@ -215,6 +226,9 @@ fn is_trivial(content: &str, s: &Settings) -> bool {
 }
 
 /// Stores a memory, or explains why it was not stored (trivial, exact duplicate).
+/// How similar an existing memory must be to be named in `remember`'s answer.
+pub const SIMILAR_ON_WRITE: f64 = 0.5;
+
 pub fn remember(conn: &mut Connection, m: &NewMemory, actor: &str, now: Instant) -> Result<RememberOutcome> {
     model::validate_actor(actor)?;
     let settings = Settings::load(conn)?;
@@ -228,6 +242,8 @@ pub fn remember(conn: &mut Connection, m: &NewMemory, actor: &str, now: Instant)
     }
     let hash = dedup::content_hash(&m.content);
     let bands = dedup::band_keys(&m.content);
+    let embedder = crate::embed::shared();
+    let vector = embedder.map(|e| e.embed(&m.content));
     write_tx(conn, |tx| {
         let existing: Option<String> = tx
             .prepare_cached(
@@ -237,11 +253,11 @@ pub fn remember(conn: &mut Connection, m: &NewMemory, actor: &str, now: Instant)
             .query_row(params![hash, m.tier.as_str()], |r| r.get(0))
             .optional()?;
         if let Some(existing_id) = existing {
-            return Ok(RememberOutcome::Skipped {
+            return Ok(Err(RememberOutcome::Skipped {
                 stored: false,
                 reason: format!("duplicate: the same content is already stored in the {} tier", m.tier),
                 existing_id: Some(existing_id),
-            });
+            }));
         }
         for old in &m.supersedes {
             let found: Option<i64> = tx
@@ -284,6 +300,9 @@ pub fn remember(conn: &mut Connection, m: &NewMemory, actor: &str, now: Instant)
         ])?;
         tx.prepare_cached("INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3)")?
             .execute(params![id, hash, bands])?;
+        if let (Some(e), Some(v)) = (embedder, &vector) {
+            crate::semantic::store_vector(tx, e.fingerprint(), &id, v)?;
+        }
         audit::record_action(
             tx,
             Some(&id),
@@ -308,7 +327,17 @@ pub fn remember(conn: &mut Connection, m: &NewMemory, actor: &str, now: Instant)
                 now,
             )?;
         }
-        Ok(RememberOutcome::Stored { id: id.clone(), stored: true, version: 1 })
+        Ok(Ok(id))
+    })
+    .and_then(|stored| {
+        let id = match stored {
+            Ok(id) => id,
+            Err(skipped) => return Ok(skipped),
+        };
+        // Read after the commit (the write lock is not held for the scan); the new memory
+        // itself is left out.
+        let similar = crate::semantic::similar_to_text(conn, &m.content, Some(&id), 5, SIMILAR_ON_WRITE)?;
+        Ok(RememberOutcome::Stored { id, stored: true, version: 1, similar })
     })
 }
 
@@ -378,6 +407,8 @@ pub fn edit(conn: &mut Connection, id: &str, content: &str, actor: &str, now: In
     validate_content(content, &settings)?;
     let hash = dedup::content_hash(content);
     let bands = dedup::band_keys(content);
+    let embedder = crate::embed::shared();
+    let vector = embedder.map(|e| e.embed(content));
     mutate(conn, id, "edit", actor, now, |tx, _| {
         if crate::archive::is_archived(tx, id)? {
             return Err(Error::invalid(format!("memory {id} is archived; unarchive it before editing")));
@@ -391,6 +422,10 @@ pub fn edit(conn: &mut Connection, id: &str, content: &str, actor: &str, now: In
              ON CONFLICT(memory_id) DO UPDATE SET content_hash = excluded.content_hash, bands = excluded.bands",
             params![id, hash, bands],
         )?;
+        // The content trigger dropped the old vector; the new one goes in with the edit.
+        if let (Some(e), Some(v)) = (embedder, &vector) {
+            crate::semantic::store_vector(tx, e.fingerprint(), id, v)?;
+        }
         Ok(())
     })
 }
@@ -523,6 +558,7 @@ pub(crate) fn hard_delete_tx(
         "DELETE FROM meta_memory_stats WHERE memory_id = ?1",
         "DELETE FROM lethe_archive WHERE memory_id = ?1",
         "DELETE FROM lethe_signature WHERE memory_id = ?1",
+        "DELETE FROM lethe_vector WHERE memory_id = ?1",
         "DELETE FROM lethe_supersede WHERE old_id = ?1 OR new_id = ?1",
         "DELETE FROM lethe_procedure_version WHERE memory_id = ?1",
         "DELETE FROM lethe_review WHERE memory_id = ?1",
@@ -571,6 +607,7 @@ pub fn hard_delete(
 
 /// Sort orders of [`list`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename_all = "lowercase"))]
 pub enum SortBy {
     #[default]
     Created,
@@ -606,6 +643,7 @@ pub struct ListQuery {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct MemoryRow {
     pub id: String,
     #[serde(rename = "type")]
@@ -626,6 +664,7 @@ pub struct MemoryRow {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Page {
     pub total: usize,
     pub items: Vec<MemoryRow>,

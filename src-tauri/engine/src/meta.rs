@@ -37,6 +37,7 @@ impl Delta {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct MetaStats {
     pub memory_id: String,
     pub recall_count: i64,
@@ -47,6 +48,7 @@ pub struct MetaStats {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct MetaSummary {
     pub recalled_memories: i64,
     pub total_recalls: i64,

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum Tier {
     Working,
@@ -52,6 +53,7 @@ impl FromStr for Tier {
 
 /// A stored memory: every column of `memory_item` Lethe reads.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Memory {
     pub id: String,
     #[serde(rename = "type")]
@@ -169,6 +171,7 @@ pub fn preview(content: &str, max_chars: usize) -> String {
 
 /// The kinds of failure a reflection note records (seed 000).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum FailureType {
     ToolError,
@@ -178,6 +181,7 @@ pub enum FailureType {
 
 /// A lesson appended to a procedural memory after a failure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(deny_unknown_fields)]
 pub struct ReflectionNote {
     pub failure_type: FailureType,

@@ -23,6 +23,7 @@ pub struct ProcedurePatch {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Version {
     pub version: i64,
     pub at: String,
@@ -110,6 +111,7 @@ pub fn update(
                  ON CONFLICT(memory_id) DO UPDATE SET content_hash = excluded.content_hash, bands = excluded.bands",
                 params![id, crate::dedup::content_hash(c), crate::dedup::band_keys(c)],
             )?;
+            crate::semantic::refresh(tx, id, c)?;
         }
         let after = lifecycle::get(tx, id)?;
         audit::record_action(

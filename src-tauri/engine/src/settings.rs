@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::model::Tier;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(deny_unknown_fields, default)]
 pub struct Weights {
     pub recency: f64,
@@ -23,6 +24,7 @@ impl Default for Weights {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(deny_unknown_fields, default)]
 pub struct HalfLives {
     pub working: f64,
@@ -49,6 +51,7 @@ impl HalfLives {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(deny_unknown_fields, default)]
 pub struct RecallWeights {
     pub similarity: f64,
@@ -71,6 +74,7 @@ impl Default for RecallWeights {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(deny_unknown_fields, default)]
 pub struct Settings {
     pub half_life_days: HalfLives,

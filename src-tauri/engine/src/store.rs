@@ -26,9 +26,14 @@ const MIGRATIONS: &[Migration] = &[
         apply: |c| Ok(c.execute_batch(include_str!("migrations/002_indexes.sql"))?),
     },
     Migration { version: 3, name: "fts-memento-names", apply: migrate_fts_memento_names },
+    Migration {
+        version: 4,
+        name: "semantic",
+        apply: |c| Ok(c.execute_batch(include_str!("migrations/004_semantic.sql"))?),
+    },
 ];
 
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long [`with_retry`] keeps retrying BUSY/LOCKED before giving up with `Error::Busy`.
 pub const RETRY_DEADLINE: Duration = Duration::from_secs(15);

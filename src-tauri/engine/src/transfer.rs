@@ -177,5 +177,20 @@ fn import_chunk(tx: &Transaction, chunk: &[Memory]) -> Result<(usize, usize)> {
         3,
     ))?
     .execute(params_from_iter(sigs))?;
+    // Vectors in the same transaction, embedded in one call (the model spreads it over cores).
+    if let Some(e) = crate::embed::shared() {
+        let texts: Vec<String> = new.iter().map(|m| m.content.clone()).collect();
+        let vecs = e.embed_many(&texts);
+        let mut vals: Vec<Value> = Vec::with_capacity(new.len() * 3);
+        for (m, v) in new.iter().zip(vecs) {
+            vals.extend([
+                Value::Text(m.id.clone()),
+                Value::Text(e.fingerprint().to_string()),
+                Value::Blob(v.to_bytes()),
+            ]);
+        }
+        tx.prepare_cached(&multi_row_sql("INSERT OR REPLACE INTO lethe_vector (memory_id, model, vec)", new.len(), 3))?
+            .execute(params_from_iter(vals))?;
+    }
     Ok((new.len(), skipped))
 }

@@ -419,7 +419,7 @@ fn incremental_snapshot_equals_a_fresh_load() {
         let mut pairs: Vec<(String, String, String)> = s
             .pairs
             .iter()
-            .map(|&(x, y, sim)| {
+            .map(|&(x, y, sim, _)| {
                 let (p, q) = (s.rows[x as usize].id.clone(), s.rows[y as usize].id.clone());
                 (p.clone().min(q.clone()), p.max(q), format!("{sim:.12}"))
             })

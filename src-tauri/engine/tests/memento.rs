@@ -108,10 +108,16 @@ fn columns(conn: &Connection, table: &str) -> Vec<String> {
 
 /// After Lethe opened a memento file: its own journal triggers plus FTS triggers under
 /// memento's names, exactly once.
-const EXPECTED_TRIGGERS: [&str; 6] = [
+const EXPECTED_TRIGGERS: [&str; 12] = [
     "lethe_change_ad",
     "lethe_change_ai",
     "lethe_change_au",
+    "lethe_fts_ad",
+    "lethe_fts_ai",
+    "lethe_fts_au",
+    "lethe_neighbour_ad",
+    "lethe_vector_ad",
+    "lethe_vector_au",
     "memory_item_fts_delete",
     "memory_item_fts_insert",
     "memory_item_fts_update",
@@ -475,7 +481,7 @@ fn a_lethe_file_from_schema_2_gets_memento_s_trigger_names_and_a_consistent_inde
         };
         conn.execute_batch(
             "DROP TRIGGER memory_item_fts_insert; DROP TRIGGER memory_item_fts_delete; DROP TRIGGER memory_item_fts_update;
-             DELETE FROM lethe_schema WHERE version = 3;",
+             DELETE FROM lethe_schema WHERE version >= 3;",
         )
         .unwrap();
         let old_triggers: String = include_str!("../src/migrations/001_fts.sql")
@@ -500,7 +506,7 @@ fn a_lethe_file_from_schema_2_gets_memento_s_trigger_names_and_a_consistent_inde
         assert!(store::trigger_exists(&conn, "memory_item_fts_ai").unwrap());
     }
     let conn = store::open(&path).unwrap();
-    assert_eq!(store::schema_version(&conn).unwrap(), 3);
+    assert_eq!(store::schema_version(&conn).unwrap(), store::SCHEMA_VERSION);
     assert_eq!(triggers_on_memory_item(&conn).into_iter().collect::<Vec<_>>(), EXPECTED_TRIGGERS);
     assert_fts_exact(&memento_conn(&path));
     assert_eq!(fts_ids(&conn, "kubectl").len(), 1);

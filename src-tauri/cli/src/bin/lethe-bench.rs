@@ -1,8 +1,11 @@
-//! `lethe-bench`: the reference workload (engine `workload` module) measured in-process, one
-//! child process per size so that peak RSS is per size.
+//! `lethe-bench`: a benchmark workload (engine `workload` module: the reference one, or
+//! `--workload realistic`) measured in-process, one child process per size so that peak RSS is
+//! per size.
 //!
 //! `lethe-bench --sizes 10000,100000 --out bench.json` prints one JSON document on stdout
 //! (and to `--out`), and a table with the targets and memento's figures on stderr.
+//! `lethe-bench --make-db PATH --workload realistic --sizes 100000` only writes a database of
+//! the workload (bulk-loaded like the load phase) and exits.
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
@@ -16,13 +19,24 @@ use lethe_engine::forgetting::{self, BatchOptions, Snapshot};
 use lethe_engine::meta::MetaBuffer;
 use lethe_engine::recall::{self, RecallQuery};
 use lethe_engine::time::{self, Instant};
-use lethe_engine::workload::{self, Generator};
+use lethe_engine::workload::realistic::{self, RealisticGenerator, RealisticItem};
+use lethe_engine::workload::{self, Generator, WorkItem};
 use lethe_engine::{dedup, lifecycle, store, transfer};
 use serde_json::{json, Value};
 
 #[derive(Parser, Debug, Clone)]
-#[command(name = "lethe-bench", about = "Lethe's reference benchmark (BENCHMARK-WORKLOAD.md)")]
+#[command(
+    name = "lethe-bench",
+    about = "Lethe's benchmark on the reference or realistic workload (BENCHMARK-WORKLOAD.md)"
+)]
 struct Args {
+    /// Which workload generates the memories and queries of every phase.
+    #[arg(long, value_enum, default_value_t = Workload::Reference)]
+    workload: Workload,
+    /// Only write a database of the workload (one size, bulk-loaded like the load phase) to
+    /// this path, which must not exist yet, and exit.
+    #[arg(long, value_name = "PATH")]
+    make_db: Option<PathBuf>,
     /// Comma-separated sizes (N memories), e.g. 10000,100000,1000000.
     #[arg(long, default_value = "10000,100000", value_delimiter = ',')]
     sizes: Vec<String>,
@@ -87,9 +101,148 @@ fn parse_size(s: &str) -> Result<usize> {
     Ok(n * mul)
 }
 
+// ---------------------------------------------------------------------------------------------
+// The two workloads behind one interface.
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+enum Workload {
+    /// BENCHMARK-WORKLOAD.md: random words from a 69-word vocabulary.
+    Reference,
+    /// Templated notes in heavy-tailed clusters of near-copies, plus dialogue turns.
+    Realistic,
+}
+
+impl Workload {
+    fn name(self) -> &'static str {
+        match self {
+            Workload::Reference => "reference",
+            Workload::Realistic => "realistic",
+        }
+    }
+
+    fn items(self, n: usize) -> Items {
+        match self {
+            Workload::Reference => Items::Reference(Generator::new(n)),
+            Workload::Realistic => Items::Realistic(Box::new(RealisticGenerator::new(n))),
+        }
+    }
+
+    fn queries(self, n: usize, count: usize) -> Vec<String> {
+        match self {
+            Workload::Reference => Generator::new(n).queries(count),
+            Workload::Realistic => realistic::queries(count),
+        }
+    }
+
+    fn memory_id(self, i: usize) -> String {
+        match self {
+            Workload::Reference => workload::memory_id(i),
+            Workload::Realistic => realistic::memory_id(i),
+        }
+    }
+}
+
+enum Items {
+    Reference(Generator),
+    Realistic(Box<RealisticGenerator>),
+}
+
+impl Iterator for Items {
+    type Item = Item;
+
+    fn next(&mut self) -> Option<Item> {
+        match self {
+            Items::Reference(g) => g.next().map(Item::Reference),
+            Items::Realistic(g) => g.next().map(Item::Realistic),
+        }
+    }
+}
+
+enum Item {
+    Reference(WorkItem),
+    Realistic(RealisticItem),
+}
+
+impl Item {
+    fn content(&self) -> &str {
+        match self {
+            Item::Reference(i) => &i.content,
+            Item::Realistic(i) => &i.content,
+        }
+    }
+
+    fn into_content(self) -> String {
+        match self {
+            Item::Reference(i) => i.content,
+            Item::Realistic(i) => i.content,
+        }
+    }
+
+    fn to_memory(&self, now: Instant) -> lethe_engine::Memory {
+        match self {
+            Item::Reference(i) => i.to_memory(now),
+            Item::Realistic(i) => i.to_memory(now),
+        }
+    }
+
+    fn to_new_memory(&self, now: Instant) -> lifecycle::NewMemory {
+        match self {
+            Item::Reference(i) => i.to_new_memory(now),
+            Item::Realistic(i) => i.to_new_memory(now),
+        }
+    }
+}
+
+/// Writes the N memories of the workload, full rows, as JSONL; returns the seconds taken.
+fn write_jsonl(wl: Workload, n: usize, now: Instant, path: &Path) -> Result<f64> {
+    let t = Clock::now();
+    let mut w = BufWriter::new(File::create(path)?);
+    for item in wl.items(n) {
+        serde_json::to_writer(&mut w, &item.to_memory(now))?;
+        w.write_all(b"\n")?;
+    }
+    w.flush()?;
+    Ok(t.elapsed().as_secs_f64())
+}
+
+/// `--make-db`: a database of one size of the workload, bulk-loaded like the load phase.
+fn make_db(path: &Path, args: &Args, now: Instant) -> Result<()> {
+    let [size] = args.sizes.as_slice() else {
+        bail!("--make-db takes one size (--sizes N)");
+    };
+    let n = parse_size(size)?;
+    if path.exists() {
+        bail!("{} already exists", path.display());
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let jsonl = PathBuf::from(format!("{}.jsonl", path.display()));
+    let jsonl_s = write_jsonl(args.workload, n, now, &jsonl)?;
+    let mut conn = open_db(path, args)?;
+    let t = Clock::now();
+    let report = transfer::import(&mut conn, BufReader::new(File::open(&jsonl)?))?;
+    let import_s = t.elapsed().as_secs_f64();
+    std::fs::remove_file(&jsonl)?;
+    drop(conn);
+    if report.imported != n {
+        bail!("import stored {} of {n} memories", report.imported);
+    }
+    let v = json!({
+        "db": path.display().to_string(), "workload": args.workload.name(), "n": n, "now": args.now,
+        "rows": report.imported, "jsonl_write_secs": round3(jsonl_s), "import_secs": round3(import_s),
+        "db_mb": round1(db_files_mb(path)),
+    });
+    println!("{}", serde_json::to_string_pretty(&v)?);
+    Ok(())
+}
+
 fn main() -> Result<()> {
     let args = Args::parse();
     let now = time::parse(&args.now).map_err(|e| anyhow::anyhow!("--now: {e}"))?;
+    if let Some(path) = &args.make_db {
+        return make_db(path, &args, now);
+    }
     if let Some(n) = args.child {
         let result = run_size(n, &args, now)?;
         println!("{}", serde_json::to_string(&result)?);
@@ -99,10 +252,11 @@ fn main() -> Result<()> {
     let exe = std::env::current_exe()?;
     let mut results = Vec::new();
     for n in &sizes {
-        eprintln!("== N = {n} (child process) ==");
+        eprintln!("== N = {n}, {} workload (child process) ==", args.workload.name());
         let mut cmd = Command::new(&exe);
         cmd.arg("--child")
             .arg(n.to_string())
+            .args(["--workload", args.workload.name()])
             .args(["--now", &args.now])
             .args(["--queries", &args.queries.to_string()])
             .args(["--storm", &args.storm.to_string()])
@@ -136,9 +290,10 @@ fn main() -> Result<()> {
     }
     let doc = json!({
         "benchmark": "lethe-bench (BENCHMARK-WORKLOAD.md)",
+        "workload": args.workload.name(),
         "machine": machine(),
         "args": {
-            "sizes": sizes, "now": args.now, "queries": args.queries, "storm": args.storm,
+            "workload": args.workload.name(), "sizes": sizes, "now": args.now, "queries": args.queries, "storm": args.storm,
             "remember_sample": args.remember_sample, "storm_max_secs": args.storm_max_secs, "skip": args.skip,
             "experiment_cache_mb": args.cache_mb, "experiment_pragmas": args.pragma,
         },
@@ -294,9 +449,10 @@ fn run_size(n: usize, args: &Args, now: Instant) -> Result<Value> {
 
     // The workload: streamed, so the harness holds no N-sized copy of it.
     let t = Clock::now();
-    let generated = Generator::new(n).map(|it| it.content.len()).sum::<usize>();
+    let wl = args.workload;
+    let generated = wl.items(n).map(|it| it.content().len()).sum::<usize>();
     let gen_s = t.elapsed().as_secs_f64();
-    let queries = Generator::new(n).queries(args.queries.max(args.storm).max(1));
+    let queries = wl.queries(n, args.queries.max(args.storm).max(1));
 
     // 1. remember: one lifecycle::remember call per memory, each its own transaction.
     let sample = args.remember_sample.min(n);
@@ -310,7 +466,7 @@ fn run_size(n: usize, args: &Args, now: Instant) -> Result<Value> {
         let mut lat = Vec::with_capacity(sample);
         let (mut stored, mut skipped) = (0usize, 0usize);
         let t = Clock::now();
-        for item in Generator::new(n).take(sample) {
+        for item in wl.items(n).take(sample) {
             let m = item.to_new_memory(now);
             let s = Clock::now();
             let out = lifecycle::remember(&mut conn, &m, "agent:bench", now)?;
@@ -338,16 +494,7 @@ fn run_size(n: usize, args: &Args, now: Instant) -> Result<Value> {
     progress(n, "bulk import");
     let db = dir.join("bench.db");
     let jsonl = dir.join("workload.jsonl");
-    let t = Clock::now();
-    {
-        let mut w = BufWriter::new(File::create(&jsonl)?);
-        for item in Generator::new(n) {
-            serde_json::to_writer(&mut w, &item.to_memory(now))?;
-            w.write_all(b"\n")?;
-        }
-        w.flush()?;
-    }
-    let jsonl_s = t.elapsed().as_secs_f64();
+    let jsonl_s = write_jsonl(wl, n, now, &jsonl)?;
     let jsonl_mb = std::fs::metadata(&jsonl)?.len() as f64 / 1_048_576.0;
     let mut conn = open_db(&db, args)?;
     let t = Clock::now();
@@ -371,11 +518,11 @@ fn run_size(n: usize, args: &Args, now: Instant) -> Result<Value> {
         progress(n, "duplication indexing");
         let mut sig_s = 0.0;
         let mut buf: Vec<String> = Vec::with_capacity(10_000);
-        let mut gen = Generator::new(n);
+        let mut gen = wl.items(n);
         let mut checksum = 0u64;
         loop {
             buf.clear();
-            buf.extend(gen.by_ref().take(10_000).map(|i| i.content));
+            buf.extend(gen.by_ref().take(10_000).map(Item::into_content));
             if buf.is_empty() {
                 break;
             }
@@ -453,7 +600,7 @@ fn run_size(n: usize, args: &Args, now: Instant) -> Result<Value> {
         let before = buf.counters().0;
         let t = Clock::now();
         for i in 0..10_000usize {
-            buf.record_hit(&workload::memory_id(i % n), 0.7, now);
+            buf.record_hit(&wl.memory_id(i % n), 0.7, now);
         }
         let hit_storm_s = t.elapsed().as_secs_f64();
         std::thread::sleep(buf.interval() * 3);
@@ -502,7 +649,7 @@ fn run_size(n: usize, args: &Args, now: Instant) -> Result<Value> {
     }
     Ok(json!({
         "n": n,
-        "workload": {"generate_secs": round3(gen_s), "content_bytes": generated, "queries": queries.len()},
+        "workload": {"name": wl.name(), "generate_secs": round3(gen_s), "content_bytes": generated, "queries": queries.len()},
         "remember": remember,
         "import": import,
         "dedup": dedup_v,
@@ -638,6 +785,8 @@ fn recall_phase(
 // The readable table.
 
 fn table(doc: &Value) -> String {
+    let workload = doc["workload"].as_str().unwrap_or("reference");
+    let reference = workload == "reference";
     let mut rows: Vec<[String; 6]> = Vec::new();
     let f = |v: &Value| -> String {
         match v.as_f64() {
@@ -656,6 +805,8 @@ fn table(doc: &Value) -> String {
         let n = r["n"].as_u64().unwrap_or(0);
         let ns = group(n);
         let at10k = n == 10_000;
+        // memento was measured on the reference workload only.
+        let memento_at10k = at10k && reference;
         let at100k = n == 100_000;
         let num = |p: &str| r.pointer(p).and_then(Value::as_f64).unwrap_or(f64::NAN);
         let ge = |x: f64, t: f64, applies: bool| (applies && !x.is_nan()).then_some(x >= t);
@@ -668,7 +819,7 @@ fn table(doc: &Value) -> String {
             &format!("remember /s (first {})", group(r["remember"]["calls"].as_u64().unwrap_or(0))),
             f(&r["remember"]["per_s"]),
             "≥ 25,000",
-            if at10k { "2,390" } else { "" },
+            if memento_at10k { "2,390" } else { "" },
             ge(rem, 25_000.0, true),
         );
         let imp = num("/import/rows_per_s");
@@ -682,7 +833,7 @@ fn table(doc: &Value) -> String {
             },
             f(&r["recall"]["qps"]),
             if at10k { "≥ 2,000" } else { "" },
-            if at10k { "129" } else { "" },
+            if memento_at10k { "129" } else { "" },
             ge(qps, 2_000.0, at10k),
         );
         push("recall q/s, 1 reader", f(&r["recall"]["one_reader_qps"]), "", "", None);
@@ -690,7 +841,7 @@ fn table(doc: &Value) -> String {
             "recall mean / p50 ms",
             format!("{} / {}", f(&r["recall"]["mean_ms"]), f(&r["recall"]["p50_ms"])),
             "",
-            if at10k { "7.7 (mean)" } else { "" },
+            if memento_at10k { "7.7 (mean)" } else { "" },
             None,
         );
         let p95 = num("/recall/p95_ms");
@@ -708,7 +859,7 @@ fn table(doc: &Value) -> String {
             "forget dry-run rows/s",
             f(&r["forget"]["dry"]["rows_per_s"]),
             "≥ 200,000",
-            if at10k { "858" } else { "" },
+            if memento_at10k { "858" } else { "" },
             ge(dry, 200_000.0, true),
         );
         let real = num("/forget/real/rows_per_s");
@@ -716,7 +867,7 @@ fn table(doc: &Value) -> String {
             "forget real rows/s",
             f(&r["forget"]["real"]["rows_per_s"]),
             "≥ 200,000",
-            if at10k { "858" } else { "" },
+            if memento_at10k { "858" } else { "" },
             ge(real, 200_000.0, true),
         );
         let real_s = num("/forget/real/secs");
@@ -734,7 +885,7 @@ fn table(doc: &Value) -> String {
             "peak RSS MB",
             f(&r["peak_rss_mb"]),
             if at100k { "≤ 150" } else { "" },
-            if at10k { "588" } else { "" },
+            if memento_at10k { "588" } else { "" },
             le(rss, 150.0, at100k),
         );
     }
@@ -757,7 +908,8 @@ fn table(doc: &Value) -> String {
         }
         s.trim_end().to_string()
     };
-    let mut out = line(&head.map(String::from));
+    let mut out = format!("workload: {workload}\n");
+    out.push_str(&line(&head.map(String::from)));
     out.push('\n');
     out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 10));
     for r in &rows {

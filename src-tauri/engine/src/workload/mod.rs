@@ -12,9 +12,14 @@
 //! [`Generator`] streams the memories without holding N of them: phases 2–4 start at LCG
 //! states found by a first pass that only counts the draws of phase 1 (phases 2 and 3 take a
 //! fixed four draws per memory). [`generate`] collects the stream when a vector is handier.
+//!
+//! [`realistic`] is a second workload beside this one: templated notes in heavy-tailed clusters
+//! of near-copies plus dialogue turns, the shape real agent memory has.
 
 use crate::model::{Memory, Tier};
 use crate::time::{self, Instant};
+
+pub mod realistic;
 
 /// The vocabulary, in the order the workload document lists it. The document calls it "60
 /// words" but lists 69; the list is what is generated from (see BENCHMARKS.md).

@@ -1,0 +1,263 @@
+//! Local sentence embeddings for recall and duplication (DESIGN §6): model2vec's
+//! potion-base-8M (MIT, 256 dimensions, a few µs per text), loaded from files that the build
+//! fetched from a package registry; nothing is ever downloaded at run time.
+//!
+//! The files are checked against the SHA-256 sums pinned in `model.sha256` before they are
+//! used. A missing, corrupt or different model leaves Lethe working with lexical recall only,
+//! and [`status`] says why.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use model2vec_rs::model::StaticModel;
+use sha2::{Digest, Sha256};
+
+pub const MODEL_NAME: &str = "potion-base-8M";
+pub const DIMS: usize = 256;
+/// Bytes of a stored vector: the inverse norm of the quantised vector (f32, little endian),
+/// then one signed byte per dimension.
+pub const VECTOR_BYTES: usize = 4 + DIMS;
+
+/// `sha256  file` lines, as `sha256sum -c` reads them (the Makefile checks the same file).
+const PINNED: &str = include_str!("../model.sha256");
+const FILES: [&str; 3] = ["model.safetensors", "tokenizer.json", "config.json"];
+
+/// A loaded, verified model.
+pub struct Embedder {
+    model: StaticModel,
+    fingerprint: String,
+    dir: PathBuf,
+}
+
+impl std::fmt::Debug for Embedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Embedder").field("fingerprint", &self.fingerprint).field("dir", &self.dir).finish()
+    }
+}
+
+/// Why there is no model, in words a person can act on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModelError {
+    #[error("no recall model found (looked in {0}); run `make model` or set LETHE_MODEL_DIR")]
+    Missing(String),
+    #[error("the recall model is turned off (LETHE_MODEL_DIR=off)")]
+    Off,
+    #[error("recall model file {file} in {dir} is not the pinned {MODEL_NAME}: sha256 {found}, expected {expected}")]
+    Mismatch { dir: String, file: String, found: String, expected: String },
+    #[error("recall model in {dir} cannot be read: {why}")]
+    Unreadable { dir: String, why: String },
+}
+
+fn pinned(file: &str) -> Option<&'static str> {
+    PINNED.lines().find_map(|l| {
+        let (sum, name) = l.split_once(char::is_whitespace)?;
+        (name.trim().trim_start_matches('*') == file).then_some(sum)
+    })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Embedder {
+    /// Loads the model from `dir` after checking every file against the pinned sums.
+    pub fn load(dir: &Path) -> Result<Embedder, ModelError> {
+        let shown = dir.display().to_string();
+        let mut bytes: Vec<Vec<u8>> = Vec::with_capacity(FILES.len());
+        let mut model_sum = String::new();
+        for file in FILES {
+            let data = std::fs::read(dir.join(file))
+                .map_err(|e| ModelError::Unreadable { dir: shown.clone(), why: format!("{file}: {e}") })?;
+            let found = hex(&Sha256::digest(&data));
+            let expected = pinned(file).unwrap_or("");
+            if found != expected {
+                return Err(ModelError::Mismatch { dir: shown, file: file.into(), found, expected: expected.into() });
+            }
+            if file == "model.safetensors" {
+                model_sum = found;
+            }
+            bytes.push(data);
+        }
+        let model = StaticModel::from_bytes(&bytes[1], &bytes[0], &bytes[2], Some(true))
+            .map_err(|e| ModelError::Unreadable { dir: shown.clone(), why: format!("{e:#}") })?;
+        if model.dim() != DIMS {
+            return Err(ModelError::Unreadable {
+                dir: shown,
+                why: format!("{} dimensions, expected {DIMS}", model.dim()),
+            });
+        }
+        Ok(Embedder { model, fingerprint: format!("{MODEL_NAME}/{DIMS}/{model_sum}"), dir: dir.to_path_buf() })
+    }
+
+    /// Name, dimensions and the SHA-256 of the weights: vectors of two fingerprints are never
+    /// compared.
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The unit vector of `text`.
+    pub fn embed_f32(&self, text: &str) -> Vec<f32> {
+        self.model.encode_single(text)
+    }
+
+    /// The quantised vector of `text`, as stored.
+    pub fn embed(&self, text: &str) -> Vector {
+        Vector::quantize(&self.embed_f32(text))
+    }
+
+    /// Many texts at once (the model spreads them over the cores).
+    pub fn embed_many(&self, texts: &[String]) -> Vec<Vector> {
+        let flat = self.model.encode_flat(texts);
+        flat.chunks(DIMS).map(Vector::quantize).collect()
+    }
+}
+
+/// A vector quantised to one signed byte per dimension, with the inverse norm of the
+/// quantised values, so that a cosine is an integer dot product and two multiplications.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Vector {
+    pub inv_norm: f32,
+    pub q: [i8; DIMS],
+}
+
+impl Vector {
+    pub fn quantize(v: &[f32]) -> Vector {
+        let max = v.iter().fold(0.0_f32, |m, x| m.max(x.abs()));
+        let mut q = [0i8; DIMS];
+        if max > 0.0 {
+            for (o, x) in q.iter_mut().zip(v) {
+                *o = (x / max * 127.0).round().clamp(-127.0, 127.0) as i8;
+            }
+        }
+        let norm = q.iter().map(|&x| f32::from(x) * f32::from(x)).sum::<f32>().sqrt();
+        Vector { inv_norm: if norm > 0.0 { 1.0 / norm } else { 0.0 }, q }
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(VECTOR_BYTES);
+        out.extend_from_slice(&self.inv_norm.to_le_bytes());
+        out.extend(self.q.iter().map(|&x| x as u8));
+        out
+    }
+
+    pub fn from_bytes(b: &[u8]) -> Option<Vector> {
+        if b.len() != VECTOR_BYTES {
+            return None;
+        }
+        let inv_norm = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        let mut q = [0i8; DIMS];
+        for (o, &x) in q.iter_mut().zip(&b[4..]) {
+            *o = x as i8;
+        }
+        Some(Vector { inv_norm, q })
+    }
+
+    pub fn cosine(&self, other: &Vector) -> f32 {
+        cosine_q(&self.q, self.inv_norm, &other.q, other.inv_norm)
+    }
+}
+
+/// Integer dot product of two quantised vectors (written so that it vectorises).
+pub fn dot_q(a: &[i8], b: &[i8]) -> i32 {
+    a.iter().zip(b).map(|(&x, &y)| i32::from(i16::from(x) * i16::from(y))).sum()
+}
+
+pub fn cosine_q(a: &[i8], a_inv: f32, b: &[i8], b_inv: f32) -> f32 {
+    dot_q(a, b) as f32 * a_inv * b_inv
+}
+
+/// Where the model is looked for: `LETHE_MODEL_DIR` alone when it is set; otherwise beside
+/// an installed binary (`../share/lethe/potion-base-8M`), the system location, and the
+/// checkout this binary was built from (`target/model/potion-base-8M`, made by `make model`).
+pub fn search_dirs() -> Result<Vec<PathBuf>, ModelError> {
+    if let Some(v) = std::env::var_os("LETHE_MODEL_DIR") {
+        if v == "off" {
+            return Err(ModelError::Off);
+        }
+        return Ok(vec![PathBuf::from(v)]);
+    }
+    let mut dirs = Vec::new();
+    if let Some(bin) = std::env::current_exe().ok().and_then(|p| p.parent().map(Path::to_path_buf)) {
+        dirs.push(bin.join("../share/lethe").join(MODEL_NAME));
+    }
+    dirs.push(PathBuf::from("/usr/share/lethe").join(MODEL_NAME));
+    dirs.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/model").join(MODEL_NAME));
+    Ok(dirs)
+}
+
+/// Finds and loads the model: the first directory that holds one decides (a corrupt model is
+/// reported, not silently skipped for another).
+pub fn find() -> Result<Embedder, ModelError> {
+    let dirs = search_dirs()?;
+    for dir in &dirs {
+        if dir.join("model.safetensors").exists() || dirs.len() == 1 {
+            return Embedder::load(dir);
+        }
+    }
+    Err(ModelError::Missing(dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")))
+}
+
+static SHARED: OnceLock<Result<Embedder, ModelError>> = OnceLock::new();
+
+/// The process's model, loaded on first use.
+pub fn shared() -> Option<&'static Embedder> {
+    SHARED.get_or_init(find).as_ref().ok()
+}
+
+/// What recall runs on, for people: the model's fingerprint, or why it is lexical only.
+pub fn status() -> String {
+    match SHARED.get_or_init(find) {
+        Ok(e) => format!("semantic + lexical ({})", e.fingerprint()),
+        Err(e) => format!("lexical recall only: {e}"),
+    }
+}
+
+/// The model's error, when there is no model.
+pub fn unavailable() -> Option<&'static ModelError> {
+    SHARED.get_or_init(find).as_ref().err()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantised_cosine_is_close_to_the_float_cosine() {
+        let a: Vec<f32> = (0..DIMS).map(|i| ((i * 7 % 13) as f32 - 6.0) / 10.0).collect();
+        let b: Vec<f32> = (0..DIMS).map(|i| ((i * 5 % 11) as f32 - 5.0) / 10.0).collect();
+        let exact = a.iter().zip(&b).map(|(x, y)| x * y).sum::<f32>()
+            / (a.iter().map(|x| x * x).sum::<f32>().sqrt() * b.iter().map(|x| x * x).sum::<f32>().sqrt());
+        let q = Vector::quantize(&a).cosine(&Vector::quantize(&b));
+        assert!((q - exact).abs() < 0.01, "int8 cosine {q} vs {exact}");
+        let v = Vector::quantize(&a);
+        assert_eq!(Vector::from_bytes(&v.to_bytes()), Some(v.clone()), "bytes round-trip");
+        assert!((v.cosine(&v) - 1.0).abs() < 1e-4, "a vector is its own neighbour");
+    }
+
+    #[test]
+    fn pinned_sums_cover_every_file() {
+        for f in FILES {
+            assert_eq!(pinned(f).map(str::len), Some(64), "{f} has a pinned sha256");
+        }
+    }
+
+    #[test]
+    fn a_corrupt_model_is_refused_with_the_file_named() {
+        let dir = std::env::temp_dir().join(format!("lethe-model-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in FILES {
+            std::fs::write(dir.join(f), b"not a model").unwrap();
+        }
+        let err = Embedder::load(&dir).unwrap_err();
+        assert!(matches!(&err, ModelError::Mismatch { file, .. } if file == "model.safetensors"), "{err}");
+        assert!(err.to_string().contains("not the pinned potion-base-8M"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+        let err = Embedder::load(&dir).unwrap_err();
+        assert!(matches!(err, ModelError::Unreadable { .. }), "a missing directory is unreadable: {err}");
+    }
+}

@@ -1,0 +1,547 @@
+//! The similar pairs behind duplication D (DESIGN §3), kept per memory in `lethe_neighbour`.
+//!
+//! A memory's neighbours are found once, when it is new or its content changed: candidates
+//! are the memories sharing one of its buckets — a MinHash band key of its word bigrams
+//! (same words) or one of its two nearest semantic centroids (same meaning) — and of each
+//! bucket only the [`WINDOW`] members nearest to it in write order are compared, so the cost
+//! per memory is bounded however alike the memories are. It keeps its [`K`] most similar
+//! candidates, and hands itself to a candidate whose list has room for something that
+//! similar (up to `2·K`). Scoring then only walks these lists: no pass over all similar
+//! pairs, and deleting memories never creates a pair (the batch stays idempotent).
+//!
+//! Similarity is the larger of the word-bigram Jaccard and the semantic similarity of the
+//! cosine ([`crate::semantic::semantic_similarity`]); the kind says which.
+
+use std::collections::HashMap;
+
+use rusqlite::{params, Connection};
+
+use crate::embed::{self, Embedder, Vector, DIMS};
+use crate::error::Result;
+use crate::{dedup, semantic};
+
+/// Neighbours kept per memory from its own search.
+pub const K: usize = 8;
+/// Members of one bucket compared with a memory: the nearest in write (rowid) order.
+pub const WINDOW: usize = 128;
+/// Candidates compared exactly with a memory: those sharing the most buckets with it.
+pub const CANDIDATES: usize = 256;
+/// Semantic centroids, and how many of the nearest give a vector its keys.
+pub const CENTROIDS: usize = 128;
+pub const PROBES: usize = 2;
+/// Vectors k-means is trained on (an evenly spaced sample), and its iterations.
+const SAMPLE: usize = 4096;
+const ITERATIONS: usize = 8;
+/// Below this many vectors every vector shares one semantic bucket (compared with all).
+pub const SMALL: usize = 2 * CENTROIDS;
+
+pub const SAME_WORDS: u8 = 0;
+pub const SAME_MEANING: u8 = 1;
+
+pub fn kind_name(kind: u8) -> &'static str {
+    if kind == SAME_MEANING {
+        "same meaning"
+    } else {
+        "same words"
+    }
+}
+
+/// One neighbour: the other memory's rowid, a hash of its id (so that a reused rowid is never
+/// mistaken for it), the similarity and its kind.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Neighbour {
+    pub rowid: i64,
+    pub id_hash: u32,
+    pub sim: f32,
+    pub kind: u8,
+}
+
+const ENTRY: usize = 8 + 4 + 4 + 1;
+
+pub fn id_hash(id: &str) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in id.bytes() {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h
+}
+
+pub fn encode(list: &[Neighbour]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(list.len() * ENTRY);
+    for n in list {
+        out.extend_from_slice(&n.rowid.to_le_bytes());
+        out.extend_from_slice(&n.id_hash.to_le_bytes());
+        out.extend_from_slice(&n.sim.to_le_bytes());
+        out.push(n.kind);
+    }
+    out
+}
+
+pub fn decode(b: &[u8]) -> Vec<Neighbour> {
+    b.chunks_exact(ENTRY)
+        .map(|c| Neighbour {
+            rowid: i64::from_le_bytes(c[0..8].try_into().expect("8 bytes")),
+            id_hash: u32::from_le_bytes(c[8..12].try_into().expect("4 bytes")),
+            sim: f32::from_le_bytes(c[12..16].try_into().expect("4 bytes")),
+            kind: c[16],
+        })
+        .collect()
+}
+
+fn encode_keys(keys: &[u16]) -> Vec<u8> {
+    keys.iter().flat_map(|k| k.to_le_bytes()).collect()
+}
+
+fn decode_keys(b: &[u8]) -> Vec<u16> {
+    b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect()
+}
+
+/// The model whose vectors take part ('' when duplication is by words only).
+pub fn fingerprint() -> &'static str {
+    embed::shared().map(Embedder::fingerprint).unwrap_or("")
+}
+
+/// One memory as the neighbour search sees it.
+#[derive(Debug, Clone)]
+pub struct Member {
+    pub rowid: i64,
+    pub id: String,
+    pub active: bool,
+    pub bands: Vec<u8>,
+    /// What dominance looks at apart from usage: pinned, importance, created (ms), rowid.
+    pub rank: (bool, f64, i64),
+    /// Stored neighbours and semantic keys, when they are current for this content and model.
+    pub derived: Option<Entry>,
+}
+
+impl Member {
+    /// Whether `self` dominates `other` when their usage is equal (DESIGN §3: pinned, else
+    /// more important, else older, else written first).
+    pub fn outranks(&self, other: &Member) -> bool {
+        let (a, b) = (&self.rank, &other.rank);
+        if a.0 != b.0 {
+            return a.0;
+        }
+        if a.1 != b.1 {
+            return a.1 > b.1;
+        }
+        if a.2 != b.2 {
+            return a.2 < b.2;
+        }
+        self.rowid < other.rowid
+    }
+}
+
+/// Loads every memory with its band keys and its stored neighbours (current or not).
+pub fn members(conn: &Connection) -> Result<Vec<Member>> {
+    let fp = fingerprint();
+    let mut stmt = conn.prepare_cached(
+        "SELECT m.rowid, m.id, COALESCE(m.is_deleted, 0), s.bands, s.content_hash, n.model, n.hash, n.keys, n.list, \
+         CASE WHEN s.bands IS NULL THEN m.content END, COALESCE(m.pinned, 0), COALESCE(m.importance, 0.5), m.created_at \
+         FROM memory_item m LEFT JOIN lethe_signature s ON s.memory_id = m.id \
+         LEFT JOIN lethe_neighbour n ON n.memory_rowid = m.rowid ORDER BY m.rowid",
+    )?;
+    let mut out = Vec::new();
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let bands: Option<Vec<u8>> = r.get(3)?;
+        let hash: Option<String> = r.get(4)?;
+        let model: Option<String> = r.get(5)?;
+        let nhash: Option<String> = r.get(6)?;
+        let current = match (model.as_deref(), nhash.as_deref(), &hash) {
+            (Some(model), Some(h), Some(hash)) => model == fp && h == hash,
+            _ => false,
+        };
+        let derived = if current {
+            let keys: Vec<u8> = r.get(7)?;
+            let list: Vec<u8> = r.get(8)?;
+            Some((decode_keys(&keys), decode(&list)))
+        } else {
+            None
+        };
+        let bands = match bands {
+            Some(b) => b,
+            None => dedup::band_keys(r.get::<_, Option<String>>(9)?.as_deref().unwrap_or("")),
+        };
+        let created: Option<String> = r.get(12)?;
+        let created = crate::time::parse_opt(created.as_deref()).map_or(i64::MAX, |t| t.timestamp_millis());
+        let rank = (r.get::<_, i64>(10)? != 0, r.get::<_, f64>(11)?, created);
+        out.push(Member { rowid: r.get(0)?, id: r.get(1)?, active: r.get::<_, i64>(2)? == 0, bands, rank, derived });
+    }
+    Ok(out)
+}
+
+/// K-means centroids (unit vectors) on an evenly spaced sample of the index, deterministic
+/// for a given index.
+fn train(ix: &semantic::VectorIndex) -> Vec<f32> {
+    let n = ix.len();
+    let step = (n / SAMPLE).max(1);
+    let sample: Vec<Vec<f32>> = (0..n)
+        .step_by(step)
+        .take(SAMPLE)
+        .map(|i| {
+            let q = &ix.data[i * DIMS..(i + 1) * DIMS];
+            q.iter().map(|&x| f32::from(x) * ix.inv_norms[i]).collect()
+        })
+        .collect();
+    let c = CENTROIDS.min(sample.len());
+    let mut cent: Vec<f32> = Vec::with_capacity(CENTROIDS * DIMS);
+    for k in 0..c {
+        cent.extend_from_slice(&sample[k * sample.len() / c]);
+    }
+    for _ in 0..ITERATIONS {
+        let mut sums = vec![0.0_f32; c * DIMS];
+        let mut counts = vec![0usize; c];
+        for v in &sample {
+            let best = nearest(&cent, v, 1)[0];
+            counts[best as usize] += 1;
+            for (s, x) in sums[best as usize * DIMS..(best as usize + 1) * DIMS].iter_mut().zip(v) {
+                *s += x;
+            }
+        }
+        for k in 0..c {
+            if counts[k] == 0 {
+                continue;
+            }
+            let s = &sums[k * DIMS..(k + 1) * DIMS];
+            let norm = s.iter().map(|x| x * x).sum::<f32>().sqrt();
+            if norm > 0.0 {
+                for (o, x) in cent[k * DIMS..(k + 1) * DIMS].iter_mut().zip(s) {
+                    *o = x / norm;
+                }
+            }
+        }
+    }
+    cent
+}
+
+/// The `p` centroids nearest to `v`, nearest first.
+fn nearest(cent: &[f32], v: &[f32], p: usize) -> Vec<u16> {
+    let mut best: Vec<(f32, u16)> = Vec::with_capacity(p + 1);
+    for (k, c) in cent.chunks_exact(DIMS).enumerate() {
+        let d: f32 = c.iter().zip(v).map(|(a, b)| a * b).sum();
+        let at = best.partition_point(|&(s, _)| s >= d);
+        if at < p {
+            best.insert(at, (d, k as u16));
+            best.truncate(p);
+        }
+    }
+    best.into_iter().map(|(_, k)| k).collect()
+}
+
+fn semantic_keys(cent: &[f32], v: &Vector) -> Vec<u16> {
+    let f: Vec<f32> = v.q.iter().map(|&x| f32::from(x) * v.inv_norm).collect();
+    nearest(cent, &f, PROBES)
+}
+
+/// The centroids of this model: stored ones, else trained now (and stored when `store`).
+fn centroids(conn: &Connection, e: &Embedder, ix: &semantic::VectorIndex) -> Result<Option<Vec<f32>>> {
+    let stored: Option<Vec<u8>> = conn
+        .query_row("SELECT data FROM lethe_centroid WHERE model = ?1", [e.fingerprint()], |r| r.get(0))
+        .map(Some)
+        .or_else(|err| if matches!(err, rusqlite::Error::QueryReturnedNoRows) { Ok(None) } else { Err(err) })?;
+    if let Some(b) = stored {
+        return Ok(Some(b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()));
+    }
+    if ix.len() < SMALL {
+        return Ok(None);
+    }
+    Ok(Some(train(ix)))
+}
+
+/// A member's semantic keys and neighbours.
+pub type Entry = (Vec<u16>, Vec<Neighbour>);
+/// What the search found for one memory: its list, and its offers to candidates.
+type Found = (usize, Vec<Neighbour>, Vec<(u32, Neighbour)>);
+
+/// The result of a neighbour search: new lists for the memories that needed one, and the
+/// lists of others that gained a neighbour, by index into the members; plus the centroids
+/// when they were trained by this search (to be stored with the lists).
+#[derive(Debug, Default)]
+pub struct Derived {
+    pub lists: HashMap<usize, Entry>,
+    pub trained: Option<Vec<f32>>,
+}
+
+/// Finds neighbours for every active member without current ones.
+pub fn derive(conn: &Connection, members: &[Member]) -> Result<Derived> {
+    let pending: Vec<usize> =
+        (0..members.len()).filter(|&i| members[i].active && members[i].derived.is_none()).collect();
+    if pending.is_empty() {
+        return Ok(Derived::default());
+    }
+    let e = embed::shared();
+    let ix = match e {
+        Some(e) => Some(semantic::index(conn, e)?),
+        None => None,
+    };
+    let pos_of: HashMap<i64, usize> = match &ix {
+        Some(ix) => ix.rowids.iter().enumerate().map(|(p, &r)| (r, p)).collect(),
+        None => HashMap::new(),
+    };
+    let (cent, trained) = match (e, &ix) {
+        (Some(e), Some(ix)) => {
+            let had: bool = conn.query_row(
+                "SELECT EXISTS (SELECT 1 FROM lethe_centroid WHERE model = ?1)",
+                [e.fingerprint()],
+                |r| r.get(0),
+            )?;
+            let c = centroids(conn, e, ix)?;
+            let trained = if had { None } else { c.clone() };
+            (c, trained)
+        }
+        _ => (None, None),
+    };
+    let vector_of = |i: usize| -> Option<(&[i8], f32)> {
+        let ix = ix.as_ref()?;
+        let p = *pos_of.get(&members[i].rowid)?;
+        Some((&ix.data[p * DIMS..(p + 1) * DIMS], ix.inv_norms[p]))
+    };
+    // Semantic keys: stored for derived members, computed for the pending ones.
+    let mut sem_keys: Vec<Vec<u16>> = vec![Vec::new(); members.len()];
+    for (i, m) in members.iter().enumerate() {
+        if !m.active {
+            continue;
+        }
+        sem_keys[i] = match (&m.derived, &cent, vector_of(i)) {
+            (Some((k, _)), _, _) => k.clone(),
+            (None, Some(c), Some((q, inv))) => {
+                let mut v = Vector { inv_norm: inv, q: [0; DIMS] };
+                v.q.copy_from_slice(q);
+                semantic_keys(c, &v)
+            }
+            _ => Vec::new(),
+        };
+    }
+    // Buckets: (key, member index) sorted, members in rowid order within a key. Semantic
+    // keys live above the 32-bit band keys; a small file has one semantic bucket.
+    let small = ix.as_ref().is_some_and(|_| cent.is_none());
+    let mut keyed: Vec<(u64, u32)> = Vec::new();
+    for (i, m) in members.iter().enumerate() {
+        if !m.active {
+            continue;
+        }
+        for b in 0..dedup::BANDS {
+            let k = dedup::band_key(&m.bands, b);
+            if k != 0 {
+                keyed.push(((b as u64) << 32 | u64::from(k), i as u32));
+            }
+        }
+        if small && vector_of(i).is_some() {
+            keyed.push((1 << 40, i as u32));
+        }
+        for &c in &sem_keys[i] {
+            keyed.push(((1 << 40) | (1 << 20) | u64::from(c), i as u32));
+        }
+    }
+    keyed.sort_unstable();
+    let bucket_of = |key: u64| -> &[(u64, u32)] {
+        let lo = keyed.partition_point(|&(k, _)| k < key);
+        let hi = keyed.partition_point(|&(k, _)| k <= key);
+        &keyed[lo..hi]
+    };
+    let keys_of = |i: usize| -> Vec<u64> {
+        let m = &members[i];
+        let mut ks: Vec<u64> = (0..dedup::BANDS)
+            .filter_map(|b| {
+                let k = dedup::band_key(&m.bands, b);
+                (k != 0).then_some((b as u64) << 32 | u64::from(k))
+            })
+            .collect();
+        if small && vector_of(i).is_some() {
+            ks.push(1 << 40);
+        }
+        ks.extend(sem_keys[i].iter().map(|&c| (1 << 40) | (1 << 20) | u64::from(c)));
+        ks
+    };
+    // Word-bigram shingles of every member that takes part, read once.
+    let mut wanted: Vec<u32> = Vec::new();
+    let mut cands_of: Vec<(usize, Vec<u32>)> = Vec::with_capacity(pending.len());
+    for &x in &pending {
+        let mut cands: Vec<u32> = Vec::new();
+        for key in keys_of(x) {
+            let bucket = bucket_of(key);
+            let at = bucket.partition_point(|&(_, i)| (i as usize) < x);
+            let lo = at.saturating_sub(WINDOW / 2);
+            let hi = (lo + WINDOW + 1).min(bucket.len());
+            let lo = hi.saturating_sub(WINDOW + 1);
+            cands.extend(bucket[lo..hi].iter().map(|&(_, i)| i).filter(|&i| i as usize != x));
+        }
+        // The candidates sharing the most buckets with it (a MinHash estimate of similarity)
+        // are compared exactly, at most CANDIDATES of them.
+        cands.sort_unstable();
+        let mut counted: Vec<(u32, u32)> = cands.chunk_by(|a, b| a == b).map(|g| (g.len() as u32, g[0])).collect();
+        if counted.len() > CANDIDATES {
+            counted.sort_unstable_by(|a, b| {
+                b.0.cmp(&a.0).then((a.1 as i64 - x as i64).abs().cmp(&(b.1 as i64 - x as i64).abs()))
+            });
+            counted.truncate(CANDIDATES);
+        }
+        let mut cands: Vec<u32> = counted.into_iter().map(|(_, i)| i).collect();
+        cands.sort_unstable();
+        wanted.extend(&cands);
+        wanted.push(x as u32);
+        cands_of.push((x, cands));
+    }
+    wanted.sort_unstable();
+    wanted.dedup();
+    let mut shingles: HashMap<u32, Vec<u64>> = HashMap::with_capacity(wanted.len());
+    {
+        let mut content = conn.prepare_cached("SELECT content FROM memory_item WHERE rowid = ?1")?;
+        for &i in &wanted {
+            let c: String = content.query_row([members[i as usize].rowid], |r| r.get(0))?;
+            shingles.insert(i, dedup::shingles(&c));
+        }
+    }
+    let similarity = |a: usize, b: usize| -> (f32, u8) {
+        let j = dedup::jaccard(&shingles[&(a as u32)], &shingles[&(b as u32)]);
+        let cos = match (vector_of(a), vector_of(b)) {
+            (Some((qa, ia)), Some((qb, ib))) => Some(f64::from(embed::cosine_q(qa, ia, qb, ib))),
+            _ => None,
+        };
+        let (s, kind) = semantic::pair_similarity(j, cos);
+        (s as f32, if kind == "same words" { SAME_WORDS } else { SAME_MEANING })
+    };
+    let search = |part: &[(usize, Vec<u32>)]| -> Vec<Found> {
+        part.iter()
+            .map(|(x, cands)| {
+                let scored: Vec<(f32, u8, u32)> = cands
+                    .iter()
+                    .map(|&c| {
+                        let (s, k) = similarity(*x, c as usize);
+                        (s, k, c)
+                    })
+                    .filter(|(s, _, _)| *s > 0.0)
+                    .collect();
+                let me = Neighbour { rowid: members[*x].rowid, id_hash: id_hash(&members[*x].id), sim: 0.0, kind: 0 };
+                let offers: Vec<(u32, Neighbour)> =
+                    scored.iter().map(|&(s, k, c)| (c, Neighbour { sim: s, kind: k, ..me })).collect();
+                let entries: Vec<(usize, Neighbour)> = scored
+                    .into_iter()
+                    .map(|(s, k, c)| {
+                        let m = &members[c as usize];
+                        (c as usize, Neighbour { rowid: m.rowid, id_hash: id_hash(&m.id), sim: s, kind: k })
+                    })
+                    .collect();
+                (*x, select(members, *x, entries), offers)
+            })
+            .collect()
+    };
+    let found = crate::in_two_halves(&cands_of, cands_of.len() >= 2_000, search);
+    let mut out = Derived { trained, ..Default::default() };
+    for (x, list, _) in &found {
+        out.lists.insert(*x, (sem_keys[*x].clone(), list.clone()));
+    }
+    // Offers to others, in member order so the outcome does not depend on the threads: a
+    // candidate takes the new memory when its list has room for something that similar.
+    let mut offers: Vec<(u32, usize, Neighbour)> =
+        found.into_iter().flat_map(|(x, _, o)| o.into_iter().map(move |(c, n)| (c, x, n))).collect();
+    offers.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+    let member_of: HashMap<i64, usize> = members.iter().enumerate().map(|(i, m)| (m.rowid, i)).collect();
+    for (c, x, n) in offers {
+        let c = c as usize;
+        let entry = match out.lists.entry(c) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => match &members[c].derived {
+                Some(d) => v.insert(d.clone()),
+                None => continue,
+            },
+        };
+        if entry.1.iter().any(|m| m.rowid == n.rowid) {
+            continue;
+        }
+        let mut entries: Vec<(usize, Neighbour)> =
+            entry.1.iter().filter_map(|m| member_of.get(&m.rowid).map(|&i| (i, *m))).collect();
+        entries.push((x, n));
+        entry.1 = select(members, c, entries);
+    }
+    Ok(out)
+}
+
+/// The neighbours `x` keeps of `entries` (member index, neighbour): its `K` most similar,
+/// and its `K` most similar among those that outrank it (so that the one that dominates it is
+/// kept even in a cluster of thousands of near-copies), best first.
+fn select(members: &[Member], x: usize, mut entries: Vec<(usize, Neighbour)>) -> Vec<Neighbour> {
+    entries.sort_by(|a, b| b.1.sim.total_cmp(&a.1.sim).then(a.1.rowid.cmp(&b.1.rowid)));
+    let mut dominating = 0;
+    entries
+        .into_iter()
+        .enumerate()
+        .filter(|(rank, (i, _))| {
+            let keep_dom = members[*i].outranks(&members[x]) && dominating < K;
+            if keep_dom {
+                dominating += 1;
+            }
+            *rank < K || keep_dom
+        })
+        .map(|(_, (_, n))| n)
+        .collect()
+}
+
+/// Stores what [`derive`] found, in transactions of a few thousand lists.
+pub fn store(conn: &mut Connection, members: &[Member], d: &Derived) -> Result<()> {
+    let fp = fingerprint().to_string();
+    let hashes: HashMap<usize, String> = {
+        let mut stmt = conn.prepare_cached("SELECT content_hash FROM lethe_signature WHERE memory_id = ?1")?;
+        let mut out = HashMap::new();
+        for &i in d.lists.keys() {
+            if let Ok(h) = stmt.query_row([&members[i].id], |r| r.get::<_, String>(0)) {
+                out.insert(i, h);
+            }
+        }
+        out
+    };
+    if let (Some(c), Some(e)) = (&d.trained, embed::shared()) {
+        let bytes: Vec<u8> = c.iter().flat_map(|x| x.to_le_bytes()).collect();
+        crate::store::write_tx(conn, |tx| {
+            tx.execute(
+                "INSERT OR IGNORE INTO lethe_centroid (model, data) VALUES (?1, ?2)",
+                params![e.fingerprint(), bytes],
+            )?;
+            Ok(())
+        })?;
+    }
+    let mut items: Vec<(&usize, &Entry)> = d.lists.iter().collect();
+    items.sort_by_key(|(i, _)| **i);
+    for chunk in items.chunks(5_000) {
+        crate::store::write_tx(conn, |tx| {
+            let mut stmt = tx.prepare_cached(
+                "INSERT OR REPLACE INTO lethe_neighbour (memory_rowid, model, hash, keys, list) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            for (i, (keys, list)) in chunk {
+                // A memory without a signature row has no hash to be current for; it is
+                // searched again next time.
+                let Some(h) = hashes.get(i) else { continue };
+                stmt.execute(params![members[**i].rowid, fp, h, encode_keys(keys), encode(list)])?;
+            }
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// Finds and stores neighbours for every memory that needs them (new, changed, or found with
+/// another model); returns how many lists were written.
+pub fn refresh(conn: &mut Connection) -> Result<usize> {
+    crate::forgetting::ensure_signatures(conn)?;
+    let members = crate::store::read_tx(conn, || members(conn))?;
+    let d = crate::store::read_tx(conn, || derive(conn, &members))?;
+    store(conn, &members, &d)?;
+    Ok(d.lists.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_round_trip() {
+        let l = vec![
+            Neighbour { rowid: 7, id_hash: id_hash("mem_a"), sim: 0.75, kind: SAME_WORDS },
+            Neighbour { rowid: i64::MAX, id_hash: 1, sim: 1.0, kind: SAME_MEANING },
+        ];
+        assert_eq!(decode(&encode(&l)), l);
+        assert_eq!(decode_keys(&encode_keys(&[3, 65535])), vec![3, 65535]);
+    }
+}

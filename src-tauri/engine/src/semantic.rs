@@ -1,0 +1,373 @@
+//! Stored sentence vectors (`lethe_vector`): written with the memory in the same transaction,
+//! back-filled for rows another program (memento, an older Lethe) wrote, scanned exactly for
+//! recall and for `similar`. Only vectors of the loaded model's fingerprint are ever read.
+
+use std::sync::{Arc, Mutex};
+
+use rusqlite::{params, Connection, Transaction};
+use serde::Serialize;
+
+use crate::embed::{self, Embedder, Vector, DIMS};
+use crate::error::{Error, Result};
+use crate::model::Tier;
+
+/// Stores the vector of `content` for `memory_id` (in the caller's transaction).
+pub fn store(tx: &Transaction, e: &Embedder, memory_id: &str, content: &str) -> Result<()> {
+    store_vector(tx, e.fingerprint(), memory_id, &e.embed(content))
+}
+
+/// Re-embeds a memory whose content the caller just changed (when a model is loaded).
+pub fn refresh(tx: &Transaction, memory_id: &str, content: &str) -> Result<()> {
+    match embed::shared() {
+        Some(e) => store(tx, e, memory_id, content),
+        None => Ok(()),
+    }
+}
+
+pub fn store_vector(tx: &Transaction, fingerprint: &str, memory_id: &str, v: &Vector) -> Result<()> {
+    tx.prepare_cached("INSERT OR REPLACE INTO lethe_vector (memory_id, model, vec) VALUES (?1, ?2, ?3)")?
+        .execute(params![memory_id, fingerprint, v.to_bytes()])?;
+    Ok(())
+}
+
+/// How many memories have no vector of this model yet.
+pub fn pending(conn: &Connection, e: &Embedder) -> Result<usize> {
+    let n: i64 = conn.query_row(
+        "SELECT COUNT(*) FROM memory_item m LEFT JOIN lethe_vector v ON v.memory_id = m.id AND v.model = ?1 \
+         WHERE v.memory_id IS NULL",
+        [e.fingerprint()],
+        |r| r.get(0),
+    )?;
+    Ok(n as usize)
+}
+
+/// Embeds every memory that has no vector of this model (written by another program, or by
+/// Lethe with another model or none), in transactions of `CHUNK` memories, so that an
+/// interrupted back-fill resumes where it stopped. `progress(done, total)` after each chunk;
+/// returns how many were embedded. Vectors of another model are replaced.
+pub fn backfill(
+    conn: &mut Connection,
+    e: &Embedder,
+    mut progress: impl FnMut(usize, usize),
+    cancel: &std::sync::atomic::AtomicBool,
+) -> Result<usize> {
+    const CHUNK: usize = 2_000;
+    let total = pending(conn, e)?;
+    if total == 0 {
+        return Ok(0);
+    }
+    let mut done = 0;
+    loop {
+        if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(done);
+        }
+        let batch: Vec<(String, String)> = {
+            let mut stmt = conn.prepare_cached(
+                "SELECT m.id, m.content FROM memory_item m \
+                 LEFT JOIN lethe_vector v ON v.memory_id = m.id AND v.model = ?1 \
+                 WHERE v.memory_id IS NULL ORDER BY m.rowid LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![e.fingerprint(), CHUNK as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect::<std::result::Result<_, _>>()?
+        };
+        if batch.is_empty() {
+            return Ok(done);
+        }
+        let texts: Vec<String> = batch.iter().map(|(_, c)| c.clone()).collect();
+        let vecs = e.embed_many(&texts);
+        crate::store::write_tx(conn, |tx| {
+            for ((id, _), v) in batch.iter().zip(&vecs) {
+                store_vector(tx, e.fingerprint(), id, v)?;
+            }
+            Ok(())
+        })?;
+        done += batch.len();
+        progress(done.min(total), total.max(done));
+    }
+}
+
+/// The active memories' vectors of one model, in memory, for exact scans.
+#[derive(Debug, Default, Clone)]
+pub struct VectorIndex {
+    pub fingerprint: String,
+    pub rowids: Vec<i64>,
+    pub tiers: Vec<Tier>,
+    pub pinned: Vec<bool>,
+    pub inv_norms: Vec<f32>,
+    /// `rowids.len() × DIMS` bytes.
+    pub data: Vec<i8>,
+}
+
+impl VectorIndex {
+    pub fn load(conn: &Connection, fingerprint: &str) -> Result<VectorIndex> {
+        let mut ix = VectorIndex { fingerprint: fingerprint.to_string(), ..Default::default() };
+        let mut stmt = conn.prepare_cached(
+            "SELECT m.rowid, m.type, m.pinned, v.vec FROM lethe_vector v JOIN memory_item m ON m.id = v.memory_id \
+             WHERE v.model = ?1 AND COALESCE(m.is_deleted, 0) = 0",
+        )?;
+        let mut rows = stmt.query([fingerprint])?;
+        while let Some(r) = rows.next()? {
+            let Ok(tier) = r.get_ref(1)?.as_str().unwrap_or("").parse::<Tier>() else { continue };
+            let Some(v) = Vector::from_bytes(r.get_ref(3)?.as_blob().unwrap_or(&[])) else { continue };
+            ix.rowids.push(r.get(0)?);
+            ix.tiers.push(tier);
+            ix.pinned.push(r.get::<_, Option<i64>>(2)?.unwrap_or(0) != 0);
+            ix.inv_norms.push(v.inv_norm);
+            ix.data.extend_from_slice(&v.q);
+        }
+        Ok(ix)
+    }
+
+    pub fn len(&self) -> usize {
+        self.rowids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rowids.is_empty()
+    }
+
+    /// The `k` rows most similar to `q` (cosine, best first) among those `keep` accepts.
+    pub fn top(&self, q: &Vector, k: usize, keep: impl Fn(usize) -> bool) -> Vec<(usize, f32)> {
+        let mut best: Vec<(usize, f32)> = Vec::with_capacity(k + 1);
+        let mut floor = f32::NEG_INFINITY;
+        for (i, row) in self.data.chunks_exact(DIMS).enumerate() {
+            let c = embed::cosine_q(&q.q, q.inv_norm, row, self.inv_norms[i]);
+            if best.len() == k && c <= floor {
+                continue;
+            }
+            if !keep(i) {
+                continue;
+            }
+            let at = best.partition_point(|&(_, s)| s >= c);
+            best.insert(at, (i, c));
+            best.truncate(k);
+            if best.len() == k {
+                floor = best[k - 1].1;
+            }
+        }
+        best
+    }
+}
+
+/// One index per process and file, brought up to date when the file's memories or vectors
+/// changed.
+struct Cached {
+    path: String,
+    key: (i64, i64),
+    index: Arc<VectorIndex>,
+}
+
+static CACHE: Mutex<Option<Cached>> = Mutex::new(None);
+
+/// What invalidates the index: the change journal (memories written, deleted, restored) and
+/// the newest vector row (a back-fill writes vectors without touching memories).
+fn cache_key(conn: &Connection) -> Result<(i64, i64)> {
+    Ok((
+        crate::store::last_change_seq(conn)?,
+        conn.query_row("SELECT COALESCE(MAX(rowid), 0) FROM lethe_vector", [], |r| r.get(0))?,
+    ))
+}
+
+impl VectorIndex {
+    /// Reloads the rows of the memories in `ids` and of vectors stored after `vector_rowid`.
+    fn apply(&mut self, conn: &Connection, ids: &[String], vector_rowid: i64) -> Result<()> {
+        let mut rowids: Vec<i64> = Vec::new();
+        let mut by_id = conn.prepare_cached("SELECT rowid FROM memory_item WHERE id = ?1")?;
+        for id in ids {
+            if let Ok(r) = by_id.query_row([id], |r| r.get::<_, i64>(0)) {
+                rowids.push(r);
+            }
+        }
+        let mut newer = conn.prepare_cached(
+            "SELECT m.rowid FROM lethe_vector v JOIN memory_item m ON m.id = v.memory_id WHERE v.rowid > ?1",
+        )?;
+        for r in newer.query_map([vector_rowid], |r| r.get::<_, i64>(0))? {
+            rowids.push(r?);
+        }
+        rowids.sort_unstable();
+        rowids.dedup();
+        // Deleted memories' rows are found by position: every row of a changed memory leaves,
+        // and the changed memories that are active with a vector come back.
+        let gone: std::collections::HashSet<i64> = rowids.iter().copied().collect();
+        let mut keep = 0;
+        for i in 0..self.rowids.len() {
+            if gone.contains(&self.rowids[i]) {
+                continue;
+            }
+            if keep != i {
+                self.rowids[keep] = self.rowids[i];
+                self.tiers[keep] = self.tiers[i];
+                self.pinned[keep] = self.pinned[i];
+                self.inv_norms[keep] = self.inv_norms[i];
+                self.data.copy_within(i * DIMS..(i + 1) * DIMS, keep * DIMS);
+            }
+            keep += 1;
+        }
+        self.rowids.truncate(keep);
+        self.tiers.truncate(keep);
+        self.pinned.truncate(keep);
+        self.inv_norms.truncate(keep);
+        self.data.truncate(keep * DIMS);
+        let mut one = conn.prepare_cached(
+            "SELECT m.type, m.pinned, v.vec FROM lethe_vector v JOIN memory_item m ON m.id = v.memory_id \
+             WHERE m.rowid = ?1 AND v.model = ?2 AND COALESCE(m.is_deleted, 0) = 0",
+        )?;
+        for r in rowids {
+            let row = one.query_row(params![r, self.fingerprint], |x| {
+                Ok((x.get::<_, String>(0)?, x.get::<_, Option<i64>>(1)?, x.get::<_, Vec<u8>>(2)?))
+            });
+            let Ok((tier, pinned, vec)) = row else { continue };
+            let (Ok(tier), Some(v)) = (tier.parse::<Tier>(), Vector::from_bytes(&vec)) else { continue };
+            self.rowids.push(r);
+            self.tiers.push(tier);
+            self.pinned.push(pinned.unwrap_or(0) != 0);
+            self.inv_norms.push(v.inv_norm);
+            self.data.extend_from_slice(&v.q);
+        }
+        Ok(())
+    }
+}
+
+/// The index for `conn`'s file, from the process cache, patched for what changed since
+/// (files in memory are not cached).
+pub fn index(conn: &Connection, e: &Embedder) -> Result<Arc<VectorIndex>> {
+    let path = conn.path().unwrap_or("").to_string();
+    if path.is_empty() {
+        return Ok(Arc::new(VectorIndex::load(conn, e.fingerprint())?));
+    }
+    crate::store::read_tx(conn, || {
+        let key = cache_key(conn)?;
+        let mut cache = CACHE.lock().map_err(|_| Error::invalid("vector cache poisoned"))?;
+        if let Some(c) = cache.as_mut() {
+            if c.path == path && c.index.fingerprint == e.fingerprint() {
+                if c.key == key {
+                    return Ok(c.index.clone());
+                }
+                if let (_, Some(ids)) = crate::store::changes_since(conn, c.key.0, 10_000)? {
+                    let mut ix =
+                        Arc::try_unwrap(std::mem::take(&mut c.index)).unwrap_or_else(|shared| (*shared).clone());
+                    ix.apply(conn, &ids, c.key.1)?;
+                    c.index = Arc::new(ix);
+                    c.key = key;
+                    return Ok(c.index.clone());
+                }
+            }
+        }
+        let index = Arc::new(VectorIndex::load(conn, e.fingerprint())?);
+        *cache = Some(Cached { path, key, index: index.clone() });
+        Ok(index)
+    })
+}
+
+/// A neighbour of a memory.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Similar {
+    pub id: String,
+    pub similarity: f64,
+    /// "same words" (word-bigram Jaccard is the larger part) or "same meaning".
+    pub kind: &'static str,
+}
+
+/// Cosine mapped onto duplication's scale: unrelated texts of this model sit around 0.3–0.5
+/// (texts about one topic up to ~0.55), paraphrases at 0.7–0.95. Measured in BENCHMARKS.md.
+pub const COSINE_FLOOR: f64 = 0.55;
+pub const COSINE_FULL: f64 = 0.85;
+
+pub fn semantic_similarity(cosine: f64) -> f64 {
+    ((cosine - COSINE_FLOOR) / (COSINE_FULL - COSINE_FLOOR)).clamp(0.0, 1.0)
+}
+
+/// The similarity of two texts as duplication sees it: the larger of the word-bigram Jaccard
+/// and the semantic similarity, with which of the two it was.
+pub fn pair_similarity(jaccard: f64, cosine: Option<f64>) -> (f64, &'static str) {
+    let sem = cosine.map(semantic_similarity).unwrap_or(0.0);
+    if jaccard >= sem {
+        (jaccard, "same words")
+    } else {
+        (sem, "same meaning")
+    }
+}
+
+/// The active memories most similar to `text` (excluding `exclude`), with similarity ≥
+/// `min_similarity`, best first. Exact: every stored vector is compared.
+pub fn similar_to_text(
+    conn: &Connection,
+    text: &str,
+    exclude: Option<&str>,
+    limit: usize,
+    min_similarity: f64,
+) -> Result<Vec<Similar>> {
+    let Some(e) = embed::shared() else { return similar_lexical(conn, text, exclude, limit, min_similarity) };
+    let q = e.embed(text);
+    let ix = index(conn, e)?;
+    let exclude_rowid: Option<i64> = match exclude {
+        Some(id) => conn
+            .query_row("SELECT rowid FROM memory_item WHERE id = ?1", [id], |r| r.get(0))
+            .map(Some)
+            .or_else(|e| if matches!(e, rusqlite::Error::QueryReturnedNoRows) { Ok(None) } else { Err(e) })?,
+        None => None,
+    };
+    // The nearest by meaning, then the word overlap of each decides the kind and may raise it.
+    let top = ix.top(&q, limit.max(1) * 4, |i| Some(ix.rowids[i]) != exclude_rowid);
+    let mine = crate::dedup::shingles(text);
+    let mut content = conn.prepare_cached("SELECT id, content FROM memory_item WHERE rowid = ?1")?;
+    let mut out = Vec::new();
+    for (i, cos) in top {
+        let (id, c): (String, String) = content.query_row([ix.rowids[i]], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let j = crate::dedup::jaccard(&mine, &crate::dedup::shingles(&c));
+        let (sim, kind) = pair_similarity(j, Some(f64::from(cos)));
+        if sim >= min_similarity && sim > 0.0 {
+            out.push(Similar { id, similarity: (sim * 1000.0).round() / 1000.0, kind });
+        }
+    }
+    out.sort_by(|a, b| b.similarity.total_cmp(&a.similarity));
+    out.truncate(limit);
+    Ok(out)
+}
+
+/// Without a model: the memories sharing band keys with `text`, by word-bigram Jaccard.
+fn similar_lexical(
+    conn: &Connection,
+    text: &str,
+    exclude: Option<&str>,
+    limit: usize,
+    min_similarity: f64,
+) -> Result<Vec<Similar>> {
+    let bands = crate::dedup::band_keys(text);
+    let keys: std::collections::HashSet<u32> =
+        (0..crate::dedup::BANDS).map(|b| crate::dedup::band_key(&bands, b)).filter(|k| *k != 0).collect();
+    let mine = crate::dedup::shingles(text);
+    let mut stmt = conn.prepare_cached(
+        "SELECT s.memory_id, s.bands, m.content FROM lethe_signature s JOIN memory_item m ON m.id = s.memory_id \
+         WHERE COALESCE(m.is_deleted, 0) = 0",
+    )?;
+    let mut out = Vec::new();
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let id: String = r.get(0)?;
+        if Some(id.as_str()) == exclude {
+            continue;
+        }
+        let b: Vec<u8> = r.get(1)?;
+        if !(0..crate::dedup::BANDS).any(|i| keys.contains(&crate::dedup::band_key(&b, i))) {
+            continue;
+        }
+        let j = crate::dedup::jaccard(&mine, &crate::dedup::shingles(&r.get::<_, String>(2)?));
+        if j >= min_similarity && j > 0.0 {
+            out.push(Similar { id, similarity: (j * 1000.0).round() / 1000.0, kind: "same words" });
+        }
+    }
+    out.sort_by(|a, b| b.similarity.total_cmp(&a.similarity));
+    out.truncate(limit);
+    Ok(out)
+}
+
+/// `lethe similar ID`: the nearest active memories of a stored memory.
+pub fn similar(conn: &Connection, id: &str, limit: usize) -> Result<Vec<Similar>> {
+    let content: String =
+        conn.query_row("SELECT content FROM memory_item WHERE id = ?1", [id], |r| r.get(0)).map_err(|e| match e {
+            rusqlite::Error::QueryReturnedNoRows => Error::NotFound(format!("memory {id}")),
+            e => Error::Db(e),
+        })?;
+    similar_to_text(conn, &content, Some(id), limit, 0.0)
+}

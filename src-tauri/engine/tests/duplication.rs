@@ -1,0 +1,106 @@
+//! Duplication D on realistic agent memory (templated notes in clusters of near-copies, see
+//! `workload::realistic`) against an exhaustive all-pairs computation of the same definition:
+//! D(x) = the largest similarity of x to an active memory that dominates it (DESIGN §3),
+//! similarity = max(word-bigram Jaccard, semantic similarity of the cosine).
+//!
+//! Run with `-- --nocapture` to see the figures.
+
+use lethe_engine::forgetting::{self, Snapshot};
+use lethe_engine::workload::realistic::RealisticGenerator;
+use lethe_engine::{dedup, embed, neighbours, semantic, store, time, transfer, Settings};
+
+fn now() -> time::Instant {
+    time::parse("2026-06-01T00:00:00.000Z").unwrap()
+}
+
+fn load(n: usize) -> (std::path::PathBuf, store::Connection) {
+    embed::shared().unwrap_or_else(|| panic!("{} (run `make model`)", embed::status()));
+    let dir = std::env::temp_dir().join(format!("lethe-dup-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut conn = store::open(dir.join("dup.db")).unwrap();
+    let mut jsonl = Vec::new();
+    for item in RealisticGenerator::new(n) {
+        serde_json::to_writer(&mut jsonl, &item.to_memory(now())).unwrap();
+        jsonl.push(b'\n');
+    }
+    transfer::import(&mut conn, &jsonl[..]).unwrap();
+    (dir, conn)
+}
+
+#[test]
+fn duplication_on_10k_realistic_memories_equals_the_exhaustive_computation() {
+    let (dir, mut conn) = load(10_000);
+    let t = std::time::Instant::now();
+    let written = neighbours::refresh(&mut conn).unwrap();
+    let derive_s = t.elapsed().as_secs_f64();
+    let snap = Snapshot::load(&conn).unwrap();
+    assert_eq!(snap.searched, 0, "every list was stored by the refresh ({written} written)");
+    let s = Settings::default();
+    let d = snap.duplication(&s, now());
+
+    // The exhaustive reference: every pair of active memories.
+    let active: Vec<usize> = (0..snap.rows.len()).filter(|&i| !snap.rows[i].is_deleted).collect();
+    let mut content = conn.prepare("SELECT content FROM memory_item WHERE rowid = ?1").unwrap();
+    let sh: Vec<Vec<u64>> = active
+        .iter()
+        .map(|&i| dedup::shingles(&content.query_row([snap.rows[i].rowid], |r| r.get::<_, String>(0)).unwrap()))
+        .collect();
+    let e = embed::shared().unwrap();
+    let ix = semantic::index(&conn, e).unwrap();
+    let pos: std::collections::HashMap<i64, usize> = ix.rowids.iter().enumerate().map(|(p, &r)| (r, p)).collect();
+    let vec_of = |i: usize| {
+        let p = pos[&snap.rows[i].rowid];
+        (&ix.data[p * embed::DIMS..(p + 1) * embed::DIMS], ix.inv_norms[p])
+    };
+    let t = std::time::Instant::now();
+    let mut reference = vec![0.0_f64; snap.rows.len()];
+    for (a, &i) in active.iter().enumerate() {
+        for (b, &j) in active.iter().enumerate().skip(a + 1) {
+            let jac = dedup::jaccard(&sh[a], &sh[b]);
+            let ((qa, ia), (qb, ib)) = (vec_of(i), vec_of(j));
+            let cos = f64::from(embed::cosine_q(qa, ia, qb, ib));
+            let sim = f64::from(semantic::pair_similarity(jac, Some(cos)).0 as f32);
+            if sim <= 0.0 {
+                continue;
+            }
+            let loser = if forgetting::dominates(&snap.rows[i], &snap.rows[j], &s, now()) { j } else { i };
+            reference[loser] = reference[loser].max(sim);
+        }
+    }
+    let exhaustive_s = t.elapsed().as_secs_f64();
+    let mut worse = Vec::new();
+    let (mut equal, mut dup_ref, mut dup_got) = (0, 0, 0);
+    for &i in &active {
+        let (got, want) = (d[i].0, reference[i]);
+        dup_ref += usize::from(want > 0.7);
+        dup_got += usize::from(got > 0.7);
+        if (got - want).abs() < 1e-6 {
+            equal += 1;
+        } else {
+            worse.push((snap.rows[i].id.clone(), got, want));
+        }
+    }
+    println!(
+        "10k realistic: {} active, neighbour search {derive_s:.2} s, exhaustive {exhaustive_s:.1} s; \
+         D equal for {equal}, differs for {}; D > 0.7: {dup_got} (exhaustive {dup_ref})",
+        active.len(),
+        worse.len()
+    );
+    for w in worse.iter().take(10) {
+        println!("  {} D {:.3} exhaustive {:.3}", w.0, w.1, w.2);
+    }
+    drop(content);
+    drop(conn);
+    let _ = std::fs::remove_dir_all(&dir);
+    // The neighbour search compares each memory with at most a few hundred candidates from its
+    // buckets; in clusters of a thousand near-copies the most similar dominating one is
+    // sometimes not among them (measured: 94% equal, BENCHMARKS.md). What the policy acts on,
+    // D > 0.7, must agree within 2%.
+    let share = equal as f64 / active.len() as f64;
+    assert!(share >= 0.93, "D equals the exhaustive one for only {:.1}% of memories", share * 100.0);
+    assert!(
+        (dup_got as f64 - dup_ref as f64).abs() <= 0.02 * dup_ref as f64,
+        "duplicates over 0.7: {dup_got} against {dup_ref} exhaustive"
+    );
+    assert!(worse.iter().all(|w| w.1 <= w.2 + 1e-6), "the search never finds more than exists");
+}
