@@ -9,6 +9,7 @@ use lethe_engine::lifecycle::{self, ListQuery, Page};
 use lethe_engine::{time, MemoryDetail, Settings};
 use serde::{Deserialize, Serialize};
 use tauri::{AppHandle, Emitter, State};
+use ts_rs::TS;
 
 use crate::error::{ApiError, ApiResult};
 use crate::state::{lock, AppState};
@@ -23,7 +24,8 @@ fn at(now: &Option<String>) -> ApiResult<time::Instant> {
     }
 }
 
-#[derive(Debug, Serialize)]
+/// The open database; `error` says why none could be opened.
+#[derive(Debug, Serialize, TS)]
 pub struct DbInfo {
     pub path: Option<String>,
     pub exists: bool,
@@ -58,12 +60,16 @@ pub fn stats(state: State<'_, AppState>, now: Option<String>) -> ApiResult<Stats
     })
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// The filters of `list_memories`; an empty `tier`, `session` or `project` means "any".
+#[derive(Debug, Default, Deserialize, TS)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[ts(optional_fields)]
 pub struct ListArgs {
+    #[ts(as = "Option<lethe_engine::Tier>")]
     pub tier: Option<String>,
     pub deleted: Option<bool>,
     pub pinned: Option<bool>,
+    #[ts(as = "Option<lethe_engine::lifecycle::SortBy>")]
     pub sort: Option<String>,
     pub min_score: Option<f64>,
     pub max_score: Option<f64>,
@@ -157,7 +163,7 @@ pub fn hard_delete_memory(state: State<'_, AppState>, id: String, confirm: bool)
     state.with_db(|db| lifecycle::hard_delete(&mut db.conn, &id, confirm, None, ACTOR, chrono::Utc::now()))
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, TS)]
 pub struct Items<T> {
     pub items: Vec<T>,
 }
@@ -185,7 +191,7 @@ pub fn run_forget(app: AppHandle, state: State<'_, AppState>, dry_run: bool) -> 
     state.cancel.store(false, Ordering::Relaxed);
     let cancel = state.cancel.clone();
     let progress = move |done: usize, total: usize| {
-        let _ = app.emit("forget://progress", serde_json::json!({ "done": done, "total": total }));
+        let _ = app.emit(crate::events::FORGET_PROGRESS, crate::events::ForgetProgress { done, total });
     };
     state.with_db(|db| {
         let mut opts = BatchOptions::new(chrono::Utc::now(), dry_run);
@@ -230,7 +236,7 @@ pub fn open_db(app: AppHandle, state: State<'_, AppState>, path: String) -> ApiR
 #[tauri::command(async)]
 pub fn new_db(app: AppHandle, state: State<'_, AppState>, path: String) -> ApiResult<DbInfo> {
     if std::path::Path::new(&path).exists() {
-        return Err(ApiError { code: "invalid_input", message: format!("{path} already exists; use Open") });
+        return Err(ApiError::invalid(format!("{path} already exists; use Open")));
     }
     open_db(app, state, path)
 }
@@ -240,9 +246,11 @@ pub fn recent_files() -> Vec<String> {
     crate::recent::list()
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, TS)]
 pub struct RecallResults {
     pub results: Vec<lethe_engine::recall::Hit>,
+    /// "semantic + lexical (model fingerprint)" or "lexical recall only: why".
+    pub recall_mode: String,
 }
 
 #[tauri::command(async)]
@@ -261,7 +269,12 @@ pub fn recall(
         ..Default::default()
     };
     // A person searching is not an agent recalling: no meta-memory statistics are recorded.
-    state.with_db(|db| Ok(RecallResults { results: lethe_engine::recall::recall(&db.conn, &q, chrono::Utc::now())? }))
+    state.with_db(|db| {
+        Ok(RecallResults {
+            results: lethe_engine::recall::recall(&db.conn, &q, chrono::Utc::now())?,
+            recall_mode: lethe_engine::embed::status(),
+        })
+    })
 }
 
 #[tauri::command(async)]
@@ -283,12 +296,17 @@ pub fn history(state: State<'_, AppState>, id: String) -> ApiResult<Items<lethe_
     state.with_db(|db| Ok(Items { items: lethe_engine::procedural::history(&db.conn, &id)? }))
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// A change to a procedure; a missing field stays as it is. The engine rejects `steps` that
+/// are not a non-empty list of strings and `triggerConditions` that are not an object.
+#[derive(Debug, Default, Deserialize, TS)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[ts(optional_fields)]
 pub struct ProcedurePatchArgs {
     pub content: Option<String>,
     pub task_goal: Option<String>,
+    #[ts(as = "Option<Vec<String>>")]
     pub steps: Option<serde_json::Value>,
+    #[ts(as = "Option<serde_json::Map<String, serde_json::Value>>")]
     pub trigger_conditions: Option<serde_json::Value>,
     pub workflow_name: Option<String>,
     pub skill_name: Option<String>,
@@ -368,12 +386,7 @@ pub fn export_chart(
         ("decay", _) => lethe_engine::ChartKind::Decay { horizon_days: horizon_days.unwrap_or(365.0) },
         ("distribution", _) => lethe_engine::ChartKind::Distribution,
         ("projection", Some(id)) => lethe_engine::ChartKind::Projection { id },
-        _ => {
-            return Err(ApiError {
-                code: "invalid_input",
-                message: format!("unknown chart {chart:?} (or projection without id)"),
-            })
-        }
+        _ => return Err(ApiError::invalid(format!("unknown chart {chart:?} (or projection without id)"))),
     };
     state.with_db(|db| {
         let snap = db.snapshot()?;

@@ -1,20 +1,37 @@
 //! The one error the webview sees: `{ code, message }` with a small closed set of codes.
 
 use serde::Serialize;
+use ts_rs::TS;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// The closed set of error codes the window tells apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    InvalidInput,
+    Conflict,
+    NotFound,
+    ConfirmationRequired,
+    DbUnavailable,
+    Internal,
+}
+
+/// What every command rejects with.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
 pub struct ApiError {
-    pub code: &'static str,
+    pub code: ErrorCode,
     pub message: String,
 }
 
 impl From<lethe_engine::Error> for ApiError {
     fn from(e: lethe_engine::Error) -> Self {
         let code = match e.code() {
-            c @ ("invalid_input" | "conflict" | "not_found" | "confirmation_required" | "db_unavailable") => c,
+            "invalid_input" => ErrorCode::InvalidInput,
+            "conflict" => ErrorCode::Conflict,
+            "not_found" => ErrorCode::NotFound,
+            "confirmation_required" => ErrorCode::ConfirmationRequired,
             // Another program holding the file is, for a person, the database being unavailable.
-            "busy" => "db_unavailable",
-            _ => "internal",
+            "db_unavailable" | "busy" => ErrorCode::DbUnavailable,
+            _ => ErrorCode::Internal,
         };
         ApiError { code, message: e.to_string() }
     }
@@ -22,7 +39,11 @@ impl From<lethe_engine::Error> for ApiError {
 
 impl ApiError {
     pub fn unavailable(message: impl Into<String>) -> Self {
-        ApiError { code: "db_unavailable", message: message.into() }
+        ApiError { code: ErrorCode::DbUnavailable, message: message.into() }
+    }
+
+    pub fn invalid(message: impl Into<String>) -> Self {
+        ApiError { code: ErrorCode::InvalidInput, message: message.into() }
     }
 }
 
@@ -40,6 +61,6 @@ mod tests {
             serde_json::json!({"code": "not_found", "message": "not found: memory mem_x"})
         );
         let busy: ApiError = lethe_engine::Error::Cancelled.into();
-        assert_eq!(busy.code, "internal", "codes outside the closed set collapse to internal");
+        assert_eq!(busy.code, ErrorCode::Internal, "codes outside the closed set collapse to internal");
     }
 }

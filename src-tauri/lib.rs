@@ -1,13 +1,17 @@
 //! The Lethe desktop shell: a thin Tauri layer over lethe-engine. The only place that knows
 //! Tauri events; commands live in `commands`.
 
+#[cfg(test)]
+mod bindings;
 mod commands;
 mod error;
+mod events;
 mod recent;
 mod state;
 
 use std::path::Path;
 
+use events::{DbChanged, DbStatus, LiveState};
 use lethe_engine::watch::{self, WatchEvent};
 use tauri::{AppHandle, Emitter, Manager};
 
@@ -16,14 +20,15 @@ pub use state::AppState;
 /// Opens the database and starts watching it; watcher callbacks become small events.
 pub(crate) fn open_and_watch(app: &AppHandle, state: &AppState, path: &Path) -> lethe_engine::Result<()> {
     let handle = app.clone();
+    let status = |state, message: &str| DbStatus { state, message: message.to_string() };
     let watcher = watch::watch(path, move |ev| {
         let _ = match ev {
             WatchEvent::Changed { data_version, ids } => {
-                handle.emit("db://changed", serde_json::json!({ "data_version": data_version, "ids": ids }))
+                handle.emit(events::DB_CHANGED, DbChanged { data_version, ids })
             }
             WatchEvent::Missing => handle.emit(
-                "db://status",
-                serde_json::json!({ "state": "missing", "message": "the database file is gone (deleted or being replaced)" }),
+                events::DB_STATUS,
+                status(LiveState::Missing, "the database file is gone (deleted or being replaced)"),
             ),
             WatchEvent::Back => {
                 // Reopen on the new file, then tell the UI to re-read everything.
@@ -36,10 +41,10 @@ pub(crate) fn open_and_watch(app: &AppHandle, state: &AppState, path: &Path) -> 
                         }
                     }
                 }
-                let _ = handle.emit("db://status", serde_json::json!({ "state": "live", "message": "the database is back" }));
-                handle.emit("db://changed", serde_json::json!({ "data_version": 0, "ids": null }))
+                let _ = handle.emit(events::DB_STATUS, status(LiveState::Live, "the database is back"));
+                handle.emit(events::DB_CHANGED, DbChanged { data_version: 0, ids: None })
             }
-            WatchEvent::Error(message) => handle.emit("db://status", serde_json::json!({ "state": "error", "message": message })),
+            WatchEvent::Error(message) => handle.emit(events::DB_STATUS, status(LiveState::Error, &message)),
         };
     })
     .ok();

@@ -1,35 +1,45 @@
 // The only module that knows about Tauri. Every command of docs/IPC.md is one typed
-// function here; the UI's tests replace this module wholesale (it is the seam).
+// function here; the UI's tests replace this module wholesale (it is the seam). The shapes
+// come from ./bindings.ts, generated from the Rust types; only the command names and their
+// argument names are written here (docs/IPC.md lists them).
 import { invoke } from '@tauri-apps/api/core';
 import { listen, type UnlistenFn } from '@tauri-apps/api/event';
 import { open, save } from '@tauri-apps/plugin-dialog';
 import type {
   ApiError,
   AuditEvent,
+  BatchReport,
   DbChanged,
   DbInfo,
   DbStatus,
-  EventsQuery,
+  DemoCounts,
   ForgetProgress,
-  ForgetRun,
   ForgettingEvent,
-  HistoryVersion,
-  ListQuery,
+  Items,
+  ListArgs,
   MemoryDetail,
-  MemoryRow,
   Page,
-  ProcedurePatch,
+  ProcedurePatchArgs,
   QuarantineItem,
-  RecallResult,
+  RecallResults,
   RecallWeights,
   Settings,
   Stats,
   Theme,
   Tier,
+  Version,
   WhatIf,
 } from './types';
 
 export type { UnlistenFn };
+
+/** The optional arguments of the `events` command (separate Tauri arguments, not one type). */
+export interface EventsQuery {
+  memoryId?: string;
+  action?: string;
+  actor?: string;
+  limit?: number;
+}
 
 /** Normalises whatever a rejected invoke carries into `{ code, message }`. */
 export function toApiError(e: unknown): ApiError {
@@ -54,12 +64,12 @@ function compact<T extends object>(o: T): T {
 
 export const dbInfo = () => call<DbInfo>('db_info');
 export const stats = (now?: string) => call<Stats>('stats', compact({ now }));
-export const listMemories = (query: ListQuery) =>
-  call<Page<MemoryRow>>('list_memories', { query: compact(query) });
+export const listMemories = (query: ListArgs) =>
+  call<Page>('list_memories', { query: compact(query) });
 export const recall = (
   query: string,
   opts: { limit?: number; tier?: Tier; weights?: RecallWeights } = {},
-) => call<{ results: RecallResult[] }>('recall', compact({ query, ...opts }));
+) => call<RecallResults>('recall', compact({ query, ...opts }));
 export const showMemory = (id: string, now?: string) =>
   call<MemoryDetail>('show_memory', compact({ id, now }));
 export const pinMemory = (id: string) => call<MemoryDetail>('pin_memory', { id });
@@ -74,14 +84,14 @@ export const restoreMemory = (id: string) => call<MemoryDetail>('restore_memory'
 export const hardDeleteMemory = (id: string, confirm: boolean) =>
   call<ForgettingEvent>('hard_delete_memory', { id, confirm });
 export const quarantine = (now?: string) =>
-  call<{ items: QuarantineItem[] }>('quarantine', compact({ now }));
+  call<Items<QuarantineItem>>('quarantine', compact({ now }));
 export const events = (q: EventsQuery = {}) =>
-  call<{ items: AuditEvent[] }>('events', compact({ ...q }));
-export const workflows = () => call<{ items: MemoryDetail[] }>('workflows');
-export const history = (id: string) => call<{ items: HistoryVersion[] }>('history', { id });
-export const updateProcedure = (id: string, expectedVersion: number, patch: ProcedurePatch) =>
+  call<Items<AuditEvent>>('events', compact({ ...q }));
+export const workflows = () => call<Items<MemoryDetail>>('workflows');
+export const history = (id: string) => call<Items<Version>>('history', { id });
+export const updateProcedure = (id: string, expectedVersion: number, patch: ProcedurePatchArgs) =>
   call<MemoryDetail>('update_procedure', { id, expectedVersion, patch: compact(patch) });
-export const runForget = (dryRun: boolean) => call<ForgetRun>('run_forget', { dryRun });
+export const runForget = (dryRun: boolean) => call<BatchReport>('run_forget', { dryRun });
 export const cancelForget = () => call<null>('cancel_forget');
 export const getSettings = () => call<Settings>('get_settings');
 export const setSettings = (settings: Settings) => call<Settings>('set_settings', { settings });
@@ -114,7 +124,7 @@ export async function saveChartDialog(name: string): Promise<string | null> {
   });
   return p ?? null;
 }
-export const loadDemo = () => call<Record<string, number>>('load_demo');
+export const loadDemo = () => call<DemoCounts>('load_demo');
 export const openDb = (path: string) => call<DbInfo>('open_db', { path });
 export const newDb = (path: string) => call<DbInfo>('new_db', { path });
 export const recentFiles = () => call<string[]>('recent_files');

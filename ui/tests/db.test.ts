@@ -125,7 +125,7 @@ describe('db://status', () => {
 
   it('a file that comes back as something else switches to the problem screen', async () => {
     await renderAt('overview');
-    emitStatus({ state: 'missing', message: null });
+    emitStatus({ state: 'missing', message: 'the database file is gone' });
     await flush();
     api.dbInfo.mockResolvedValue({ path: BAD, exists: true, memento: false, schema_version: 0, error: unavailable.message });
     emitStatus({ state: 'live', message: 'the database is back' });

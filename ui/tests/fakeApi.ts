@@ -7,7 +7,7 @@ import type {
   DbChanged,
   DbStatus,
   ForgetProgress,
-  ListQuery,
+  ListArgs,
   MemoryDetail,
   MemoryRow,
   QuarantineItem,
@@ -100,8 +100,11 @@ export function makeDetail(id: string, over: Partial<MemoryDetail> = {}): Memory
     would_forget: false,
     never_forgettable: false,
     projected_forget_at: '2026-01-01T00:00:00.000Z',
+    asymptote: 0.45,
     duplicate_of: null,
-    meta: { recall_count: 3, success_count: 2, failure_count: 1, avg_confidence: 0.61, last_recalled_at: null },
+    duplicate_kind: null,
+    never_forgettable_why: null,
+    meta: { memory_id: id, recall_count: 3, success_count: 2, failure_count: 1, avg_confidence: 0.61, last_recalled_at: null },
     ...over,
   };
 }
@@ -117,6 +120,7 @@ export function makeStats(over: Partial<Stats> = {}): Stats {
     total_active: 452,
     total_quarantined: 10,
     at_risk: 17,
+    would_forget: 0,
     meta: { recalled_memories: 40, total_recalls: 120, avg_confidence: 0.7 },
     ...over,
   };
@@ -131,13 +135,17 @@ export const DEFAULT_SETTINGS: Settings = {
   access_decay_days: 30,
   working_window_hours: 48,
   working_max_turns: 50,
+  max_content_bytes: 1048576,
+  trivial_phrases: ['ok', 'thanks'],
+  recall_weights: { similarity: 0.7, recency: 0.1, scene: 0.1, priority: 0.1 },
+  duplicate_reason_above: 0.8,
 };
 
 /** Pages through `total` synthetic rows like list_memories would. */
 export function pagedList(total: number, over: (i: number) => Partial<MemoryRow> = () => ({})) {
-  return async (q: ListQuery) => {
+  return async ({ offset = 0, limit = 50 }: ListArgs) => {
     const items: MemoryRow[] = [];
-    for (let i = q.offset; i < Math.min(total, q.offset + q.limit); i++) items.push(makeRow(i, over(i)));
+    for (let i = offset; i < Math.min(total, offset + limit); i++) items.push(makeRow(i, over(i)));
     return { total, items };
   };
 }
@@ -202,8 +210,8 @@ export const quarantineItems: QuarantineItem[] = [
 ];
 
 export const auditEvents: AuditEvent[] = [
-  { id: 1, kind: 'forgetting', memory_id: 'mem_q1', action: 'soft', actor: null, reason: 'old, unused', policy: 'batch', forget_score: 0.71, created_at: '2025-03-01T10:00:00.000Z', before: null, after: null },
-  { id: 2, kind: 'action', memory_id: 'mem_1', action: 'pin', actor: 'user', reason: null, policy: null, forget_score: null, created_at: '2025-03-02T10:00:00.000Z', before: false, after: true },
+  { id: 'fev_1', kind: 'forgetting', memory_id: 'mem_q1', action: 'soft', actor: 'policy', reason: 'old, unused', policy: 'batch', forget_score: 0.71, created_at: '2025-03-01T10:00:00.000Z', before: null, after: null, ttl_days: 30, metadata: null },
+  { id: 'act_2', kind: 'action', memory_id: 'mem_1', action: 'pin', actor: 'user', reason: null, policy: null, forget_score: null, created_at: '2025-03-02T10:00:00.000Z', before: false, after: true, ttl_days: null, metadata: null },
 ];
 
 /** Restores every default implementation; call in beforeEach. */

@@ -25,6 +25,18 @@ describe('source hygiene', () => {
     expect(offenders).toEqual([]);
   });
 
+  it('declares no Rust type by hand: those come from bindings.ts', () => {
+    const generated = [...readFileSync(join(SRC, 'bindings.ts'), 'utf8').matchAll(/^export type (\w+)/gm)].map((m) => m[1]);
+    expect(generated).toContain('MemoryDetail');
+    const mirrors = sources
+      .filter((f) => !f.endsWith('bindings.ts'))
+      .flatMap((f) => {
+        const text = readFileSync(f, 'utf8');
+        return generated.filter((n) => new RegExp(`^\\s*(export\\s+)?(interface|type)\\s+${n}\\s*[=<{]`, 'm').test(text)).map((n) => `${n} in ${f.slice(SRC.length + 1)}`);
+      });
+    expect(mirrors).toEqual([]);
+  });
+
   it('uses no polling timers outside the play animation and the toast', () => {
     const withTimers = sources
       .filter((f) => /set(Interval|Timeout)\(/.test(readFileSync(f, 'utf8')))

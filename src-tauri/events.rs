@@ -1,0 +1,54 @@
+//! The events the shell emits to the window, with their payloads. The UI treats
+//! `db://changed` as "re-fetch"; when each event fires is described in docs/IPC.md.
+
+use serde::Serialize;
+use ts_rs::TS;
+
+pub const DB_CHANGED: &str = "db://changed";
+pub const DB_STATUS: &str = "db://status";
+pub const FORGET_PROGRESS: &str = "forget://progress";
+
+/// Payload of `db://changed`: committed changes by any process.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct DbChanged {
+    pub data_version: i64,
+    /// The memories touched; null when unknown or too many (re-fetch the visible page).
+    pub ids: Option<Vec<String>>,
+}
+
+/// Whether the database file is there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "lowercase")]
+pub enum LiveState {
+    Live,
+    Missing,
+    Error,
+}
+
+/// Payload of `db://status`.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct DbStatus {
+    pub state: LiveState,
+    pub message: String,
+}
+
+/// Payload of `forget://progress` while `run_forget` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+pub struct ForgetProgress {
+    pub done: usize,
+    pub total: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads_keep_their_json_shape() {
+        // The window's tests and the E2E harness match these exact keys.
+        let changed = DbChanged { data_version: 3, ids: None };
+        assert_eq!(serde_json::to_value(changed).unwrap(), serde_json::json!({ "data_version": 3, "ids": null }));
+        let status = DbStatus { state: LiveState::Missing, message: "gone".into() };
+        assert_eq!(serde_json::to_value(status).unwrap(), serde_json::json!({ "state": "missing", "message": "gone" }));
+    }
+}

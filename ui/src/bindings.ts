@@ -1,0 +1,193 @@
+// Generated from the Rust types by src-tauri/bindings.rs (ts-rs). Do not edit by hand.
+// Regenerate: make types   (= LETHE_WRITE_TYPES=1 cargo test -p lethe-app --lib bindings)
+
+/**
+ * What every command rejects with.
+ */
+export type ApiError = { code: ErrorCode, message: string, };
+
+/**
+ * One row of the combined audit log.
+ */
+export type AuditEvent = { id: string, 
+/**
+ * `forgetting` (memory_forgetting_event) or `action` (lethe_action).
+ */
+kind: string, memory_id: string | null, action: string, actor: string, reason: string | null, policy: string | null, forget_score: number | null, ttl_days: number | null, created_at: string, before: JsonValue | null, after: JsonValue | null, metadata: JsonValue | null, };
+
+export type BatchReport = { scanned: number, soft_deleted: Array<string>, review: Array<string>, working_gate: Array<string>, purged: Array<string>, elapsed_ms: number, dry_run: boolean, };
+
+export type Breakdown = { 
+/**
+ * S, from its two parts below.
+ */
+similarity: number, 
+/**
+ * Stemmed BM25 relative to the best lexical candidate of this query.
+ */
+lexical: number, 
+/**
+ * Cosine relative to the best candidate's; None when recall is lexical only (no model).
+ */
+semantic: number | null, 
+/**
+ * The raw cosine of the query and the memory, when both have vectors.
+ */
+cosine: number | null, recency: number, scene: number, priority: number, };
+
+/**
+ * Signed contributions; they add up to the ForgetScore.
+ */
+export type Components = { recency: number, usage: number, duplication: number, importance: number, pinned: number, };
+
+/**
+ * Payload of `db://changed`: committed changes by any process.
+ */
+export type DbChanged = { data_version: number, 
+/**
+ * The memories touched; null when unknown or too many (re-fetch the visible page).
+ */
+ids: Array<string> | null, };
+
+/**
+ * The open database; `error` says why none could be opened.
+ */
+export type DbInfo = { path: string | null, exists: boolean, memento: boolean, schema_version: number, error: string | null, };
+
+/**
+ * Payload of `db://status`.
+ */
+export type DbStatus = { state: LiveState, message: string, };
+
+export type DemoCounts = { stored: number, pinned: number, procedures: number, reflection_notes: number, quarantined: number, skipped: number, };
+
+/**
+ * The closed set of error codes the window tells apart.
+ */
+export type ErrorCode = "invalid_input" | "conflict" | "not_found" | "confirmation_required" | "db_unavailable" | "internal";
+
+/**
+ * The kinds of failure a reflection note records (seed 000).
+ */
+export type FailureType = "tool_error" | "user_feedback" | "metric_failure";
+
+export type Features = { recency: number, usage: number, duplication: number, importance: number, pinned: number, };
+
+/**
+ * Payload of `forget://progress` while `run_forget` runs.
+ */
+export type ForgetProgress = { done: number, total: number, };
+
+export type ForgettingEvent = { id: string, memory_id: string, action: string, reason: string | null, policy: string | null, forget_score: number | null, ttl_days: number | null, created_at: string, metadata: JsonValue | null, };
+
+export type HalfLives = { working: number, episodic: number, procedural: number, semantic: number, };
+
+export type Hit = { id: string, type: Tier, content: string, score: number, bm25: number, breakdown: Breakdown, };
+
+export type Items<T> = { items: Array<T>, };
+
+export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]: JsonValue } | null;
+
+/**
+ * The filters of `list_memories`; an empty `tier`, `session` or `project` means "any".
+ */
+export type ListArgs = { tier?: Tier, deleted?: boolean, pinned?: boolean, sort?: SortBy, minScore?: number, maxScore?: number, session?: string, project?: string, limit?: number, offset?: number, now?: string, };
+
+/**
+ * Whether the database file is there.
+ */
+export type LiveState = "live" | "missing" | "error";
+
+/**
+ * Everything a person needs to judge one memory: its fields, its explained ForgetScore,
+ * links, archive state and recall statistics.
+ */
+export type MemoryDetail = { supersedes: Array<string>, superseded_by: Array<string>, archive_no: number | null, never_forgettable_why: string | null, meta: MetaStats, id: string, type: Tier, content: string, importance: number, privacy_scope: string, created_at: string, last_accessed: string | null, pinned: boolean, tags: Array<string>, source: string | null, view_count: number, cite_count: number, edit_count: number, task_goal: string | null, steps: JsonValue | null, reflection_notes: JsonValue | null, workflow_name: string | null, skill_name: string | null, trigger_conditions: JsonValue | null, version: number, owner_id: string | null, session_id: string | null, project_id: string | null, is_deleted: boolean, deleted_at: string | null, features: Features, components: Components, forget_score: number, threshold: number, reasons: Array<string>, would_forget: boolean, never_forgettable: boolean, 
+/**
+ * The score this memory tends to if it is never used again.
+ */
+asymptote: number, projected_forget_at: string | null, duplicate_of: string | null, 
+/**
+ * "same words" or "same meaning", with `duplicate_of`.
+ */
+duplicate_kind: string | null, };
+
+export type MemoryRow = { id: string, type: Tier, preview: string, importance: number, pinned: boolean, created_at: string, last_accessed: string | null, is_deleted: boolean, deleted_at: string | null, forget_score: number, would_forget: boolean, session_id: string | null, project_id: string | null, workflow_name: string | null, tags: Array<string>, };
+
+export type MetaStats = { memory_id: string, recall_count: number, success_count: number, failure_count: number, avg_confidence: number | null, last_recalled_at: string | null, };
+
+export type MetaSummary = { recalled_memories: number, total_recalls: number, avg_confidence: number | null, };
+
+export type Page = { total: number, items: Array<MemoryRow>, };
+
+/**
+ * A change to a procedure; a missing field stays as it is. The engine rejects `steps` that
+ * are not a non-empty list of strings and `triggerConditions` that are not an object.
+ */
+export type ProcedurePatchArgs = { content?: string, taskGoal?: string, steps?: Array<string>, triggerConditions?: { [key in string]: JsonValue }, workflowName?: string, skillName?: string, };
+
+export type QuarantineItem = { id: string, type: Tier, preview: string, reason: string | null, forget_score: number | null, deleted_at: string | null, days_left: number, };
+
+export type RecallResults = { results: Array<Hit>, 
+/**
+ * "semantic + lexical (model fingerprint)" or "lexical recall only: why".
+ */
+recall_mode: string, };
+
+export type RecallWeights = { similarity: number, recency: number, scene: number, priority: number, };
+
+/**
+ * A lesson appended to a procedural memory after a failure.
+ */
+export type ReflectionNote = { failure_type: FailureType, failure_description: string, lessons_learned?: string | null, suggested_improvements?: string | null, timestamp?: string | null, actor?: string | null, };
+
+export type Settings = { half_life_days: HalfLives, weights: Weights, threshold: number, 
+/**
+ * Lower edge of the review band; its upper edge is the threshold.
+ */
+review_band_low: number, quarantine_days: number, 
+/**
+ * `A = exp(-days_since_last_accessed / access_decay_days)`.
+ */
+access_decay_days: number, working_window_hours: number, working_max_turns: number, max_content_bytes: number, trivial_phrases: Array<string>, recall_weights: RecallWeights, 
+/**
+ * Similarity above which a memory counts as a duplicate in the reasons ("duplicate of").
+ */
+duplicate_reason_above: number, };
+
+/**
+ * Sort orders of [`list`].
+ */
+export type SortBy = "created" | "importance" | "score";
+
+export type Stats = { tiers: { [key in string]: TierCounts }, total_active: number, total_quarantined: number, 
+/**
+ * Active memories at or above the lower edge of the review band.
+ */
+at_risk: number, 
+/**
+ * Active memories the batch would forget now.
+ */
+would_forget: number, meta: MetaSummary, };
+
+export type Theme = "light" | "dark";
+
+export type Tier = "working" | "episodic" | "procedural" | "semantic";
+
+export type TierCounts = { active: number, quarantined: number, pinned: number, };
+
+export type Version = { version: number, at: string, actor: string, content: string, task_goal: string | null, steps: JsonValue | null, trigger_conditions: JsonValue | null, workflow_name: string | null, skill_name: string | null, current: boolean, };
+
+export type Weights = { recency: number, usage: number, duplication: number, importance: number, pinned: number, };
+
+export type WhatIf = { current: WhatIfSide, proposed: WhatIfSide, 
+/**
+ * Forgotten under the proposal but not now.
+ */
+newly_forgotten: Array<string>, 
+/**
+ * Forgotten now but spared by the proposal.
+ */
+spared: Array<string>, };
+
+export type WhatIfSide = { count: number, ids: Array<string>, };
