@@ -345,12 +345,6 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
     ) {
         ensure_vectors(conn)?;
     }
-    // Reads that score store the neighbours of memories written since the last time first,
-    // so that they are searched once, not on every read.
-    if matches!(cli.command, Command::List(_) | Command::Score { .. } | Command::Stats | Command::Show { .. }) {
-        ensure_vectors(conn)?;
-        lethe_engine::neighbours::refresh(conn)?;
-    }
     let v = match &cli.command {
         Command::Remember(a) => remember(conn, a, actor, now)?,
         Command::Show { id } => to_json(&lethe_engine::detail(conn, id, now, None)?)?,
@@ -368,12 +362,12 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
                 offset: a.offset,
             };
             let s = Settings::load(conn)?;
-            let snap = forgetting::Snapshot::load(conn)?;
+            let snap = scoring_snapshot(conn)?;
             to_json(&forgetting::list(conn, &snap, &q, &s, now)?)?
         }
         Command::Score { ids, all } => {
             let s = Settings::load(conn)?;
-            let snap = forgetting::Snapshot::load(conn)?;
+            let snap = scoring_snapshot(conn)?;
             let ids: Vec<String> = if *all || ids.is_empty() {
                 snap.rows.iter().filter(|r| !r.is_deleted).map(|r| r.id.clone()).collect()
             } else {
@@ -445,7 +439,7 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
         }
         Command::Stats => {
             let s = Settings::load(conn)?;
-            let snap = forgetting::Snapshot::load(conn)?;
+            let snap = scoring_snapshot(conn)?;
             let mut v = to_json(&forgetting::stats(conn, &snap, &s, now)?)?;
             v["recall_mode"] = json!(lethe_engine::embed::status());
             v
@@ -540,4 +534,12 @@ fn ensure_vectors(conn: &mut store::Connection) -> Result<()> {
         lethe_engine::semantic::backfill(conn, e, |_, _| {}, &never)?;
     }
     Ok(())
+}
+
+/// The scoring snapshot; what it had to compute because the file lacked it (neighbours of
+/// memories written since the last time) is stored, so that it is searched once.
+fn scoring_snapshot(conn: &mut store::Connection) -> Result<forgetting::Snapshot> {
+    let snap = forgetting::Snapshot::load(conn)?;
+    snap.persist(conn)?;
+    Ok(snap)
 }

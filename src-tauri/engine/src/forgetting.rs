@@ -56,45 +56,42 @@ pub struct Snapshot {
     pub pairs: Vec<Pair>,
     members: Vec<neighbours::Member>,
     lists: HashMap<usize, neighbours::Entry>,
+    trained: Option<Vec<f32>>,
 }
 
 const ROW_SQL: &str =
     "SELECT m.rowid, m.id, m.type, m.created_at, m.last_accessed, m.view_count, m.cite_count, m.edit_count, \
-    m.importance, m.pinned, m.session_id, m.project_id, m.is_deleted, m.deleted_at, s.bands IS NULL \
-    FROM memory_item m LEFT JOIN lethe_signature s ON s.memory_id = m.id";
+    m.importance, m.pinned, m.session_id, m.project_id, m.is_deleted, m.deleted_at \
+    FROM memory_item m";
 
-/// A scorer row (None if unreadable) and whether it has no stored signature.
-type RawRow = (Option<Row>, bool);
+/// A scorer row (None if unreadable).
+type RawRow = Option<Row>;
 
 fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
     let tier: String = r.get(2)?;
     let created: String = r.get(3)?;
     let last: Option<String> = r.get(4)?;
-    let unsigned: bool = r.get(14)?;
     let (Ok(tier), Some(created_at)) = (tier.parse::<Tier>(), time::parse_opt(Some(&created))) else {
         // A row another program wrote with an unknown tier or date is left out of scoring
         // rather than failing the whole file.
-        return Ok((None, unsigned));
+        return Ok(None);
     };
-    Ok((
-        Some(Row {
-            rowid: r.get(0)?,
-            id: r.get(1)?,
-            tier,
-            created_at,
-            last_accessed: time::parse_opt(last.as_deref()),
-            views: r.get::<_, Option<i64>>(5)?.unwrap_or(0),
-            cites: r.get::<_, Option<i64>>(6)?.unwrap_or(0),
-            edits: r.get::<_, Option<i64>>(7)?.unwrap_or(0),
-            importance: r.get::<_, Option<f64>>(8)?.unwrap_or(0.5),
-            pinned: r.get::<_, Option<i64>>(9)?.unwrap_or(0) != 0,
-            session_id: r.get(10)?,
-            project_id: r.get(11)?,
-            is_deleted: r.get::<_, Option<i64>>(12)?.unwrap_or(0) != 0,
-            deleted_at: r.get(13)?,
-        }),
-        unsigned,
-    ))
+    Ok(Some(Row {
+        rowid: r.get(0)?,
+        id: r.get(1)?,
+        tier,
+        created_at,
+        last_accessed: time::parse_opt(last.as_deref()),
+        views: r.get::<_, Option<i64>>(5)?.unwrap_or(0),
+        cites: r.get::<_, Option<i64>>(6)?.unwrap_or(0),
+        edits: r.get::<_, Option<i64>>(7)?.unwrap_or(0),
+        importance: r.get::<_, Option<f64>>(8)?.unwrap_or(0.5),
+        pinned: r.get::<_, Option<i64>>(9)?.unwrap_or(0) != 0,
+        session_id: r.get(10)?,
+        project_id: r.get(11)?,
+        is_deleted: r.get::<_, Option<i64>>(12)?.unwrap_or(0) != 0,
+        deleted_at: r.get(13)?,
+    }))
 }
 
 impl Snapshot {
@@ -106,18 +103,24 @@ impl Snapshot {
     fn load_in_tx(conn: &Connection) -> Result<Snapshot> {
         let mut stmt = conn.prepare_cached(&format!("{ROW_SQL} ORDER BY m.rowid"))?;
         let mut rows = Vec::new();
-        let mut unsigned = 0;
         let mut iter = stmt.query([])?;
         while let Some(r) = iter.next()? {
-            let (row, no_sig) = read_row(r)?;
-            unsigned += usize::from(no_sig);
-            if let Some(row) = row {
+            if let Some(row) = read_row(r)? {
                 rows.push(row);
             }
         }
         let members = neighbours::members(conn)?;
+        let unsigned = members.iter().filter(|m| !m.signed).count();
         let derived = neighbours::derive(conn, &members)?;
-        let mut snap = Snapshot { rows, unsigned, searched: 0, pairs: Vec::new(), members, lists: derived.lists };
+        let mut snap = Snapshot {
+            rows,
+            unsigned,
+            searched: 0,
+            pairs: Vec::new(),
+            members,
+            lists: derived.lists,
+            trained: derived.trained,
+        };
         snap.rebuild_pairs();
         Ok(snap)
     }
@@ -125,15 +128,29 @@ impl Snapshot {
     /// The pairs among active rows from every member's neighbours (stored, or searched for
     /// this snapshot); a pair found from both sides counts once, with its larger similarity.
     fn rebuild_pairs(&mut self) {
-        let row_of: HashMap<i64, u32> = self.rows.iter().enumerate().map(|(i, r)| (r.rowid, i as u32)).collect();
-        let member_of: HashMap<i64, usize> = self.members.iter().enumerate().map(|(i, m)| (m.rowid, i)).collect();
+        // Members are in rowid order: a row's member and a neighbour's member are found by
+        // binary search on the rowids.
+        let mut row_of: Vec<Option<u32>> = vec![None; self.members.len()];
+        let rowids: Vec<i64> = self.members.iter().map(|m| m.rowid).collect();
+        // Rowids are mostly dense: look at rowid − first before searching.
+        let first = rowids.first().copied().unwrap_or(0);
+        let find = |rowid: i64| -> Option<usize> {
+            let guess = usize::try_from(rowid - first).ok().filter(|&g| g < rowids.len() && rowids[g] == rowid);
+            guess.or_else(|| rowids.binary_search(&rowid).ok())
+        };
+        for (i, r) in self.rows.iter().enumerate() {
+            if let Some(m) = find(r.rowid) {
+                row_of[m] = Some(i as u32);
+            }
+        }
+        let hashes: Vec<u32> = self.members.iter().map(|m| neighbours::id_hash(&m.id)).collect();
         let mut pairs: Vec<Pair> = Vec::new();
         self.searched = self.lists.keys().filter(|&&i| self.members[i].derived.is_none()).count();
         for (i, m) in self.members.iter().enumerate() {
             if !m.active {
                 continue;
             }
-            let Some(&a) = row_of.get(&m.rowid) else { continue };
+            let Some(a) = row_of[i] else { continue };
             let list = match self.lists.get(&i) {
                 Some((_, l)) => l,
                 None => match &m.derived {
@@ -142,18 +159,17 @@ impl Snapshot {
                 },
             };
             for n in list {
-                let Some(&j) = member_of.get(&n.rowid) else { continue };
-                let other = &self.members[j];
-                if !other.active || neighbours::id_hash(&other.id) != n.id_hash {
+                let Some(j) = find(n.rowid) else { continue };
+                if !self.members[j].active || hashes[j] != n.id_hash {
                     continue;
                 }
-                let Some(&b) = row_of.get(&n.rowid) else { continue };
+                let Some(b) = row_of[j] else { continue };
                 if a != b {
                     pairs.push((a.min(b), a.max(b), f64::from(n.sim), n.kind));
                 }
             }
         }
-        pairs.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)).then(y.2.total_cmp(&x.2)));
+        pairs.sort_unstable_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)).then(y.2.total_cmp(&x.2)));
         pairs.dedup_by(|x, y| x.0 == y.0 && x.1 == y.1);
         self.pairs = pairs;
     }
@@ -175,17 +191,34 @@ impl Snapshot {
                 if !done.insert(id.as_str()) {
                     continue;
                 }
-                if let Some((Some(row), _)) = stmt.query_row([id], read_row).optional()? {
+                if let Some(Some(row)) = stmt.query_row([id], read_row).optional()? {
                     self.rows.push(row);
                 }
             }
             // Members are few fields per memory; reloading them all keeps the neighbour search
             // identical to a fresh load's.
             self.members = neighbours::members(conn)?;
-            self.lists = neighbours::derive(conn, &self.members)?.lists;
+            let d = neighbours::derive(conn, &self.members)?;
+            self.lists = d.lists;
+            self.trained = d.trained;
             self.rebuild_pairs();
             Ok(())
         })
+    }
+
+    /// Stores what this load computed and the file lacks (signatures, the neighbours it
+    /// searched, trained centroids), so the next load reads them. Returns the lists written.
+    pub fn persist(&self, conn: &mut Connection) -> Result<usize> {
+        if self.unsigned > 0 {
+            ensure_signatures(conn)?;
+        }
+        if self.searched == 0 && self.trained.is_none() {
+            return Ok(0);
+        }
+        let fresh: HashMap<usize, neighbours::Entry> = self.lists.clone();
+        let d = neighbours::Derived { lists: fresh, trained: self.trained.clone() };
+        neighbours::store(conn, &self.members, &d)?;
+        Ok(d.lists.len())
     }
 
     /// Duplication, its source and kind per row at `now` (DESIGN §3 dominance rule).
@@ -518,12 +551,12 @@ pub fn run_batch(conn: &mut Connection, opts: &BatchOptions<'_>) -> Result<Batch
 fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Clock) -> Result<BatchReport> {
     let now = opts.now;
     let s = Settings::load(conn)?;
-    // Signatures and neighbours of memories written since the last run are stored first, so
-    // the next run (and every read) finds them instead of searching again.
-    if !opts.dry_run {
-        neighbours::refresh(conn)?;
-    }
+    // Signatures and neighbours of memories written since the last run are stored, so the
+    // next run (and every read) finds them instead of searching again.
     let snap = Snapshot::load(conn)?;
+    if !opts.dry_run {
+        snap.persist(conn)?;
+    }
     let inputs = snap.inputs(&s, now);
     let in_band: HashSet<String> = conn
         .prepare("SELECT memory_id FROM lethe_review")?

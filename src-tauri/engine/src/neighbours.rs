@@ -109,6 +109,8 @@ pub struct Member {
     pub id: String,
     pub active: bool,
     pub bands: Vec<u8>,
+    /// Whether its band keys are stored (else computed from its content for this load).
+    pub signed: bool,
     /// What dominance looks at apart from usage: pinned, importance, created (ms), rowid.
     pub rank: (bool, f64, i64),
     /// Stored neighbours and semantic keys, when they are current for this content and model.
@@ -160,6 +162,7 @@ pub fn members(conn: &Connection) -> Result<Vec<Member>> {
         } else {
             None
         };
+        let signed = bands.is_some();
         let bands = match bands {
             Some(b) => b,
             None => dedup::band_keys(r.get::<_, Option<String>>(9)?.as_deref().unwrap_or("")),
@@ -167,7 +170,15 @@ pub fn members(conn: &Connection) -> Result<Vec<Member>> {
         let created: Option<String> = r.get(12)?;
         let created = crate::time::parse_opt(created.as_deref()).map_or(i64::MAX, |t| t.timestamp_millis());
         let rank = (r.get::<_, i64>(10)? != 0, r.get::<_, f64>(11)?, created);
-        out.push(Member { rowid: r.get(0)?, id: r.get(1)?, active: r.get::<_, i64>(2)? == 0, bands, rank, derived });
+        out.push(Member {
+            rowid: r.get(0)?,
+            id: r.get(1)?,
+            active: r.get::<_, i64>(2)? == 0,
+            bands,
+            signed,
+            rank,
+            derived,
+        });
     }
     Ok(out)
 }
@@ -230,9 +241,23 @@ fn nearest(cent: &[f32], v: &[f32], p: usize) -> Vec<u16> {
     best.into_iter().map(|(_, k)| k).collect()
 }
 
-fn semantic_keys(cent: &[f32], v: &Vector) -> Vec<u16> {
-    let f: Vec<f32> = v.q.iter().map(|&x| f32::from(x) * v.inv_norm).collect();
-    nearest(cent, &f, PROBES)
+/// The `PROBES` nearest centroids of a quantised vector, by integer dot products with the
+/// quantised centroids (a vector's own scale does not change which centroids are nearest).
+fn semantic_keys(cent_q: &[i8], v: &Vector) -> Vec<u16> {
+    let mut best: Vec<(i32, u16)> = Vec::with_capacity(PROBES + 1);
+    for (k, c) in cent_q.chunks_exact(DIMS).enumerate() {
+        let d = embed::dot_q(c, &v.q);
+        let at = best.partition_point(|&(s, _)| s >= d);
+        if at < PROBES {
+            best.insert(at, (d, k as u16));
+            best.truncate(PROBES);
+        }
+    }
+    best.into_iter().map(|(_, k)| k).collect()
+}
+
+fn quantize_centroids(cent: &[f32]) -> Vec<i8> {
+    cent.chunks_exact(DIMS).flat_map(|c| Vector::quantize(c).q).collect()
 }
 
 /// The centroids of this model: stored ones, else trained now (and stored when `store`).
@@ -293,18 +318,21 @@ pub fn derive(conn: &Connection, members: &[Member]) -> Result<Derived> {
         }
         _ => (None, None),
     };
+    // Member index → position in the vector index, looked up once.
+    let pos: Vec<Option<u32>> = members.iter().map(|m| pos_of.get(&m.rowid).map(|&p| p as u32)).collect();
     let vector_of = |i: usize| -> Option<(&[i8], f32)> {
         let ix = ix.as_ref()?;
-        let p = *pos_of.get(&members[i].rowid)?;
+        let p = pos[i]? as usize;
         Some((&ix.data[p * DIMS..(p + 1) * DIMS], ix.inv_norms[p]))
     };
+    let cent_q: Option<Vec<i8>> = cent.as_deref().map(quantize_centroids);
     // Semantic keys: stored for derived members, computed for the pending ones.
     let mut sem_keys: Vec<Vec<u16>> = vec![Vec::new(); members.len()];
     for (i, m) in members.iter().enumerate() {
         if !m.active {
             continue;
         }
-        sem_keys[i] = match (&m.derived, &cent, vector_of(i)) {
+        sem_keys[i] = match (&m.derived, &cent_q, vector_of(i)) {
             (Some((k, _)), _, _) => k.clone(),
             (None, Some(c), Some((q, inv))) => {
                 let mut v = Vector { inv_norm: inv, q: [0; DIMS] };
@@ -355,47 +383,62 @@ pub fn derive(conn: &Connection, members: &[Member]) -> Result<Derived> {
         ks.extend(sem_keys[i].iter().map(|&c| (1 << 40) | (1 << 20) | u64::from(c)));
         ks
     };
-    // Word-bigram shingles of every member that takes part, read once.
-    let mut wanted: Vec<u32> = Vec::new();
-    let mut cands_of: Vec<(usize, Vec<u32>)> = Vec::with_capacity(pending.len());
-    for &x in &pending {
-        let mut cands: Vec<u32> = Vec::new();
-        for key in keys_of(x) {
-            let bucket = bucket_of(key);
-            let at = bucket.partition_point(|&(_, i)| (i as usize) < x);
-            let lo = at.saturating_sub(WINDOW / 2);
-            let hi = (lo + WINDOW + 1).min(bucket.len());
-            let lo = hi.saturating_sub(WINDOW + 1);
-            cands.extend(bucket[lo..hi].iter().map(|&(_, i)| i).filter(|&i| i as usize != x));
+    // Candidates per pending memory (on both cores when there are many).
+    let gather = |part: &[usize]| -> Vec<(usize, Vec<u32>)> {
+        part.iter()
+            .map(|&x| {
+                let mut cands: Vec<u32> = Vec::new();
+                for key in keys_of(x) {
+                    let bucket = bucket_of(key);
+                    let at = bucket.partition_point(|&(_, i)| (i as usize) < x);
+                    let lo = at.saturating_sub(WINDOW / 2);
+                    let hi = (lo + WINDOW + 1).min(bucket.len());
+                    let lo = hi.saturating_sub(WINDOW + 1);
+                    cands.extend(bucket[lo..hi].iter().map(|&(_, i)| i).filter(|&i| i as usize != x));
+                }
+                // The candidates sharing the most buckets with it (a MinHash estimate of
+                // similarity) are compared exactly, at most CANDIDATES of them.
+                cands.sort_unstable();
+                let mut counted: Vec<(u32, u32)> =
+                    cands.chunk_by(|a, b| a == b).map(|g| (g.len() as u32, g[0])).collect();
+                if counted.len() > CANDIDATES {
+                    counted.sort_unstable_by(|a, b| {
+                        b.0.cmp(&a.0).then((a.1 as i64 - x as i64).abs().cmp(&(b.1 as i64 - x as i64).abs()))
+                    });
+                    counted.truncate(CANDIDATES);
+                }
+                let mut cands: Vec<u32> = counted.into_iter().map(|(_, i)| i).collect();
+                cands.sort_unstable();
+                (x, cands)
+            })
+            .collect()
+    };
+    let cands_of = crate::in_two_halves(&pending, pending.len() >= 2_000, gather);
+    // Word-bigram shingles of every member that takes part, read once: by rowid for a few, in
+    // one scan of the table when most memories are searched.
+    let mut shingles: Vec<Vec<u64>> = vec![Vec::new(); members.len()];
+    let active = members.iter().filter(|m| m.active).count();
+    if pending.len() * 4 >= active {
+        let member_of: HashMap<i64, usize> = members.iter().enumerate().map(|(i, m)| (m.rowid, i)).collect();
+        let mut all = conn.prepare("SELECT rowid, content FROM memory_item WHERE COALESCE(is_deleted, 0) = 0")?;
+        let mut rows = all.query([])?;
+        while let Some(r) = rows.next()? {
+            if let Some(&i) = member_of.get(&r.get::<_, i64>(0)?) {
+                shingles[i] = dedup::shingles(r.get_ref(1)?.as_str().unwrap_or(""));
+            }
         }
-        // The candidates sharing the most buckets with it (a MinHash estimate of similarity)
-        // are compared exactly, at most CANDIDATES of them.
-        cands.sort_unstable();
-        let mut counted: Vec<(u32, u32)> = cands.chunk_by(|a, b| a == b).map(|g| (g.len() as u32, g[0])).collect();
-        if counted.len() > CANDIDATES {
-            counted.sort_unstable_by(|a, b| {
-                b.0.cmp(&a.0).then((a.1 as i64 - x as i64).abs().cmp(&(b.1 as i64 - x as i64).abs()))
-            });
-            counted.truncate(CANDIDATES);
-        }
-        let mut cands: Vec<u32> = counted.into_iter().map(|(_, i)| i).collect();
-        cands.sort_unstable();
-        wanted.extend(&cands);
-        wanted.push(x as u32);
-        cands_of.push((x, cands));
-    }
-    wanted.sort_unstable();
-    wanted.dedup();
-    let mut shingles: HashMap<u32, Vec<u64>> = HashMap::with_capacity(wanted.len());
-    {
+    } else {
+        let mut wanted: Vec<u32> = cands_of.iter().flat_map(|(x, c)| c.iter().copied().chain([*x as u32])).collect();
+        wanted.sort_unstable();
+        wanted.dedup();
         let mut content = conn.prepare_cached("SELECT content FROM memory_item WHERE rowid = ?1")?;
         for &i in &wanted {
             let c: String = content.query_row([members[i as usize].rowid], |r| r.get(0))?;
-            shingles.insert(i, dedup::shingles(&c));
+            shingles[i as usize] = dedup::shingles(&c);
         }
     }
     let similarity = |a: usize, b: usize| -> (f32, u8) {
-        let j = dedup::jaccard(&shingles[&(a as u32)], &shingles[&(b as u32)]);
+        let j = dedup::jaccard(&shingles[a], &shingles[b]);
         let cos = match (vector_of(a), vector_of(b)) {
             (Some((qa, ia)), Some((qb, ib))) => Some(f64::from(embed::cosine_q(qa, ia, qb, ib))),
             _ => None,
@@ -415,8 +458,6 @@ pub fn derive(conn: &Connection, members: &[Member]) -> Result<Derived> {
                     .filter(|(s, _, _)| *s > 0.0)
                     .collect();
                 let me = Neighbour { rowid: members[*x].rowid, id_hash: id_hash(&members[*x].id), sim: 0.0, kind: 0 };
-                let offers: Vec<(u32, Neighbour)> =
-                    scored.iter().map(|&(s, k, c)| (c, Neighbour { sim: s, kind: k, ..me })).collect();
                 let entries: Vec<(usize, Neighbour)> = scored
                     .into_iter()
                     .map(|(s, k, c)| {
@@ -424,13 +465,22 @@ pub fn derive(conn: &Connection, members: &[Member]) -> Result<Derived> {
                         (c as usize, Neighbour { rowid: m.rowid, id_hash: id_hash(&m.id), sim: s, kind: k })
                     })
                     .collect();
-                (*x, select(members, *x, entries), offers)
+                let kept = select_entries(members, *x, entries);
+                // The memories it keeps are offered it in return (and only those: offering it
+                // to every candidate costs memory and time in clusters of thousands).
+                let offers: Vec<(u32, Neighbour)> =
+                    kept.iter().map(|(c, n)| (*c as u32, Neighbour { sim: n.sim, kind: n.kind, ..me })).collect();
+                (*x, kept.into_iter().map(|(_, n)| n).collect(), offers)
             })
             .collect()
     };
     let found = crate::in_two_halves(&cands_of, cands_of.len() >= 2_000, search);
     let mut out = Derived { trained, ..Default::default() };
     for (x, list, _) in &found {
+        // A memory still waiting for its vector is searched again once it has one.
+        if ix.is_some() && vector_of(*x).is_none() {
+            continue;
+        }
         out.lists.insert(*x, (sem_keys[*x].clone(), list.clone()));
     }
     // Offers to others, in member order so the outcome does not depend on the threads: a
@@ -462,7 +512,11 @@ pub fn derive(conn: &Connection, members: &[Member]) -> Result<Derived> {
 /// The neighbours `x` keeps of `entries` (member index, neighbour): its `K` most similar,
 /// and its `K` most similar among those that outrank it (so that the one that dominates it is
 /// kept even in a cluster of thousands of near-copies), best first.
-fn select(members: &[Member], x: usize, mut entries: Vec<(usize, Neighbour)>) -> Vec<Neighbour> {
+fn select(members: &[Member], x: usize, entries: Vec<(usize, Neighbour)>) -> Vec<Neighbour> {
+    select_entries(members, x, entries).into_iter().map(|(_, n)| n).collect()
+}
+
+fn select_entries(members: &[Member], x: usize, mut entries: Vec<(usize, Neighbour)>) -> Vec<(usize, Neighbour)> {
     entries.sort_by(|a, b| b.1.sim.total_cmp(&a.1.sim).then(a.1.rowid.cmp(&b.1.rowid)));
     let mut dominating = 0;
     entries
@@ -475,7 +529,7 @@ fn select(members: &[Member], x: usize, mut entries: Vec<(usize, Neighbour)>) ->
             }
             *rank < K || keep_dom
         })
-        .map(|(_, (_, n))| n)
+        .map(|(_, e)| e)
         .collect()
 }
 

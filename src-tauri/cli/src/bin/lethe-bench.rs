@@ -454,6 +454,24 @@ fn run_size(n: usize, args: &Args, now: Instant) -> Result<Value> {
     let gen_s = t.elapsed().as_secs_f64();
     let queries = wl.queries(n, args.queries.max(args.storm).max(1));
 
+    // 0. embedding: the model's cost per memory, one text at a time (as remember does) and
+    //    in batches (as import and the back-fill do), over the first 10,000 contents.
+    let embed = match lethe_engine::embed::shared() {
+        None => json!({ "model": lethe_engine::embed::status() }),
+        Some(e) => {
+            let texts: Vec<String> = wl.items(n.min(10_000)).map(|it| it.content().to_string()).collect();
+            let t = Clock::now();
+            for x in &texts {
+                std::hint::black_box(e.embed(x));
+            }
+            let one_us = t.elapsed().as_secs_f64() * 1e6 / texts.len() as f64;
+            let t = Clock::now();
+            std::hint::black_box(e.embed_many(&texts));
+            let batch_us = t.elapsed().as_secs_f64() * 1e6 / texts.len() as f64;
+            json!({ "model": e.fingerprint(), "texts": texts.len(), "us_per_text": round3(one_us), "us_per_text_batched": round3(batch_us) })
+        }
+    };
+
     // 1. remember: one lifecycle::remember call per memory, each its own transaction.
     let sample = args.remember_sample.min(n);
     let skip = |phase: &str| args.skip.iter().any(|p| p == phase);
@@ -650,6 +668,7 @@ fn run_size(n: usize, args: &Args, now: Instant) -> Result<Value> {
     Ok(json!({
         "n": n,
         "workload": {"name": wl.name(), "generate_secs": round3(gen_s), "content_bytes": generated, "queries": queries.len()},
+        "embed": embed,
         "remember": remember,
         "import": import,
         "dedup": dedup_v,
