@@ -47,7 +47,7 @@ class LetheMcpTest(unittest.TestCase):
                 r = await s.call_tool("similar", {"memory_id": near["id"]})
                 self.assertEqual(payload(r)["items"][0]["id"], mid)
                 r = await s.call_tool("forget", {"id": near["id"], "hard": True, "confirm": True})
-                self.assertFalse(r.isError)
+                self.assertFalse(r.is_error)
                 r = await s.call_tool("get_meta_memory_stats", {"memory_id": mid})
                 self.assertEqual(payload(r)["recall_count"], 1)
                 r = await s.call_tool("forget", {"id": mid})
