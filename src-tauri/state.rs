@@ -36,13 +36,6 @@ impl OpenDb {
                 return Ok(Arc::clone(snap));
             }
         }
-        // Before a full load: vectors for memories another program stored without one, and
-        // the neighbours of memories written since they were last searched, stored once.
-        if let Some(e) = lethe_engine::embed::shared() {
-            lethe_engine::semantic::backfill(&mut self.conn, e, |_, _| {}, &AtomicBool::new(false))?;
-        }
-        lethe_engine::neighbours::refresh(&mut self.conn)?;
-        let seq = store::last_change_seq(&self.conn)?;
         let snap = Arc::new(Snapshot::load(&self.conn)?);
         self.snapshot = Some((seq, Arc::clone(&snap)));
         Ok(snap)
