@@ -54,13 +54,20 @@ async function nav(driver, view) {
 /** Opens the Memories view and selects the row of `id` (detail panel for that id loaded). */
 async function selectMemory(driver, id) {
   await nav(driver, 'memories');
-  const row = await waitFor(async () => (await driver.findElements(css(rowSel(id))))[0], 10000, `row ${id}`);
-  await row.findElement(css('.preview')).click();
+  const clickRow = async () => {
+    const row = await waitFor(async () => (await driver.findElements(css(rowSel(id))))[0], 10000, `row ${id}`);
+    await row.findElement(css('.preview')).click();
+  };
+  await clickRow();
   await waitFor(
     async () => {
       // textContent, not getText(): WebKitWebDriver returns '' for the ellipsised id heading.
       const t = await driver.executeScript(`return document.querySelector('[data-testid="memory-detail"] h2')?.textContent ?? null`);
-      return t !== null && t.trim() === id;
+      if (t !== null && t.trim() === id) return true;
+      // A live update can reorder the rows between locating the row and the click landing
+      // (the click then selects its neighbour): click the row again.
+      if (t !== null) await clickRow();
+      return false;
     },
     10000,
     `detail of ${id}`,
@@ -223,6 +230,8 @@ test('hostile content, tags and workflow names render as literal text', { timeou
     lethe(db, 'remember', '--type', 'procedural', '--content', `procedure ${payload}`,
       '--task-goal', `goal ${payload}`, '--steps', JSON.stringify([`step one ${payload}`, tag]), '--workflow-name', wfName, '--skill-name', tag);
 
+    // Both hostile memories arrive by live update before anything is clicked.
+    await waitFor(async () => (await driver.findElements(css('[data-testid="memory-row"]'))).length === 3, 10000, 'hostile rows');
     await selectMemory(driver, m.id);
     const content = await byTestId(driver, 'memory-content');
     assert.equal((await driver.executeScript('return arguments[0].textContent', content)).trim(), payload);
