@@ -14,7 +14,7 @@ use ts_rs::{Config, TypeVisitor, TS};
 
 use crate::commands::{DbInfo, Items, ListArgs, ProcedurePatchArgs, RecallResults};
 use crate::error::ApiError;
-use crate::events::{DbChanged, DbStatus, ForgetProgress};
+use crate::events::{DbChanged, DbStatus, ForgetProgress, VectorsProgress};
 
 const FILE: &str = "ui/src/bindings.ts";
 const REGENERATE: &str = "make types   (= LETHE_WRITE_TYPES=1 cargo test -p lethe-app --lib bindings)";
@@ -49,6 +49,7 @@ fn render() -> String {
     out.add::<DbChanged>();
     out.add::<DbStatus>();
     out.add::<ForgetProgress>();
+    out.add::<VectorsProgress>();
     // ... and the reflection notes inside a procedure's `reflection_notes` JSON column.
     out.add::<model::ReflectionNote>();
 

@@ -7,6 +7,7 @@ use ts_rs::TS;
 pub const DB_CHANGED: &str = "db://changed";
 pub const DB_STATUS: &str = "db://status";
 pub const FORGET_PROGRESS: &str = "forget://progress";
+pub const VECTORS_PROGRESS: &str = "vectors://progress";
 
 /// Payload of `db://changed`: committed changes by any process.
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
@@ -37,6 +38,19 @@ pub struct DbStatus {
 pub struct ForgetProgress {
     pub done: usize,
     pub total: usize,
+}
+
+/// Payload of `vectors://progress` while the window back-fills the meaning vectors of a file
+/// written by memento, an older Lethe or another model: after each chunk, and once with
+/// `finished` (also when it stopped on an error, then `error` says why).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+pub struct VectorsProgress {
+    /// The file being back-filled (the window ignores another file's progress).
+    pub path: String,
+    pub done: usize,
+    pub total: usize,
+    pub finished: bool,
+    pub error: Option<String>,
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ mod state;
 
 use std::path::Path;
 
-use events::{DbChanged, DbStatus, LiveState};
+use events::{DbChanged, DbStatus, LiveState, VectorsProgress};
 use lethe_engine::watch::{self, WatchEvent};
 use tauri::{AppHandle, Emitter, Manager};
 
@@ -48,7 +48,50 @@ pub(crate) fn open_and_watch(app: &AppHandle, state: &AppState, path: &Path) -> 
         };
     })
     .ok();
-    state.open(path, watcher)
+    state.open(path, watcher)?;
+    spawn_backfill(app, path);
+    Ok(())
+}
+
+/// Embeds, on its own thread and connection, the memories that have no vector of this model
+/// yet (a memento file, an older Lethe, another model), in short transactions so the window
+/// keeps reading meanwhile; reports `vectors://progress` and, when vectors were written,
+/// reloads the scoring snapshot and asks the window to re-read.
+fn spawn_backfill(app: &AppHandle, path: &Path) {
+    let Some(e) = lethe_engine::embed::shared() else { return };
+    let (handle, path) = (app.clone(), path.to_path_buf());
+    std::thread::spawn(move || {
+        let shown = path.display().to_string();
+        let progress = |done, total, finished, error: Option<String>| {
+            let p = VectorsProgress { path: shown.clone(), done, total, finished, error };
+            let _ = handle.emit(events::VECTORS_PROGRESS, p);
+        };
+        let never = std::sync::atomic::AtomicBool::new(false);
+        let result = lethe_engine::store::open(&path).and_then(|mut conn| {
+            let total = lethe_engine::semantic::pending(&conn, e)?;
+            if total > 0 {
+                progress(0, total, false, None);
+            }
+            let done = lethe_engine::semantic::backfill(&mut conn, e, |d, t| progress(d, t, false, None), &never)?;
+            Ok((done, total))
+        });
+        match result {
+            Ok((0, 0)) => {}
+            Ok((done, total)) => {
+                if let Some(st) = handle.try_state::<AppState>() {
+                    if let Some(db) = state::lock(&st.db).as_mut().filter(|db| db.path == path) {
+                        db.invalidate_snapshot();
+                    }
+                }
+                progress(done, total.max(done), true, None);
+                let _ = handle.emit(events::DB_CHANGED, DbChanged { data_version: 0, ids: None });
+            }
+            Err(err) => {
+                eprintln!("lethe: back-filling vectors of {}: {err}", path.display());
+                progress(0, 0, true, Some(err.to_string()));
+            }
+        }
+    });
 }
 
 pub fn run() {

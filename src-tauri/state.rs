@@ -40,6 +40,12 @@ impl OpenDb {
         self.snapshot = Some((seq, Arc::clone(&snap)));
         Ok(snap)
     }
+
+    /// Forgets the cached snapshot: vectors written by the back-fill change duplication
+    /// without touching the change journal.
+    pub fn invalidate_snapshot(&mut self) {
+        self.snapshot = None;
+    }
 }
 
 #[derive(Default)]

@@ -27,6 +27,7 @@ import type {
   Stats,
   Theme,
   Tier,
+  VectorsProgress,
   Version,
   WhatIf,
 } from './types';
@@ -135,6 +136,8 @@ export const onDbStatus = (cb: (p: DbStatus) => void): Promise<UnlistenFn> =>
   listen<DbStatus>('db://status', (e) => cb(e.payload));
 export const onForgetProgress = (cb: (p: ForgetProgress) => void): Promise<UnlistenFn> =>
   listen<ForgetProgress>('forget://progress', (e) => cb(e.payload));
+export const onVectorsProgress = (cb: (p: VectorsProgress) => void): Promise<UnlistenFn> =>
+  listen<VectorsProgress>('vectors://progress', (e) => cb(e.payload));
 
 const DB_FILTERS = [{ name: 'Lethe / memento database', extensions: ['db', 'sqlite', 'sqlite3'] }];
 

@@ -176,6 +176,17 @@ export type Tier = "working" | "episodic" | "procedural" | "semantic";
 
 export type TierCounts = { active: number, quarantined: number, pinned: number, };
 
+/**
+ * Payload of `vectors://progress` while the window back-fills the meaning vectors of a file
+ * written by memento, an older Lethe or another model: after each chunk, and once with
+ * `finished` (also when it stopped on an error, then `error` says why).
+ */
+export type VectorsProgress = { 
+/**
+ * The file being back-filled (the window ignores another file's progress).
+ */
+path: string, done: number, total: number, finished: boolean, error: string | null, };
+
 export type Version = { version: number, at: string, actor: string, content: string, task_goal: string | null, steps: JsonValue | null, trigger_conditions: JsonValue | null, workflow_name: string | null, skill_name: string | null, current: boolean, };
 
 export type Weights = { recency: number, usage: number, duplication: number, importance: number, pinned: number, };

@@ -26,6 +26,8 @@ export const app = $state({
   theme: 'light' as Theme,
   toast: null as Toast | null,
   error: null as string | null,
+  /** The meaning-vector back-fill of the open file while it runs (done of total). */
+  vectors: null as { done: number; total: number } | null,
   /** True while a modal is open; global shortcuts stay quiet. */
   modal: false,
 });

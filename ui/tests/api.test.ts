@@ -62,6 +62,8 @@ describe('api.ts', () => {
     expect(listen).toHaveBeenLastCalledWith('db://status', expect.any(Function));
     await api.onForgetProgress(vi.fn());
     expect(listen).toHaveBeenLastCalledWith('forget://progress', expect.any(Function));
+    await api.onVectorsProgress(vi.fn());
+    expect(listen).toHaveBeenLastCalledWith('vectors://progress', expect.any(Function));
   });
 
   it('dialogs return a path or null', async () => {

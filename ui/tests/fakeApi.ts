@@ -14,6 +14,7 @@ import type {
   Settings,
   Stats,
   Tier,
+  VectorsProgress,
 } from '../src/types';
 
 export const HOSTILE = '<img src=x onerror=alert(1)>';
@@ -24,6 +25,7 @@ const listeners = {
   changed: new Set<Cb<DbChanged>>(),
   status: new Set<Cb<DbStatus>>(),
   progress: new Set<Cb<ForgetProgress>>(),
+  vectors: new Set<Cb<VectorsProgress>>(),
 };
 
 export function emitChanged(p: DbChanged) {
@@ -35,8 +37,11 @@ export function emitStatus(p: DbStatus) {
 export function emitProgress(p: ForgetProgress) {
   listeners.progress.forEach((cb) => cb(p));
 }
+export function emitVectors(p: VectorsProgress) {
+  listeners.vectors.forEach((cb) => cb(p));
+}
 export function listenerCount() {
-  return listeners.changed.size + listeners.status.size + listeners.progress.size;
+  return listeners.changed.size + listeners.status.size + listeners.progress.size + listeners.vectors.size;
 }
 
 const TIER_CYCLE: Tier[] = ['working', 'episodic', 'semantic', 'procedural'];
@@ -202,6 +207,7 @@ export const api = {
   onDbChanged: listenOn(listeners.changed),
   onDbStatus: listenOn(listeners.status),
   onForgetProgress: listenOn(listeners.progress),
+  onVectorsProgress: listenOn(listeners.vectors),
 };
 
 export const quarantineItems: QuarantineItem[] = [
@@ -219,6 +225,7 @@ export function resetFake() {
   listeners.changed.clear();
   listeners.status.clear();
   listeners.progress.clear();
+  listeners.vectors.clear();
   for (const [k, v] of Object.entries(api)) {
     if (k !== 'toApiError' && !k.startsWith('on')) (v as ReturnType<typeof vi.fn>).mockReset();
   }

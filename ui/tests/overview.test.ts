@@ -1,6 +1,6 @@
 import { describe, it, expect, vi, beforeEach } from 'vitest';
 import { fireEvent, screen, waitFor, cleanup } from '@testing-library/svelte';
-import { api, resetFake, makeStats, emitStatus, emitProgress, emitChanged, listenerCount, pagedList } from './fakeApi';
+import { api, resetFake, makeStats, emitStatus, emitProgress, emitChanged, emitVectors, listenerCount, pagedList } from './fakeApi';
 import { renderAt, flush } from './helpers';
 import { app } from '../src/state.svelte';
 
@@ -46,6 +46,25 @@ describe('overview', () => {
     expect(ind).toHaveAttribute('data-state', 'error');
   });
 
+  it('the vector back-fill shows its progress until it finishes, and an error as a toast', async () => {
+    await renderAt('overview');
+    await flush();
+    expect(screen.queryByTestId('vectors-progress')).toBeNull();
+    emitVectors({ path: '/home/me/.local/share/lethe/memory.db', done: 2000, total: 100000, finished: false, error: null });
+    await flush();
+    expect(screen.getByTestId('vectors-progress')).toHaveTextContent('Computing meaning vectors 2,000 / 100,000');
+    emitVectors({ path: '/home/me/.local/share/lethe/memory.db', done: 100000, total: 100000, finished: true, error: null });
+    await flush();
+    expect(screen.queryByTestId('vectors-progress')).toBeNull();
+    emitVectors({ path: '/home/me/.local/share/lethe/memory.db', done: 0, total: 0, finished: true, error: 'database is locked' });
+    await flush();
+    expect(screen.queryByTestId('vectors-progress')).toBeNull();
+    expect(app.toast?.message).toContain('database is locked');
+    emitVectors({ path: '/another.db', done: 5, total: 10, finished: false, error: null });
+    await flush();
+    expect(screen.queryByTestId('vectors-progress')).toBeNull();
+  });
+
   it('db_info with an error starts in the error state', async () => {
     api.dbInfo.mockResolvedValue({ path: '/x.db', exists: true, memento: false, schema_version: null, error: 'not a database' });
     await renderAt('overview');
@@ -54,7 +73,7 @@ describe('overview', () => {
 
   it('unlistens every event on teardown', async () => {
     await renderAt('overview');
-    await waitFor(() => expect(listenerCount()).toBe(3));
+    await waitFor(() => expect(listenerCount()).toBe(4));
     cleanup();
     await flush();
     expect(listenerCount()).toBe(0);

@@ -162,9 +162,96 @@ impl Vector {
     }
 }
 
-/// Integer dot product of two quantised vectors (written so that it vectorises).
+/// Integer dot product of two quantised vectors (AVX2 where the CPU has it, see [`simd`]).
 pub fn dot_q(a: &[i8], b: &[i8]) -> i32 {
-    a.iter().zip(b).map(|(&x, &y)| i32::from(i16::from(x) * i16::from(y))).sum()
+    simd::dot(a, b)
+}
+
+/// `out[i]` = the dot product of `q` with the `i`-th `DIMS`-wide row of `rows`: the exact
+/// vector scan of recall and `similar`, one dispatch for the whole scan.
+pub fn dots(q: &[i8], rows: &[i8], out: &mut Vec<i32>) {
+    out.clear();
+    out.resize(rows.len() / DIMS, 0);
+    simd::dots(q, rows, out);
+}
+
+/// The one place Lethe uses `unsafe`: calling the same portable loop compiled with AVX2
+/// enabled, after checking at run time that the CPU has AVX2 (a release built for baseline
+/// x86-64 would otherwise use SSE2 only). Measured on a 100k × 256 scan: 7.5–10 ms portable,
+/// 3.0–3.4 ms with AVX2.
+#[allow(unsafe_code)]
+mod simd {
+    use super::DIMS;
+
+    #[inline(always)]
+    fn dot_portable(a: &[i8], b: &[i8]) -> i32 {
+        a.iter().zip(b).map(|(&x, &y)| i32::from(i16::from(x) * i16::from(y))).sum()
+    }
+
+    #[inline(always)]
+    fn dots_portable(q: &[i8], rows: &[i8], out: &mut [i32]) {
+        for (o, row) in out.iter_mut().zip(rows.chunks_exact(DIMS)) {
+            *o = dot_portable(q, row);
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn dot_avx2(a: &[i8], b: &[i8]) -> i32 {
+        dot_portable(a, b)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn dots_avx2(q: &[i8], rows: &[i8], out: &mut [i32]) {
+        dots_portable(q, rows, out)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    fn has_avx2() -> bool {
+        std::arch::is_x86_feature_detected!("avx2")
+    }
+
+    pub fn dot(a: &[i8], b: &[i8]) -> i32 {
+        #[cfg(target_arch = "x86_64")]
+        if has_avx2() {
+            // SAFETY: the CPU supports AVX2 (checked just above); the function is safe Rust
+            // otherwise.
+            return unsafe { dot_avx2(a, b) };
+        }
+        dot_portable(a, b)
+    }
+
+    pub fn dots(q: &[i8], rows: &[i8], out: &mut [i32]) {
+        #[cfg(target_arch = "x86_64")]
+        if has_avx2() {
+            // SAFETY: as in `dot`.
+            return unsafe { dots_avx2(q, rows, out) };
+        }
+        dots_portable(q, rows, out)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn dispatched_equals_portable() {
+            let mut s: u32 = 7;
+            let mut r = || {
+                s = s.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                (s >> 16) as i8
+            };
+            let rows: Vec<i8> = (0..super::DIMS * 33).map(|_| r()).collect();
+            let q: Vec<i8> = (0..super::DIMS).map(|_| r()).collect();
+            let mut out = vec![0; 33];
+            super::dots(&q, &rows, &mut out);
+            for (i, row) in rows.chunks_exact(super::DIMS).enumerate() {
+                assert_eq!(out[i], super::dot_portable(&q, row));
+                assert_eq!(super::dot(&q, row), out[i]);
+            }
+            let extreme = [-128i8; super::DIMS];
+            assert_eq!(super::dot(&extreme, &extreme), 128 * 128 * super::DIMS as i32);
+        }
+    }
 }
 
 pub fn cosine_q(a: &[i8], a_inv: f32, b: &[i8], b_inv: f32) -> f32 {

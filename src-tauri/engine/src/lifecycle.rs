@@ -244,7 +244,12 @@ pub fn remember(conn: &mut Connection, m: &NewMemory, actor: &str, now: Instant)
     let bands = dedup::band_keys(&m.content);
     let embedder = crate::embed::shared();
     let vector = embedder.map(|e| e.embed(&m.content));
+    let path = conn.path().unwrap_or("").to_string();
+    // (cache key before, cache key after, rowid) of the vector this call writes.
+    type Key = (i64, i64);
+    let mut written: Option<(Key, Key, i64)> = None;
     write_tx(conn, |tx| {
+        written = None;
         let existing: Option<String> = tx
             .prepare_cached(
                 "SELECT s.memory_id FROM lethe_signature s JOIN memory_item m ON m.id = s.memory_id \
@@ -270,6 +275,7 @@ pub fn remember(conn: &mut Connection, m: &NewMemory, actor: &str, now: Instant)
             }
         }
         let id = model::new_memory_id();
+        let before = if vector.is_some() { Some(crate::semantic::cache_key(tx)?) } else { None };
         let created = time::format(m.created_at.unwrap_or(now));
         let tags = serde_json::to_string(&m.tags)?;
         let json = |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string());
@@ -298,6 +304,7 @@ pub fn remember(conn: &mut Connection, m: &NewMemory, actor: &str, now: Instant)
             m.session_id,
             m.project_id,
         ])?;
+        let rowid = tx.last_insert_rowid();
         tx.prepare_cached("INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3)")?
             .execute(params![id, hash, bands])?;
         if let (Some(e), Some(v)) = (embedder, &vector) {
@@ -327,6 +334,9 @@ pub fn remember(conn: &mut Connection, m: &NewMemory, actor: &str, now: Instant)
                 now,
             )?;
         }
+        if let Some(before) = before {
+            written = Some((before, crate::semantic::cache_key(tx)?, rowid));
+        }
         Ok(Ok(id))
     })
     .and_then(|stored| {
@@ -334,9 +344,22 @@ pub fn remember(conn: &mut Connection, m: &NewMemory, actor: &str, now: Instant)
             Ok(id) => id,
             Err(skipped) => return Ok(skipped),
         };
+        if let (Some(e), Some(v), Some((before, after, rowid))) = (embedder, &vector, written) {
+            let w = crate::semantic::Written {
+                path: &path,
+                before,
+                after,
+                rowid,
+                tier: m.tier,
+                pinned: m.pinned,
+                vector: v,
+            };
+            crate::semantic::patch_cache(e, w);
+        }
         // Read after the commit (the write lock is not held for the scan); the new memory
         // itself is left out.
-        let similar = crate::semantic::similar_to_text(conn, &m.content, Some(&id), 5, SIMILAR_ON_WRITE)?;
+        let similar =
+            crate::semantic::similar_on_write(conn, &m.content, vector.as_ref(), Some(&id), 5, SIMILAR_ON_WRITE)?;
         Ok(RememberOutcome::Stored { id, stored: true, version: 1, similar })
     })
 }

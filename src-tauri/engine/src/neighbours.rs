@@ -185,7 +185,7 @@ pub fn members(conn: &Connection) -> Result<Vec<Member>> {
 
 /// K-means centroids (unit vectors) on an evenly spaced sample of the index, deterministic
 /// for a given index.
-fn train(ix: &semantic::VectorIndex) -> Vec<f32> {
+pub(crate) fn train(ix: &semantic::VectorIndex) -> Vec<f32> {
     let n = ix.len();
     let step = (n / SAMPLE).max(1);
     let sample: Vec<Vec<f32>> = (0..n)

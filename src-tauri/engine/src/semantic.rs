@@ -57,26 +57,29 @@ pub fn backfill(
         return Ok(0);
     }
     let mut done = 0;
+    // Each chunk starts after the last row of the one before (the rows before it are done),
+    // so the back-fill reads every memory once instead of once per chunk.
+    let mut after: i64 = i64::MIN;
     loop {
         if cancel.load(std::sync::atomic::Ordering::Relaxed) {
             return Ok(done);
         }
-        let batch: Vec<(String, String)> = {
+        let batch: Vec<(i64, String, String)> = {
             let mut stmt = conn.prepare_cached(
-                "SELECT m.id, m.content FROM memory_item m \
+                "SELECT m.rowid, m.id, m.content FROM memory_item m \
                  LEFT JOIN lethe_vector v ON v.memory_id = m.id AND v.model = ?1 \
-                 WHERE v.memory_id IS NULL ORDER BY m.rowid LIMIT ?2",
+                 WHERE m.rowid > ?3 AND v.memory_id IS NULL ORDER BY m.rowid LIMIT ?2",
             )?;
-            let rows = stmt.query_map(params![e.fingerprint(), CHUNK as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            let rows = stmt
+                .query_map(params![e.fingerprint(), CHUNK as i64, after], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
             rows.collect::<std::result::Result<_, _>>()?
         };
-        if batch.is_empty() {
-            return Ok(done);
-        }
-        let texts: Vec<String> = batch.iter().map(|(_, c)| c.clone()).collect();
+        let Some(last) = batch.last() else { return Ok(done) };
+        after = last.0;
+        let texts: Vec<String> = batch.iter().map(|(_, _, c)| c.clone()).collect();
         let vecs = e.embed_many(&texts);
         crate::store::write_tx(conn, |tx| {
-            for ((id, _), v) in batch.iter().zip(&vecs) {
+            for ((_, id, _), v) in batch.iter().zip(&vecs) {
                 store_vector(tx, e.fingerprint(), id, v)?;
             }
             Ok(())
@@ -96,6 +99,53 @@ pub struct VectorIndex {
     pub inv_norms: Vec<f32>,
     /// `rowids.len() × DIMS` bytes.
     pub data: Vec<i8>,
+    /// Coarse cells for the approximate scan of `remember`'s write-time `similar`; built by
+    /// [`index`] once a process has scanned one file's index `COARSE_AFTER` times.
+    coarse: Option<Coarse>,
+}
+
+/// An inverted-file quantiser over the index: `CELLS` k-means centroids and each row's
+/// nearest one. A query scans the rows of its `PROBE_CELLS` nearest cells (about an eighth
+/// of the rows) instead of all of them. Measured against the exact scan in
+/// `tests/semantic.rs` (neighbours above the write-time threshold found).
+#[derive(Debug, Clone)]
+struct Coarse {
+    /// `CELLS × DIMS` quantised unit centroids.
+    centroids: Vec<i8>,
+    /// Per row, its nearest centroid.
+    cells: Vec<u8>,
+}
+
+pub const CELLS: usize = crate::neighbours::CENTROIDS;
+pub const PROBE_CELLS: usize = 16;
+/// Below this many rows the exact scan is cheap enough (≈ 0.1 ms).
+pub const COARSE_MIN: usize = 4096;
+/// Scans of one file's index by one process before the cells are built: assigning 100k
+/// rows costs ≈ 0.2 s, worth it for a server, the window or a bulk writer, not for a
+/// one-shot CLI command (whose single exact scan takes ≈ 3 ms).
+pub const COARSE_AFTER: usize = 8;
+
+impl Coarse {
+    fn build(ix: &VectorIndex) -> Coarse {
+        let centroids: Vec<i8> =
+            crate::neighbours::train(ix).chunks_exact(DIMS).flat_map(|c| Vector::quantize(c).q).collect();
+        let mut c = Coarse { cells: Vec::with_capacity(ix.len()), centroids };
+        for row in ix.data.chunks_exact(DIMS) {
+            let cell = c.nearest(row, 1)[0];
+            c.cells.push(cell);
+        }
+        c
+    }
+
+    /// The `p` cells nearest to a quantised vector (a vector's scale does not change which).
+    fn nearest(&self, q: &[i8], p: usize) -> Vec<u8> {
+        let mut dots = Vec::new();
+        embed::dots(q, &self.centroids, &mut dots);
+        let mut order: Vec<u8> = (0..dots.len() as u8).collect();
+        order.sort_by_key(|&k| std::cmp::Reverse(dots[k as usize]));
+        order.truncate(p);
+        order
+    }
 }
 
 impl VectorIndex {
@@ -130,8 +180,10 @@ impl VectorIndex {
     pub fn top(&self, q: &Vector, k: usize, keep: impl Fn(usize) -> bool) -> Vec<(usize, f32)> {
         let mut best: Vec<(usize, f32)> = Vec::with_capacity(k + 1);
         let mut floor = f32::NEG_INFINITY;
-        for (i, row) in self.data.chunks_exact(DIMS).enumerate() {
-            let c = embed::cosine_q(&q.q, q.inv_norm, row, self.inv_norms[i]);
+        let mut dots = Vec::new();
+        embed::dots(&q.q, &self.data, &mut dots);
+        for (i, &d) in dots.iter().enumerate() {
+            let c = d as f32 * q.inv_norm * self.inv_norms[i];
             if best.len() == k && c <= floor {
                 continue;
             }
@@ -147,6 +199,42 @@ impl VectorIndex {
         }
         best
     }
+
+    /// Like [`top`](Self::top), but only over the rows of the query's nearest cells once the
+    /// coarse cells exist (exact before).
+    pub fn top_approx(&self, q: &Vector, k: usize, keep: impl Fn(usize) -> bool) -> Vec<(usize, f32)> {
+        let Some(c) = &self.coarse else { return self.top(q, k, keep) };
+        let mut probe = [false; 256];
+        for cell in c.nearest(&q.q, PROBE_CELLS) {
+            probe[cell as usize] = true;
+        }
+        let mut best: Vec<(usize, f32)> = Vec::with_capacity(k + 1);
+        for (i, &cell) in c.cells.iter().enumerate() {
+            if !probe[cell as usize] {
+                continue;
+            }
+            let row = &self.data[i * DIMS..(i + 1) * DIMS];
+            let s = embed::dot_q(&q.q, row) as f32 * q.inv_norm * self.inv_norms[i];
+            if (best.len() == k && s <= best[k - 1].1) || !keep(i) {
+                continue;
+            }
+            let at = best.partition_point(|&(_, x)| x >= s);
+            best.insert(at, (i, s));
+            best.truncate(k);
+        }
+        best
+    }
+
+    pub fn has_coarse(&self) -> bool {
+        self.coarse.is_some()
+    }
+
+    /// Builds the coarse cells now (when there are at least `COARSE_MIN` rows).
+    pub fn build_coarse(&mut self) {
+        if self.len() >= COARSE_MIN {
+            self.coarse = Some(Coarse::build(self));
+        }
+    }
 }
 
 /// One index per process and file, brought up to date when the file's memories or vectors
@@ -155,13 +243,15 @@ struct Cached {
     path: String,
     key: (i64, i64),
     index: Arc<VectorIndex>,
+    /// Scans served from this file's index so far (see `COARSE_AFTER`).
+    scans: usize,
 }
 
 static CACHE: Mutex<Option<Cached>> = Mutex::new(None);
 
 /// What invalidates the index: the change journal (memories written, deleted, restored) and
 /// the newest vector row (a back-fill writes vectors without touching memories).
-fn cache_key(conn: &Connection) -> Result<(i64, i64)> {
+pub(crate) fn cache_key(conn: &Connection) -> Result<(i64, i64)> {
     Ok((
         crate::store::last_change_seq(conn)?,
         conn.query_row("SELECT COALESCE(MAX(rowid), 0) FROM lethe_vector", [], |r| r.get(0))?,
@@ -188,9 +278,13 @@ impl VectorIndex {
         rowids.dedup();
         // Deleted memories' rows are found by position: every row of a changed memory leaves,
         // and the changed memories that are active with a vector come back.
-        let gone: std::collections::HashSet<i64> = rowids.iter().copied().collect();
-        let mut keep = 0;
-        for i in 0..self.rowids.len() {
+        // A memory written since has a rowid above every row held: nothing of it to remove,
+        // so a write costs no pass over the index.
+        let newest = self.rowids.iter().copied().max().unwrap_or(i64::MIN);
+        let gone: std::collections::HashSet<i64> = rowids.iter().copied().filter(|&r| r <= newest).collect();
+        let start = if gone.is_empty() { self.rowids.len() } else { 0 };
+        let mut keep = start;
+        for i in start..self.rowids.len() {
             if gone.contains(&self.rowids[i]) {
                 continue;
             }
@@ -200,6 +294,9 @@ impl VectorIndex {
                 self.pinned[keep] = self.pinned[i];
                 self.inv_norms[keep] = self.inv_norms[i];
                 self.data.copy_within(i * DIMS..(i + 1) * DIMS, keep * DIMS);
+                if let Some(c) = &mut self.coarse {
+                    c.cells[keep] = c.cells[i];
+                }
             }
             keep += 1;
         }
@@ -208,6 +305,9 @@ impl VectorIndex {
         self.pinned.truncate(keep);
         self.inv_norms.truncate(keep);
         self.data.truncate(keep * DIMS);
+        if let Some(c) = &mut self.coarse {
+            c.cells.truncate(keep);
+        }
         let mut one = conn.prepare_cached(
             "SELECT m.type, m.pinned, v.vec FROM lethe_vector v JOIN memory_item m ON m.id = v.memory_id \
              WHERE m.rowid = ?1 AND v.model = ?2 AND COALESCE(m.is_deleted, 0) = 0",
@@ -223,9 +323,47 @@ impl VectorIndex {
             self.pinned.push(pinned.unwrap_or(0) != 0);
             self.inv_norms.push(v.inv_norm);
             self.data.extend_from_slice(&v.q);
+            if let Some(c) = &mut self.coarse {
+                let cell = c.nearest(&v.q, 1)[0];
+                c.cells.push(cell);
+            }
         }
         Ok(())
     }
+}
+
+/// What a writer that just committed one new memory's vector adds to the process cache, so
+/// that its own next scan needs no SQL to catch up. `before` / `after` are the cache keys read
+/// inside the write transaction before and after its writes: with the write lock held, nothing
+/// else changed in between, so a cache that was at `before` is exactly at `after` with this row.
+pub struct Written<'a> {
+    pub path: &'a str,
+    pub before: (i64, i64),
+    pub after: (i64, i64),
+    pub rowid: i64,
+    pub tier: Tier,
+    pub pinned: bool,
+    pub vector: &'a Vector,
+}
+
+pub fn patch_cache(e: &Embedder, w: Written) {
+    let Ok(mut cache) = CACHE.lock() else { return };
+    let Some(c) = cache.as_mut() else { return };
+    if c.path != w.path || c.key != w.before || c.index.fingerprint != e.fingerprint() {
+        return;
+    }
+    let mut ix = Arc::try_unwrap(std::mem::take(&mut c.index)).unwrap_or_else(|shared| (*shared).clone());
+    ix.rowids.push(w.rowid);
+    ix.tiers.push(w.tier);
+    ix.pinned.push(w.pinned);
+    ix.inv_norms.push(w.vector.inv_norm);
+    ix.data.extend_from_slice(&w.vector.q);
+    if let Some(coarse) = &mut ix.coarse {
+        let cell = coarse.nearest(&w.vector.q, 1)[0];
+        coarse.cells.push(cell);
+    }
+    c.index = Arc::new(ix);
+    c.key = w.after;
 }
 
 /// The index for `conn`'s file, from the process cache, patched for what changed since
@@ -240,13 +378,22 @@ pub fn index(conn: &Connection, e: &Embedder) -> Result<Arc<VectorIndex>> {
         let mut cache = CACHE.lock().map_err(|_| Error::invalid("vector cache poisoned"))?;
         if let Some(c) = cache.as_mut() {
             if c.path == path && c.index.fingerprint == e.fingerprint() {
-                if c.key == key {
+                c.scans += 1;
+                let coarse_due = c.scans >= COARSE_AFTER && !c.index.has_coarse() && c.index.len() >= COARSE_MIN;
+                if c.key == key && !coarse_due {
                     return Ok(c.index.clone());
                 }
-                if let (_, Some(ids)) = crate::store::changes_since(conn, c.key.0, 10_000)? {
+                let changed =
+                    if c.key == key { Some(Vec::new()) } else { crate::store::changes_since(conn, c.key.0, 10_000)?.1 };
+                if let Some(ids) = changed {
                     let mut ix =
                         Arc::try_unwrap(std::mem::take(&mut c.index)).unwrap_or_else(|shared| (*shared).clone());
-                    ix.apply(conn, &ids, c.key.1)?;
+                    if !ids.is_empty() || c.key.1 != key.1 {
+                        ix.apply(conn, &ids, c.key.1)?;
+                    }
+                    if coarse_due {
+                        ix.build_coarse();
+                    }
                     c.index = Arc::new(ix);
                     c.key = key;
                     return Ok(c.index.clone());
@@ -254,7 +401,7 @@ pub fn index(conn: &Connection, e: &Embedder) -> Result<Arc<VectorIndex>> {
             }
         }
         let index = Arc::new(VectorIndex::load(conn, e.fingerprint())?);
-        *cache = Some(Cached { path, key, index: index.clone() });
+        *cache = Some(Cached { path, key, index: index.clone(), scans: 1 });
         Ok(index)
     })
 }
@@ -297,8 +444,33 @@ pub fn similar_to_text(
     limit: usize,
     min_similarity: f64,
 ) -> Result<Vec<Similar>> {
+    similar_scan(conn, text, None, exclude, limit, min_similarity, false)
+}
+
+/// `remember`'s write-time neighbours: the same, over the index's coarse cells when a
+/// long-running process has built them (approximate: see `Coarse`).
+pub fn similar_on_write(
+    conn: &Connection,
+    text: &str,
+    vector: Option<&Vector>,
+    exclude: Option<&str>,
+    limit: usize,
+    min_similarity: f64,
+) -> Result<Vec<Similar>> {
+    similar_scan(conn, text, vector, exclude, limit, min_similarity, true)
+}
+
+fn similar_scan(
+    conn: &Connection,
+    text: &str,
+    vector: Option<&Vector>,
+    exclude: Option<&str>,
+    limit: usize,
+    min_similarity: f64,
+    approx: bool,
+) -> Result<Vec<Similar>> {
     let Some(e) = embed::shared() else { return similar_lexical(conn, text, exclude, limit, min_similarity) };
-    let q = e.embed(text);
+    let q = vector.cloned().unwrap_or_else(|| e.embed(text));
     let ix = index(conn, e)?;
     let exclude_rowid: Option<i64> = match exclude {
         Some(id) => conn
@@ -308,7 +480,9 @@ pub fn similar_to_text(
         None => None,
     };
     // The nearest by meaning, then the word overlap of each decides the kind and may raise it.
-    let top = ix.top(&q, limit.max(1) * 4, |i| Some(ix.rowids[i]) != exclude_rowid);
+    let keep = |i: usize| Some(ix.rowids[i]) != exclude_rowid;
+    let n = limit.max(1) * 4;
+    let top = if approx { ix.top_approx(&q, n, keep) } else { ix.top(&q, n, keep) };
     let mine = crate::dedup::shingles(text);
     let mut content = conn.prepare_cached("SELECT id, content FROM memory_item WHERE rowid = ?1")?;
     let mut out = Vec::new();
