@@ -47,8 +47,8 @@ fn cli_redacts_by_default_refuses_in_refuse_mode_and_scan_needs_confirm() {
     let id = out["id"].as_str().unwrap().to_string();
     let (_, shown, _, _) = lethe(&db, &["show", &id]);
     assert_eq!(shown["content"], "slack bot [REDACTED:slack_token] posts alerts; page ana@example.org");
-    let (_, exported, _, all) = lethe(&db, &["export"]);
-    assert!(exported.is_null() && !all.contains(KEY), "exports hold the redacted text only");
+    let (_, _, _, all) = lethe(&db, &["export"]);
+    assert!(all.contains("[REDACTED:slack_token]") && !all.contains(KEY), "exports hold the redacted text only");
 
     // edit answers what it redacted too.
     let (code, out, _, all) = lethe(&db, &["edit", &id, "--content", &format!("rotated: new bot token {KEY}")]);
