@@ -75,6 +75,8 @@ pub struct ListArgs {
     pub max_score: Option<f64>,
     pub session: Option<String>,
     pub project: Option<String>,
+    /// Only memories whose text holds a `[REDACTED:<kind>]` placeholder.
+    pub redacted: Option<bool>,
     pub limit: Option<usize>,
     pub offset: Option<usize>,
     pub now: Option<String>,
@@ -92,6 +94,7 @@ pub fn list_memories(state: State<'_, AppState>, query: ListArgs) -> ApiResult<P
         max_score: query.max_score,
         session: query.session.filter(|s| !s.is_empty()),
         project: query.project.filter(|s| !s.is_empty()),
+        redacted: query.redacted,
         limit: query.limit.unwrap_or(50),
         offset: query.offset.unwrap_or(0),
     };

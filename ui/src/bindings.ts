@@ -91,7 +91,11 @@ export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in
 /**
  * The filters of `list_memories`; an empty `tier`, `session` or `project` means "any".
  */
-export type ListArgs = { tier?: Tier, deleted?: boolean, pinned?: boolean, sort?: SortBy, minScore?: number, maxScore?: number, session?: string, project?: string, limit?: number, offset?: number, now?: string, };
+export type ListArgs = { tier?: Tier, deleted?: boolean, pinned?: boolean, sort?: SortBy, minScore?: number, maxScore?: number, session?: string, project?: string, 
+/**
+ * Only memories whose text holds a `[REDACTED:<kind>]` placeholder.
+ */
+redacted?: boolean, limit?: number, offset?: number, now?: string, };
 
 /**
  * Whether the database file is there.
@@ -112,13 +116,22 @@ asymptote: number, projected_forget_at: string | null, duplicate_of: string | nu
  */
 duplicate_kind: string | null, };
 
-export type MemoryRow = { id: string, type: Tier, preview: string, importance: number, pinned: boolean, created_at: string, last_accessed: string | null, is_deleted: boolean, deleted_at: string | null, forget_score: number, would_forget: boolean, session_id: string | null, project_id: string | null, workflow_name: string | null, tags: Array<string>, };
+export type MemoryRow = { id: string, type: Tier, preview: string, importance: number, pinned: boolean, created_at: string, last_accessed: string | null, is_deleted: boolean, deleted_at: string | null, forget_score: number, would_forget: boolean, session_id: string | null, project_id: string | null, workflow_name: string | null, tags: Array<string>, 
+/**
+ * The text holds a `[REDACTED:<kind>]` placeholder (the window's "redacted" badge).
+ */
+redacted: boolean, };
 
 export type MetaStats = { memory_id: string, recall_count: number, success_count: number, failure_count: number, avg_confidence: number | null, last_recalled_at: string | null, };
 
 export type MetaSummary = { recalled_memories: number, total_recalls: number, avg_confidence: number | null, };
 
 export type Page = { total: number, items: Array<MemoryRow>, };
+
+/**
+ * The setting `pii`.
+ */
+export type PiiMode = "tag" | "redact" | "allow";
 
 /**
  * A change to a procedure; a missing field stays as it is. The engine rejects `steps` that
@@ -141,6 +154,11 @@ export type RecallWeights = { similarity: number, recency: number, scene: number
  */
 export type ReflectionNote = { failure_type: FailureType, failure_description: string, lessons_learned?: string | null, suggested_improvements?: string | null, timestamp?: string | null, actor?: string | null, };
 
+/**
+ * The setting `secrets`.
+ */
+export type SecretsMode = "redact" | "refuse" | "allow";
+
 export type Settings = { half_life_days: HalfLives, weights: Weights, threshold: number, 
 /**
  * Lower edge of the review band; its upper edge is the threshold.
@@ -153,7 +171,17 @@ access_decay_days: number, working_window_hours: number, working_max_turns: numb
 /**
  * Similarity above which a memory counts as a duplicate in the reasons ("duplicate of").
  */
-duplicate_reason_above: number, };
+duplicate_reason_above: number, 
+/**
+ * Secrets (API keys, tokens, private keys, passwords) in what is written: `redact`
+ * (replaced by `[REDACTED:<kind>]`), `refuse` (the write fails) or `allow`.
+ */
+secrets: SecretsMode, 
+/**
+ * Personal data (e-mail, phone, card numbers, IBANs): `tag` (`pii:<kind>` tags),
+ * `redact` or `allow`.
+ */
+pii: PiiMode, };
 
 /**
  * Sort orders of [`list`].

@@ -63,6 +63,7 @@ export function makeRow(i: number, over: Partial<MemoryRow> = {}): MemoryRow {
     project_id: null,
     workflow_name: null,
     tags: [],
+    redacted: false,
     ...over,
   };
 }
@@ -144,6 +145,8 @@ export const DEFAULT_SETTINGS: Settings = {
   trivial_phrases: ['ok', 'thanks'],
   recall_weights: { similarity: 0.7, recency: 0.1, scene: 0.1, priority: 0.1 },
   duplicate_reason_above: 0.8,
+  secrets: 'redact',
+  pii: 'tag',
 };
 
 /** Pages through `total` synthetic rows like list_memories would. */

@@ -40,6 +40,9 @@ describe('quarantine', () => {
     expect(dialog).toHaveTextContent('mem_q1');
     expect(dialog).toHaveTextContent(/cannot be undone/i);
     expect(dialog).toHaveTextContent(/audit trail stays/i);
+    // What remains, exactly: facts and the content's hash and length, never the text.
+    expect(dialog).toHaveTextContent(/without any text/i);
+    expect(dialog).toHaveTextContent(/SHA-256 hash and length of its content/);
     expect(api.hardDeleteMemory).not.toHaveBeenCalled();
 
     // Escape cancels without deleting.

@@ -135,6 +135,13 @@ pub enum Command {
         #[arg(long)]
         expected_version: i64,
     },
+    /// Memories holding secrets or personal data; `--redact --confirm` redacts them in place.
+    Scan {
+        #[arg(long)]
+        redact: bool,
+        #[arg(long)]
+        confirm: bool,
+    },
     /// Import memories from JSONL (one per line).
     Import {
         file: PathBuf,
@@ -238,6 +245,9 @@ pub struct ListArgs {
     pub session: Option<String>,
     #[arg(long)]
     pub project: Option<String>,
+    /// Only memories whose text holds a `[REDACTED:<kind>]` placeholder.
+    #[arg(long)]
+    pub redacted: bool,
 }
 
 pub use lethe_engine::store::default_db_path;
@@ -311,8 +321,11 @@ fn remember(conn: &mut rusqlite_conn::Connection, a: &RememberArgs, actor: &str,
             return Err(Error::invalid("--memory-id and --expected-version go together"));
         };
         let patch = procedural::ProcedurePatch { content: Some(m.content), fields: m.procedure };
-        let updated = procedural::update(conn, id, v, &patch, actor, now)?;
-        return Ok(json!({ "id": updated.id, "stored": true, "version": updated.version }));
+        let (updated, r) = procedural::update_guarded(conn, id, v, &patch, actor, now)?;
+        return Ok(json!({
+            "id": updated.id, "stored": true, "version": updated.version,
+            "redacted": r.redacted, "pii_tags": r.pii_tags,
+        }));
     }
     let out: RememberOutcome = lifecycle::remember(conn, &m, actor, now)?;
     to_json(&out)
@@ -358,6 +371,7 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
                 max_score: None,
                 session: a.session.clone(),
                 project: a.project.clone(),
+                redacted: a.redacted.then_some(true),
                 limit: a.limit,
                 offset: a.offset,
             };
@@ -413,9 +427,17 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
             to_json(&lethe_engine::detail(conn, id, now, None)?)?
         }
         Command::Edit { id, content } => {
-            lifecycle::edit(conn, id, content, actor, now)?;
-            to_json(&lethe_engine::detail(conn, id, now, None)?)?
+            let (_, r) = lifecycle::edit_guarded(conn, id, content, actor, now)?;
+            let mut v = to_json(&lethe_engine::detail(conn, id, now, None)?)?;
+            v["redacted"] = to_json(&r.redacted)?;
+            v["pii_tags"] = to_json(&r.pii_tags)?;
+            v
         }
+        Command::Scan { redact, confirm } => match (redact, confirm) {
+            (false, false) => json!({ "items": lethe_engine::scan::scan(conn)? }),
+            (true, _) => to_json(&lethe_engine::scan::redact_in_place(conn, *confirm, actor, now)?)?,
+            (false, true) => return Err(Error::invalid("--confirm goes with --redact")),
+        },
         Command::Cite { id } => {
             lifecycle::cite(conn, id, actor, now)?;
             to_json(&lethe_engine::detail(conn, id, now, None)?)?

@@ -202,7 +202,7 @@ impl LetheMcp {
 #[tool_router]
 impl LetheMcp {
     #[tool(
-        description = "Store a memory (or compare-and-swap update a procedural one with memory_id + expected_version). Trivial text and exact duplicates are not stored; the answer says why."
+        description = "Store a memory (or compare-and-swap update a procedural one with memory_id + expected_version). Trivial text and exact duplicates are not stored; the answer says why. Secrets are redacted before anything is written (or refused, per the secrets setting) and personal data tagged; the answer lists what was redacted (field, kind, offsets), never the value."
     )]
     async fn remember(&self, peer: Peer<RoleServer>, Parameters(a): Parameters<RememberArgs>) -> ToolResult {
         self.run(&peer, move |c, _, actor, now| {
@@ -231,8 +231,11 @@ impl LetheMcp {
             match (a.memory_id, a.expected_version) {
                 (Some(id), Some(v)) => {
                     let patch = procedural::ProcedurePatch { content: Some(m.content), fields: m.procedure };
-                    let u = procedural::update(c, &id, v, &patch, actor, now)?;
-                    Ok(json!({ "id": u.id, "stored": true, "version": u.version }))
+                    let (u, r) = procedural::update_guarded(c, &id, v, &patch, actor, now)?;
+                    Ok(json!({
+                        "id": u.id, "stored": true, "version": u.version,
+                        "redacted": r.redacted, "pii_tags": r.pii_tags,
+                    }))
                 }
                 (None, None) => Ok(serde_json::to_value(lifecycle::remember(c, &m, actor, now)?)?),
                 _ => Err(Error::invalid("memory_id and expected_version go together")),

@@ -21,6 +21,8 @@ pub struct ArchiveReceipt {
     pub memo: String,
     /// Bytes the content shrank by.
     pub bytes_saved: i64,
+    /// Spans of the memo replaced by `[REDACTED:<kind>]` (never the values).
+    pub redacted: Vec<crate::redact::Finding>,
 }
 
 /// Whether a memory's source marks it as a tool observation (the only archivable kind).
@@ -62,6 +64,11 @@ pub fn archive(
     now: Instant,
 ) -> Result<ArchiveReceipt> {
     model::validate_actor(actor)?;
+    // The memo is new text in the row, the index and the audit: it goes through the guard.
+    let settings = crate::Settings::load(conn)?;
+    let mut g = crate::redact::Guard::new(crate::redact::Policy::of(&settings));
+    let memo = &g.text("memo", memo)?;
+    let redacted: Vec<crate::redact::Finding> = g.findings.iter().filter(|f| f.action == "redacted").cloned().collect();
     let memo_line = memo.split_whitespace().collect::<Vec<_>>().join(" ");
     if memo_line.is_empty() || memo_line.len() > 500 {
         return Err(Error::invalid("memo must be 1–500 bytes of text"));
@@ -97,6 +104,7 @@ pub fn archive(
             sha256: sha.clone(),
             bytes_saved: original.len() as i64 - placeholder.len() as i64,
             memo: placeholder,
+            redacted: redacted.clone(),
         };
         audit::record_action(tx, Some(memory_id), "archive", actor, None, Some(&serde_json::to_value(&receipt)?), now)?;
         Ok(receipt)

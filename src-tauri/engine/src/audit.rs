@@ -191,3 +191,95 @@ pub fn last_soft_event(conn: &Connection, memory_id: &str) -> Result<Option<(Opt
         .query_row([memory_id], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?)
 }
+
+/// Keys of Lethe's own audit JSON whose string values are facts (who, when, what kind), not
+/// a memory's text; every other string is text and is erased by [`scrub_memory`].
+const FACT_KEYS: &[&str] = &[
+    "actor",
+    "type",
+    "deleted_at",
+    "created_at",
+    "at",
+    "timestamp",
+    "failure_type",
+    "superseded_by",
+    "sha256",
+    "content_sha256",
+    "policy",
+];
+
+/// A JSON audit value with every piece of text replaced by its length: numbers, booleans
+/// and the [`FACT_KEYS`] stay; any other string, array or object becomes
+/// `{"erased_bytes": n}` (its length as JSON text). No hash of such fields is kept: the hash
+/// of a short field (a tag, a phone number) would give it back to anyone who guesses it.
+pub fn scrub_json(v: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    let erased = |x: &Value| {
+        let n = match x {
+            Value::String(s) => s.len(),
+            other => other.to_string().len(),
+        };
+        serde_json::json!({ "erased_bytes": n })
+    };
+    match v {
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, x)| {
+                    let keep = match x {
+                        Value::Null | Value::Bool(_) | Value::Number(_) => true,
+                        Value::String(_) => FACT_KEYS.contains(&k.as_str()),
+                        Value::Object(inner) => inner.len() == 1 && inner.contains_key("erased_bytes"),
+                        Value::Array(_) => false,
+                    };
+                    (k.clone(), if keep { x.clone() } else { erased(x) })
+                })
+                .collect(),
+        ),
+        Value::Null | Value::Bool(_) | Value::Number(_) => v.clone(),
+        other => erased(other),
+    }
+}
+
+/// Rewrites every audit row about `memory_id` (its `lethe_action` before/after and its
+/// `memory_forgetting_event` metadata) without its text, in the caller's transaction: what
+/// stays is who, when, what, why and the score (issue #17). Returns the rows rewritten.
+pub fn scrub_memory(tx: &Connection, memory_id: &str) -> Result<usize> {
+    let scrub_raw = |raw: Option<String>| -> Option<String> {
+        raw.map(|r| match serde_json::from_str::<serde_json::Value>(&r) {
+            Ok(v) => scrub_json(&v).to_string(),
+            Err(_) => serde_json::json!({ "erased_bytes": r.len() }).to_string(),
+        })
+    };
+    let mut n = 0;
+    let actions: Vec<(i64, Option<String>, Option<String>)> = tx
+        .prepare_cached("SELECT id, before_json, after_json FROM lethe_action WHERE memory_id = ?1")?
+        .query_map([memory_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<std::result::Result<_, _>>()?;
+    for (id, before, after) in actions {
+        let (b, a) = (scrub_raw(before.clone()), scrub_raw(after.clone()));
+        if b != before || a != after {
+            tx.prepare_cached("UPDATE lethe_action SET before_json = ?2, after_json = ?3 WHERE id = ?1")?
+                .execute(params![id, b, a])?;
+            n += 1;
+        }
+    }
+    let events: Vec<(String, Option<String>)> = tx
+        .prepare_cached("SELECT id, metadata_json FROM memory_forgetting_event WHERE memory_id = ?1")?
+        .query_map([memory_id], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<std::result::Result<_, _>>()?;
+    for (id, meta) in events {
+        let m = scrub_raw(meta.clone());
+        if m != meta {
+            tx.prepare_cached("UPDATE memory_forgetting_event SET metadata_json = ?2 WHERE id = ?1")?
+                .execute(params![id, m])?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// SHA-256 of a text as lowercase hex (the content hash hard-delete events keep).
+pub fn sha256_hex(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}

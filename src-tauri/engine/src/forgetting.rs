@@ -323,6 +323,10 @@ pub fn score_one(conn: &Connection, id: &str, s: &Settings, now: Instant) -> Res
 pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now: Instant) -> Result<Page> {
     let scores = snap.scores(s, now);
     let want_deleted = q.deleted.unwrap_or(false);
+    let redacted_rows = match q.redacted {
+        Some(true) => Some(crate::scan::redacted_rowids(conn)?),
+        _ => None,
+    };
     let mut idx: Vec<usize> = (0..snap.rows.len())
         .filter(|&i| {
             let r = &snap.rows[i];
@@ -333,6 +337,7 @@ pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now
                 && q.project.as_deref().is_none_or(|v| r.project_id.as_deref() == Some(v))
                 && q.min_score.is_none_or(|m| scores[i] >= m)
                 && q.max_score.is_none_or(|m| scores[i] <= m)
+                && redacted_rows.as_ref().is_none_or(|set| set.contains(&r.rowid))
         })
         .collect();
     let rows = &snap.rows;
@@ -369,6 +374,7 @@ pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now
             project_id: r.project_id.clone(),
             workflow_name,
             tags: model::parse_tags(tags.as_deref()),
+            redacted: crate::scan::is_redacted(&content),
         });
     }
     Ok(Page { total, items })
@@ -660,6 +666,12 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
             if let Some(p) = opts.progress {
                 p(((n + 1) * chunk).min(total), total);
             }
+        }
+        // Purged memories leave no text behind (issue #17): index entries merged away once
+        // per batch, then the WAL truncated.
+        if !report.purged.is_empty() {
+            write_tx(conn, |tx| crate::store::purge_deleted_index_entries(tx))?;
+            crate::store::checkpoint_truncate(conn)?;
         }
     }
     if let Some(p) = opts.progress {

@@ -20,6 +20,8 @@ pub mod model;
 pub mod neighbours;
 pub mod procedural;
 pub mod recall;
+pub mod redact;
+pub mod scan;
 pub mod semantic;
 pub mod settings;
 pub mod store;

@@ -9,6 +9,7 @@ use crate::audit::{self, EventSpec, ForgettingEvent};
 use crate::dedup;
 use crate::error::{Error, Result};
 use crate::model::{self, Memory, Tier, MEMORY_COLUMNS};
+use crate::redact::{Finding, Guard, Policy};
 use crate::settings::Settings;
 use crate::store::write_tx;
 use crate::time::{self, Instant};
@@ -125,6 +126,10 @@ pub enum RememberOutcome {
         stored: bool,
         version: i64,
         similar: Vec<crate::semantic::Similar>,
+        /// Spans replaced by `[REDACTED:<kind>]` (kind, field, byte offsets; never the value).
+        redacted: Vec<Finding>,
+        /// `pii:<kind>` tags the `pii = tag` setting added.
+        pii_tags: Vec<String>,
     },
     Skipped {
         stored: bool,
@@ -225,13 +230,56 @@ fn is_trivial(content: &str, s: &Settings) -> bool {
     s.trivial_phrases.iter().any(|p| dedup::normalized(p) == n)
 }
 
-/// Stores a memory, or explains why it was not stored (trivial, exact duplicate).
 /// How similar an existing memory must be to be named in `remember`'s answer.
 pub const SIMILAR_ON_WRITE: f64 = 0.5;
 
+/// What the secrets and personal-data guard did to one write (never the values): the spans
+/// replaced by `[REDACTED:<kind>]` and the `pii:<kind>` tags added.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Redactions {
+    pub redacted: Vec<Finding>,
+    pub pii_tags: Vec<String>,
+}
+
+impl Redactions {
+    pub fn of(g: &Guard) -> Redactions {
+        Redactions {
+            redacted: g.findings.iter().filter(|f| f.action == "redacted").cloned().collect(),
+            pii_tags: g.pii_kinds.iter().map(|k| format!("pii:{k}")).collect(),
+        }
+    }
+}
+
+/// The memory as it may be written: every text field through the guard of the settings'
+/// `secrets` and `pii` policy (issue #17). Runs before validation, the duplicate check and
+/// the embedding, so neither an error message nor a row nor a vector sees an original secret.
+pub fn guard_new(m: &NewMemory, s: &Settings) -> Result<(NewMemory, Redactions)> {
+    let mut g = Guard::new(Policy::of(s));
+    let mut out = m.clone();
+    out.content = g.text("content", &m.content)?;
+    out.source = g.opt("source", &m.source)?;
+    out.procedure = guard_procedure(&mut g, &m.procedure)?;
+    let tags = g.tags(&m.tags)?;
+    out.tags = g.with_pii_tags(tags);
+    Ok((out, Redactions::of(&g)))
+}
+
+pub(crate) fn guard_procedure(g: &mut Guard, p: &ProcedureFields) -> Result<ProcedureFields> {
+    Ok(ProcedureFields {
+        task_goal: g.opt("task_goal", &p.task_goal)?,
+        steps: g.opt_json("steps", &p.steps)?,
+        trigger_conditions: g.opt_json("trigger_conditions", &p.trigger_conditions)?,
+        workflow_name: g.opt("workflow_name", &p.workflow_name)?,
+        skill_name: g.opt("skill_name", &p.skill_name)?,
+    })
+}
+
+/// Stores a memory, or explains why it was not stored (trivial, exact duplicate).
 pub fn remember(conn: &mut Connection, m: &NewMemory, actor: &str, now: Instant) -> Result<RememberOutcome> {
     model::validate_actor(actor)?;
     let settings = Settings::load(conn)?;
+    let (guarded, redactions) = guard_new(m, &settings)?;
+    let m = &guarded;
     validate_new(m, &settings, now)?;
     if is_trivial(&m.content, &settings) {
         return Ok(RememberOutcome::Skipped {
@@ -360,7 +408,14 @@ pub fn remember(conn: &mut Connection, m: &NewMemory, actor: &str, now: Instant)
         // itself is left out.
         let similar =
             crate::semantic::similar_on_write(conn, &m.content, vector.as_ref(), Some(&id), 5, SIMILAR_ON_WRITE)?;
-        Ok(RememberOutcome::Stored { id, stored: true, version: 1, similar })
+        Ok(RememberOutcome::Stored {
+            id,
+            stored: true,
+            version: 1,
+            similar,
+            redacted: redactions.redacted.clone(),
+            pii_tags: redactions.pii_tags.clone(),
+        })
     })
 }
 
@@ -426,7 +481,21 @@ pub fn set_importance(conn: &mut Connection, id: &str, value: f64, actor: &str, 
 
 /// Replaces the content; counts as an edit (usage) and refreshes the similarity signature.
 pub fn edit(conn: &mut Connection, id: &str, content: &str, actor: &str, now: Instant) -> Result<Memory> {
+    edit_guarded(conn, id, content, actor, now).map(|(m, _)| m)
+}
+
+/// [`edit`], answering also what the secrets and personal-data guard did.
+pub fn edit_guarded(
+    conn: &mut Connection,
+    id: &str,
+    content: &str,
+    actor: &str,
+    now: Instant,
+) -> Result<(Memory, Redactions)> {
     let settings = Settings::load(conn)?;
+    let mut g = Guard::new(Policy::of(&settings));
+    let content = &g.text("content", content)?;
+    let redactions = Redactions::of(&g);
     validate_content(content, &settings)?;
     let hash = dedup::content_hash(content);
     let bands = dedup::band_keys(content);
@@ -440,6 +509,16 @@ pub fn edit(conn: &mut Connection, id: &str, content: &str, actor: &str, now: In
             "UPDATE memory_item SET content = ?2, edit_count = COALESCE(edit_count, 0) + 1, last_accessed = ?3 WHERE id = ?1",
             params![id, content, time::format(now)],
         )?;
+        if !redactions.pii_tags.is_empty() {
+            let mut tags = get_tx(tx, id)?.tags;
+            for t in &redactions.pii_tags {
+                if !tags.contains(t) {
+                    tags.push(t.clone());
+                }
+            }
+            validate_tags(&tags)?;
+            tx.execute("UPDATE memory_item SET tags = ?2 WHERE id = ?1", params![id, serde_json::to_string(&tags)?])?;
+        }
         tx.execute(
             "INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3) \
              ON CONFLICT(memory_id) DO UPDATE SET content_hash = excluded.content_hash, bands = excluded.bands",
@@ -451,6 +530,7 @@ pub fn edit(conn: &mut Connection, id: &str, content: &str, actor: &str, now: In
         }
         Ok(())
     })
+    .map(|m| (m, redactions))
 }
 
 /// An agent reports that it used the memory (a cite, DESIGN §4 usage).
@@ -567,7 +647,10 @@ pub fn restore(conn: &mut Connection, id: &str, actor: &str, now: Instant) -> Re
 }
 
 /// Removes the row and every trace (FTS via trigger, stats, archive, signature, links,
-/// versions) but keeps the audit events. Refuses without explicit confirmation.
+/// versions, vectors, neighbours) and the text of its earlier audit rows; the new `hard`
+/// event keeps who, when, why and the content's SHA-256 and length. The caller then drops
+/// the deleted entries from the full-text indexes ([`crate::store::purge_deleted_index_entries`])
+/// and truncates the WAL ([`crate::store::checkpoint_truncate`]).
 pub(crate) fn hard_delete_tx(
     tx: &Transaction,
     id: &str,
@@ -589,6 +672,9 @@ pub(crate) fn hard_delete_tx(
     ] {
         tx.prepare_cached(sql)?.execute([id])?;
     }
+    // The earlier audit rows of this memory lose their text in the same transaction; the
+    // new event keeps only facts and the content's hash and length.
+    audit::scrub_memory(tx, id)?;
     audit::record_event(
         tx,
         EventSpec {
@@ -598,9 +684,12 @@ pub(crate) fn hard_delete_tx(
             policy: Some(policy),
             forget_score: None,
             ttl_days: None,
-            metadata: Some(
-                serde_json::json!({ "actor": actor, "type": m.tier, "preview": model::preview(&m.content, 120) }),
-            ),
+            metadata: Some(serde_json::json!({
+                "actor": actor,
+                "type": m.tier,
+                "content_sha256": audit::sha256_hex(&m.content),
+                "content_bytes": m.content.len(),
+            })),
         },
         now,
     )
@@ -625,7 +714,13 @@ pub fn hard_delete(
         )));
     }
     let reason = reason.unwrap_or("deleted for ever by a person");
-    write_tx(conn, |tx| hard_delete_tx(tx, id, reason, "manual", actor, now))
+    let event = write_tx(conn, |tx| {
+        let e = hard_delete_tx(tx, id, reason, "manual", actor, now)?;
+        crate::store::purge_deleted_index_entries(tx)?;
+        Ok(e)
+    })?;
+    crate::store::checkpoint_truncate(conn)?;
+    Ok(event)
 }
 
 /// Sort orders of [`list`].
@@ -661,6 +756,8 @@ pub struct ListQuery {
     pub max_score: Option<f64>,
     pub session: Option<String>,
     pub project: Option<String>,
+    /// Some(true): only memories whose text holds a `[REDACTED:` placeholder.
+    pub redacted: Option<bool>,
     pub limit: usize,
     pub offset: usize,
 }
@@ -684,6 +781,8 @@ pub struct MemoryRow {
     pub project_id: Option<String>,
     pub workflow_name: Option<String>,
     pub tags: Vec<String>,
+    /// The text holds a `[REDACTED:<kind>]` placeholder (the window's "redacted" badge).
+    pub redacted: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

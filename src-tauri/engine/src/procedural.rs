@@ -8,6 +8,7 @@ use crate::audit;
 use crate::error::{Error, Result};
 use crate::lifecycle::{self, ProcedureFields};
 use crate::model::{self, Memory, ReflectionNote, Tier};
+use crate::redact::{Finding, Guard, Policy};
 use crate::settings::Settings;
 use crate::store::write_tx;
 use crate::time::{self, Instant};
@@ -65,9 +66,27 @@ pub fn update(
     actor: &str,
     now: Instant,
 ) -> Result<Memory> {
+    update_guarded(conn, id, expected_version, patch, actor, now).map(|(m, _)| m)
+}
+
+/// [`update`], answering also what the secrets and personal-data guard did to the patch.
+pub fn update_guarded(
+    conn: &mut Connection,
+    id: &str,
+    expected_version: i64,
+    patch: &ProcedurePatch,
+    actor: &str,
+    now: Instant,
+) -> Result<(Memory, lifecycle::Redactions)> {
     model::validate_actor(actor)?;
-    patch.fields.validate()?;
     let settings = Settings::load(conn)?;
+    let mut g = Guard::new(Policy::of(&settings));
+    let patch = &ProcedurePatch {
+        content: g.opt("content", &patch.content)?,
+        fields: lifecycle::guard_procedure(&mut g, &patch.fields)?,
+    };
+    let redactions = lifecycle::Redactions::of(&g);
+    patch.fields.validate()?;
     if let Some(c) = &patch.content {
         lifecycle::validate_content(c, &settings)?;
     }
@@ -123,7 +142,18 @@ pub fn update(
             Some(&state_of(&after)),
             now,
         )?;
-        Ok(after)
+        if !redactions.pii_tags.is_empty() {
+            let mut tags = after.tags.clone();
+            for t in &redactions.pii_tags {
+                if !tags.contains(t) {
+                    tags.push(t.clone());
+                }
+            }
+            lifecycle::validate_tags(&tags)?;
+            tx.execute("UPDATE memory_item SET tags = ?2 WHERE id = ?1", params![id, serde_json::to_string(&tags)?])?;
+            return Ok((lifecycle::get(tx, id)?, redactions.clone()));
+        }
+        Ok((after, redactions.clone()))
     })
 }
 
@@ -218,6 +248,8 @@ pub struct ReflectOutcome {
     pub notes: usize,
     pub dropped: usize,
     pub version: i64,
+    /// Spans of the note replaced by `[REDACTED:<kind>]` (never the values).
+    pub redacted: Vec<Finding>,
 }
 
 /// Appends a note (never rewrites earlier ones); beyond 100 the oldest is dropped and the
@@ -231,7 +263,25 @@ pub fn reflect(
     now: Instant,
 ) -> Result<ReflectOutcome> {
     model::validate_actor(actor)?;
-    let mut note = parse_note(note)?;
+    // The note's text goes through the guard before it is parsed, so that neither the row,
+    // the full-text index, the audit row nor an error message sees an original secret.
+    let settings = Settings::load(conn)?;
+    let mut g = Guard::new(Policy::of(&settings));
+    let guarded = match note {
+        serde_json::Value::Object(o) => {
+            let mut out = o.clone();
+            for k in ["failure_description", "lessons_learned", "suggested_improvements"] {
+                if let Some(serde_json::Value::String(t)) = o.get(k) {
+                    out.insert(k.to_string(), serde_json::Value::String(g.text(k, t)?));
+                }
+            }
+            serde_json::Value::Object(out)
+        }
+        other => other.clone(),
+    };
+    let redacted: Vec<Finding> = g.findings.iter().filter(|f| f.action == "redacted").cloned().collect();
+    let pii_tags: Vec<String> = g.pii_kinds.iter().map(|k| format!("pii:{k}")).collect();
+    let mut note = parse_note(&guarded)?;
     if note.timestamp.is_none() {
         note.timestamp = Some(time::format(now));
     }
@@ -264,8 +314,24 @@ pub fn reflect(
             "UPDATE memory_item SET reflection_notes = ?2 WHERE id = ?1",
             params![id, serde_json::Value::Array(notes.clone()).to_string()],
         )?;
+        if !pii_tags.is_empty() {
+            let mut tags = m.tags.clone();
+            for t in &pii_tags {
+                if !tags.contains(t) {
+                    tags.push(t.clone());
+                }
+            }
+            lifecycle::validate_tags(&tags)?;
+            tx.execute("UPDATE memory_item SET tags = ?2 WHERE id = ?1", params![id, serde_json::to_string(&tags)?])?;
+        }
         audit::record_action(tx, Some(id), "reflect", actor, None, Some(&serde_json::to_value(&note)?), now)?;
-        Ok(ReflectOutcome { memory_id: id.to_string(), notes: notes.len(), dropped, version: m.version })
+        Ok(ReflectOutcome {
+            memory_id: id.to_string(),
+            notes: notes.len(),
+            dropped,
+            version: m.version,
+            redacted: redacted.clone(),
+        })
     })
 }
 

@@ -92,6 +92,12 @@ pub struct Settings {
     pub recall_weights: RecallWeights,
     /// Similarity above which a memory counts as a duplicate in the reasons ("duplicate of").
     pub duplicate_reason_above: f64,
+    /// Secrets (API keys, tokens, private keys, passwords) in what is written: `redact`
+    /// (replaced by `[REDACTED:<kind>]`), `refuse` (the write fails) or `allow`.
+    pub secrets: crate::redact::SecretsMode,
+    /// Personal data (e-mail, phone, card numbers, IBANs): `tag` (`pii:<kind>` tags),
+    /// `redact` or `allow`.
+    pub pii: crate::redact::PiiMode,
 }
 
 impl Default for Settings {
@@ -128,6 +134,8 @@ impl Default for Settings {
             .collect(),
             recall_weights: RecallWeights::default(),
             duplicate_reason_above: 0.7,
+            secrets: crate::redact::SecretsMode::default(),
+            pii: crate::redact::PiiMode::default(),
         }
     }
 }

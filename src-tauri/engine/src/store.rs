@@ -388,8 +388,51 @@ fn configure(conn: &Connection) -> Result<()> {
     }
     // temp_store in memory: sorting and FTS merges need no temp files (import +15%,
     // forgetting batch −16% at 100k, 40% fewer bytes written; see BENCHMARKS.md).
-    conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY;")?;
+    // secure_delete: freed space is overwritten with zeros, so a hard-deleted memory (or the
+    // old text of a redacted one) leaves no bytes in free pages or cells (issue #17).
+    conn.execute_batch(
+        "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY; PRAGMA secure_delete = ON;",
+    )?;
     Ok(())
+}
+
+/// The full-text indexes Lethe keeps in sync with `memory_item` (memento's and Lethe's own).
+const FTS_TABLES: &[&str] = &["memory_item_fts", "lethe_fts"];
+
+/// Merges every full-text index into one segment, which drops the entries FTS5 keeps for
+/// deleted rows (a 'delete' only adds a tombstone; the old tokens stay in older segments
+/// until a merge). With `secure_delete` the old segments' pages are zeroed as they are freed.
+/// Costs a rewrite of the indexes (BENCHMARKS.md), so it runs once per hard delete or purge
+/// batch, inside the caller's transaction.
+pub fn purge_deleted_index_entries(tx: &Connection) -> Result<()> {
+    for t in FTS_TABLES {
+        if table_exists(tx, t)? {
+            tx.execute_batch(&format!("INSERT INTO {t} ({t}) VALUES ('optimize')"))?;
+        }
+    }
+    Ok(())
+}
+
+/// `PRAGMA wal_checkpoint(TRUNCATE)`: copies the WAL into the file and truncates it to zero
+/// bytes, so that page images holding erased text do not survive in `-wal`. Another process
+/// reading at that moment makes it BUSY; retried for up to two seconds. Returns whether the
+/// WAL was truncated (false: a reader kept it; the text then leaves at the next checkpoint).
+pub fn checkpoint_truncate(conn: &Connection) -> Result<bool> {
+    let started = std::time::Instant::now();
+    loop {
+        let busy: i64 = match conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0)) {
+            Ok(b) => b,
+            Err(e) if is_busy(&e) => 1,
+            Err(e) => return Err(e.into()),
+        };
+        if busy == 0 {
+            return Ok(true);
+        }
+        if started.elapsed() >= Duration::from_secs(2) {
+            return Ok(false);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// A SQLite file with tables but neither Lethe's nor memento's belongs to another program:

@@ -12,6 +12,7 @@ use crate::dedup;
 use crate::error::{Error, Result};
 use crate::lifecycle;
 use crate::model::{Memory, MEMORY_COLUMNS};
+use crate::redact::{Guard, Policy};
 use crate::settings::Settings;
 use crate::store::write_tx;
 use crate::time;
@@ -25,6 +26,32 @@ pub struct ImportReport {
     pub imported: usize,
     pub skipped_existing: usize,
     pub chunks: usize,
+    /// Spans replaced by `[REDACTED:<kind>]` before anything was written, and the number of
+    /// memories they were in (per the `secrets` and `pii` settings).
+    pub redacted_spans: usize,
+    pub redacted_memories: usize,
+    /// Memories that got `pii:<kind>` tags.
+    pub pii_tagged_memories: usize,
+}
+
+/// Every text field of an imported memory through the secrets and personal-data guard.
+fn guard(mut m: Memory, report: &mut ImportReport, s: &Settings) -> Result<Memory> {
+    let mut g = Guard::new(Policy::of(s));
+    m.content = g.text("content", &m.content)?;
+    m.source = g.opt("source", &m.source)?;
+    m.task_goal = g.opt("task_goal", &m.task_goal)?;
+    m.workflow_name = g.opt("workflow_name", &m.workflow_name)?;
+    m.skill_name = g.opt("skill_name", &m.skill_name)?;
+    m.steps = g.opt_json("steps", &m.steps)?;
+    m.trigger_conditions = g.opt_json("trigger_conditions", &m.trigger_conditions)?;
+    m.reflection_notes = g.opt_json("reflection_notes", &m.reflection_notes)?;
+    let tags = g.tags(&m.tags)?;
+    m.tags = g.with_pii_tags(tags);
+    let redacted = g.findings.iter().filter(|f| f.action == "redacted").count();
+    report.redacted_spans += redacted;
+    report.redacted_memories += usize::from(redacted > 0);
+    report.pii_tagged_memories += usize::from(!g.pii_kinds.is_empty());
+    Ok(m)
 }
 
 pub fn export(conn: &Connection, out: &mut impl Write) -> Result<usize> {
@@ -63,16 +90,18 @@ fn validate(m: &Memory, s: &Settings, line: usize) -> Result<()> {
 pub fn import(conn: &mut Connection, input: impl BufRead) -> Result<ImportReport> {
     let s = Settings::load(conn)?;
     let mut items = Vec::new();
+    let mut report = ImportReport::default();
     for (i, line) in input.lines().enumerate() {
         let line = line?;
         if line.trim().is_empty() {
             continue;
         }
         let m: Memory = serde_json::from_str(&line).map_err(|e| Error::invalid(format!("line {}: {e}", i + 1)))?;
+        let m = guard(m, &mut report, &s).map_err(|e| Error::invalid(format!("line {}: {e}", i + 1)))?;
         validate(&m, &s, i + 1)?;
         items.push(m);
     }
-    let mut report = ImportReport { read: items.len(), ..Default::default() };
+    report.read = items.len();
     for chunk in items.chunks(CHUNK) {
         let (imported, skipped) = write_tx(conn, |tx| import_chunk(tx, chunk))?;
         report.imported += imported;

@@ -508,6 +508,31 @@ fn run_size(n: usize, args: &Args, now: Instant) -> Result<Value> {
     };
     rss_mark(&mut phases, "remember");
 
+    // 1b. The same calls with the secrets/personal-data detector off (`secrets` and `pii` =
+    // allow), to show what the detector costs (issue #17: within 10 %).
+    let remember_guard_off = if skip("remember") {
+        Value::Null
+    } else {
+        progress(n, &format!("remember × {sample}, detector off"));
+        let db = dir.join("remember-off.db");
+        let mut conn = open_db(&db, args)?;
+        let off = lethe_engine::Settings {
+            secrets: lethe_engine::redact::SecretsMode::Allow,
+            pii: lethe_engine::redact::PiiMode::Allow,
+            ..Default::default()
+        };
+        lethe_engine::Settings::store(&mut conn, &off, "agent:bench", now)?;
+        let t = Clock::now();
+        for item in wl.items(n).take(sample) {
+            lifecycle::remember(&mut conn, &item.to_new_memory(now), "agent:bench", now)?;
+        }
+        let secs = t.elapsed().as_secs_f64();
+        let per_s = (sample as f64 / secs).round();
+        let on = remember["per_s"].as_f64().unwrap_or(f64::NAN);
+        drop(conn);
+        json!({ "calls": sample, "secs": round3(secs), "per_s": per_s, "detector_on_vs_off": round3(on / per_s) })
+    };
+
     // 2. Bulk import: N memories with their ages, access and views as JSONL.
     progress(n, "bulk import");
     let db = dir.join("bench.db");
@@ -670,6 +695,7 @@ fn run_size(n: usize, args: &Args, now: Instant) -> Result<Value> {
         "workload": {"name": wl.name(), "generate_secs": round3(gen_s), "content_bytes": generated, "queries": queries.len()},
         "embed": embed,
         "remember": remember,
+        "remember_detector_off": remember_guard_off,
         "import": import,
         "dedup": dedup_v,
         "recall": recall_v,
@@ -840,6 +866,17 @@ fn table(doc: &Value) -> String {
             "≥ 25,000",
             if memento_at10k { "2,390" } else { "" },
             ge(rem, 25_000.0, true),
+        );
+        push(
+            "remember /s, detector off (on ÷ off)",
+            format!(
+                "{} ({})",
+                f(&r["remember_detector_off"]["per_s"]),
+                f(&r["remember_detector_off"]["detector_on_vs_off"])
+            ),
+            "on ≥ 0.9 × off",
+            "",
+            ge(num("/remember_detector_off/detector_on_vs_off"), 0.9, true),
         );
         let imp = num("/import/rows_per_s");
         push("bulk import rows/s", f(&r["import"]["rows_per_s"]), "≥ 200,000", "", ge(imp, 200_000.0, true));

@@ -1,0 +1,725 @@
+//! Secrets and personal data at every write path (issue #17, seed 001: filter before
+//! writing). `find` locates well-known secret formats (cloud and SaaS tokens, JWTs, PEM
+//! private keys, passwords in URLs and assignments), high-entropy tokens, and personal data
+//! (e-mail addresses, phone numbers, Luhn-valid card numbers, mod-97-valid IBANs). The write
+//! paths call [`Guard`] before anything else — before validation messages, the exact-duplicate
+//! check, the embedding and the audit row — so an original secret is never written anywhere.
+//!
+//! Every pattern is compiled once per process ([`LazyLock`]); a memory of a few hundred bytes
+//! is scanned in microseconds (BENCHMARKS.md, "remember with the detector").
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// What a span is. Secrets first, personal data last (see [`Kind::is_secret`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    PrivateKey,
+    AwsAccessKey,
+    GithubToken,
+    GitlabToken,
+    SlackToken,
+    SlackWebhook,
+    StripeKey,
+    AnthropicKey,
+    OpenaiKey,
+    GoogleApiKey,
+    Jwt,
+    UrlPassword,
+    PasswordAssignment,
+    HighEntropy,
+    Email,
+    Phone,
+    CardNumber,
+    Iban,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::PrivateKey => "private_key",
+            Kind::AwsAccessKey => "aws_access_key",
+            Kind::GithubToken => "github_token",
+            Kind::GitlabToken => "gitlab_token",
+            Kind::SlackToken => "slack_token",
+            Kind::SlackWebhook => "slack_webhook",
+            Kind::StripeKey => "stripe_key",
+            Kind::AnthropicKey => "anthropic_key",
+            Kind::OpenaiKey => "openai_key",
+            Kind::GoogleApiKey => "google_api_key",
+            Kind::Jwt => "jwt",
+            Kind::UrlPassword => "url_password",
+            Kind::PasswordAssignment => "password_assignment",
+            Kind::HighEntropy => "high_entropy",
+            Kind::Email => "email",
+            Kind::Phone => "phone",
+            Kind::CardNumber => "card_number",
+            Kind::Iban => "iban",
+        }
+    }
+
+    /// Secrets follow the `secrets` setting, personal data the `pii` setting.
+    pub fn is_secret(self) -> bool {
+        !matches!(self, Kind::Email | Kind::Phone | Kind::CardNumber | Kind::Iban)
+    }
+
+    /// The text that replaces the span: `[REDACTED:<kind>]`.
+    pub fn placeholder(self) -> String {
+        format!("[REDACTED:{}]", self.as_str())
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One detected span: byte offsets `start..end` in the text as it was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub kind: Kind,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// The setting `secrets`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "lowercase")]
+pub enum SecretsMode {
+    /// Each secret is replaced by `[REDACTED:<kind>]` before anything is written.
+    #[default]
+    Redact,
+    /// A write holding a secret is refused (`invalid_input`), nothing is written.
+    Refuse,
+    /// Secrets are stored as given.
+    Allow,
+}
+
+/// The setting `pii`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "lowercase")]
+pub enum PiiMode {
+    /// The text is kept; the memory gets a `pii:<kind>` tag per kind found.
+    #[default]
+    Tag,
+    /// Each span is replaced by `[REDACTED:<kind>]`.
+    Redact,
+    /// Nothing happens.
+    Allow,
+}
+
+/// What a write answer reports about one span: which field, what kind, where (byte offsets
+/// in the text as given), and what was done. Never the value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Finding {
+    pub field: String,
+    pub kind: Kind,
+    pub start: usize,
+    pub end: usize,
+    /// `redacted` or `tagged`.
+    pub action: String,
+}
+
+// ---------------------------------------------------------------------------------------
+// Patterns
+
+struct Pattern {
+    kind: Kind,
+    re: Regex,
+    /// The capture group that is the secret (0: the whole match).
+    group: usize,
+    /// Extra check on the matched secret (Luhn, mod-97, context).
+    check: Check,
+}
+
+/// `(text, matched, start, end) -> keep`.
+type Check = fn(&str, &str, usize, usize) -> bool;
+
+fn always(_: &str, _: &str, _: usize, _: usize) -> bool {
+    true
+}
+
+/// ASCII word boundaries: a Unicode `\b` makes the regex crate's fast DFA give up on any
+/// non-ASCII text (and the patterns only look for ASCII tokens anyway).
+fn ascii_boundaries(s: &str) -> String {
+    s.replace(r"\b", r"(?-u:\b)")
+}
+
+fn re(s: &str) -> Regex {
+    Regex::new(&ascii_boundaries(s)).expect("built-in pattern compiles")
+}
+
+/// One pass over the text tells which patterns can match at all; only those run (most
+/// memories hold nothing, so a write costs this one pass).
+static ANY: LazyLock<regex::RegexSet> = LazyLock::new(|| {
+    regex::RegexSet::new(SECRET_PATTERNS.iter().chain(PII_PATTERNS.iter()).map(|p| p.re.as_str()))
+        .expect("built-in patterns compile")
+});
+
+static SECRET_PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
+    let p = |kind: Kind, pattern: &str, group: usize, check: Check| Pattern { kind, re: re(pattern), group, check };
+    vec![
+        p(
+            Kind::PrivateKey,
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\z)",
+            0,
+            always,
+        ),
+        p(Kind::AwsAccessKey, r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b", 0, always),
+        p(Kind::GithubToken, r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b", 0, always),
+        p(Kind::GitlabToken, r"\bgl(?:pat|ptt|dt|rt|cbt|imt|oas|ffct|soat|agent)-[A-Za-z0-9_\-]{20,}", 0, always),
+        p(
+            Kind::SlackWebhook,
+            r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{20,}",
+            0,
+            always,
+        ),
+        p(Kind::SlackToken, r"\bxox[abposre]-[A-Za-z0-9\-]{10,}", 0, always),
+        p(Kind::StripeKey, r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b|\bwhsec_[A-Za-z0-9]{24,}\b", 0, always),
+        p(Kind::AnthropicKey, r"\bsk-ant-(?:api|admin|sid)\d{2}-[A-Za-z0-9_\-]{20,}", 0, always),
+        p(Kind::OpenaiKey, r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", 0, openai_check),
+        p(Kind::GoogleApiKey, r"\bAIza[0-9A-Za-z_\-]{35}\b", 0, always),
+        p(Kind::Jwt, r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", 0, always),
+        // The password of `scheme://user:password@host`; the rest of the URL stays useful.
+        p(
+            Kind::UrlPassword,
+            r"\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s:/@]{1,100}:([^\s@/]{1,200})@[A-Za-z0-9.\-\[]",
+            1,
+            always,
+        ),
+        // `password=…`, `"api_key": "…"`, `secret: …`; the value only (see assignment_check).
+        p(
+            Kind::PasswordAssignment,
+            r#"(?i)(?:password|passwd|passphrase|pwd|secret|api[_\-]?key|apikey|access[_\-]?token|access[_\-]?key|auth[_\-]?token|refresh[_\-]?token|bearer[_\-]?token|private[_\-]?key|client[_\-]?secret|token)["']?\s*(=|:|\s+is\s+)\s*("[^"\n]{1,300}"|'[^'\n]{1,300}'|[^\s"',;)}\]]{1,300})"#,
+            2,
+            assignment_check,
+        ),
+        // `Authorization: Bearer …`
+        p(Kind::PasswordAssignment, r"(?i)\bbearer\s+([A-Za-z0-9_\-.=+/]{16,})", 1, always),
+    ]
+});
+
+static PII_PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
+    let p = |kind: Kind, pattern: &str, group: usize, check: Check| Pattern { kind, re: re(pattern), group, check };
+    vec![
+        p(
+            Kind::Email,
+            r"\b[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9\-]{0,62}\.)+[A-Za-z]{2,24}\b",
+            0,
+            email_check,
+        ),
+        p(Kind::Iban, r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b", 0, iban_check),
+        p(Kind::CardNumber, r"\b\d(?:[ \-]?\d){12,18}\b", 0, card_check),
+        p(
+            Kind::Phone,
+            r"(?:\+\d{1,3}[ .\-]?(?:\(\d{1,4}\)[ .\-]?)?\d{1,4}(?:[ .\-]\d{2,4}){1,4}|\(\d{3}\)[ .\-]?\d{3}[ .\-]\d{4}|\b\d{3}[ .\-]\d{3}[ .\-]\d{4})\b",
+            0,
+            phone_check,
+        ),
+    ]
+});
+
+/// Candidates for the high-entropy rule: long runs of token characters.
+static TOKEN: LazyLock<Regex> = LazyLock::new(|| re(r"[A-Za-z0-9_+/\-]{24,}={0,2}"));
+
+fn openai_check(_: &str, m: &str, _: usize, _: usize) -> bool {
+    // `sk-` followed by a long run of letters only is a word-ish identifier, not a key.
+    m.bytes().any(|b| b.is_ascii_digit())
+}
+
+fn assignment_check(text: &str, value: &str, start: usize, _: usize) -> bool {
+    let quoted = value.starts_with('"') || value.starts_with('\'');
+    let inner = value.trim_matches(|c| c == '"' || c == '\'');
+    if inner.len() < 4 || inner.starts_with("[REDACTED:") {
+        return false;
+    }
+    // References and placeholders are not secrets: ${VAR}, $VAR, <password>, {{ x }}, %s, ***.
+    if inner.starts_with(['$', '<', '{', '%', '*']) || inner.chars().all(|c| c == '*' || c == 'x' || c == 'X') {
+        return false;
+    }
+    let lower = inner.to_ascii_lowercase();
+    if ["none", "null", "true", "false", "changeme", "required", "redacted", "hidden", "example"]
+        .contains(&lower.as_str())
+    {
+        return false;
+    }
+    // The separator decides how sure we are: `=` and quotes are code or config; `:` and
+    // `is` are often prose ("password: see the vault"), so there the value must look like one
+    // (a digit or a symbol, at least 6 characters).
+    let before = &text[..start];
+    let sep_is_assignment = before.trim_end().ends_with('=') || quoted;
+    if sep_is_assignment {
+        return true;
+    }
+    inner.len() >= 6 && inner.chars().any(|c| c.is_ascii_digit() || !c.is_alphanumeric())
+}
+
+fn email_check(text: &str, m: &str, start: usize, _: usize) -> bool {
+    let local = m.split('@').next().unwrap_or("");
+    // `git@github.com:org/repo` is an SSH remote, not a person.
+    if local == "git" {
+        return false;
+    }
+    // `user:pass@host` inside a URL is handled by url_password; `//x@host` is a URL user.
+    !text[..start].ends_with(':')
+}
+
+fn digits(s: &str) -> Vec<u8> {
+    s.bytes().filter(u8::is_ascii_digit).map(|b| b - b'0').collect()
+}
+
+/// The Luhn checksum of a card number.
+pub fn luhn_valid(number: &str) -> bool {
+    let d = digits(number);
+    if !(13..=19).contains(&d.len()) {
+        return false;
+    }
+    let sum: u32 = d
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, &x)| {
+            let x = x as u32;
+            if i % 2 == 1 {
+                let y = x * 2;
+                if y > 9 {
+                    y - 9
+                } else {
+                    y
+                }
+            } else {
+                x
+            }
+        })
+        .sum();
+    sum.is_multiple_of(10)
+}
+
+fn card_check(_: &str, m: &str, _: usize, _: usize) -> bool {
+    let d = digits(m);
+    // A run of one digit (0000 0000 …) passes Luhn but is a placeholder.
+    luhn_valid(m) && d.iter().any(|&x| x != d[0]) && issuer_length_fits(&d)
+}
+
+/// The lengths the card networks issue, by leading digits (Visa 4: 13/16/19; Mastercard 51–55
+/// and 2: 16; Amex 34/37: 15; Diners 30/36/38: 14; JCB 35: 16–19; Discover 6: 16/19). A run of
+/// digits that passes Luhn by chance (one in ten) rarely also has its network's length.
+fn issuer_length_fits(d: &[u8]) -> bool {
+    let n = d.len();
+    match (d[0], d.get(1).copied().unwrap_or(0)) {
+        (4, _) => matches!(n, 13 | 16 | 19),
+        (5, 1..=5) | (2, _) => n == 16,
+        (3, 4) | (3, 7) => n == 15,
+        (3, 0) | (3, 6) | (3, 8) => n == 14,
+        (3, 5) => (16..=19).contains(&n),
+        (6, _) => matches!(n, 16 | 19),
+        _ => false,
+    }
+}
+
+/// The ISO 13616 mod-97 check of an IBAN (spaces allowed).
+pub fn iban_valid(iban: &str) -> bool {
+    let s: String = iban.chars().filter(|c| !c.is_whitespace()).collect();
+    if !(15..=34).contains(&s.len()) || !s.is_char_boundary(4) {
+        return false;
+    }
+    let rearranged = format!("{}{}", &s[4..], &s[..4]);
+    let mut rem: u32 = 0;
+    for c in rearranged.chars() {
+        let v = match c {
+            '0'..='9' => c as u32 - '0' as u32,
+            'A'..='Z' => c as u32 - 'A' as u32 + 10,
+            _ => return false,
+        };
+        rem = if v >= 10 { (rem * 100 + v) % 97 } else { (rem * 10 + v) % 97 };
+    }
+    rem == 1
+}
+
+fn iban_check(_: &str, m: &str, _: usize, _: usize) -> bool {
+    iban_valid(m)
+}
+
+fn phone_check(text: &str, m: &str, start: usize, end: usize) -> bool {
+    let n = digits(m).len();
+    // Part of a longer number, an identifier or a version (`v1.2.3`, `build-555-123-4567x`).
+    let prev = text[..start].chars().next_back();
+    let next = text[end..].chars().next();
+    if prev.is_some_and(|c| c.is_alphanumeric() || c == '.' || c == '-' || c == '_')
+        || next.is_some_and(|c| c.is_alphanumeric() || c == '-' || c == '_')
+    {
+        return false;
+    }
+    // Dates (2024-05-01 …) and times are not phone numbers.
+    if m.len() >= 10 && m.as_bytes()[4] == b'-' && m[..4].bytes().all(|b| b.is_ascii_digit()) {
+        return false;
+    }
+    // Dotted quads and version numbers are not phone numbers.
+    if !m.starts_with('+') && m.contains('.') && !m.contains(' ') && m.split('.').count() != 3 {
+        return false;
+    }
+    if m.starts_with('+') {
+        (8..=15).contains(&n)
+    } else {
+        n == 10
+    }
+}
+
+/// Shannon entropy in bits per character.
+fn entropy(s: &str) -> f64 {
+    let mut counts = [0u32; 256];
+    for b in s.bytes() {
+        counts[b as usize] += 1;
+    }
+    let n = s.len() as f64;
+    counts.iter().filter(|&&c| c > 0).map(|&c| (c as f64 / n) * -(c as f64 / n).log2()).sum()
+}
+
+/// A long token that looks random: mixed case and digits, high entropy, not a hex digest,
+/// UUID, Lethe id or path. Hex (git SHAs, sha256) has no upper case and at most 4 bits per
+/// character, so it is never taken; nor are identifiers in words (`getUserAccountSettings`).
+fn looks_random(tok: &str) -> bool {
+    let t = tok.trim_end_matches('=');
+    if t.len() < 24 || t.contains("//") || t.starts_with("mem_") {
+        return false;
+    }
+    // A path or a dashed/underscored name made of words: every part short or wordy.
+    if t.split(['/', '-', '_']).count() > 2
+        && t.split(['/', '-', '_']).all(|p| p.len() < 12 || p.chars().all(|c| c.is_ascii_lowercase()))
+    {
+        return false;
+    }
+    let upper = t.bytes().filter(u8::is_ascii_uppercase).count();
+    let lower = t.bytes().filter(u8::is_ascii_lowercase).count();
+    let digit = t.bytes().filter(u8::is_ascii_digit).count();
+    if upper == 0 || lower == 0 || digit < 2 {
+        return false;
+    }
+    // Case changes: random base62/base64 flips case often; CamelCase words rarely.
+    let flips = t.as_bytes().windows(2).filter(|w| w[0].is_ascii_uppercase() != w[1].is_ascii_uppercase()).count();
+    if (flips as f64) < t.len() as f64 * 0.3 {
+        return false;
+    }
+    entropy(t) >= 4.0
+}
+
+fn push(out: &mut Vec<Span>, text: &str, p: &Pattern) {
+    if p.group == 0 {
+        for g in p.re.find_iter(text) {
+            if !g.as_str().starts_with("[REDACTED:") && (p.check)(text, g.as_str(), g.start(), g.end()) {
+                out.push(Span { kind: p.kind, start: g.start(), end: g.end() });
+            }
+        }
+        return;
+    }
+    for caps in p.re.captures_iter(text) {
+        let Some(g) = caps.get(p.group) else { continue };
+        // An earlier redaction's placeholder is not a secret (scan runs again over them).
+        if g.as_str().trim_start_matches(['"', '\'']).starts_with("[REDACTED:") {
+            continue;
+        }
+        let (mut start, mut end) = (g.start(), g.end());
+        if p.kind == Kind::PasswordAssignment {
+            // Quotes stay; the secret between them goes.
+            let v = g.as_str();
+            if (v.starts_with('"') || v.starts_with('\'')) && v.len() >= 2 {
+                start += 1;
+                end -= usize::from(v.ends_with(['"', '\'']));
+            }
+        }
+        if (p.check)(text, g.as_str(), g.start(), g.end()) {
+            out.push(Span { kind: p.kind, start, end });
+        }
+    }
+}
+
+/// Every secret and personal-data span in `text`, sorted, without overlaps (where two
+/// overlap, the earlier-starting one wins, then secrets before personal data, then the longer).
+pub fn find(text: &str) -> Vec<Span> {
+    let mut out = Vec::new();
+    let hits = ANY.matches(text);
+    for (i, p) in SECRET_PATTERNS.iter().chain(PII_PATTERNS.iter()).enumerate() {
+        if hits.matched(i) {
+            push(&mut out, text, p);
+        }
+    }
+    for m in TOKEN.find_iter(text) {
+        if looks_random(m.as_str()) {
+            out.push(Span { kind: Kind::HighEntropy, start: m.start(), end: m.end() });
+        }
+    }
+    if out.is_empty() {
+        return out;
+    }
+    resolve(out)
+}
+
+fn resolve(mut spans: Vec<Span>) -> Vec<Span> {
+    // Specific kinds beat the generic entropy rule covering the same bytes, and secrets beat
+    // personal data.
+    let rank = |k: Kind| match k {
+        Kind::HighEntropy => 2,
+        k if k.is_secret() => 0,
+        _ => 1,
+    };
+    spans.sort_by_key(|s| (rank(s.kind), s.start, std::cmp::Reverse(s.end)));
+    let mut kept: Vec<Span> = Vec::with_capacity(spans.len());
+    for s in spans {
+        if kept.iter().all(|k| s.end <= k.start || s.start >= k.end) {
+            kept.push(s);
+        }
+    }
+    kept.sort_by_key(|s| s.start);
+    kept
+}
+
+/// The policy of one write: the two settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Policy {
+    pub secrets: SecretsMode,
+    pub pii: PiiMode,
+}
+
+impl Policy {
+    pub fn of(s: &crate::Settings) -> Policy {
+        Policy { secrets: s.secrets, pii: s.pii }
+    }
+
+    /// Detection off entirely (both `allow`): writes skip the scan.
+    pub fn is_off(&self) -> bool {
+        self.secrets == SecretsMode::Allow && self.pii == PiiMode::Allow
+    }
+}
+
+/// Applies a policy to the fields of one write. Collects what it did; `pii_tags` are the
+/// tags the `tag` mode adds.
+#[derive(Debug, Default)]
+pub struct Guard {
+    pub policy: Policy,
+    pub findings: Vec<Finding>,
+    pub pii_kinds: Vec<Kind>,
+}
+
+impl Guard {
+    pub fn new(policy: Policy) -> Guard {
+        Guard { policy, findings: Vec::new(), pii_kinds: Vec::new() }
+    }
+
+    /// The text to store for `field`: spans replaced according to the policy. Refuse mode
+    /// answers `invalid_input` naming the field, kind and byte offsets (never the value).
+    pub fn text(&mut self, field: &str, text: &str) -> Result<String> {
+        if self.policy.is_off() {
+            return Ok(text.to_string());
+        }
+        let spans = find(text);
+        if spans.is_empty() {
+            return Ok(text.to_string());
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut last = 0;
+        for s in spans {
+            let redact = if s.kind.is_secret() {
+                match self.policy.secrets {
+                    SecretsMode::Allow => false,
+                    SecretsMode::Redact => true,
+                    SecretsMode::Refuse => {
+                        return Err(Error::invalid(format!(
+                            "{field} holds a secret ({kind} at bytes {start}..{end}); the secrets setting is refuse, so nothing was written",
+                            kind = s.kind,
+                            start = s.start,
+                            end = s.end
+                        )))
+                    }
+                }
+            } else {
+                match self.policy.pii {
+                    PiiMode::Allow => false,
+                    PiiMode::Redact => true,
+                    PiiMode::Tag => {
+                        if !self.pii_kinds.contains(&s.kind) {
+                            self.pii_kinds.push(s.kind);
+                        }
+                        self.findings.push(Finding {
+                            field: field.to_string(),
+                            kind: s.kind,
+                            start: s.start,
+                            end: s.end,
+                            action: "tagged".into(),
+                        });
+                        false
+                    }
+                }
+            };
+            if redact {
+                out.push_str(&text[last..s.start]);
+                out.push_str(&s.kind.placeholder());
+                last = s.end;
+                self.findings.push(Finding {
+                    field: field.to_string(),
+                    kind: s.kind,
+                    start: s.start,
+                    end: s.end,
+                    action: "redacted".into(),
+                });
+            }
+        }
+        out.push_str(&text[last..]);
+        Ok(out)
+    }
+
+    pub fn opt(&mut self, field: &str, text: &Option<String>) -> Result<Option<String>> {
+        text.as_ref().map(|t| self.text(field, t)).transpose()
+    }
+
+    /// Every string inside a JSON value (steps, trigger conditions, reflection notes). An
+    /// object key that names a secret (`"password": "hunter2"`) has its string value redacted
+    /// whole when secrets are redacted.
+    pub fn json(&mut self, field: &str, v: &serde_json::Value) -> Result<serde_json::Value> {
+        use serde_json::Value;
+        Ok(match v {
+            Value::String(s) => Value::String(self.text(field, s)?),
+            Value::Array(a) => {
+                let mut out = Vec::with_capacity(a.len());
+                for (i, x) in a.iter().enumerate() {
+                    out.push(self.json(&format!("{field}[{i}]"), x)?);
+                }
+                Value::Array(out)
+            }
+            Value::Object(o) => {
+                let mut out = serde_json::Map::new();
+                for (k, x) in o {
+                    let path = format!("{field}.{k}");
+                    let value = match x {
+                        Value::String(s)
+                            if is_secret_key(k) && !s.is_empty() && self.policy.secrets != SecretsMode::Allow =>
+                        {
+                            self.whole(&path, s, Kind::PasswordAssignment)?
+                        }
+                        _ => self.json(&path, x)?,
+                    };
+                    out.insert(self.text(&format!("{field} key"), k)?, value);
+                }
+                Value::Object(out)
+            }
+            other => other.clone(),
+        })
+    }
+
+    pub fn opt_json(&mut self, field: &str, v: &Option<serde_json::Value>) -> Result<Option<serde_json::Value>> {
+        v.as_ref().map(|x| self.json(field, x)).transpose()
+    }
+
+    fn whole(&mut self, field: &str, s: &str, kind: Kind) -> Result<serde_json::Value> {
+        if s.starts_with("[REDACTED:") || s.starts_with('$') {
+            return Ok(serde_json::Value::String(s.to_string()));
+        }
+        if self.policy.secrets == SecretsMode::Refuse {
+            return Err(Error::invalid(format!(
+                "{field} holds a secret ({kind} at bytes 0..{}); the secrets setting is refuse, so nothing was written",
+                s.len()
+            )));
+        }
+        self.findings.push(Finding {
+            field: field.to_string(),
+            kind,
+            start: 0,
+            end: s.len(),
+            action: "redacted".into(),
+        });
+        Ok(serde_json::Value::String(kind.placeholder()))
+    }
+
+    /// Tags: each one scanned; in `tag` mode the `pii:<kind>` tags are added (once each).
+    pub fn tags(&mut self, tags: &[String]) -> Result<Vec<String>> {
+        let mut out = Vec::with_capacity(tags.len());
+        for (i, t) in tags.iter().enumerate() {
+            if t.starts_with("pii:") {
+                out.push(t.clone());
+                continue;
+            }
+            out.push(self.text(&format!("tags[{i}]"), t)?);
+        }
+        Ok(out)
+    }
+
+    /// `tags` with this guard's `pii:<kind>` tags added.
+    pub fn with_pii_tags(&self, mut tags: Vec<String>) -> Vec<String> {
+        for k in &self.pii_kinds {
+            let t = format!("pii:{k}");
+            if !tags.contains(&t) {
+                tags.push(t);
+            }
+        }
+        tags
+    }
+}
+
+fn is_secret_key(k: &str) -> bool {
+    let k = k.to_ascii_lowercase();
+    [
+        "password",
+        "passwd",
+        "passphrase",
+        "secret",
+        "api_key",
+        "apikey",
+        "api-key",
+        "token",
+        "private_key",
+        "client_secret",
+    ]
+    .iter()
+    .any(|w| k.contains(w))
+        && !k.contains("policy")
+        && !k.ends_with("_name")
+}
+
+/// The kinds found in `text` (for `lethe scan`).
+pub fn kinds_in(text: &str) -> Vec<Kind> {
+    let mut k: Vec<Kind> = find(text).into_iter().map(|s| s.kind).collect();
+    k.sort();
+    k.dedup();
+    k
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn luhn_and_mod97_work_on_published_examples() {
+        assert!(luhn_valid("4111 1111 1111 1111"), "Visa test number passes Luhn");
+        assert!(!luhn_valid("4111 1111 1111 1112"), "one digit off fails Luhn");
+        assert!(iban_valid("GB82 WEST 1234 5698 7654 32"), "the ISO 13616 example IBAN passes mod-97");
+        assert!(!iban_valid("GB82 WEST 1234 5698 7654 33"), "one digit off fails mod-97");
+    }
+
+    #[test]
+    fn refuse_names_kind_and_offsets_but_not_the_value() {
+        let mut g = Guard::new(Policy { secrets: SecretsMode::Refuse, pii: PiiMode::Tag });
+        let secret = "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5";
+        let err = g.text("content", &format!("use {secret} now")).unwrap_err();
+        let msg = err.to_string();
+        assert_eq!(err.code(), "invalid_input");
+        assert!(msg.contains("github_token at bytes 4..44"), "kind and position: {msg}");
+        assert!(!msg.contains(secret), "the message must not carry the value: {msg}");
+    }
+
+    #[test]
+    fn pii_tag_mode_keeps_text_and_adds_tags() {
+        let mut g = Guard::new(Policy::default());
+        let t = g.text("content", "mail ana.lopez@example.org about it").unwrap();
+        assert_eq!(t, "mail ana.lopez@example.org about it");
+        assert_eq!(g.with_pii_tags(vec!["x".into()]), vec!["x".to_string(), "pii:email".to_string()]);
+    }
+}

@@ -1,0 +1,233 @@
+//! "Delete forever" means forever (issue #17): after remembering, editing, importing,
+//! archiving, reflecting and then hard-deleting texts that carry a marker, the marker is in
+//! none of the raw bytes of the database, its `-wal` and `-shm`, nor an export; the audit still
+//! tells who deleted what and when. And a secret given to `remember` is never written at all.
+
+use std::path::{Path, PathBuf};
+
+use lethe_engine::forgetting::{self, BatchOptions};
+use lethe_engine::lifecycle::{self, NewMemory, ProcedureFields, RememberOutcome};
+use lethe_engine::procedural::{self, ProcedurePatch};
+use lethe_engine::{archive, audit, store, time, transfer, Tier};
+
+/// Every marker starts with this; FTS5 stores a leaf's first term in full, so a surviving
+/// token shows this prefix in the bytes even where later terms are prefix-compressed.
+const MARK: &str = "zqxj";
+const SECRET: &str = "ghp_Rk7Tq2Wm9Xv4Lp8Zs1Nd6Bf3Hj5Cy0Ga2Ue4";
+
+fn temp_db() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("lethe-erasure-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("t.db")
+}
+
+fn now() -> time::Instant {
+    time::parse("2026-06-01T12:00:00.000Z").unwrap()
+}
+
+fn put(conn: &mut store::Connection, m: NewMemory) -> String {
+    match lifecycle::remember(conn, &m, "user", now()).unwrap() {
+        RememberOutcome::Stored { id, .. } => id,
+        other => panic!("not stored: {other:?}"),
+    }
+}
+
+/// The raw bytes of the database and its side files (absent files count as empty).
+fn raw(db: &Path) -> Vec<(String, Vec<u8>)> {
+    ["", "-wal", "-shm"]
+        .iter()
+        .map(|suffix| {
+            let p = PathBuf::from(format!("{}{suffix}", db.display()));
+            (p.display().to_string(), std::fs::read(&p).unwrap_or_default())
+        })
+        .collect()
+}
+
+fn holds(bytes: &[u8], needle: &str) -> bool {
+    bytes.windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
+}
+
+fn files_holding(db: &Path, needle: &str) -> Vec<String> {
+    raw(db).into_iter().filter(|(_, b)| holds(b, needle)).map(|(p, _)| p).collect()
+}
+
+fn export_of(conn: &store::Connection) -> String {
+    let mut out = Vec::new();
+    transfer::export(conn, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn hard_delete_and_purge_leave_no_byte_of_the_text_and_keep_the_facts() {
+    let db = temp_db();
+    let mut conn = store::open(&db).unwrap();
+    // Unrelated memories, so that the file has other pages and index segments too.
+    for i in 0..40 {
+        put(&mut conn, NewMemory::new(Tier::Semantic, format!("ordinary fact number {i} about the build cache")));
+    }
+
+    // remember: content, tags, source.
+    let mut m = NewMemory::new(Tier::Semantic, format!("the customer {MARK}remember lives in Lyon"));
+    m.tags = vec![format!("{MARK}tag")];
+    m.source = Some(format!("chat:{MARK}source"));
+    let remembered = put(&mut conn, m);
+
+    // edit: the text before and after the edit both carry markers.
+    let edited = put(&mut conn, NewMemory::new(Tier::Episodic, format!("first draft {MARK}draft of the plan")));
+    lifecycle::edit(&mut conn, &edited, &format!("edited plan {MARK}edited with details"), "user", now()).unwrap();
+
+    // import: content and procedural fields of a line.
+    let line = serde_json::json!({
+        "id": "mem_00000000-0000-4000-8000-00000000abcd", "type": "procedural",
+        "content": format!("imported runbook {MARK}imported"), "importance": 0.5, "privacy_scope": "private",
+        "created_at": "2026-05-01T00:00:00.000Z", "last_accessed": null, "pinned": false,
+        "tags": [format!("{MARK}importtag")], "source": null, "view_count": 0, "cite_count": 0, "edit_count": 0,
+        "task_goal": format!("{MARK}importgoal"), "steps": [format!("{MARK}importstep")], "reflection_notes": null,
+        "workflow_name": null, "skill_name": null, "trigger_conditions": null, "version": 1,
+        "owner_id": null, "session_id": null, "project_id": null, "is_deleted": false, "deleted_at": null
+    });
+    transfer::import(&mut conn, std::io::Cursor::new(format!("{line}\n"))).unwrap();
+    let imported = "mem_00000000-0000-4000-8000-00000000abcd".to_string();
+
+    // archive: the original goes to lethe_archive, the memo into the content.
+    let mut obs = NewMemory::new(Tier::Episodic, format!("grep output {MARK}observed 120 lines of logs"));
+    obs.source = Some("tool:grep".into());
+    let archived = put(&mut conn, obs);
+    archive::archive(&mut conn, &archived, &format!("grep run {MARK}memo"), "user", now()).unwrap();
+
+    // procedure: fields, a version snapshot (CAS update) and a reflection note.
+    let mut p = NewMemory::new(Tier::Procedural, format!("deploy procedure {MARK}procedure"));
+    p.procedure = ProcedureFields {
+        task_goal: Some(format!("ship {MARK}goal")),
+        steps: Some(serde_json::json!([format!("run {MARK}step one"), "verify"])),
+        trigger_conditions: Some(serde_json::json!({ "when": format!("{MARK}trigger") })),
+        workflow_name: Some(format!("{MARK}workflow")),
+        skill_name: None,
+    };
+    let procedure = put(&mut conn, p);
+    procedural::update(
+        &mut conn,
+        &procedure,
+        1,
+        &ProcedurePatch { content: Some(format!("deploy procedure v2 {MARK}version")), ..Default::default() },
+        "user",
+        now(),
+    )
+    .unwrap();
+    procedural::reflect(
+        &mut conn,
+        &procedure,
+        &serde_json::json!({ "failure_type": "tool_error", "failure_description": format!("it broke {MARK}note"),
+                             "lessons_learned": format!("{MARK}lesson") }),
+        None,
+        "agent:test",
+        now(),
+    )
+    .unwrap();
+
+    // A secret given to remember is never written, not even before any delete.
+    let with_secret = put(&mut conn, NewMemory::new(Tier::Semantic, format!("ci token {SECRET} for the bot")));
+
+    // Sanity: the markers are in the files now (so the final check can fail).
+    store::checkpoint_truncate(&conn).unwrap();
+    assert!(!files_holding(&db, MARK).is_empty(), "the test sees the marker while the memories exist");
+    assert!(export_of(&conn).contains(MARK), "and in an export");
+    assert!(files_holding(&db, SECRET).is_empty(), "the secret was redacted before anything was written");
+    assert!(!export_of(&conn).contains(SECRET));
+
+    // A person deletes four for ever; the fifth goes through quarantine and the policy purge.
+    for id in [&remembered, &edited, &imported, &archived] {
+        lifecycle::hard_delete(&mut conn, id, true, Some("customer asked"), "user", now()).unwrap();
+    }
+    lifecycle::soft_delete(&mut conn, &procedure, Some("obsolete"), "user", now()).unwrap();
+    let later = time::parse("2026-08-01T12:00:00.000Z").unwrap();
+    let report = forgetting::run_batch(&mut conn, &BatchOptions::new(later, false)).unwrap();
+    assert!(report.purged.contains(&procedure), "the quarantine expired: {report:?}");
+    lifecycle::hard_delete(&mut conn, &with_secret, true, None, "user", now()).unwrap();
+
+    // The raw bytes: database, WAL and shared memory, with the connection still open.
+    let left = files_holding(&db, MARK);
+    assert!(left.is_empty(), "no byte of the erased text is left, found {MARK} in {left:?}");
+    assert!(!export_of(&conn).contains(MARK), "nor in an export");
+    assert!(files_holding(&db, "ghp_").is_empty());
+
+    // The audit still tells who deleted what and when, with the content's hash and length.
+    for (id, actor, policy) in [
+        (&remembered, "user", "manual"),
+        (&edited, "user", "manual"),
+        (&imported, "user", "manual"),
+        (&archived, "user", "manual"),
+        (&procedure, "policy", "quarantine-expired"),
+    ] {
+        let ev = audit::list_events(&conn, &audit::EventFilter { memory_id: Some(id.clone()), ..Default::default() })
+            .unwrap();
+        let hard = ev.iter().find(|e| e.action == "hard").unwrap_or_else(|| panic!("a hard event for {id}"));
+        assert_eq!(hard.actor, actor);
+        assert_eq!(hard.policy.as_deref(), Some(policy));
+        assert!(!hard.created_at.is_empty());
+        let meta = hard.metadata.as_ref().unwrap();
+        assert_eq!(meta["content_sha256"].as_str().unwrap().len(), 64, "{meta}");
+        assert!(meta["content_bytes"].as_u64().unwrap() > 0);
+        // Earlier rows stay (who did what when) without their text; an import writes none.
+        let earlier = if id == &imported { 1 } else { 2 };
+        assert!(ev.len() >= earlier, "earlier audit rows of {id} are kept: {ev:?}");
+        for e in &ev {
+            let text = serde_json::to_string(e).unwrap();
+            assert!(!text.contains(MARK), "audit row without text: {text}");
+        }
+    }
+    let ev =
+        audit::list_events(&conn, &audit::EventFilter { memory_id: Some(remembered.clone()), ..Default::default() })
+            .unwrap();
+    let hard = ev.iter().find(|e| e.action == "hard").unwrap();
+    let content = format!("the customer {MARK}remember lives in Lyon");
+    assert_eq!(hard.metadata.as_ref().unwrap()["content_sha256"], audit::sha256_hex(&content));
+    assert_eq!(hard.reason.as_deref(), Some("customer asked"), "why stays");
+    assert!(ev.iter().any(|e| e.action == "remember" && e.actor == "user"), "who remembered it stays");
+}
+
+#[test]
+fn soft_delete_and_restore_stay_byte_identical_with_secure_delete_on() {
+    let mut conn = store::open(temp_db()).unwrap();
+    let id = put(&mut conn, NewMemory::new(Tier::Semantic, "Auth uses Ed25519 keys"));
+    let before = lifecycle::get(&conn, &id).unwrap();
+    lifecycle::soft_delete(&mut conn, &id, None, "user", now()).unwrap();
+    lifecycle::restore(&mut conn, &id, "user", now()).unwrap();
+    assert_eq!(lifecycle::get(&conn, &id).unwrap(), before);
+    let on: i64 = conn.query_row("PRAGMA secure_delete", [], |r| r.get(0)).unwrap();
+    assert_eq!(on, 1, "every connection zeroes freed space");
+}
+
+#[test]
+fn scan_lists_and_redacts_in_place_erasing_the_old_text() {
+    let db = temp_db();
+    let mut conn = store::open(&db).unwrap();
+    // A memento-written row holds a secret (written behind Lethe's back).
+    conn.execute(
+        "INSERT INTO memory_item (id, type, content, created_at, tags) VALUES \
+         ('mem_00000000-0000-4000-8000-0000000000aa', 'semantic', ?1, '2026-05-01T00:00:00.000Z', '[]')",
+        [format!("db login postgres://app:{MARK}Pw9x@db.local/app and mail ana@example.org")],
+    )
+    .unwrap();
+    put(&mut conn, NewMemory::new(Tier::Semantic, "nothing to see here"));
+    let items = lethe_engine::scan::scan(&conn).unwrap();
+    assert_eq!(items.len(), 1, "{items:?}");
+    let kinds: Vec<&str> = items[0].kinds.iter().map(|k| k.as_str()).collect();
+    assert_eq!(kinds, vec!["url_password", "email"]);
+
+    let err = lethe_engine::scan::redact_in_place(&mut conn, false, "user", now()).unwrap_err();
+    assert_eq!(err.code(), "confirmation_required");
+    let r = lethe_engine::scan::redact_in_place(&mut conn, true, "user", now()).unwrap();
+    assert_eq!(r.redacted, 1);
+    let m = lifecycle::get(&conn, "mem_00000000-0000-4000-8000-0000000000aa").unwrap();
+    assert_eq!(m.content, "db login postgres://app:[REDACTED:url_password]@db.local/app and mail ana@example.org");
+    assert_eq!(m.tags, vec!["pii:email".to_string()], "pii=tag keeps the address and tags it");
+    assert!(files_holding(&db, MARK).is_empty(), "the old text is erased from the file");
+    let ev =
+        audit::list_events(&conn, &audit::EventFilter { memory_id: Some(m.id.clone()), ..Default::default() }).unwrap();
+    let edit = ev.iter().find(|e| e.action == "edit").expect("audited as an edit");
+    assert_eq!(edit.after.as_ref().unwrap()["redacted_kinds"], serde_json::json!(["url_password"]));
+    // Nothing left to redact: the listing now shows only the personal data that stays tagged.
+    let again = lethe_engine::scan::scan(&conn).unwrap();
+    assert_eq!(again[0].kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>(), vec!["email"]);
+}
