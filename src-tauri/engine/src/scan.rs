@@ -34,8 +34,8 @@ pub struct ScanReport {
     pub wal_truncated: Option<bool>,
 }
 
-/// Every field of a memory through `g`; the memory as it would be stored.
-fn guard_memory(g: &mut Guard, m: &Memory) -> Result<Memory> {
+/// Every field of a memory through `g`; the memory as it would be stored (scan and import).
+pub(crate) fn guard_memory(g: &mut Guard, m: &Memory) -> Result<Memory> {
     let mut out = m.clone();
     out.content = g.text("content", &m.content)?;
     out.source = g.opt("source", &m.source)?;

@@ -35,18 +35,9 @@ pub struct ImportReport {
 }
 
 /// Every text field of an imported memory through the secrets and personal-data guard.
-fn guard(mut m: Memory, report: &mut ImportReport, s: &Settings) -> Result<Memory> {
+fn guard(m: Memory, report: &mut ImportReport, s: &Settings) -> Result<Memory> {
     let mut g = Guard::new(Policy::of(s));
-    m.content = g.text("content", &m.content)?;
-    m.source = g.opt("source", &m.source)?;
-    m.task_goal = g.opt("task_goal", &m.task_goal)?;
-    m.workflow_name = g.opt("workflow_name", &m.workflow_name)?;
-    m.skill_name = g.opt("skill_name", &m.skill_name)?;
-    m.steps = g.opt_json("steps", &m.steps)?;
-    m.trigger_conditions = g.opt_json("trigger_conditions", &m.trigger_conditions)?;
-    m.reflection_notes = g.opt_json("reflection_notes", &m.reflection_notes)?;
-    let tags = g.tags(&m.tags)?;
-    m.tags = g.with_pii_tags(tags);
+    let m = crate::scan::guard_memory(&mut g, &m)?;
     let redacted = g.findings.iter().filter(|f| f.action == "redacted").count();
     report.redacted_spans += redacted;
     report.redacted_memories += usize::from(redacted > 0);
