@@ -97,3 +97,16 @@ export async function waitFor(fn, timeout = 10000, what = 'condition') {
   }
   throw new Error(`timed out waiting for ${what} (last: ${last})`);
 }
+
+export const css = (s) => By.css(s);
+export const rowSel = (id) => `[data-testid="memory-row"][data-id="${id}"]`;
+
+/** Clicks the sidebar entry of `view` and waits until it is the current page. */
+export async function nav(driver, view) {
+  await (await byTestId(driver, `nav-${view}`)).click();
+  await waitFor(
+    async () => (await (await byTestId(driver, `nav-${view}`)).getAttribute('aria-current')) === 'page',
+    5000,
+    `view ${view} active`,
+  );
+}

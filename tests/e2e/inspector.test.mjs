@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { tempDb, lethe, openApp, closeApp, byTestId, waitFor, By, LETHE } from './harness.mjs';
+import { tempDb, lethe, openApp, closeApp, byTestId, waitFor, LETHE, css, rowSel, nav } from './harness.mjs';
 
 const TEST_TIMEOUT = 60_000;
 
@@ -38,18 +38,7 @@ function letheAsync(db, ...args) {
   });
 }
 
-const css = (s) => By.css(s);
-const rowSel = (id) => `[data-testid="memory-row"][data-id="${id}"]`;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function nav(driver, view) {
-  await (await byTestId(driver, `nav-${view}`)).click();
-  await waitFor(
-    async () => (await (await byTestId(driver, `nav-${view}`)).getAttribute('aria-current')) === 'page',
-    5000,
-    `view ${view} active`,
-  );
-}
 
 /** Opens the Memories view and selects the row of `id` (detail panel for that id loaded). */
 async function selectMemory(driver, id) {

@@ -3,19 +3,7 @@
 // memories, pii: tags show as tags, and the two settings are in the Decay view.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { tempDb, lethe, openApp, closeApp, byTestId, waitFor, By } from './harness.mjs';
-
-const css = (s) => By.css(s);
-const rowSel = (id) => `[data-testid="memory-row"][data-id="${id}"]`;
-
-async function nav(driver, view) {
-  await (await byTestId(driver, `nav-${view}`)).click();
-  await waitFor(
-    async () => (await (await byTestId(driver, `nav-${view}`)).getAttribute('aria-current')) === 'page',
-    5000,
-    `view ${view} active`,
-  );
-}
+import { tempDb, lethe, openApp, closeApp, byTestId, waitFor, css, rowSel, nav } from './harness.mjs';
 
 const visibleIds = async (driver) =>
   Promise.all((await driver.findElements(css('[data-testid="memory-row"]'))).map((r) => r.getAttribute('data-id')));

@@ -4,20 +4,10 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { tempDb, lethe, openApp, closeApp, byTestId, waitFor, By } from './harness.mjs';
+import { tempDb, lethe, openApp, closeApp, byTestId, waitFor, css, nav } from './harness.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const OUT = path.join(root, 'docs/screenshots');
-const css = (s) => By.css(s);
-
-async function nav(driver, view) {
-  await (await byTestId(driver, `nav-${view}`)).click();
-  await waitFor(
-    async () => (await (await byTestId(driver, `nav-${view}`)).getAttribute('aria-current')) === 'page',
-    5000,
-    `view ${view}`,
-  );
-}
 
 /** Waits for fonts and two animation frames (a WebDriver screenshot can be one paint behind). */
 async function settle(driver) {
