@@ -11,6 +11,7 @@ pub enum ErrorCode {
     Conflict,
     NotFound,
     ConfirmationRequired,
+    Forbidden,
     DbUnavailable,
     Internal,
 }
@@ -29,6 +30,7 @@ impl From<lethe_engine::Error> for ApiError {
             "conflict" => ErrorCode::Conflict,
             "not_found" => ErrorCode::NotFound,
             "confirmation_required" => ErrorCode::ConfirmationRequired,
+            "forbidden" => ErrorCode::Forbidden,
             // Another program holding the file is, for a person, the database being unavailable.
             "db_unavailable" | "busy" => ErrorCode::DbUnavailable,
             _ => ErrorCode::Internal,

@@ -64,7 +64,7 @@ export type DemoCounts = { stored: number, pinned: number, procedures: number, r
 /**
  * The closed set of error codes the window tells apart.
  */
-export type ErrorCode = "invalid_input" | "conflict" | "not_found" | "confirmation_required" | "db_unavailable" | "internal";
+export type ErrorCode = "invalid_input" | "conflict" | "not_found" | "confirmation_required" | "forbidden" | "db_unavailable" | "internal";
 
 /**
  * The kinds of failure a reflection note records (seed 000).

@@ -16,6 +16,8 @@ pub enum Error {
     NotFound(String),
     #[error("confirmation required: {0}")]
     ConfirmationRequired(String),
+    #[error("forbidden: {0}")]
+    Forbidden(String),
     #[error("archive integrity check failed for archive #{0}: sha-256 mismatch")]
     Integrity(i64),
     #[error("not a lethe database: {0}")]
@@ -44,6 +46,7 @@ impl Error {
             Error::Conflict { .. } => "conflict",
             Error::NotFound(_) => "not_found",
             Error::ConfirmationRequired(_) => "confirmation_required",
+            Error::Forbidden(_) => "forbidden",
             Error::Foreign(_) => "db_unavailable",
             Error::Cancelled => "cancelled",
             Error::Busy(_) => "busy",
@@ -60,6 +63,7 @@ impl Error {
             "conflict" => 3,
             "not_found" => 4,
             "confirmation_required" => 5,
+            "forbidden" => 6,
             _ => 1,
         }
     }

@@ -3,6 +3,7 @@
 //! Pure functions take `now` as an argument; nothing here reads the clock except where a
 //! caller passes `chrono::Utc::now()`.
 
+pub mod actor;
 pub mod archive;
 pub mod audit;
 pub mod chart;

@@ -1,0 +1,111 @@
+//! Who acts. One grammar for every interface (DESIGN §10, issue #23): `user` is the person
+//! (the window, or the CLI on an interactive terminal); `agent:<name>` with a name of
+//! `[A-Za-z0-9._-]{1,64}` is an agent; `policy` is reserved for the engine's own batch.
+//! Anything else is `invalid_input`. Person-only operations (settings, hard delete) check
+//! [`require_person`] in the engine, so no interface can skip it.
+
+use crate::{Error, Result};
+
+/// The person at the window or at an interactive terminal.
+pub const USER: &str = "user";
+/// The engine's forgetting batch; no caller may claim it.
+pub const POLICY: &str = "policy";
+/// What the CLI records when it is not on a terminal and no `--actor` is given.
+pub const CLI_AGENT: &str = "agent:cli";
+
+const MAX_NAME: usize = 64;
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// Checks a claimed actor against the grammar: `user` or `agent:<name>`.
+/// `policy` and every other string are refused.
+pub fn parse(actor: &str) -> Result<&str> {
+    if actor == USER {
+        return Ok(actor);
+    }
+    match actor.strip_prefix("agent:") {
+        Some(name) if valid_name(name) => Ok(actor),
+        _ => Err(Error::invalid(format!(
+            "invalid actor {actor:?}: expected `user` or `agent:<name>` with a name of 1-64 characters from A-Z a-z 0-9 . _ -"
+        ))),
+    }
+}
+
+/// `agent:<name>` for a self-declared client name (MCP's `clientInfo.name`): characters
+/// outside the grammar become `_`, the name is cut to 64 bytes, an empty name is `unnamed`.
+/// A client can therefore never be recorded as `user` or `policy`.
+pub fn agent_from_client_name(name: &str) -> String {
+    let cleaned: String = name
+        .trim()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '_' })
+        .take(MAX_NAME)
+        .collect();
+    let cleaned = if cleaned.is_empty() { "unnamed".to_string() } else { cleaned };
+    format!("agent:{cleaned}")
+}
+
+/// Whether the actor is the person.
+pub fn is_person(actor: &str) -> bool {
+    actor == USER
+}
+
+/// `forbidden` (exit 6) unless the person acts.
+pub fn require_person(actor: &str, what: &str) -> Result<()> {
+    if is_person(actor) {
+        Ok(())
+    } else {
+        Err(Error::Forbidden(format!(
+            "{what} is for the person (the window, or the lethe CLI on an interactive terminal); {actor} may not do it"
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_grammar_accepts_user_and_agents_only() {
+        assert!(parse("user").is_ok());
+        assert!(parse("agent:claude-code_1.2").is_ok());
+        assert!(parse(&format!("agent:{}", "a".repeat(64))).is_ok());
+        for bad in [
+            "policy",
+            "agent:",
+            "agent:user name",
+            "agent:\u{202e}resu",
+            "agent:a\u{200b}b",
+            "User",
+            " user",
+            "agent:x/y",
+            "system",
+            &format!("agent:{}", "a".repeat(65)),
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert_eq!(e.code(), "invalid_input", "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn client_names_never_become_the_person() {
+        assert_eq!(agent_from_client_name("user"), "agent:user");
+        assert_eq!(agent_from_client_name("policy"), "agent:policy");
+        assert_eq!(agent_from_client_name("My Client\u{202e}"), "agent:My_Client_");
+        assert_eq!(agent_from_client_name("  "), "agent:unnamed");
+        assert_eq!(agent_from_client_name(&"x".repeat(100)).len(), "agent:".len() + 64);
+        assert!(parse(&agent_from_client_name("é ü\u{0}")).is_ok());
+    }
+
+    #[test]
+    fn only_the_person_passes_the_person_check() {
+        assert!(require_person("user", "x").is_ok());
+        let e = require_person("agent:bot", "changing settings").unwrap_err();
+        assert_eq!(e.code(), "forbidden");
+        assert_eq!(e.exit_code(), 6);
+    }
+}
