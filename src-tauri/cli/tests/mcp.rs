@@ -86,7 +86,7 @@ async fn an_agent_host_can_use_every_core_tool() {
     assert_eq!(text(&r)["pinned"], json!(true));
     let r = call("forget", json!({"id": id, "hard": true})).await.unwrap();
     assert_eq!(r.is_error, Some(true));
-    assert_eq!(text(&r)["error"]["code"], json!("confirmation_required"), "same codes as the CLI");
+    assert_eq!(text(&r)["error"]["code"], json!("forbidden"), "same codes as the CLI: a hard delete is the person's");
     let bad = call("remember", json!({"type": "semantic", "content": "x", "colour": "blue"})).await;
     assert!(bad.is_err(), "an unknown key is rejected: {bad:?}");
 
