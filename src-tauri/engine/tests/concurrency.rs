@@ -112,9 +112,25 @@ fn a_pinned_memory_in_quarantine_is_never_purged() {
     assert!(lifecycle::get(&conn, "mem_0000000").unwrap().is_deleted, "still in quarantine, restorable");
 }
 
-fn tempdir(name: &str) -> std::path::PathBuf {
+/// A scratch directory, removed when the test ends (150k rows are ~140 MB).
+struct TempDir(std::path::PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tempdir(name: &str) -> TempDir {
     let dir = std::env::temp_dir().join(format!("lethe-concurrency-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    TempDir(dir)
 }
