@@ -192,6 +192,23 @@ pub fn last_soft_event(conn: &Connection, memory_id: &str) -> Result<Option<(Opt
         .optional()?)
 }
 
+/// When a memory's quarantine began: the later of its `deleted_at` and its newest `soft`
+/// event. Neither a `deleted_at` written into the file by another program nor an old event
+/// makes a recent deletion look old, so the purge never comes early (issue #23).
+pub fn quarantined_since(conn: &Connection, memory_id: &str, deleted_at: Option<&str>) -> Result<Option<Instant>> {
+    let event: Option<String> = conn
+        .prepare_cached("SELECT MAX(created_at) FROM memory_forgetting_event WHERE memory_id = ?1 AND action = 'soft'")?
+        .query_row([memory_id], |r| r.get(0))
+        .optional()?
+        .flatten();
+    let a = time::parse_opt(deleted_at);
+    let b = time::parse_opt(event.as_deref());
+    Ok(match (a, b) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    })
+}
+
 /// Keys of Lethe's own audit JSON whose string values are facts (who, when, what kind), not
 /// a memory's text; every other string is text and is erased by [`scrub_memory`].
 const FACT_KEYS: &[&str] = &[

@@ -460,7 +460,9 @@ pub fn quarantine(conn: &Connection, s: &Settings, now: Instant) -> Result<Vec<Q
     for (id, tier, content, deleted_at) in rows {
         let Ok(tier) = tier.parse::<Tier>() else { continue };
         let (reason, score) = audit::last_soft_event(conn, &id)?.unwrap_or((None, None));
-        let since = time::parse_opt(deleted_at.as_deref()).map(|t| time::days_between(t, now)).unwrap_or(0.0);
+        let since = audit::quarantined_since(conn, &id, deleted_at.as_deref())?
+            .map(|t| time::days_between(t, now))
+            .unwrap_or(0.0);
         out.push(QuarantineItem {
             id,
             tier,
@@ -597,8 +599,12 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
     let can_purge = crate::store::memory_delete_blocked(conn)?.is_none();
     for r in snap.rows.iter().filter(|r| can_purge && r.is_deleted && !r.pinned) {
         if let Some(at) = time::parse_opt(r.deleted_at.as_deref()) {
+            // Only rows old enough by `deleted_at` ask the audit (few per run).
             if time::days_between(at, now) > s.quarantine_days {
-                decisions.push(plan(r, Decision::Purge(r.id.clone())));
+                let since = audit::quarantined_since(conn, &r.id, r.deleted_at.as_deref())?.unwrap_or(at);
+                if time::days_between(since, now) > s.quarantine_days {
+                    decisions.push(plan(r, Decision::Purge(r.id.clone())));
+                }
             }
         }
     }

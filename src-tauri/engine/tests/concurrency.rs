@@ -112,6 +112,26 @@ fn a_pinned_memory_in_quarantine_is_never_purged() {
     assert!(lifecycle::get(&conn, "mem_0000000").unwrap().is_deleted, "still in quarantine, restorable");
 }
 
+#[test]
+fn a_deleted_at_rewritten_into_the_past_does_not_bring_the_purge_forward() {
+    let dir = tempdir("forged");
+    let path = dir.join("m.db");
+    forgettable_store(&path, 2);
+    let mut conn = store::open(&path).unwrap();
+    lifecycle::soft_delete(&mut conn, "mem_0000000", Some("test"), "user", Utc::now()).unwrap();
+    // Another program dates the deletion to 1970 behind Lethe's back.
+    conn.execute("UPDATE memory_item SET deleted_at = '1970-01-01T00:00:00.000Z' WHERE id = 'mem_0000000'", [])
+        .unwrap();
+    let report = forgetting::run_batch(&mut conn, &BatchOptions::new(Utc::now(), false)).unwrap();
+    assert!(report.purged.is_empty(), "the soft event of today dates the quarantine: {:?}", report.purged);
+    let q = forgetting::quarantine(&conn, &lethe_engine::Settings::load(&conn).unwrap(), Utc::now()).unwrap();
+    assert!(q.iter().any(|i| i.id == "mem_0000000" && i.days_left > 29.0), "30 days left, not 0");
+    // 31 days later by the clock the purge comes as it should.
+    let later = Utc::now() + Duration::days(31);
+    let report = forgetting::run_batch(&mut conn, &BatchOptions::new(later, false)).unwrap();
+    assert!(report.purged.contains(&"mem_0000000".to_string()));
+}
+
 /// A scratch directory, removed when the test ends (150k rows are ~140 MB).
 struct TempDir(std::path::PathBuf);
 
