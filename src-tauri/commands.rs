@@ -1,6 +1,13 @@
-//! Tauri commands: take the state, call one engine function, map the error. All run off the
-//! main thread (`async`) so database work never blocks the window.
+//! Tauri commands: take the state, call one engine function, map the error. Database work
+//! runs on the blocking pool (`blocking`), never on the main thread nor on one of the async
+//! runtime's few workers: a command waiting for a file that is still opening, or for a
+//! snapshot that is loading, holds a pool thread while `db_info` and the others answer.
+//!
+//! No command takes a path from the page. Open, new and export ask the person through the
+//! native dialog, opened here in Rust; a recent file is picked by its index in the list Rust
+//! handed out (`files` checks every path before use).
 
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use lethe_engine::audit::{self, AuditEvent, EventFilter, ForgettingEvent};
@@ -8,11 +15,13 @@ use lethe_engine::forgetting::{self, BatchOptions, BatchReport, QuarantineItem, 
 use lethe_engine::lifecycle::{self, ListQuery, Page};
 use lethe_engine::{time, MemoryDetail, Settings};
 use serde::{Deserialize, Serialize};
-use tauri::{AppHandle, Emitter, State};
+use tauri::{AppHandle, Emitter, Manager, State};
+use tauri_plugin_dialog::{DialogExt, FileDialogBuilder};
 use ts_rs::TS;
 
 use crate::error::{ApiError, ApiResult};
-use crate::state::{lock, AppState};
+use crate::files;
+use crate::state::{AppState, OpenMode, Phase};
 
 /// The actor recorded for everything done in the window.
 const ACTOR: &str = "user";
@@ -24,40 +33,68 @@ fn at(now: &Option<String>) -> ApiResult<time::Instant> {
     }
 }
 
+/// Runs `f` with the state on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    app: AppHandle,
+    f: impl FnOnce(&AppState) -> ApiResult<T> + Send + 'static,
+) -> ApiResult<T> {
+    tauri::async_runtime::spawn_blocking(move || f(&app.state::<AppState>()))
+        .await
+        .map_err(|e| ApiError::internal(format!("the command's task failed: {e}")))?
+}
+
 /// The open database; `error` says why none could be opened.
-#[derive(Debug, Serialize, TS)]
+#[derive(Debug, Clone, Serialize, TS)]
 pub struct DbInfo {
     pub path: Option<String>,
     pub exists: bool,
     pub memento: bool,
     pub schema_version: i64,
     pub error: Option<String>,
+    /// True while the file is opening or its first scoring snapshot is loading; a
+    /// `db://opened` event follows when either finishes.
+    pub loading: bool,
+    /// Grows with every change of this information (each open, and each of its steps), so
+    /// the window can ignore an answer older than what it already shows: `db_info` and
+    /// `db://opened` travel separately and may arrive in either order.
+    pub revision: u64,
 }
 
-#[tauri::command(async)]
-pub fn db_info(state: State<'_, AppState>) -> DbInfo {
-    let path = lock(&state.path).clone();
-    let error = lock(&state.open_error).clone();
-    let (memento, schema_version) = state
-        .with_db(|db| Ok((lethe_engine::store::is_memento(&db.conn)?, lethe_engine::store::schema_version(&db.conn)?)))
-        .unwrap_or((false, 0));
+/// What `db_info` says, from the state's short lock only: never waits for the file.
+pub(crate) fn db_info_of(state: &AppState) -> DbInfo {
+    let c = state.info();
+    let step = match c.phase {
+        Phase::Opening => 0,
+        Phase::Open if !c.scored => 1,
+        _ => 2,
+    };
+    let error = match &c.phase {
+        Phase::Failed(message) if c.path.is_some() => Some(message.clone()),
+        _ => None,
+    };
     DbInfo {
-        exists: path.as_ref().is_some_and(|p| p.exists()),
-        path: path.map(|p| p.display().to_string()),
-        memento,
-        schema_version,
+        exists: c.path.as_ref().is_some_and(|p| p.exists()),
+        path: c.path.map(|p| p.display().to_string()),
+        memento: c.memento,
+        schema_version: c.schema_version,
+        loading: c.phase == Phase::Opening || (c.phase == Phase::Open && !c.scored),
+        revision: c.generation * 3 + step,
         error,
     }
 }
 
 #[tauri::command(async)]
-pub fn stats(state: State<'_, AppState>, now: Option<String>) -> ApiResult<Stats> {
+pub fn db_info(state: State<'_, AppState>) -> DbInfo {
+    db_info_of(&state)
+}
+
+#[tauri::command]
+pub async fn stats(app: AppHandle, now: Option<String>) -> ApiResult<Stats> {
     let now = at(&now)?;
-    state.with_db(|db| {
-        let s = Settings::load(&db.conn)?;
-        let snap = db.snapshot()?;
-        forgetting::stats(&db.conn, &snap, &s, now)
+    blocking(app, move |st| {
+        st.with_snapshot(|db, snap| forgetting::stats(&db.conn, snap, &Settings::load(&db.conn)?, now))
     })
+    .await
 }
 
 /// The filters of `list_memories`; an empty `tier`, `session` or `project` means "any".
@@ -82,8 +119,8 @@ pub struct ListArgs {
     pub now: Option<String>,
 }
 
-#[tauri::command(async)]
-pub fn list_memories(state: State<'_, AppState>, query: ListArgs) -> ApiResult<Page> {
+#[tauri::command]
+pub async fn list_memories(app: AppHandle, query: ListArgs) -> ApiResult<Page> {
     let now = at(&query.now)?;
     let q = ListQuery {
         tier: query.tier.as_deref().filter(|t| !t.is_empty()).map(str::parse).transpose()?,
@@ -98,77 +135,97 @@ pub fn list_memories(state: State<'_, AppState>, query: ListArgs) -> ApiResult<P
         limit: query.limit.unwrap_or(50),
         offset: query.offset.unwrap_or(0),
     };
-    state.with_db(|db| {
-        let s = Settings::load(&db.conn)?;
-        let snap = db.snapshot()?;
-        forgetting::list(&db.conn, &snap, &q, &s, now)
+    blocking(app, move |st| {
+        st.with_snapshot(|db, snap| forgetting::list(&db.conn, snap, &q, &Settings::load(&db.conn)?, now))
     })
+    .await
 }
 
-#[tauri::command(async)]
-pub fn show_memory(state: State<'_, AppState>, id: String, now: Option<String>) -> ApiResult<MemoryDetail> {
+#[tauri::command]
+pub async fn show_memory(app: AppHandle, id: String, now: Option<String>) -> ApiResult<MemoryDetail> {
     let now = at(&now)?;
-    state.with_db(|db| lethe_engine::detail(&db.conn, &id, now, None))
+    blocking(app, move |st| st.with_db(|db| lethe_engine::detail(&db.conn, &id, now, None))).await
 }
 
-#[tauri::command(async)]
-pub fn pin_memory(state: State<'_, AppState>, id: String) -> ApiResult<MemoryDetail> {
+#[tauri::command]
+pub async fn pin_memory(app: AppHandle, id: String) -> ApiResult<MemoryDetail> {
     let now = chrono::Utc::now();
-    state.with_db(|db| {
-        lifecycle::pin(&mut db.conn, &id, ACTOR, now)?;
-        lethe_engine::detail(&db.conn, &id, now, None)
+    blocking(app, move |st| {
+        st.with_db(|db| {
+            lifecycle::pin(&mut db.conn, &id, ACTOR, now)?;
+            lethe_engine::detail(&db.conn, &id, now, None)
+        })
     })
+    .await
 }
 
-#[tauri::command(async)]
-pub fn unpin_memory(state: State<'_, AppState>, id: String) -> ApiResult<MemoryDetail> {
+#[tauri::command]
+pub async fn unpin_memory(app: AppHandle, id: String) -> ApiResult<MemoryDetail> {
     let now = chrono::Utc::now();
-    state.with_db(|db| {
-        lifecycle::unpin(&mut db.conn, &id, ACTOR, now)?;
-        lethe_engine::detail(&db.conn, &id, now, None)
+    blocking(app, move |st| {
+        st.with_db(|db| {
+            lifecycle::unpin(&mut db.conn, &id, ACTOR, now)?;
+            lethe_engine::detail(&db.conn, &id, now, None)
+        })
     })
+    .await
 }
 
-#[tauri::command(async)]
-pub fn set_importance(state: State<'_, AppState>, id: String, value: f64) -> ApiResult<MemoryDetail> {
+#[tauri::command]
+pub async fn set_importance(app: AppHandle, id: String, value: f64) -> ApiResult<MemoryDetail> {
     let now = chrono::Utc::now();
-    state.with_db(|db| {
-        lifecycle::set_importance(&mut db.conn, &id, value, ACTOR, now)?;
-        lethe_engine::detail(&db.conn, &id, now, None)
+    blocking(app, move |st| {
+        st.with_db(|db| {
+            lifecycle::set_importance(&mut db.conn, &id, value, ACTOR, now)?;
+            lethe_engine::detail(&db.conn, &id, now, None)
+        })
     })
+    .await
 }
 
-#[tauri::command(async)]
-pub fn edit_memory(
-    state: State<'_, AppState>,
+#[tauri::command]
+pub async fn edit_memory(
+    app: AppHandle,
     id: String,
     content: String,
     expected_version: Option<i64>,
 ) -> ApiResult<MemoryDetail> {
     let now = chrono::Utc::now();
-    state.with_db(|db| {
-        lifecycle::edit_checked(&mut db.conn, &id, &content, expected_version, ACTOR, now)?;
-        lethe_engine::detail(&db.conn, &id, now, None)
+    blocking(app, move |st| {
+        st.with_db(|db| {
+            lifecycle::edit_checked(&mut db.conn, &id, &content, expected_version, ACTOR, now)?;
+            lethe_engine::detail(&db.conn, &id, now, None)
+        })
     })
+    .await
 }
 
-#[tauri::command(async)]
-pub fn delete_memory(state: State<'_, AppState>, id: String, reason: Option<String>) -> ApiResult<ForgettingEvent> {
-    state.with_db(|db| lifecycle::soft_delete(&mut db.conn, &id, reason.as_deref(), ACTOR, chrono::Utc::now()))
+#[tauri::command]
+pub async fn delete_memory(app: AppHandle, id: String, reason: Option<String>) -> ApiResult<ForgettingEvent> {
+    blocking(app, move |st| {
+        st.with_db(|db| lifecycle::soft_delete(&mut db.conn, &id, reason.as_deref(), ACTOR, chrono::Utc::now()))
+    })
+    .await
 }
 
-#[tauri::command(async)]
-pub fn restore_memory(state: State<'_, AppState>, id: String) -> ApiResult<MemoryDetail> {
+#[tauri::command]
+pub async fn restore_memory(app: AppHandle, id: String) -> ApiResult<MemoryDetail> {
     let now = chrono::Utc::now();
-    state.with_db(|db| {
-        lifecycle::restore(&mut db.conn, &id, ACTOR, now)?;
-        lethe_engine::detail(&db.conn, &id, now, None)
+    blocking(app, move |st| {
+        st.with_db(|db| {
+            lifecycle::restore(&mut db.conn, &id, ACTOR, now)?;
+            lethe_engine::detail(&db.conn, &id, now, None)
+        })
     })
+    .await
 }
 
-#[tauri::command(async)]
-pub fn hard_delete_memory(state: State<'_, AppState>, id: String, confirm: bool) -> ApiResult<ForgettingEvent> {
-    state.with_db(|db| lifecycle::hard_delete(&mut db.conn, &id, confirm, None, ACTOR, chrono::Utc::now()))
+#[tauri::command]
+pub async fn hard_delete_memory(app: AppHandle, id: String, confirm: bool) -> ApiResult<ForgettingEvent> {
+    blocking(app, move |st| {
+        st.with_db(|db| lifecycle::hard_delete(&mut db.conn, &id, confirm, None, ACTOR, chrono::Utc::now()))
+    })
+    .await
 }
 
 #[derive(Debug, Serialize, TS)]
@@ -176,37 +233,44 @@ pub struct Items<T> {
     pub items: Vec<T>,
 }
 
-#[tauri::command(async)]
-pub fn quarantine(state: State<'_, AppState>, now: Option<String>) -> ApiResult<Items<QuarantineItem>> {
+#[tauri::command]
+pub async fn quarantine(app: AppHandle, now: Option<String>) -> ApiResult<Items<QuarantineItem>> {
     let now = at(&now)?;
-    state.with_db(|db| Ok(Items { items: forgetting::quarantine(&db.conn, &Settings::load(&db.conn)?, now)? }))
+    blocking(app, move |st| {
+        st.with_db(|db| Ok(Items { items: forgetting::quarantine(&db.conn, &Settings::load(&db.conn)?, now)? }))
+    })
+    .await
 }
 
-#[tauri::command(async)]
-pub fn events(
-    state: State<'_, AppState>,
+#[tauri::command]
+pub async fn events(
+    app: AppHandle,
     memory_id: Option<String>,
     action: Option<String>,
     actor: Option<String>,
     limit: Option<usize>,
 ) -> ApiResult<Items<AuditEvent>> {
     let f = EventFilter { memory_id, action, actor, limit: limit.unwrap_or(200) };
-    state.with_db(|db| Ok(Items { items: audit::list_events(&db.conn, &f)? }))
+    blocking(app, move |st| st.with_db(|db| Ok(Items { items: audit::list_events(&db.conn, &f)? }))).await
 }
 
-#[tauri::command(async)]
-pub fn run_forget(app: AppHandle, state: State<'_, AppState>, dry_run: bool) -> ApiResult<BatchReport> {
-    state.cancel.store(false, Ordering::Relaxed);
-    let cancel = state.cancel.clone();
-    let progress = move |done: usize, total: usize| {
-        let _ = app.emit(crate::events::FORGET_PROGRESS, crate::events::ForgetProgress { done, total });
-    };
-    state.with_db(|db| {
-        let mut opts = BatchOptions::new(chrono::Utc::now(), dry_run);
-        opts.progress = Some(&progress);
-        opts.cancel = Some(&cancel);
-        forgetting::run_batch(&mut db.conn, &opts)
+#[tauri::command]
+pub async fn run_forget(app: AppHandle, dry_run: bool) -> ApiResult<BatchReport> {
+    let emitter = app.clone();
+    blocking(app, move |st| {
+        st.cancel.store(false, Ordering::Relaxed);
+        let cancel = st.cancel.clone();
+        let progress = move |done: usize, total: usize| {
+            let _ = emitter.emit(crate::events::FORGET_PROGRESS, crate::events::ForgetProgress { done, total });
+        };
+        st.with_db(|db| {
+            let mut opts = BatchOptions::new(chrono::Utc::now(), dry_run);
+            opts.progress = Some(&progress);
+            opts.cancel = Some(&cancel);
+            forgetting::run_batch(&mut db.conn, &opts)
+        })
     })
+    .await
 }
 
 #[tauri::command]
@@ -214,44 +278,109 @@ pub fn cancel_forget(state: State<'_, AppState>) {
     state.cancel.store(true, Ordering::Relaxed);
 }
 
-#[tauri::command(async)]
-pub fn get_settings(state: State<'_, AppState>) -> ApiResult<Settings> {
-    state.with_db(|db| Settings::load(&db.conn))
+#[tauri::command]
+pub async fn get_settings(app: AppHandle) -> ApiResult<Settings> {
+    blocking(app, |st| st.with_db(|db| Settings::load(&db.conn))).await
 }
 
-#[tauri::command(async)]
-pub fn set_settings(state: State<'_, AppState>, settings: Settings) -> ApiResult<Settings> {
-    state.with_db(|db| Settings::store(&mut db.conn, &settings, ACTOR, chrono::Utc::now()))
+#[tauri::command]
+pub async fn set_settings(app: AppHandle, settings: Settings) -> ApiResult<Settings> {
+    blocking(app, move |st| st.with_db(|db| Settings::store(&mut db.conn, &settings, ACTOR, chrono::Utc::now()))).await
 }
 
-#[tauri::command(async)]
-pub fn what_if(state: State<'_, AppState>, settings: Settings, now: Option<String>) -> ApiResult<WhatIf> {
+#[tauri::command]
+pub async fn what_if(app: AppHandle, settings: Settings, now: Option<String>) -> ApiResult<WhatIf> {
     let now = at(&now)?;
-    state.with_db(|db| {
-        let current = Settings::load(&db.conn)?;
-        let snap = db.snapshot()?;
-        forgetting::what_if(&snap, &current, &settings, now)
+    blocking(app, move |st| {
+        st.with_snapshot(|db, snap| forgetting::what_if(snap, &Settings::load(&db.conn)?, &settings, now))
     })
+    .await
 }
 
-#[tauri::command(async)]
-pub fn open_db(app: AppHandle, state: State<'_, AppState>, path: String) -> ApiResult<DbInfo> {
-    crate::open_and_watch(&app, &state, std::path::Path::new(&path)).map_err(ApiError::from)?;
-    crate::recent::remember(&path);
-    Ok(db_info(state))
-}
+const DB_EXTENSIONS: &[&str] = &["db", "sqlite", "sqlite3"];
+const DB_FILTER: &str = "Lethe / memento database";
 
-#[tauri::command(async)]
-pub fn new_db(app: AppHandle, state: State<'_, AppState>, path: String) -> ApiResult<DbInfo> {
-    if std::path::Path::new(&path).exists() {
-        return Err(ApiError::invalid(format!("{path} already exists; use Open")));
+/// The native file dialog, parented to the window, on the blocking pool; the chosen path
+/// must be a plain absolute path. `None` when the person cancelled.
+async fn ask(
+    app: &AppHandle,
+    configure: impl FnOnce(FileDialogBuilder<tauri::Wry>) -> FileDialogBuilder<tauri::Wry> + Send + 'static,
+    save: bool,
+) -> ApiResult<Option<PathBuf>> {
+    let app = app.clone();
+    // The builder is made on the pool thread too: it never crosses threads.
+    let picked = tauri::async_runtime::spawn_blocking(move || {
+        let mut dialog = app.dialog().file();
+        if let Some(window) = app.get_webview_window("main") {
+            dialog = dialog.set_parent(&window);
+        }
+        let dialog = configure(dialog);
+        if save {
+            dialog.blocking_save_file()
+        } else {
+            dialog.blocking_pick_file()
+        }
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("the file dialog failed: {e}")))?;
+    match picked {
+        None => Ok(None),
+        Some(p) => match p.as_path() {
+            Some(path) => files::plain_absolute(path).map(Some),
+            None => Err(ApiError::invalid(format!("{p}: only a local file path is accepted"))),
+        },
     }
-    open_db(app, state, path)
 }
 
+/// Asks for a database file in the native dialog and starts opening it; `null` when the
+/// person cancelled. Returns at once with the path and `loading`; `db://opened` follows.
+#[tauri::command]
+pub async fn open_db(app: AppHandle) -> ApiResult<Option<DbInfo>> {
+    let Some(path) = ask(&app, |d| d.add_filter(DB_FILTER, DB_EXTENSIONS), false).await? else {
+        return Ok(None);
+    };
+    Ok(Some(crate::start_open(&app, path, OpenMode::Existing)))
+}
+
+/// Asks where to create a new database in the native save dialog; refuses anything that is
+/// already there (the file is created with O_EXCL, 0600), then opens it like `open_db`.
+#[tauri::command]
+pub async fn new_db(app: AppHandle) -> ApiResult<Option<DbInfo>> {
+    let ask_new = |d: FileDialogBuilder<tauri::Wry>| d.add_filter(DB_FILTER, DB_EXTENSIONS).set_file_name("memory.db");
+    let Some(path) = ask(&app, ask_new, true).await? else {
+        return Ok(None);
+    };
+    files::create_new_db_file(&path)?;
+    Ok(Some(crate::start_open(&app, path, OpenMode::Existing)))
+}
+
+/// Opens the current file again ("Try again" after it could not be opened).
 #[tauri::command(async)]
-pub fn recent_files() -> Vec<String> {
-    crate::recent::list()
+pub fn reopen_db(app: AppHandle) -> ApiResult<DbInfo> {
+    let c = app.state::<AppState>().info();
+    let path = c.path.ok_or_else(|| ApiError::invalid("no database to open again"))?;
+    Ok(crate::start_open(&app, files::plain_absolute(&path)?, c.mode))
+}
+
+/// The recent files, newest first. The page opens one by its index in this list.
+#[tauri::command(async)]
+pub fn recent_files(state: State<'_, AppState>) -> Vec<String> {
+    let list = crate::recent::list();
+    let shown = list.iter().map(|p| p.display().to_string()).collect();
+    state.set_recent_shown(list);
+    shown
+}
+
+/// Opens entry `index` of the list `recent_files` last returned.
+#[tauri::command(async)]
+pub fn open_recent(app: AppHandle, index: usize) -> ApiResult<DbInfo> {
+    let st = app.state::<AppState>();
+    let path = st.recent_shown(index).ok_or_else(|| ApiError::invalid(format!("no recent file number {index}")))?;
+    let path = files::plain_absolute(&path)?;
+    if !path.is_file() {
+        return Err(ApiError::invalid(format!("{} no longer exists", path.display())));
+    }
+    Ok(crate::start_open(&app, path, OpenMode::Existing))
 }
 
 #[derive(Debug, Serialize, TS)]
@@ -261,9 +390,9 @@ pub struct RecallResults {
     pub recall_mode: String,
 }
 
-#[tauri::command(async)]
-pub fn recall(
-    state: State<'_, AppState>,
+#[tauri::command]
+pub async fn recall(
+    app: AppHandle,
     query: String,
     limit: Option<usize>,
     tier: Option<String>,
@@ -277,31 +406,38 @@ pub fn recall(
         ..Default::default()
     };
     // A person searching is not an agent recalling: no meta-memory statistics are recorded.
-    state.with_db(|db| {
-        Ok(RecallResults {
-            results: lethe_engine::recall::recall(&db.conn, &q, chrono::Utc::now())?,
-            recall_mode: lethe_engine::embed::status(),
+    blocking(app, move |st| {
+        st.with_db(|db| {
+            Ok(RecallResults {
+                results: lethe_engine::recall::recall(&db.conn, &q, chrono::Utc::now())?,
+                recall_mode: lethe_engine::embed::status(),
+            })
         })
     })
+    .await
 }
 
-#[tauri::command(async)]
-pub fn workflows(state: State<'_, AppState>) -> ApiResult<Items<MemoryDetail>> {
+#[tauri::command]
+pub async fn workflows(app: AppHandle) -> ApiResult<Items<MemoryDetail>> {
     let now = chrono::Utc::now();
-    state.with_db(|db| {
-        let ids: Vec<String> = db
-            .conn
-            .prepare("SELECT id FROM memory_item WHERE type = 'procedural' AND COALESCE(is_deleted, 0) = 0 ORDER BY workflow_name, skill_name, created_at")?
-            .query_map([], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        let items = ids.iter().map(|id| lethe_engine::detail(&db.conn, id, now, None)).collect::<lethe_engine::Result<_>>()?;
-        Ok(Items { items })
+    blocking(app, move |st| {
+        st.with_db(|db| {
+            let ids: Vec<String> = db
+                .conn
+                .prepare("SELECT id FROM memory_item WHERE type = 'procedural' AND COALESCE(is_deleted, 0) = 0 ORDER BY workflow_name, skill_name, created_at")?
+                .query_map([], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            let items = ids.iter().map(|id| lethe_engine::detail(&db.conn, id, now, None)).collect::<lethe_engine::Result<_>>()?;
+            Ok(Items { items })
+        })
     })
+    .await
 }
 
-#[tauri::command(async)]
-pub fn history(state: State<'_, AppState>, id: String) -> ApiResult<Items<lethe_engine::procedural::Version>> {
-    state.with_db(|db| Ok(Items { items: lethe_engine::procedural::history(&db.conn, &id)? }))
+#[tauri::command]
+pub async fn history(app: AppHandle, id: String) -> ApiResult<Items<lethe_engine::procedural::Version>> {
+    blocking(app, move |st| st.with_db(|db| Ok(Items { items: lethe_engine::procedural::history(&db.conn, &id)? })))
+        .await
 }
 
 /// A change to a procedure; a missing field stays as it is. The engine rejects `steps` that
@@ -320,9 +456,9 @@ pub struct ProcedurePatchArgs {
     pub skill_name: Option<String>,
 }
 
-#[tauri::command(async)]
-pub fn update_procedure(
-    state: State<'_, AppState>,
+#[tauri::command]
+pub async fn update_procedure(
+    app: AppHandle,
     id: String,
     expected_version: i64,
     patch: ProcedurePatchArgs,
@@ -338,56 +474,60 @@ pub fn update_procedure(
             skill_name: patch.skill_name,
         },
     };
-    state.with_db(|db| {
-        lethe_engine::procedural::update(&mut db.conn, &id, expected_version, &p, ACTOR, now)?;
-        lethe_engine::detail(&db.conn, &id, now, None)
+    blocking(app, move |st| {
+        st.with_db(|db| {
+            lethe_engine::procedural::update(&mut db.conn, &id, expected_version, &p, ACTOR, now)?;
+            lethe_engine::detail(&db.conn, &id, now, None)
+        })
     })
+    .await
 }
 
-#[tauri::command(async)]
-pub fn load_demo(state: State<'_, AppState>) -> ApiResult<lethe_engine::demo::DemoCounts> {
-    state.with_db(|db| lethe_engine::demo::load(&mut db.conn, 7, 120, chrono::Utc::now()))
+#[tauri::command]
+pub async fn load_demo(app: AppHandle) -> ApiResult<lethe_engine::demo::DemoCounts> {
+    blocking(app, |st| st.with_db(|db| lethe_engine::demo::load(&mut db.conn, 7, 120, chrono::Utc::now()))).await
 }
 
-#[tauri::command(async)]
-pub fn chart_decay(state: State<'_, AppState>, horizon_days: f64, theme: Option<String>) -> ApiResult<String> {
+#[tauri::command]
+pub async fn chart_decay(app: AppHandle, horizon_days: f64, theme: Option<String>) -> ApiResult<String> {
     let theme = theme.as_deref().unwrap_or("light").parse()?;
-    state.with_db(|db| lethe_engine::chart::render_decay(&Settings::load(&db.conn)?, horizon_days, (760, 360), theme))
+    blocking(app, move |st| {
+        st.with_db(|db| lethe_engine::chart::render_decay(&Settings::load(&db.conn)?, horizon_days, (760, 360), theme))
+    })
+    .await
 }
 
-#[tauri::command(async)]
-pub fn chart_projection(
-    state: State<'_, AppState>,
+#[tauri::command]
+pub async fn chart_projection(
+    app: AppHandle,
     id: String,
     theme: Option<String>,
     now: Option<String>,
 ) -> ApiResult<String> {
     let now = at(&now)?;
     let theme = theme.as_deref().unwrap_or("light").parse()?;
-    state.with_db(|db| lethe_engine::projection_chart(&db.conn, &id, now, theme))
+    blocking(app, move |st| st.with_db(|db| lethe_engine::projection_chart(&db.conn, &id, now, theme))).await
 }
 
-#[tauri::command(async)]
-pub fn chart_distribution(state: State<'_, AppState>, theme: Option<String>, now: Option<String>) -> ApiResult<String> {
+#[tauri::command]
+pub async fn chart_distribution(app: AppHandle, theme: Option<String>, now: Option<String>) -> ApiResult<String> {
     let now = at(&now)?;
     let theme = theme.as_deref().unwrap_or("light").parse()?;
-    state.with_db(|db| {
-        let snap = db.snapshot()?;
-        lethe_engine::distribution_chart(&db.conn, &snap, now, theme)
-    })
+    blocking(app, move |st| st.with_snapshot(|db, snap| lethe_engine::distribution_chart(&db.conn, snap, now, theme)))
+        .await
 }
 
-/// Writes a chart to a path the person chose in the save dialog (`.svg` or `.png`).
-#[tauri::command(async)]
-pub fn export_chart(
-    state: State<'_, AppState>,
+/// Asks in the native save dialog where to write a chart (`.svg` or `.png`) and writes it
+/// there, never through a symbolic link; resolves to the path written, `null` when cancelled.
+#[tauri::command]
+pub async fn export_chart(
+    app: AppHandle,
     chart: String,
-    path: String,
     id: Option<String>,
     horizon_days: Option<f64>,
     theme: Option<String>,
     now: Option<String>,
-) -> ApiResult<String> {
+) -> ApiResult<Option<String>> {
     let now = at(&now)?;
     let theme = theme.as_deref().unwrap_or("light").parse()?;
     let kind = match (chart.as_str(), id) {
@@ -396,9 +536,19 @@ pub fn export_chart(
         ("projection", Some(id)) => lethe_engine::ChartKind::Projection { id },
         _ => return Err(ApiError::invalid(format!("unknown chart {chart:?} (or projection without id)"))),
     };
-    state.with_db(|db| {
-        let snap = db.snapshot()?;
-        lethe_engine::export_chart(&db.conn, &snap, &kind, now, theme, std::path::Path::new(&path))
-    })?;
-    Ok(path)
+    let name = files::chart_file_name(&kind);
+    let ask_where = move |d: FileDialogBuilder<tauri::Wry>| {
+        d.set_file_name(name).add_filter("SVG image", &["svg"]).add_filter("PNG image", &["png"])
+    };
+    let Some(path) = ask(&app, ask_where, true).await? else {
+        return Ok(None);
+    };
+    let format = lethe_engine::chart::ChartFormat::from_path(&path)?;
+    blocking(app, move |st| {
+        let bytes =
+            st.with_snapshot(|db, snap| lethe_engine::export_chart(&db.conn, snap, &kind, now, theme, format))?;
+        files::write_export(&path, &bytes)?;
+        Ok(Some(path.display().to_string()))
+    })
+    .await
 }

@@ -47,6 +47,10 @@ impl ApiError {
     pub fn invalid(message: impl Into<String>) -> Self {
         ApiError { code: ErrorCode::InvalidInput, message: message.into() }
     }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        ApiError { code: ErrorCode::Internal, message: message.into() }
+    }
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;

@@ -6,6 +6,9 @@ use ts_rs::TS;
 
 pub const DB_CHANGED: &str = "db://changed";
 pub const DB_STATUS: &str = "db://status";
+/// Payload: `DbInfo` (commands.rs), when opening a file finished or failed, and again when
+/// its first scoring snapshot is loaded.
+pub const DB_OPENED: &str = "db://opened";
 pub const FORGET_PROGRESS: &str = "forget://progress";
 pub const VECTORS_PROGRESS: &str = "vectors://progress";
 

@@ -6,22 +6,102 @@ mod bindings;
 mod commands;
 mod error;
 mod events;
+mod files;
 mod recent;
 mod state;
+#[cfg(test)]
+mod window_commands;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use events::{DbChanged, DbStatus, LiveState, VectorsProgress};
 use lethe_engine::watch::{self, WatchEvent};
+use state::{FileFacts, OpenDb, OpenMode};
 use tauri::{AppHandle, Emitter, Manager};
 
 pub use state::AppState;
 
-/// Opens the database and starts watching it; watcher callbacks become small events.
-pub(crate) fn open_and_watch(app: &AppHandle, state: &AppState, path: &Path) -> lethe_engine::Result<()> {
+/// Starts opening `path` on a background thread and returns at once with what the window
+/// should show meanwhile (the path, `loading`). When the connection is ready, and again when
+/// the first scoring snapshot is loaded, `db://opened` carries the new `DbInfo`; until the
+/// connection is ready, commands wait for it (off the main thread, see `state`).
+pub(crate) fn start_open(app: &AppHandle, path: PathBuf, mode: OpenMode) -> commands::DbInfo {
+    let st = app.state::<AppState>();
+    let generation = st.begin_open(&path, mode);
+    let info = commands::db_info_of(&st);
     let handle = app.clone();
+    let spawned = std::thread::Builder::new()
+        .name("lethe-open".into())
+        .spawn(move || open_in_background(&handle, generation, &path, mode));
+    if let Err(e) = spawned {
+        st.finish_open(generation, Err(format!("cannot start opening: {e}")));
+        return commands::db_info_of(&st);
+    }
+    info
+}
+
+fn open_in_background(app: &AppHandle, generation: u64, path: &Path, mode: OpenMode) {
+    let st = app.state::<AppState>();
+    st.retire_previous(generation);
+    let opened = open_file(path, mode).and_then(|conn| {
+        let facts = FileFacts {
+            memento: lethe_engine::store::is_memento(&conn)?,
+            schema_version: lethe_engine::store::schema_version(&conn)?,
+        };
+        Ok((conn, facts))
+    });
+    let result = match opened {
+        Ok((conn, facts)) => {
+            let watcher = watch_file(app, generation, path);
+            Ok((OpenDb::new(generation, path.to_path_buf(), conn, watcher), facts))
+        }
+        Err(e) => {
+            eprintln!("lethe: cannot open {}: {e}", path.display());
+            Err(format!("{}: {e}", path.display()))
+        }
+    };
+    let ok = result.is_ok();
+    if !st.finish_open(generation, result) {
+        return; // A newer open took over; it reports for itself.
+    }
+    let _ = app.emit(events::DB_OPENED, commands::db_info_of(&st));
+    if !ok {
+        return;
+    }
+    recent::remember(path);
+    // The first scoring snapshot, loaded here rather than by the first view that asks, so
+    // it starts at once; the reads that need it wait for it, the others do not.
+    if let Err(e) = st.snapshot() {
+        eprintln!("lethe: scoring {}: {}", path.display(), e.message);
+    }
+    st.mark_scored(generation);
+    let _ = app.emit(events::DB_OPENED, commands::db_info_of(&st));
+    spawn_backfill(app, generation, path);
+}
+
+/// Opens the file; only the launch path is created (with its directory) when missing.
+fn open_file(path: &Path, mode: OpenMode) -> lethe_engine::Result<lethe_engine::store::Connection> {
+    match mode {
+        OpenMode::Launch => {
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent)?;
+            }
+        }
+        OpenMode::Existing => {
+            if !path.is_file() {
+                return Err(lethe_engine::Error::NotFound(format!("no database file at {}", path.display())));
+            }
+        }
+    }
+    lethe_engine::store::open(path)
+}
+
+/// Watches the file of `generation`; watcher callbacks become small events.
+fn watch_file(app: &AppHandle, generation: u64, path: &Path) -> Option<watch::DbWatcher> {
+    let handle = app.clone();
+    let reopen = path.to_path_buf();
     let status = |state, message: &str| DbStatus { state, message: message.to_string() };
-    let watcher = watch::watch(path, move |ev| {
+    watch::watch(path, move |ev| {
         let _ = match ev {
             WatchEvent::Changed { data_version, ids } => {
                 handle.emit(events::DB_CHANGED, DbChanged { data_version, ids })
@@ -31,14 +111,11 @@ pub(crate) fn open_and_watch(app: &AppHandle, state: &AppState, path: &Path) -> 
                 status(LiveState::Missing, "the database file is gone (deleted or being replaced)"),
             ),
             WatchEvent::Back => {
-                // Reopen on the new file, then tell the UI to re-read everything.
-                if let Some(st) = handle.try_state::<AppState>() {
-                    if let Some(p) = state::lock(&st.path).clone() {
-                        if let Some(db) = state::lock(&st.db).as_mut() {
-                            if let Ok(conn) = lethe_engine::store::open(&p) {
-                                db.conn = conn;
-                            }
-                        }
+                // Reopen on the new file (without holding any lock while opening), then tell
+                // the UI to re-read everything.
+                if let Ok(conn) = lethe_engine::store::open(&reopen) {
+                    if let Some(st) = handle.try_state::<AppState>() {
+                        st.reconnect(generation, conn);
                     }
                 }
                 let _ = handle.emit(events::DB_STATUS, status(LiveState::Live, "the database is back"));
@@ -47,17 +124,14 @@ pub(crate) fn open_and_watch(app: &AppHandle, state: &AppState, path: &Path) -> 
             WatchEvent::Error(message) => handle.emit(events::DB_STATUS, status(LiveState::Error, &message)),
         };
     })
-    .ok();
-    state.open(path, watcher)?;
-    spawn_backfill(app, path);
-    Ok(())
+    .ok()
 }
 
 /// Embeds, on its own thread and connection, the memories that have no vector of this model
 /// yet (a memento file, an older Lethe, another model), in short transactions so the window
 /// keeps reading meanwhile; reports `vectors://progress` and, when vectors were written,
 /// reloads the scoring snapshot and asks the window to re-read.
-fn spawn_backfill(app: &AppHandle, path: &Path) {
+fn spawn_backfill(app: &AppHandle, generation: u64, path: &Path) {
     let Some(e) = lethe_engine::embed::shared() else { return };
     let (handle, path) = (app.clone(), path.to_path_buf());
     std::thread::spawn(move || {
@@ -79,9 +153,7 @@ fn spawn_backfill(app: &AppHandle, path: &Path) {
             Ok((0, 0)) => {}
             Ok((done, total)) => {
                 if let Some(st) = handle.try_state::<AppState>() {
-                    if let Some(db) = state::lock(&st.db).as_mut().filter(|db| db.path == path) {
-                        db.invalidate_snapshot();
-                    }
+                    st.invalidate_snapshot(generation);
                 }
                 progress(done, total.max(done), true, None);
                 let _ = handle.emit(events::DB_CHANGED, DbChanged { data_version: 0, ids: None });
@@ -101,16 +173,13 @@ pub fn run() {
         .plugin(tauri_plugin_dialog::init())
         .manage(AppState::default())
         .setup(move |app| {
-            let handle = app.handle().clone();
-            let st = app.state::<AppState>();
-            // A database that cannot be opened is reported in the window, not a crash.
-            if let Err(e) = open_and_watch(&handle, &st, &db_path) {
-                eprintln!("lethe: cannot open {}: {e}", db_path.display());
-            } else {
-                recent::remember(&db_path.display().to_string());
-            }
+            // Opening runs on its own thread: the window appears at once and shows the path;
+            // a file that cannot be opened is reported in the window, not a crash.
+            start_open(app.handle(), db_path, OpenMode::Launch);
             Ok(())
         })
+        // Exactly the commands of src-tauri/window_commands.rs (the app manifest in build.rs,
+        // the capability grants each); a test keeps the three lists and api.ts equal.
         .invoke_handler(tauri::generate_handler![
             commands::db_info,
             commands::stats,
@@ -132,6 +201,8 @@ pub fn run() {
             commands::what_if,
             commands::open_db,
             commands::new_db,
+            commands::reopen_db,
+            commands::open_recent,
             commands::recent_files,
             commands::recall,
             commands::workflows,
@@ -145,4 +216,54 @@ pub fn run() {
         ])
         .run(tauri::generate_context!())
         .expect("error while running the Lethe window");
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use crate::window_commands::WINDOW_COMMANDS;
+
+    fn repo_file(path: &str) -> String {
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).unwrap()
+    }
+
+    /// The command names `api.ts` passes to `call(...)`, its one wrapper around `invoke`.
+    fn invoked_by_the_ui() -> BTreeSet<String> {
+        let api = repo_file("ui/src/api.ts");
+        assert_eq!(
+            api.matches("invoke<").count(),
+            1,
+            "api.ts invokes only inside call(), so every command name is seen here"
+        );
+        let mut names = BTreeSet::new();
+        for (at, _) in api.match_indices("call<").chain(api.match_indices("call(")) {
+            let rest = &api[at..];
+            let Some(open) = rest.find("('") else { continue };
+            if open > 120 {
+                continue;
+            }
+            let name: String = rest[open + 2..].chars().take_while(|c| *c != '\'').collect();
+            names.insert(name);
+        }
+        names
+    }
+
+    #[test]
+    fn the_manifest_the_capability_and_the_ui_name_the_same_commands() {
+        let manifest: BTreeSet<String> = WINDOW_COMMANDS.iter().map(|c| c.to_string()).collect();
+        assert_eq!(manifest.len(), WINDOW_COMMANDS.len(), "no command listed twice");
+        assert_eq!(invoked_by_the_ui(), manifest, "the manifest allows exactly what api.ts invokes");
+        let cap: serde_json::Value = serde_json::from_str(&repo_file("src-tauri/capabilities/main.json")).unwrap();
+        let granted: BTreeSet<String> =
+            cap["permissions"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().to_string()).collect();
+        let mut expected: BTreeSet<String> =
+            manifest.iter().map(|c| format!("allow-{}", c.replace('_', "-"))).collect();
+        expected.extend(["core:event:allow-listen".to_string(), "core:event:allow-unlisten".to_string()]);
+        assert_eq!(
+            granted, expected,
+            "the window is granted each allowed command and the event listener, nothing else"
+        );
+        assert!(!granted.iter().any(|p| p.starts_with("dialog:")), "the page never opens a dialog itself");
+    }
 }

@@ -1,9 +1,26 @@
-//! The managed state: the open database (one connection behind a blocking mutex), its
-//! watcher, a cached scoring snapshot, and the cancel flag of a running forget batch.
+//! The managed state, in three parts with a lock each, so that no lock is ever held by one
+//! party while another waits for something unrelated:
+//!
+//! - `current`: what the window shows about the file (path, whether it is still opening,
+//!   why it failed). Held only to read or swap a few fields, never across I/O: `db_info`
+//!   answers at once, whatever else runs.
+//! - `db`: the connection the commands use, behind a blocking mutex.
+//! - `snapshot`: the cached scoring snapshot with its own connection, so loading it (tens of
+//!   seconds on a large store in a debug build) never holds the connection the cheap reads
+//!   need; only the reads that need scores wait for it.
+//!
+//! Opening a file happens on a background thread (lib.rs): [`AppState::begin_open`] records
+//! the path at once, the open runs without any lock, and [`AppState::finish_open`] swaps the
+//! result in under a short lock. Commands that arrive meanwhile wait for that swap (on a
+//! condition variable, on the blocking pool) instead of seeing the previous file.
+//!
+//! Lock order, where two are taken: `current` before `db`. Nothing is dropped while a lock is
+//! held if dropping it could wait (a watcher, a connection).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use lethe_engine::forgetting::Snapshot;
 use lethe_engine::store::{self, Connection};
@@ -14,45 +31,104 @@ use crate::error::{ApiError, ApiResult};
 /// Up to this many changed memories the snapshot is patched instead of reloaded.
 const INCREMENTAL_LIMIT: usize = 200;
 
+/// How long a command waits for a file that is still opening before it gives up.
+const OPEN_WAIT: Duration = Duration::from_secs(120);
+
+/// How a file may be opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// The launch path (`--db`, `$LETHE_DB` or the default): created with its directory when
+    /// missing, as the CLI does.
+    Launch,
+    /// A file the person picked or created through the dialog, or an entry of the recent
+    /// list: it must exist; nothing else is created.
+    Existing,
+}
+
+/// Where the connection of the current file stands.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Phase {
+    Opening,
+    Open,
+    Failed(String),
+}
+
+/// What the window shows about the current file; cheap to read.
+#[derive(Debug)]
+struct Current {
+    /// Bumped by every open, so a slow open that was overtaken by a newer one is discarded.
+    generation: u64,
+    path: Option<PathBuf>,
+    mode: OpenMode,
+    phase: Phase,
+    /// The first scoring snapshot of this generation has been loaded (or failed).
+    scored: bool,
+    memento: bool,
+    schema_version: i64,
+}
+
+impl Default for Current {
+    fn default() -> Self {
+        Current {
+            generation: 0,
+            path: None,
+            mode: OpenMode::Launch,
+            phase: Phase::Failed("no database is open".into()),
+            scored: false,
+            memento: false,
+            schema_version: 0,
+        }
+    }
+}
+
+/// A snapshot of what `current` says, for `db_info`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CurrentInfo {
+    pub generation: u64,
+    pub path: Option<PathBuf>,
+    pub mode: OpenMode,
+    pub phase: Phase,
+    pub scored: bool,
+    pub memento: bool,
+    pub schema_version: i64,
+}
+
+/// The facts about a freshly opened file that `db_info` reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileFacts {
+    pub memento: bool,
+    pub schema_version: i64,
+}
+
 pub struct OpenDb {
+    pub generation: u64,
     pub path: PathBuf,
     pub conn: Connection,
-    snapshot: Option<(i64, Arc<Snapshot>)>,
-    pub _watcher: Option<DbWatcher>,
+    _watcher: Option<DbWatcher>,
 }
 
 impl OpenDb {
-    /// The scoring snapshot: unchanged while the change journal stands still, patched for
-    /// the few memories an agent just wrote, reloaded when many changed.
-    pub fn snapshot(&mut self) -> lethe_engine::Result<Arc<Snapshot>> {
-        let seq = store::last_change_seq(&self.conn)?;
-        if let Some((s, snap)) = &mut self.snapshot {
-            if *s == seq {
-                return Ok(Arc::clone(snap));
-            }
-            if let (_, Some(ids)) = store::changes_since(&self.conn, *s, INCREMENTAL_LIMIT)? {
-                Arc::make_mut(snap).apply_changes(&self.conn, &ids)?;
-                *s = seq;
-                return Ok(Arc::clone(snap));
-            }
-        }
-        let snap = Arc::new(Snapshot::load(&self.conn)?);
-        self.snapshot = Some((seq, Arc::clone(&snap)));
-        Ok(snap)
+    pub fn new(generation: u64, path: PathBuf, conn: Connection, watcher: Option<DbWatcher>) -> Self {
+        OpenDb { generation, path, conn, _watcher: watcher }
     }
+}
 
-    /// Forgets the cached snapshot: vectors written by the back-fill change duplication
-    /// without touching the change journal.
-    pub fn invalidate_snapshot(&mut self) {
-        self.snapshot = None;
-    }
+struct SnapshotCache {
+    generation: u64,
+    conn: Connection,
+    seq: i64,
+    snap: Arc<Snapshot>,
 }
 
 #[derive(Default)]
 pub struct AppState {
-    pub db: Mutex<Option<OpenDb>>,
-    pub path: Mutex<Option<PathBuf>>,
-    pub open_error: Mutex<Option<String>>,
+    current: Mutex<Current>,
+    /// Signalled whenever `current` changes phase.
+    changed: Condvar,
+    db: Mutex<Option<OpenDb>>,
+    snapshot: Mutex<Option<SnapshotCache>>,
+    /// The recent list as last handed to the page: `open_recent` takes an index into it.
+    recent: Mutex<Vec<PathBuf>>,
     pub cancel: Arc<AtomicBool>,
 }
 
@@ -61,51 +137,231 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl AppState {
-    /// Runs `f` with the open database, or says why there is none.
-    pub fn with_db<T>(&self, f: impl FnOnce(&mut OpenDb) -> lethe_engine::Result<T>) -> ApiResult<T> {
-        let mut g = lock(&self.db);
-        match g.as_mut() {
-            Some(db) => f(db).map_err(ApiError::from),
-            None => Err(ApiError::unavailable(
-                lock(&self.open_error).clone().unwrap_or_else(|| "no database is open".to_string()),
-            )),
+    /// What the window shows about the current file, without waiting for anything.
+    pub fn info(&self) -> CurrentInfo {
+        let c = lock(&self.current);
+        CurrentInfo {
+            generation: c.generation,
+            path: c.path.clone(),
+            mode: c.mode,
+            phase: c.phase.clone(),
+            scored: c.scored,
+            memento: c.memento,
+            schema_version: c.schema_version,
         }
     }
 
-    /// Opens `path` (creating it if missing) and replaces the current database.
-    pub fn open(&self, path: &Path, watcher: Option<DbWatcher>) -> lethe_engine::Result<()> {
-        *lock(&self.path) = Some(path.to_path_buf());
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)?;
-        }
-        match store::open(path) {
-            Ok(conn) => {
-                *lock(&self.db) = Some(OpenDb { path: path.to_path_buf(), conn, snapshot: None, _watcher: watcher });
-                *lock(&self.open_error) = None;
-                Ok(())
+    /// Records that `path` is being opened and returns the generation of that open; commands
+    /// wait from now on until [`finish_open`](Self::finish_open) of this generation.
+    pub fn begin_open(&self, path: &Path, mode: OpenMode) -> u64 {
+        let mut c = lock(&self.current);
+        let generation = c.generation + 1;
+        *c = Current { generation, path: Some(path.to_path_buf()), mode, phase: Phase::Opening, ..Current::default() };
+        self.changed.notify_all();
+        generation
+    }
+
+    /// Takes the previous file's connection and snapshot out, unless an open newer than
+    /// `generation` already replaced them. Waits for a command still using them (on the
+    /// opening thread, not the window's); they are dropped after the locks are released.
+    pub fn retire_previous(&self, generation: u64) {
+        let old_db = {
+            let mut g = lock(&self.db);
+            if g.as_ref().is_some_and(|db| db.generation < generation) {
+                g.take()
+            } else {
+                None
             }
-            Err(e) => {
-                *lock(&self.db) = None;
-                *lock(&self.open_error) = Some(format!("{}: {e}", path.display()));
-                Err(e)
+        };
+        let old_snapshot = {
+            let mut g = lock(&self.snapshot);
+            if g.as_ref().is_some_and(|s| s.generation < generation) {
+                g.take()
+            } else {
+                None
+            }
+        };
+        drop((old_db, old_snapshot));
+    }
+
+    /// Swaps in the result of the open of `generation`; returns false (and drops the result)
+    /// when a newer open overtook it.
+    pub fn finish_open(&self, generation: u64, result: Result<(OpenDb, FileFacts), String>) -> bool {
+        let mut c = lock(&self.current);
+        if c.generation != generation {
+            drop(c);
+            return false;
+        }
+        let replaced = match result {
+            Ok((db, facts)) => {
+                c.memento = facts.memento;
+                c.schema_version = facts.schema_version;
+                c.phase = Phase::Open;
+                lock(&self.db).replace(db)
+            }
+            Err(message) => {
+                c.phase = Phase::Failed(message);
+                c.scored = true;
+                lock(&self.db).take()
+            }
+        };
+        self.changed.notify_all();
+        drop(c);
+        drop(replaced);
+        true
+    }
+
+    /// Records that the first scoring snapshot of `generation` finished loading.
+    pub fn mark_scored(&self, generation: u64) {
+        let mut c = lock(&self.current);
+        if c.generation == generation {
+            c.scored = true;
+            self.changed.notify_all();
+        }
+    }
+
+    /// Runs `f` with the open database. While the file is still opening this waits (up to
+    /// [`OPEN_WAIT`]) for it; a file that could not be opened says why.
+    pub fn with_db<T>(&self, f: impl FnOnce(&mut OpenDb) -> lethe_engine::Result<T>) -> ApiResult<T> {
+        let deadline = Instant::now() + OPEN_WAIT;
+        let mut f = Some(f);
+        loop {
+            let generation = self.wait_open(deadline)?;
+            let mut g = lock(&self.db);
+            if let Some(db) = g.as_mut().filter(|db| db.generation == generation) {
+                let f = f.take().expect("called once: the loop returns right after");
+                return f(db).map_err(ApiError::from);
+            }
+            // A newer open began between reading `current` and taking the connection.
+            drop(g);
+            if Instant::now() >= deadline {
+                return Err(ApiError::unavailable("the database is still opening"));
             }
         }
+    }
+
+    /// Waits until the current file is open and returns its generation.
+    fn wait_open(&self, deadline: Instant) -> ApiResult<u64> {
+        let mut c = lock(&self.current);
+        loop {
+            match &c.phase {
+                Phase::Open => return Ok(c.generation),
+                Phase::Failed(message) => return Err(ApiError::unavailable(message.clone())),
+                Phase::Opening => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        let path = c.path.as_deref().map(|p| p.display().to_string()).unwrap_or_default();
+                        return Err(ApiError::unavailable(format!("{path} is still opening")));
+                    }
+                    c = self.changed.wait_timeout(c, left).unwrap_or_else(|e| e.into_inner()).0;
+                }
+            }
+        }
+    }
+
+    /// The scoring snapshot of the open file, with its generation: unchanged while the change
+    /// journal stands still, patched for the few memories an agent just wrote, reloaded when
+    /// many changed. It has its own connection, so loading it never blocks the commands that
+    /// only need the database.
+    pub fn snapshot(&self) -> ApiResult<(u64, Arc<Snapshot>)> {
+        let (generation, path) = self.with_db(|db| Ok((db.generation, db.path.clone())))?;
+        let mut cache = lock(&self.snapshot);
+        let result = (|| -> lethe_engine::Result<Arc<Snapshot>> {
+            if let Some(c) = cache.as_mut().filter(|c| c.generation == generation) {
+                let seq = store::last_change_seq(&c.conn)?;
+                if seq == c.seq {
+                    return Ok(Arc::clone(&c.snap));
+                }
+                if let (_, Some(ids)) = store::changes_since(&c.conn, c.seq, INCREMENTAL_LIMIT)? {
+                    Arc::make_mut(&mut c.snap).apply_changes(&c.conn, &ids)?;
+                    c.seq = seq;
+                    return Ok(Arc::clone(&c.snap));
+                }
+                let snap = Arc::new(Snapshot::load(&c.conn)?);
+                (c.seq, c.snap) = (seq, Arc::clone(&snap));
+                return Ok(snap);
+            }
+            let conn = store::open(&path)?;
+            let seq = store::last_change_seq(&conn)?;
+            let snap = Arc::new(Snapshot::load(&conn)?);
+            let old = cache.replace(SnapshotCache { generation, conn, seq, snap: Arc::clone(&snap) });
+            drop(old);
+            Ok(snap)
+        })();
+        result.map(|snap| (generation, snap)).map_err(ApiError::from)
+    }
+
+    /// Runs `f` with the open database and its scoring snapshot; the snapshot is obtained
+    /// first, without holding the connection.
+    pub fn with_snapshot<T>(&self, f: impl FnOnce(&mut OpenDb, &Snapshot) -> lethe_engine::Result<T>) -> ApiResult<T> {
+        let (generation, snap) = self.snapshot()?;
+        let mut f = Some(f);
+        let result = self.with_db(|db| {
+            if db.generation != generation {
+                return Ok(None);
+            }
+            f.take().map(|f| f(db, &snap)).transpose()
+        })?;
+        result.ok_or_else(|| ApiError::unavailable("another database was opened meanwhile; read it again"))
+    }
+
+    /// Forgets the cached snapshot of `generation`: vectors written by the back-fill change
+    /// duplication without touching the change journal, and a re-created file is another file.
+    pub fn invalidate_snapshot(&self, generation: u64) {
+        let old = {
+            let mut g = lock(&self.snapshot);
+            if g.as_ref().is_some_and(|s| s.generation == generation) {
+                g.take()
+            } else {
+                None
+            }
+        };
+        drop(old);
+    }
+
+    /// Replaces the connection of `generation` (the file was re-created under the same
+    /// path); `conn` was opened by the caller, without any lock.
+    pub fn reconnect(&self, generation: u64, conn: Connection) {
+        let old = {
+            let mut g = lock(&self.db);
+            match g.as_mut().filter(|db| db.generation == generation) {
+                Some(db) => Some(std::mem::replace(&mut db.conn, conn)),
+                None => None,
+            }
+        };
+        drop(old);
+        self.invalidate_snapshot(generation);
+    }
+
+    /// Remembers the recent list the page is about to show.
+    pub fn set_recent_shown(&self, list: Vec<PathBuf>) {
+        *lock(&self.recent) = list;
+    }
+
+    /// The entry `index` of the recent list the page was shown.
+    pub fn recent_shown(&self, index: usize) -> Option<PathBuf> {
+        lock(&self.recent).get(index).cloned()
     }
 }
 
-/// `--db PATH` / `--db=PATH` from the arguments, else `$LETHE_DB`, else the default path.
+/// `--db PATH` / `--db=PATH` from the arguments, else `$LETHE_DB`, else the default path;
+/// made absolute against the working directory, so the window shows where the file is.
 pub fn db_path_from(args: &[String]) -> PathBuf {
     let mut it = args.iter();
+    let mut chosen = None;
     while let Some(a) = it.next() {
         if a == "--db" {
             if let Some(p) = it.next() {
-                return PathBuf::from(p);
+                chosen = Some(PathBuf::from(p));
+                break;
             }
         } else if let Some(p) = a.strip_prefix("--db=") {
-            return PathBuf::from(p);
+            chosen = Some(PathBuf::from(p));
+            break;
         }
     }
-    default_db_path()
+    let path = chosen.unwrap_or_else(default_db_path);
+    std::path::absolute(&path).unwrap_or(path)
 }
 
 pub use lethe_engine::store::default_db_path;
@@ -114,11 +370,120 @@ pub use lethe_engine::store::default_db_path;
 mod tests {
     use super::*;
 
+    fn temp_dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("lethe-state-{name}-{}", uuid_like()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn uuid_like() -> String {
+        format!(
+            "{}-{:?}",
+            std::process::id(),
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+        )
+    }
+
+    fn open_now(st: &AppState, path: &Path) -> u64 {
+        let g = st.begin_open(path, OpenMode::Existing);
+        let conn = store::open(path).unwrap();
+        assert!(st.finish_open(
+            g,
+            Ok((OpenDb::new(g, path.to_path_buf(), conn, None), FileFacts { memento: false, schema_version: 1 }))
+        ));
+        g
+    }
+
     #[test]
     fn db_flag_wins_and_unknown_args_are_ignored() {
         let args: Vec<String> = ["app", "--foo", "--db", "/tmp/x.db", "bar"].iter().map(|s| s.to_string()).collect();
         assert_eq!(db_path_from(&args), PathBuf::from("/tmp/x.db"));
         let args: Vec<String> = ["app", "--db=/tmp/y.db"].iter().map(|s| s.to_string()).collect();
         assert_eq!(db_path_from(&args), PathBuf::from("/tmp/y.db"));
+        let args: Vec<String> = ["app", "--db", "rel.db"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(
+            db_path_from(&args),
+            std::env::current_dir().unwrap().join("rel.db"),
+            "a relative --db is shown absolute"
+        );
+    }
+
+    #[test]
+    fn commands_wait_for_an_open_in_progress_and_then_see_the_new_file() {
+        let dir = temp_dir("wait");
+        let path = dir.join("a.db");
+        let st = Arc::new(AppState::default());
+        let g = st.begin_open(&path, OpenMode::Existing);
+        assert_eq!(st.info().phase, Phase::Opening, "the path is known at once, the file not yet");
+        assert_eq!(st.info().path.as_deref(), Some(path.as_path()));
+        let waiter = {
+            let st = Arc::clone(&st);
+            std::thread::spawn(move || st.with_db(|db| Ok(db.path.clone())))
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(
+            !waiter.is_finished(),
+            "a command waits while the file opens, rather than failing or seeing the old file"
+        );
+        let conn = store::open(&path).unwrap();
+        assert!(st.finish_open(
+            g,
+            Ok((OpenDb::new(g, path.clone(), conn, None), FileFacts { memento: false, schema_version: 1 }))
+        ));
+        assert_eq!(waiter.join().unwrap().unwrap(), path);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn an_overtaken_open_is_discarded_and_a_failed_one_says_why() {
+        let dir = temp_dir("overtaken");
+        let (a, b) = (dir.join("a.db"), dir.join("b.db"));
+        let st = AppState::default();
+        let ga = st.begin_open(&a, OpenMode::Existing);
+        let gb = st.begin_open(&b, OpenMode::Existing);
+        let conn = store::open(&a).unwrap();
+        assert!(
+            !st.finish_open(
+                ga,
+                Ok((OpenDb::new(ga, a.clone(), conn, None), FileFacts { memento: false, schema_version: 1 }))
+            ),
+            "a slower, older open must not replace the newer one"
+        );
+        assert!(st.finish_open(gb, Err("b.db: not a database".into())));
+        let err = st.with_db(|_| Ok(())).unwrap_err();
+        assert_eq!((err.code, err.message.as_str()), (crate::error::ErrorCode::DbUnavailable, "b.db: not a database"));
+        assert_eq!(st.info().path.as_deref(), Some(b.as_path()));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn db_info_and_cheap_reads_answer_while_the_snapshot_loads() {
+        let dir = temp_dir("cheap");
+        let path = dir.join("a.db");
+        let st = Arc::new(AppState::default());
+        open_now(&st, &path);
+        // Stand-in for a snapshot load of a large store: someone holds the snapshot lock.
+        let held = lock(&st.snapshot);
+        let reader = {
+            let st = Arc::clone(&st);
+            std::thread::spawn(move || {
+                let started = Instant::now();
+                let info = st.info();
+                let settings = st.with_db(|db| lethe_engine::Settings::load(&db.conn));
+                (started.elapsed(), info, settings.is_ok())
+            })
+        };
+        let (took, info, settings_ok) = reader.join().unwrap();
+        assert!(took < Duration::from_secs(1), "db_info and settings did not wait for the snapshot ({took:?})");
+        assert_eq!((info.phase, settings_ok), (Phase::Open, true));
+        let scorer = {
+            let st = Arc::clone(&st);
+            std::thread::spawn(move || st.snapshot().map(|(g, _)| g))
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!scorer.is_finished(), "a read that needs scores does wait for the snapshot");
+        drop(held);
+        assert!(scorer.join().unwrap().is_ok());
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -14,6 +14,7 @@ function snapshot(db) {
 
 test('time slider to +200 days raises the at-risk count and writes nothing', { timeout: 90_000 }, async () => {
   const db = tempDb();
+  // demo writes, so it runs at the clock (--now is for reads only since #23).
   lethe(db, 'demo', '--count', '80');
   const before = snapshot(db);
   const expectedLater = lethe(db, '--now', new Date(Date.now() + 200 * 86400000).toISOString(), 'stats').at_risk;

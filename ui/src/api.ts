@@ -4,7 +4,6 @@
 // argument names are written here (docs/IPC.md lists them).
 import { invoke } from '@tauri-apps/api/core';
 import { listen, type UnlistenFn } from '@tauri-apps/api/event';
-import { open, save } from '@tauri-apps/plugin-dialog';
 import type {
   ApiError,
   AuditEvent,
@@ -112,44 +111,32 @@ export type ChartExport =
   | { chart: 'distribution' }
   | { chart: 'projection'; id: string };
 
-/** Writes a chart as SVG or PNG to `path` (from `saveChartDialog`); resolves to the path. */
-export const exportChart = (spec: ChartExport, path: string, theme: Theme, now?: string) =>
-  call<string>('export_chart', compact({ ...spec, path, theme, now }));
-
-export async function saveChartDialog(name: string): Promise<string | null> {
-  const p = await save({
-    defaultPath: `${name}.svg`,
-    filters: [
-      { name: 'SVG image', extensions: ['svg'] },
-      { name: 'PNG image', extensions: ['png'] },
-    ],
-  });
-  return p ?? null;
-}
+/**
+ * Asks where to save the chart (the native dialog, opened by Rust) and writes it there as SVG
+ * or PNG; resolves to the path written, or null when the person cancelled.
+ */
+export const exportChart = (spec: ChartExport, theme: Theme, now?: string) =>
+  call<string | null>('export_chart', compact({ ...spec, theme, now }));
 export const loadDemo = () => call<DemoCounts>('load_demo');
-export const openDb = (path: string) => call<DbInfo>('open_db', { path });
-export const newDb = (path: string) => call<DbInfo>('new_db', { path });
+
+// Files: the page never names a path. Open and new ask in the native dialog (opened by Rust);
+// they resolve to null when the person cancelled, else at once to the new file's DbInfo with
+// `loading` true — `db://opened` (onDbOpened) follows when it is open or failed.
+export const openDb = () => call<DbInfo | null>('open_db');
+export const newDb = () => call<DbInfo | null>('new_db');
+/** Opens the current file again (after it could not be opened). */
+export const reopenDb = () => call<DbInfo>('reopen_db');
+/** The recent files, newest first; open one by its index in this list. */
 export const recentFiles = () => call<string[]>('recent_files');
+export const openRecent = (index: number) => call<DbInfo>('open_recent', { index });
 
 export const onDbChanged = (cb: (p: DbChanged) => void): Promise<UnlistenFn> =>
   listen<DbChanged>('db://changed', (e) => cb(e.payload));
 export const onDbStatus = (cb: (p: DbStatus) => void): Promise<UnlistenFn> =>
   listen<DbStatus>('db://status', (e) => cb(e.payload));
+export const onDbOpened = (cb: (p: DbInfo) => void): Promise<UnlistenFn> =>
+  listen<DbInfo>('db://opened', (e) => cb(e.payload));
 export const onForgetProgress = (cb: (p: ForgetProgress) => void): Promise<UnlistenFn> =>
   listen<ForgetProgress>('forget://progress', (e) => cb(e.payload));
 export const onVectorsProgress = (cb: (p: VectorsProgress) => void): Promise<UnlistenFn> =>
   listen<VectorsProgress>('vectors://progress', (e) => cb(e.payload));
-
-const DB_FILTERS = [{ name: 'Lethe / memento database', extensions: ['db', 'sqlite', 'sqlite3'] }];
-
-/** Native "open file" dialog; resolves to the chosen path or null when cancelled. */
-export async function openDialog(): Promise<string | null> {
-  const p = await open({ multiple: false, directory: false, filters: DB_FILTERS });
-  return typeof p === 'string' ? p : null;
-}
-
-/** Native "save file" dialog for a new database; null when cancelled. */
-export async function saveDialog(): Promise<string | null> {
-  const p = await save({ defaultPath: 'memory.db', filters: DB_FILTERS });
-  return p ?? null;
-}

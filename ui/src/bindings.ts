@@ -57,7 +57,18 @@ ids: Array<string> | null, };
 /**
  * The open database; `error` says why none could be opened.
  */
-export type DbInfo = { path: string | null, exists: boolean, memento: boolean, schema_version: number, error: string | null, };
+export type DbInfo = { path: string | null, exists: boolean, memento: boolean, schema_version: number, error: string | null, 
+/**
+ * True while the file is opening or its first scoring snapshot is loading; a
+ * `db://opened` event follows when either finishes.
+ */
+loading: boolean, 
+/**
+ * Grows with every change of this information (each open, and each of its steps), so
+ * the window can ignore an answer older than what it already shows: `db_info` and
+ * `db://opened` travel separately and may arrive in either order.
+ */
+revision: number, };
 
 /**
  * Payload of `db://status`.

@@ -3,6 +3,9 @@
 import type { DbInfo, LiveState, Stats, Theme } from './types';
 import * as api from './api';
 
+/** What the top bar's indicator says: the watcher's state, or that the file is still opening. */
+export type Live = LiveState | 'opening';
+
 export type View = 'overview' | 'memories' | 'quarantine' | 'workflows' | 'audit' | 'decay';
 
 export interface Toast {
@@ -18,7 +21,8 @@ export const app = $state({
   offsetDays: 0,
   selectedId: null as string | null,
   db: null as DbInfo | null,
-  live: 'live' as LiveState,
+  /** The watcher's state of the file, or 'opening' while the shell opens it and loads scores. */
+  live: 'live' as Live,
   liveMessage: null as string | null,
   /** Bumped on every db://changed (and after open/new DB); views re-fetch on it. */
   change: { seq: 0, ids: null as string[] | null },
@@ -75,13 +79,19 @@ export function reportError(e: unknown): void {
   app.error = `${err.message} (${err.code})`;
 }
 
-/** Takes over what `db_info` (or open/new) says about the current database. */
-export function applyDbInfo(info: DbInfo): void {
+/**
+ * Takes over what `db_info`, an open or `db://opened` says about the current database,
+ * unless it is older than what is shown (they travel separately: `revision` orders them).
+ * Returns whether it was taken.
+ */
+export function applyDbInfo(info: DbInfo): boolean {
+  if (app.db && info.revision < app.db.revision) return false;
   app.db = info;
-  app.live = info.error ? 'error' : info.exists ? 'live' : 'missing';
+  app.live = info.error ? 'error' : info.loading ? 'opening' : info.exists ? 'live' : 'missing';
   app.liveMessage = info.error;
   // An error from before we knew the DB is unusable is explained by the problem screen.
   if (info.error) app.error = null;
+  return true;
 }
 
 export async function loadDbInfo(): Promise<void> {
@@ -93,58 +103,44 @@ export async function loadDbInfo(): Promise<void> {
 }
 
 /**
- * Opens (or creates) a database and shows it. When the shell could not open the file it
- * keeps that path with its error, so db_info is read again: the window then shows the
- * problem screen rather than the old database's data.
+ * `db://opened`: the file finished opening (or failed), or its scores are loaded. Once it is
+ * fully there, every view reads again (what a view read while it opened may be partial).
  */
-async function switchDb(open: () => Promise<DbInfo>): Promise<void> {
-  try {
-    applyDbInfo(await open());
-    app.selectedId = null;
-    app.error = null;
+export function dbOpened(info: DbInfo): void {
+  if (applyDbInfo(info) && !info.loading) {
+    if (info.error) app.selectedId = null;
     notifyChanged(null);
-  } catch (e) {
-    let info: DbInfo | null = null;
-    try {
-      info = await api.dbInfo();
-    } catch {
-      // Keep the original error below.
-    }
-    if (info?.error) {
-      applyDbInfo(info);
-      app.selectedId = null;
-      notifyChanged(null);
-    } else {
-      reportError(e);
-    }
   }
 }
 
-export const openDbPath = (path: string) => switchDb(() => api.openDb(path));
-
-/** Native open dialog, then open; a cancelled dialog changes nothing. */
-export async function openDbDialog(): Promise<void> {
-  let path: string | null;
+/**
+ * Opens (or creates) a database and shows it. The shell asks for the file in the native
+ * dialog and answers at once with the new path (null when the person cancelled); whether
+ * it could be opened arrives as `db://opened`, which shows the problem screen if not.
+ */
+async function switchDb(open: () => Promise<DbInfo | null>): Promise<void> {
+  let info: DbInfo | null;
   try {
-    path = await api.openDialog();
+    info = await open();
   } catch (e) {
     reportError(e);
     return;
   }
-  if (path) await openDbPath(path);
+  if (!info) return;
+  applyDbInfo(info);
+  app.selectedId = null;
+  app.error = null;
+  notifyChanged(null);
 }
 
-/** Native save dialog, then create the database there. */
-export async function newDbDialog(): Promise<void> {
-  let path: string | null;
-  try {
-    path = await api.saveDialog();
-  } catch (e) {
-    reportError(e);
-    return;
-  }
-  if (path) await switchDb(() => api.newDb(path));
-}
+/** The native open dialog (in Rust), then open; a cancelled dialog changes nothing. */
+export const openDbDialog = () => switchDb(api.openDb);
+/** The native save dialog (in Rust), then create the database there. */
+export const newDbDialog = () => switchDb(api.newDb);
+/** Entry `index` of the recent list the shell last gave. */
+export const openRecentDb = (index: number) => switchDb(() => api.openRecent(index));
+/** The current file again, after it could not be opened. */
+export const reopenDb = () => switchDb(api.reopenDb);
 
 /** Soft-deletes and offers an Undo that restores every id. */
 export async function softDelete(ids: string[], reason = 'deleted by user'): Promise<void> {

@@ -6,7 +6,6 @@ const invoke = vi.fn();
 const listen = vi.fn();
 vi.mock('@tauri-apps/api/core', () => ({ invoke: (...a: unknown[]) => invoke(...a) }));
 vi.mock('@tauri-apps/api/event', () => ({ listen: (...a: unknown[]) => listen(...a) }));
-vi.mock('@tauri-apps/plugin-dialog', () => ({ open: vi.fn(async () => '/a.db'), save: vi.fn(async () => null) }));
 
 import * as api from '../src/api';
 
@@ -64,10 +63,20 @@ describe('api.ts', () => {
     expect(listen).toHaveBeenLastCalledWith('forget://progress', expect.any(Function));
     await api.onVectorsProgress(vi.fn());
     expect(listen).toHaveBeenLastCalledWith('vectors://progress', expect.any(Function));
+    await api.onDbOpened(vi.fn());
+    expect(listen).toHaveBeenLastCalledWith('db://opened', expect.any(Function));
   });
 
-  it('dialogs return a path or null', async () => {
-    expect(await api.openDialog()).toBe('/a.db');
-    expect(await api.saveDialog()).toBeNull();
+  it('sends no path: open, new and export ask in the shell, a recent file goes by index', async () => {
+    await api.openDb();
+    expect(invoke).toHaveBeenLastCalledWith('open_db', undefined);
+    await api.newDb();
+    expect(invoke).toHaveBeenLastCalledWith('new_db', undefined);
+    await api.reopenDb();
+    expect(invoke).toHaveBeenLastCalledWith('reopen_db', undefined);
+    await api.openRecent(2);
+    expect(invoke).toHaveBeenLastCalledWith('open_recent', { index: 2 });
+    await api.exportChart({ chart: 'projection', id: 'mem_1' }, 'dark');
+    expect(invoke).toHaveBeenLastCalledWith('export_chart', { chart: 'projection', id: 'mem_1', theme: 'dark' });
   });
 });

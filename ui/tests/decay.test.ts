@@ -20,16 +20,28 @@ describe('decay', () => {
     await waitFor(() => expect(api.chartDecay).toHaveBeenLastCalledWith(90, 'light'));
   });
 
-  it('exports a chart through the save dialog and shows the distribution', async () => {
+  it('exports a chart (the shell asks where) and shows the distribution', async () => {
     await renderAt('decay');
     await waitFor(() => expect(api.chartDistribution).toHaveBeenCalledWith('light', undefined));
     const buttons = await screen.findAllByTestId('chart-export');
     await fireEvent.click(buttons[0]);
     await waitFor(() =>
-      expect(api.exportChart).toHaveBeenCalledWith({ chart: 'decay', horizonDays: 365 }, '/tmp/chart.png', 'light', undefined),
+      expect(api.exportChart).toHaveBeenCalledWith({ chart: 'decay', horizonDays: 365 }, 'light', undefined),
     );
+    await waitFor(() => expect(app.toast?.message).toBe('Chart saved to /tmp/chart.png'));
     await fireEvent.click(buttons[1]);
-    await waitFor(() => expect(api.exportChart).toHaveBeenLastCalledWith({ chart: 'distribution' }, '/tmp/chart.png', 'light', undefined));
+    await waitFor(() => expect(api.exportChart).toHaveBeenLastCalledWith({ chart: 'distribution' }, 'light', undefined));
+  });
+
+  it('a cancelled export dialog writes nothing and says nothing', async () => {
+    await renderAt('decay');
+    api.exportChart.mockResolvedValue(null);
+    const buttons = await screen.findAllByTestId('chart-export');
+    await fireEvent.click(buttons[0]);
+    await waitFor(() => expect(api.exportChart).toHaveBeenCalled());
+    await flush();
+    expect(app.toast).toBeNull();
+    expect(document.querySelector('.banner.error')).toBeNull();
   });
 
   it('the time slider sets a global now that every query passes', async () => {

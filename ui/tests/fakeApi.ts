@@ -5,6 +5,7 @@ import type {
   ApiError,
   AuditEvent,
   DbChanged,
+  DbInfo,
   DbStatus,
   ForgetProgress,
   ListArgs,
@@ -26,7 +27,15 @@ const listeners = {
   status: new Set<Cb<DbStatus>>(),
   progress: new Set<Cb<ForgetProgress>>(),
   vectors: new Set<Cb<VectorsProgress>>(),
+  opened: new Set<Cb<DbInfo>>(),
 };
+
+let revision = 0;
+/** A `DbInfo` as the shell sends it, each with a newer `revision` than the one before. */
+export function dbInfoOf(path: string, over: Partial<DbInfo> = {}): DbInfo {
+  revision += 3;
+  return { path, exists: true, memento: false, schema_version: 3, error: null, loading: false, revision, ...over };
+}
 
 export function emitChanged(p: DbChanged) {
   listeners.changed.forEach((cb) => cb(p));
@@ -40,8 +49,11 @@ export function emitProgress(p: ForgetProgress) {
 export function emitVectors(p: VectorsProgress) {
   listeners.vectors.forEach((cb) => cb(p));
 }
+export function emitOpened(p: DbInfo) {
+  listeners.opened.forEach((cb) => cb(p));
+}
 export function listenerCount() {
-  return listeners.changed.size + listeners.status.size + listeners.progress.size + listeners.vectors.size;
+  return Object.values(listeners).reduce((n, set) => n + set.size, 0);
 }
 
 const TIER_CYCLE: Tier[] = ['working', 'episodic', 'semantic', 'procedural'];
@@ -200,15 +212,15 @@ export const api = {
   chartProjection: vi.fn(),
   chartDistribution: vi.fn(),
   exportChart: vi.fn(),
-  saveChartDialog: vi.fn(),
   loadDemo: vi.fn(),
   openDb: vi.fn(),
   newDb: vi.fn(),
+  reopenDb: vi.fn(),
   recentFiles: vi.fn(),
-  openDialog: vi.fn(),
-  saveDialog: vi.fn(),
+  openRecent: vi.fn(),
   onDbChanged: listenOn(listeners.changed),
   onDbStatus: listenOn(listeners.status),
+  onDbOpened: listenOn(listeners.opened),
   onForgetProgress: listenOn(listeners.progress),
   onVectorsProgress: listenOn(listeners.vectors),
 };
@@ -229,10 +241,11 @@ export function resetFake() {
   listeners.status.clear();
   listeners.progress.clear();
   listeners.vectors.clear();
+  listeners.opened.clear();
   for (const [k, v] of Object.entries(api)) {
     if (k !== 'toApiError' && !k.startsWith('on')) (v as ReturnType<typeof vi.fn>).mockReset();
   }
-  api.dbInfo.mockResolvedValue({ path: '/home/me/.local/share/lethe/memory.db', exists: true, memento: false, schema_version: 3, error: null });
+  api.dbInfo.mockResolvedValue(dbInfoOf('/home/me/.local/share/lethe/memory.db'));
   api.stats.mockResolvedValue(makeStats());
   api.listMemories.mockImplementation(pagedList(250));
   api.recall.mockResolvedValue({ results: [] });
@@ -256,12 +269,13 @@ export function resetFake() {
   api.chartDecay.mockResolvedValue(SVG);
   api.chartProjection.mockResolvedValue(SVG);
   api.chartDistribution.mockResolvedValue(SVG);
-  api.saveChartDialog.mockResolvedValue('/tmp/chart.png');
-  api.exportChart.mockImplementation(async (_spec: unknown, path: string) => path);
+  // The shell's save dialog "chose" this path and the chart was written there.
+  api.exportChart.mockResolvedValue('/tmp/chart.png');
   api.loadDemo.mockResolvedValue({ memories: 500 });
-  api.openDb.mockImplementation(async (path: string) => ({ path, exists: true, memento: false, schema_version: 3, error: null }));
-  api.newDb.mockImplementation(async (path: string) => ({ path, exists: true, memento: false, schema_version: 3, error: null }));
+  // Open and new: the shell's native dialog "chose" these paths; the file then opens at once.
+  api.openDb.mockImplementation(async () => dbInfoOf('/tmp/picked.db'));
+  api.newDb.mockImplementation(async () => dbInfoOf('/tmp/new.db'));
+  api.reopenDb.mockImplementation(async () => dbInfoOf('/home/me/.local/share/lethe/memory.db'));
   api.recentFiles.mockResolvedValue(['/tmp/a.db', '/tmp/b.db']);
-  api.openDialog.mockResolvedValue('/tmp/picked.db');
-  api.saveDialog.mockResolvedValue('/tmp/new.db');
+  api.openRecent.mockImplementation(async (index: number) => dbInfoOf(['/tmp/a.db', '/tmp/b.db'][index]));
 }

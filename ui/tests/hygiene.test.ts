@@ -20,6 +20,12 @@ describe('source hygiene', () => {
     expect(offenders).toEqual([]);
   });
 
+  it('never opens a file dialog from the page: the shell does, so the page never names a path', () => {
+    // The capability grants no dialog permission; a call from here would be refused at run time.
+    const offenders = sources.filter((f) => /plugin-dialog|plugin:dialog/.test(readFileSync(f, 'utf8')));
+    expect(offenders).toEqual([]);
+  });
+
   it('never renders raw HTML', () => {
     const offenders = sources.filter((f) => /\{@html|innerHTML|outerHTML|insertAdjacentHTML/.test(readFileSync(f, 'utf8')));
     expect(offenders).toEqual([]);

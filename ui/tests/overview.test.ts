@@ -1,6 +1,6 @@
 import { describe, it, expect, vi, beforeEach } from 'vitest';
 import { fireEvent, screen, waitFor, cleanup } from '@testing-library/svelte';
-import { api, resetFake, makeStats, emitStatus, emitProgress, emitChanged, emitVectors, listenerCount, pagedList } from './fakeApi';
+import { api, resetFake, makeStats, emitStatus, emitProgress, emitChanged, emitVectors, listenerCount, pagedList, dbInfoOf } from './fakeApi';
 import { renderAt, flush } from './helpers';
 import { app } from '../src/state.svelte';
 
@@ -66,14 +66,14 @@ describe('overview', () => {
   });
 
   it('db_info with an error starts in the error state', async () => {
-    api.dbInfo.mockResolvedValue({ path: '/x.db', exists: true, memento: false, schema_version: null, error: 'not a database' });
+    api.dbInfo.mockResolvedValue(dbInfoOf('/x.db', { schema_version: 0, error: 'not a database' }));
     await renderAt('overview');
     await waitFor(() => expect(screen.getByTestId('live-indicator')).toHaveAttribute('data-state', 'error'));
   });
 
   it('unlistens every event on teardown', async () => {
     await renderAt('overview');
-    await waitFor(() => expect(listenerCount()).toBe(4));
+    await waitFor(() => expect(listenerCount()).toBe(5));
     cleanup();
     await flush();
     expect(listenerCount()).toBe(0);
@@ -126,11 +126,24 @@ describe('overview', () => {
     await fireEvent.click(screen.getByTestId('file-menu'));
     await waitFor(() => expect(screen.getByText('/tmp/a.db')).toBeInTheDocument());
     await fireEvent.click(screen.getByTestId('open-db'));
-    await waitFor(() => expect(api.openDb).toHaveBeenCalledWith('/tmp/picked.db'));
+    // The page names no path: the shell's dialog picks it.
+    await waitFor(() => expect(api.openDb).toHaveBeenCalledWith());
     await waitFor(() => expect(screen.getByTestId('db-path')).toHaveTextContent('/tmp/picked.db'));
     await fireEvent.click(screen.getByTestId('file-menu'));
     await fireEvent.click(screen.getByTestId('new-db'));
-    await waitFor(() => expect(api.newDb).toHaveBeenCalledWith('/tmp/new.db'));
+    await waitFor(() => expect(api.newDb).toHaveBeenCalledWith());
+    await waitFor(() => expect(screen.getByTestId('db-path')).toHaveTextContent('/tmp/new.db'));
+  });
+
+  it('a recent file is opened by its index in the list the shell gave, not by its path', async () => {
+    await renderAt('overview');
+    await fireEvent.click(screen.getByTestId('file-menu'));
+    const entries = await screen.findAllByTestId('recent-file');
+    expect(entries.map((e) => e.textContent)).toEqual(['/tmp/a.db', '/tmp/b.db']);
+    await fireEvent.click(entries[1]);
+    await waitFor(() => expect(api.openRecent).toHaveBeenCalledWith(1));
+    await waitFor(() => expect(screen.getByTestId('db-path')).toHaveTextContent('/tmp/b.db'));
+    expect(api.openDb).not.toHaveBeenCalled();
   });
 
   it('explains what Run forget does, with the policy numbers', async () => {

@@ -1,5 +1,6 @@
 //! Charts as SVG strings, drawn with plotters (pure functions: no clock, no randomness).
 
+use image::ImageEncoder;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -357,11 +358,29 @@ pub enum ChartSpec<'a> {
     Distribution { scores: &'a [(Tier, f64)], settings: &'a Settings },
 }
 
-/// Writes a chart to `path` as SVG or PNG (by extension; plotters' bitmap backend for PNG).
-pub fn export(spec: &ChartSpec<'_>, path: &std::path::Path, size: (u32, u32), theme: Theme) -> Result<()> {
-    let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
-    match ext.as_deref() {
-        Some("svg") => {
+/// The file formats a chart exports to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChartFormat {
+    Svg,
+    Png,
+}
+
+impl ChartFormat {
+    /// The format a file name asks for, by its extension (`.svg` or `.png`, any case).
+    pub fn from_path(path: &std::path::Path) -> Result<Self> {
+        match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+            Some("svg") => Ok(ChartFormat::Svg),
+            Some("png") => Ok(ChartFormat::Png),
+            _ => Err(Error::invalid("export path must end in .svg or .png")),
+        }
+    }
+}
+
+/// A chart as the bytes of an SVG or PNG file. The caller writes them: where and how a file
+/// may be written (never through a symlink, for instance) is the caller's rule, not the chart's.
+pub fn encode(spec: &ChartSpec<'_>, format: ChartFormat, size: (u32, u32), theme: Theme) -> Result<Vec<u8>> {
+    match format {
+        ChartFormat::Svg => {
             let svg = match spec {
                 ChartSpec::Decay { settings, horizon_days } => render_decay(settings, *horizon_days, size, theme)?,
                 ChartSpec::Projection { input, settings, now, horizon_days } => {
@@ -369,21 +388,27 @@ pub fn export(spec: &ChartSpec<'_>, path: &std::path::Path, size: (u32, u32), th
                 }
                 ChartSpec::Distribution { scores, settings } => render_distribution(scores, settings, size, theme)?,
             };
-            std::fs::write(path, svg)?;
+            Ok(svg.into_bytes())
         }
-        Some("png") => {
-            let area = BitMapBackend::new(path, size).into_drawing_area();
-            match spec {
-                ChartSpec::Decay { settings, horizon_days } => draw_decay(area, settings, *horizon_days, theme)?,
-                ChartSpec::Projection { input, settings, now, horizon_days } => {
-                    draw_projection(area, input, settings, *now, *horizon_days, theme)?
+        ChartFormat::Png => {
+            let mut rgb = vec![0u8; size.0 as usize * size.1 as usize * 3];
+            {
+                let area = BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area();
+                match spec {
+                    ChartSpec::Decay { settings, horizon_days } => draw_decay(area, settings, *horizon_days, theme)?,
+                    ChartSpec::Projection { input, settings, now, horizon_days } => {
+                        draw_projection(area, input, settings, *now, *horizon_days, theme)?
+                    }
+                    ChartSpec::Distribution { scores, settings } => draw_distribution(area, scores, settings, theme)?,
                 }
-                ChartSpec::Distribution { scores, settings } => draw_distribution(area, scores, settings, theme)?,
             }
+            let mut png = Vec::new();
+            image::codecs::png::PngEncoder::new(&mut png)
+                .write_image(&rgb, size.0, size.1, image::ColorType::Rgb8)
+                .map_err(plot_err)?;
+            Ok(png)
         }
-        _ => return Err(Error::invalid("export path must end in .svg or .png")),
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -401,6 +426,29 @@ mod tests {
             assert!((d - h).abs() < 1e-9 && (r - 0.5).abs() < 1e-12, "{t}: R({d}) = {r}");
             assert!(series.windows(2).all(|w| w[1].1 < w[0].1), "{t}: strictly decreasing");
         }
+    }
+
+    #[test]
+    fn exports_encode_svg_and_png_by_extension() {
+        let s = Settings::default();
+        let spec = ChartSpec::Decay { settings: &s, horizon_days: 365.0 };
+        let fmt = |p: &str| ChartFormat::from_path(std::path::Path::new(p));
+        assert_eq!(fmt("/tmp/a.SVG").unwrap(), ChartFormat::Svg, "the extension decides, in any case");
+        assert!(fmt("/tmp/a.jpg").is_err() && fmt("/tmp/svg").is_err(), "only .svg and .png");
+        let svg = encode(&spec, ChartFormat::Svg, (640, 360), Theme::Light).unwrap();
+        assert_eq!(
+            svg,
+            render_decay(&s, 365.0, (640, 360), Theme::Light).unwrap().into_bytes(),
+            "the SVG is the one the window shows"
+        );
+        let png = encode(&spec, ChartFormat::Png, (64, 32), Theme::Light).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "a PNG file signature");
+        // IHDR follows the signature: width and height big-endian at bytes 16..24.
+        assert_eq!(
+            (&png[16..20], &png[20..24]),
+            (&64u32.to_be_bytes()[..], &32u32.to_be_bytes()[..]),
+            "the requested size"
+        );
     }
 
     #[test]
@@ -424,21 +472,6 @@ mod tests {
         assert_eq!((semantic[1], semantic[BINS - 1]), (1, 1), "−0.45 in bin 1, 5.0 clamped into the last");
         let svg = render_distribution(&scores, &Settings::default(), (600, 300), Theme::Dark).unwrap();
         assert!(svg.contains("threshold 0.6"));
-    }
-
-    #[test]
-    fn exports_svg_and_png_files() {
-        let dir = std::env::temp_dir().join(format!("lethe-chart-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let s = Settings::default();
-        let spec = ChartSpec::Decay { settings: &s, horizon_days: 365.0 };
-        export(&spec, &dir.join("d.svg"), (640, 360), Theme::Light).unwrap();
-        export(&spec, &dir.join("d.png"), (640, 360), Theme::Light).unwrap();
-        let png = std::fs::read(dir.join("d.png")).unwrap();
-        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "a real PNG file");
-        assert!(std::fs::read_to_string(dir.join("d.svg")).unwrap().starts_with("<svg"));
-        assert!(export(&spec, &dir.join("d.gif"), (640, 360), Theme::Light).is_err());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

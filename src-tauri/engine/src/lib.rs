@@ -117,28 +117,28 @@ fn active_scores(snap: &forgetting::Snapshot, settings: &Settings, now: time::In
         .collect()
 }
 
-/// Writes a chart as SVG or PNG (by the path's extension).
+/// A chart as the bytes of an SVG or PNG file, larger than the window shows it.
 pub fn export_chart(
     conn: &Connection,
     snap: &forgetting::Snapshot,
     kind: &ChartKind,
     now: time::Instant,
     theme: chart::Theme,
-    path: &std::path::Path,
-) -> Result<()> {
+    format: chart::ChartFormat,
+) -> Result<Vec<u8>> {
     let settings = Settings::load(conn)?;
     match kind {
-        ChartKind::Decay { horizon_days } => chart::export(
+        ChartKind::Decay { horizon_days } => chart::encode(
             &chart::ChartSpec::Decay { settings: &settings, horizon_days: *horizon_days },
-            path,
+            format,
             (1200, 600),
             theme,
         ),
         ChartKind::Distribution => {
             let scores = active_scores(snap, &settings, now);
-            chart::export(
+            chart::encode(
                 &chart::ChartSpec::Distribution { scores: &scores, settings: &settings },
-                path,
+                format,
                 (1200, 560),
                 theme,
             )
@@ -147,9 +147,9 @@ pub fn export_chart(
             let d = detail(conn, id, now, None)?;
             let input = input_of(&d.memory, &d.score)?;
             let horizon = projection_horizon(&input, &settings, now, d.memory.tier);
-            chart::export(
+            chart::encode(
                 &chart::ChartSpec::Projection { input: &input, settings: &settings, now, horizon_days: horizon },
-                path,
+                format,
                 (1100, 520),
                 theme,
             )
