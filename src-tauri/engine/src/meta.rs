@@ -64,6 +64,100 @@ pub fn summary(conn: &Connection) -> Result<MetaSummary> {
     )?)
 }
 
+/// How many memories [`overview`] names in each of its two lists.
+pub const OVERVIEW_LIST: usize = 10;
+
+/// The recall statistics of a set of active memories (all of them, or those recall finds for
+/// a topic): how many were recalled and how often, how confidently, which are shakiest, which
+/// are used most, and how many were never recalled. Seed 003: "how well do I remember X?".
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MetaOverview {
+    /// Active memories the figures are over.
+    pub memories: usize,
+    /// Of those, how many were recalled at least once.
+    pub recalled_memories: usize,
+    /// Recall hits over those memories.
+    pub total_recalls: i64,
+    /// Mean confidence of those hits, weighted by recall count; None with no hits.
+    pub avg_confidence: Option<f64>,
+    /// Recalled memories with an average confidence below 0.5, lowest first (at most
+    /// [`OVERVIEW_LIST`]).
+    pub lowest_confidence: Vec<MetaStats>,
+    /// The most recalled memories, most first (at most [`OVERVIEW_LIST`]).
+    pub most_recalled: Vec<MetaStats>,
+    /// Memories never recalled.
+    pub never_recalled: usize,
+}
+
+/// The figures of [`MetaOverview`] over the active memories `ids` (None: every active
+/// memory), from the stored statistics plus `extra` (deltas not yet flushed).
+pub fn overview(conn: &Connection, ids: Option<&[String]>, extra: &HashMap<String, Delta>) -> Result<MetaOverview> {
+    const SELECT: &str = "SELECT m.id, COALESCE(s.recall_count, 0), COALESCE(s.success_count, 0), \
+        COALESCE(s.failure_count, 0), s.avg_confidence, s.last_recalled_at \
+        FROM memory_item m LEFT JOIN meta_memory_stats s ON s.memory_id = m.id WHERE COALESCE(m.is_deleted, 0) = 0";
+    let row = |r: &rusqlite::Row<'_>| -> rusqlite::Result<MetaStats> {
+        Ok(MetaStats {
+            memory_id: r.get(0)?,
+            recall_count: r.get(1)?,
+            success_count: r.get(2)?,
+            failure_count: r.get(3)?,
+            avg_confidence: r.get(4)?,
+            last_recalled_at: r.get::<_, Option<String>>(5)?.filter(|s| !s.is_empty()),
+        })
+    };
+    let stored: Vec<MetaStats> = match ids {
+        Some(ids) => {
+            let mut stmt = conn.prepare_cached(&format!("{SELECT} AND m.id = ?1"))?;
+            let mut seen = std::collections::HashSet::new();
+            let mut out = Vec::new();
+            for id in ids.iter().filter(|id| seen.insert(id.as_str())) {
+                if let Some(m) = stmt.query_row([id], row).optional()? {
+                    out.push(m);
+                }
+            }
+            out
+        }
+        None => {
+            let mut stmt = conn.prepare(SELECT)?;
+            let rows = stmt.query_map([], row)?;
+            rows.collect::<std::result::Result<_, _>>()?
+        }
+    };
+    let stats = stored
+        .into_iter()
+        .map(|m| match extra.get(&m.memory_id) {
+            Some(d) => merge(m, d),
+            None => m,
+        })
+        .collect();
+    Ok(overview_of(stats))
+}
+
+fn overview_of(stats: Vec<MetaStats>) -> MetaOverview {
+    let memories = stats.len();
+    let recalled: Vec<MetaStats> = stats.into_iter().filter(|m| m.recall_count > 0).collect();
+    let total_recalls: i64 = recalled.iter().map(|m| m.recall_count).sum();
+    let confidence_sum: f64 = recalled.iter().map(|m| m.avg_confidence.unwrap_or(0.0) * m.recall_count as f64).sum();
+    let mut lowest: Vec<MetaStats> =
+        recalled.iter().filter(|m| m.avg_confidence.is_some_and(|c| c < 0.5)).cloned().collect();
+    lowest.sort_by(|a, b| {
+        a.avg_confidence.unwrap_or(0.0).total_cmp(&b.avg_confidence.unwrap_or(0.0)).then(a.memory_id.cmp(&b.memory_id))
+    });
+    lowest.truncate(OVERVIEW_LIST);
+    let mut most = recalled.clone();
+    most.sort_by(|a, b| b.recall_count.cmp(&a.recall_count).then(a.memory_id.cmp(&b.memory_id)));
+    most.truncate(OVERVIEW_LIST);
+    MetaOverview {
+        memories,
+        recalled_memories: recalled.len(),
+        total_recalls,
+        avg_confidence: (total_recalls > 0).then(|| confidence_sum / total_recalls as f64),
+        lowest_confidence: lowest,
+        most_recalled: most,
+        never_recalled: memories - recalled.len(),
+    }
+}
+
 /// Writes deltas in one transaction; each UPSERT adds to what is stored, so two processes
 /// flushing the same memory both count.
 pub fn write_deltas(conn: &mut Connection, deltas: &HashMap<String, Delta>) -> Result<()> {
@@ -175,6 +269,17 @@ impl MetaBuffer {
             extra.add(d);
         }
         Ok(merge(stored, &extra))
+    }
+
+    /// [`overview`] with what is still buffered counted, read under the flusher's lock so
+    /// that no delta is counted twice or missed.
+    pub fn overview(&self, conn: &Connection, ids: Option<&[String]>) -> Result<MetaOverview> {
+        let in_flight = lock(&self.shared.in_flight);
+        let mut extra = in_flight.clone();
+        for (k, d) in lock(&self.shared.pending).iter() {
+            extra.entry(k.clone()).or_default().add(d);
+        }
+        overview(conn, ids, &extra)
     }
 
     /// (flush transactions committed, failed attempts) so far.
