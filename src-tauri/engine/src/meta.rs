@@ -352,3 +352,58 @@ fn flusher(shared: &Shared, conn: &mut Connection, interval: Duration) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(id: &str, count: i64, avg: Option<f64>) -> MetaStats {
+        MetaStats { memory_id: id.into(), recall_count: count, avg_confidence: avg, ..Default::default() }
+    }
+
+    #[test]
+    fn overview_counts_weights_and_ranks() {
+        let o = overview_of(vec![
+            stats("a", 3, Some(0.8)),
+            stats("b", 1, Some(0.2)),
+            stats("c", 2, Some(0.4)),
+            stats("d", 0, None),
+        ]);
+        assert_eq!((o.memories, o.recalled_memories, o.total_recalls, o.never_recalled), (4, 3, 6, 1));
+        // Weighted by recall count: (3·0.8 + 1·0.2 + 2·0.4) / 6.
+        assert!((o.avg_confidence.unwrap() - 3.4 / 6.0).abs() < 1e-12);
+        let ids = |v: &[MetaStats]| v.iter().map(|m| m.memory_id.clone()).collect::<Vec<_>>();
+        assert_eq!(ids(&o.lowest_confidence), ["b", "c"], "below 0.5 only, lowest first");
+        assert_eq!(ids(&o.most_recalled), ["a", "c", "b"], "never-recalled memories are not listed");
+        assert_eq!(overview_of(Vec::new()).avg_confidence, None);
+    }
+
+    #[test]
+    fn overview_adds_pending_deltas_and_keeps_to_active_memories() {
+        let dir = std::env::temp_dir().join(format!("lethe-meta-overview-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("m.db");
+        let _ = std::fs::remove_file(&path);
+        let mut conn = store::open(&path).unwrap();
+        let now = time::parse("2026-06-01T00:00:00Z").unwrap();
+        let mut ids = Vec::new();
+        for text in ["first memory about caching", "second memory about queues"] {
+            let m = crate::lifecycle::NewMemory::new(crate::Tier::Semantic, text);
+            ids.push(crate::lifecycle::remember(&mut conn, &m, "user", now).unwrap().id().unwrap().to_string());
+        }
+        let stored: HashMap<String, Delta> =
+            [(ids[0].clone(), Delta { count: 2, success: 2, failure: 0, confidence_sum: 1.2, last_recalled_at: None })]
+                .into();
+        write_deltas(&mut conn, &stored).unwrap();
+        let pending: HashMap<String, Delta> =
+            [(ids[0].clone(), Delta { count: 1, success: 0, failure: 1, confidence_sum: 0.3, last_recalled_at: None })]
+                .into();
+        let all = overview(&conn, None, &pending).unwrap();
+        assert_eq!((all.memories, all.recalled_memories, all.total_recalls, all.never_recalled), (2, 1, 3, 1));
+        assert!((all.avg_confidence.unwrap() - 0.5).abs() < 1e-12, "(1.2 + 0.3) / 3");
+        let one = overview(&conn, Some(&[ids[1].clone(), ids[1].clone(), "mem_gone".into()]), &pending).unwrap();
+        assert_eq!((one.memories, one.total_recalls), (1, 0), "duplicates and unknown ids count once / not at all");
+        crate::lifecycle::soft_delete(&mut conn, &ids[0], None, "user", now).unwrap();
+        assert_eq!(overview(&conn, None, &pending).unwrap().memories, 1, "quarantined memories are left out");
+    }
+}
