@@ -459,3 +459,29 @@ fn a_closed_stdout_is_an_abnormal_end() {
     assert!(!status.success(), "non-zero exit: {status}");
     assert!(err.contains("\"error\"") && err.contains("Broken pipe"), "reported on stderr: {err}");
 }
+
+/// Older hosts keep working: each revision rmcp knows up to 2025-11-25 is echoed; a newer
+/// or unknown one is answered with 2025-11-25.
+#[test]
+fn older_protocol_revisions_are_negotiated() {
+    let path = db("versions");
+    for (asked, answered) in [
+        ("2024-11-05", "2024-11-05"),
+        ("2025-03-26", "2025-03-26"),
+        ("2025-06-18", "2025-06-18"),
+        ("2025-11-25", "2025-11-25"),
+        ("2026-07-28", "2025-11-25"),
+        ("1999-01-01", "2025-11-25"),
+    ] {
+        let mut child = raw_server(&path);
+        let mut stdin = child.stdin.take().unwrap();
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}});
+        writeln!(stdin, "{init}").unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        drop(stdin);
+        let r: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(r["result"]["protocolVersion"], json!(answered), "{asked}");
+        assert!(child.wait().unwrap().success());
+    }
+}
