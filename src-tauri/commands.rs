@@ -139,10 +139,15 @@ pub fn set_importance(state: State<'_, AppState>, id: String, value: f64) -> Api
 }
 
 #[tauri::command(async)]
-pub fn edit_memory(state: State<'_, AppState>, id: String, content: String) -> ApiResult<MemoryDetail> {
+pub fn edit_memory(
+    state: State<'_, AppState>,
+    id: String,
+    content: String,
+    expected_version: Option<i64>,
+) -> ApiResult<MemoryDetail> {
     let now = chrono::Utc::now();
     state.with_db(|db| {
-        lifecycle::edit(&mut db.conn, &id, &content, ACTOR, now)?;
+        lifecycle::edit_checked(&mut db.conn, &id, &content, expected_version, ACTOR, now)?;
         lethe_engine::detail(&db.conn, &id, now, None)
     })
 }

@@ -14,7 +14,7 @@ function snapshot(db) {
 
 test('time slider to +200 days raises the at-risk count and writes nothing', { timeout: 90_000 }, async () => {
   const db = tempDb();
-  lethe(db, '--now', new Date().toISOString(), 'demo', '--count', '80');
+  lethe(db, 'demo', '--count', '80');
   const before = snapshot(db);
   const expectedLater = lethe(db, '--now', new Date(Date.now() + 200 * 86400000).toISOString(), 'stats').at_risk;
   const driver = await openApp(db);

@@ -81,8 +81,9 @@ class LetheMcpTest(unittest.TestCase):
                 self.assertTrue(near["stored"])
                 self.assertIn(mid, [x["id"] for x in near["similar"]])
                 self.assertEqual((await call("similar", {"memory_id": near["id"]}))["items"][0]["id"], mid)
-                self.assertEqual((await error("forget", {"id": near["id"], "hard": True}))["code"],
-                                 "confirmation_required")
+                # A hard delete is the person's: an agent gets forbidden, confirmed or not.
+                self.assertEqual((await error("forget", {"id": near["id"], "hard": True, "confirm": True}))["code"],
+                                 "forbidden")
                 self.assertEqual((await call("get_meta_memory_stats", {"memory_id": mid}))["recall_count"], 1)
                 summary = await call("get_meta_memory_stats", {})
                 self.assertEqual((summary["memories"], summary["total_recalls"], summary["never_recalled"]), (2, 1, 1))

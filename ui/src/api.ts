@@ -77,8 +77,9 @@ export const pinMemory = (id: string) => call<MemoryDetail>('pin_memory', { id }
 export const unpinMemory = (id: string) => call<MemoryDetail>('unpin_memory', { id });
 export const setImportance = (id: string, value: number) =>
   call<MemoryDetail>('set_importance', { id, value });
-export const editMemory = (id: string, content: string) =>
-  call<MemoryDetail>('edit_memory', { id, content });
+/** Saves new content if the memory is still at `expectedVersion`; else rejects with `conflict`. */
+export const editMemory = (id: string, content: string, expectedVersion?: number) =>
+  call<MemoryDetail>('edit_memory', { id, content, expectedVersion: expectedVersion ?? null });
 export const deleteMemory = (id: string, reason?: string) =>
   call<ForgettingEvent>('delete_memory', compact({ id, reason }));
 export const restoreMemory = (id: string) => call<MemoryDetail>('restore_memory', { id });

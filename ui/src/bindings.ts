@@ -15,7 +15,12 @@ export type AuditEvent = { id: string,
  */
 kind: string, memory_id: string | null, action: string, actor: string, reason: string | null, policy: string | null, forget_score: number | null, ttl_days: number | null, created_at: string, before: JsonValue | null, after: JsonValue | null, metadata: JsonValue | null, };
 
-export type BatchReport = { scanned: number, soft_deleted: Array<string>, review: Array<string>, working_gate: Array<string>, purged: Array<string>, elapsed_ms: number, dry_run: boolean, };
+export type BatchReport = { scanned: number, soft_deleted: Array<string>, review: Array<string>, working_gate: Array<string>, purged: Array<string>, 
+/**
+ * Planned but left alone because a person or agent changed the memory (pinned it,
+ * edited it, restored it…) while the batch ran; the next run judges them afresh.
+ */
+changed_since_plan: Array<string>, elapsed_ms: number, dry_run: boolean, };
 
 export type Breakdown = { 
 /**

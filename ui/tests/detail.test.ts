@@ -111,7 +111,51 @@ describe('memory detail', () => {
     await fireEvent.click(screen.getByTestId('edit-button'));
     await fireEvent.input(screen.getByTestId('edit-content'), { target: { value: 'rewritten' } });
     await fireEvent.click(screen.getByTestId('edit-save'));
-    await waitFor(() => expect(api.editMemory).toHaveBeenCalledWith('mem_p', 'rewritten'));
+    await waitFor(() => expect(api.editMemory).toHaveBeenCalledWith('mem_p', 'rewritten', 1));
+  });
+
+  it('a stale edit shows both texts and the person chooses', async () => {
+    // The agent's correction (version 2) lands while the person edits version 1.
+    let stored = makeDetail('mem_c', { content: 'limit is 100', version: 1 });
+    api.showMemory.mockImplementation(async () => stored);
+    api.editMemory.mockImplementation(async (id: string, content: string, expected?: number) => {
+      if (expected !== stored.version) {
+        throw { code: 'conflict', message: `version conflict on ${id}: expected version ${expected}, current version is ${stored.version}` };
+      }
+      stored = makeDetail(id, { content, version: stored.version + 1 });
+      return stored;
+    });
+    api.events.mockResolvedValue({
+      items: [{ id: 'act_9', kind: 'action', memory_id: 'mem_c', action: 'edit', actor: 'agent:fixer', reason: null, policy: null, forget_score: null, ttl_days: null, created_at: '2026-01-01T00:00:00.000Z', before: null, after: null, metadata: null }],
+    });
+    await openDetail('mem_c');
+    await fireEvent.click(screen.getByTestId('edit-button'));
+    stored = makeDetail('mem_c', { content: `limit is 200 ${HOSTILE}`, version: 2 });
+    await fireEvent.input(screen.getByTestId('edit-content'), { target: { value: 'limit is 50' } });
+    await fireEvent.click(screen.getByTestId('edit-save'));
+    await waitFor(() => expect(screen.getByTestId('edit-conflict')).toBeInTheDocument());
+    expect(screen.getByTestId('edit-conflict')).toHaveTextContent('agent:fixer changed this memory');
+    expect(screen.getByTestId('conflict-theirs').textContent).toBe(`limit is 200 ${HOSTILE}`);
+    expect(screen.getByTestId('conflict-theirs').querySelector('img, script')).toBeNull();
+    expect(screen.getByTestId('conflict-mine')).toHaveTextContent('limit is 50');
+    expect(stored.content).toContain('limit is 200');
+    await fireEvent.click(screen.getByTestId('conflict-save-mine'));
+    await waitFor(() => expect(api.editMemory).toHaveBeenLastCalledWith('mem_c', 'limit is 50', 2));
+    await waitFor(() => expect(screen.queryByTestId('edit-conflict')).toBeNull());
+    expect(stored).toMatchObject({ content: 'limit is 50', version: 3 });
+  });
+
+  it('keeping the stored text discards the stale edit', async () => {
+    api.showMemory.mockResolvedValue(makeDetail('mem_k', { content: 'kept', version: 4 }));
+    api.editMemory.mockRejectedValue({ code: 'conflict', message: 'version conflict' });
+    await openDetail('mem_k');
+    await fireEvent.click(screen.getByTestId('edit-button'));
+    await fireEvent.input(screen.getByTestId('edit-content'), { target: { value: 'stale' } });
+    await fireEvent.click(screen.getByTestId('edit-save'));
+    await waitFor(() => expect(screen.getByTestId('edit-conflict')).toBeInTheDocument());
+    await fireEvent.click(screen.getByTestId('conflict-keep-theirs'));
+    await waitFor(() => expect(screen.getByTestId('memory-content')).toHaveTextContent('kept'));
+    expect(api.editMemory).toHaveBeenCalledTimes(1);
   });
 
   it('delete button soft-deletes; a deleted memory offers restore', async () => {

@@ -13,12 +13,19 @@ pub struct Cli {
     /// Database file (default: $LETHE_DB, else the platform data dir).
     #[arg(long, global = true)]
     pub db: Option<PathBuf>,
-    /// Evaluate as if it were this instant (ISO-8601).
+    /// Evaluate a read-only command as if it were this instant (ISO-8601). Commands that
+    /// write refuse it: they always use the clock.
     #[arg(long, global = true)]
     pub now: Option<String>,
-    /// Who is acting (`user`, `agent:<name>`).
-    #[arg(long, global = true, default_value = "user")]
-    pub actor: String,
+    /// Who is acting: `agent:<name>` (name of 1-64 characters from A-Z a-z 0-9 . _ -), or
+    /// `user` for the person at an interactive terminal. Default: `user` on a terminal,
+    /// `agent:cli` otherwise.
+    #[arg(long, global = true)]
+    pub actor: Option<String>,
+    /// Open the database for viewing only: nothing is written, triggers cannot fire. Opens
+    /// files that are otherwise refused for holding triggers or views Lethe did not create.
+    #[arg(long, global = true)]
+    pub read_only: bool,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -60,11 +67,14 @@ pub enum Command {
     Unpin { id: String },
     /// Set a memory's importance (0 to 1).
     Importance { id: String, value: f64 },
-    /// Replace a memory's content (audited, counts as an edit).
+    /// Replace a memory's content (a new version); `--expected-version` refuses a stale edit.
     Edit {
         id: String,
         #[arg(long, allow_hyphen_values = true)]
         content: String,
+        /// The version the edit was prepared from; another edit since then is a conflict (exit 3).
+        #[arg(long)]
+        expected_version: Option<i64>,
     },
     /// An agent used the memory.
     Cite { id: String },
@@ -252,12 +262,85 @@ pub struct ListArgs {
 
 pub use lethe_engine::store::default_db_path;
 
-pub fn open_db(path: &Option<PathBuf>) -> Result<rusqlite_conn::Connection> {
+/// Opens the database (creating it, 0600 in a 0700 directory, when missing).
+pub fn open_db(path: &Option<PathBuf>, read_only: bool) -> Result<rusqlite_conn::Connection> {
     let path = path.clone().unwrap_or_else(default_db_path);
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)?;
+    if read_only {
+        store::open_read_only(&path)
+    } else {
+        store::open(&path)
     }
-    store::open(&path)
+}
+
+/// Whether a command writes to the database. `--now` and `--read-only` are for the others.
+/// Recall counts: its hits go to the meta-memory statistics (stamped with the clock).
+fn writes(command: &Command) -> bool {
+    match command {
+        Command::Show { .. }
+        | Command::List(_)
+        | Command::Score { .. }
+        | Command::Quarantine
+        | Command::Events { .. }
+        | Command::Stats
+        | Command::Meta { .. }
+        | Command::Similar { .. }
+        | Command::History { .. }
+        | Command::Export
+        | Command::Fixture { .. }
+        | Command::Mcp
+        | Command::Recall(_) => false,
+        Command::Forget { dry_run } | Command::Import { dry_run, .. } => !dry_run,
+        Command::Scan { redact, .. } => *redact,
+        Command::Settings { value, .. } => value.is_some(),
+        Command::Remember(_)
+        | Command::Delete { .. }
+        | Command::Restore { .. }
+        | Command::Pin { .. }
+        | Command::Unpin { .. }
+        | Command::Importance { .. }
+        | Command::Edit { .. }
+        | Command::Cite { .. }
+        | Command::Archive { .. }
+        | Command::Unarchive { .. }
+        | Command::Reflect { .. }
+        | Command::Rollback { .. }
+        | Command::Demo { .. } => true,
+    }
+}
+
+/// Who acts (issue #23): `user` only for a person at an interactive terminal, never claimed
+/// by a process whose input is not one; `agent:cli` by default otherwise.
+fn resolve_actor(claimed: Option<&str>, on_terminal: bool) -> Result<String> {
+    use lethe_engine::actor;
+    match claimed {
+        None if on_terminal => Ok(actor::USER.to_string()),
+        None => Ok(actor::CLI_AGENT.to_string()),
+        Some(a) => {
+            let a = actor::parse(a)?;
+            if actor::is_person(a) && !on_terminal {
+                return Err(Error::Forbidden(
+                    "`--actor user` is the person at an interactive terminal; this lethe's input is not a terminal \
+                     (agents act as `agent:<name>`)"
+                        .into(),
+                ));
+            }
+            Ok(a.to_string())
+        }
+    }
+}
+
+/// The person's confirmation on the terminal: `question` on stderr, `yes` or `y` on stdin.
+fn confirm_on_terminal(question: &str) -> Result<()> {
+    use std::io::{BufRead, Write};
+    let mut err = std::io::stderr();
+    let _ = write!(err, "{question} [y/N] ");
+    let _ = err.flush();
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    match answer.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Ok(()),
+        _ => Err(Error::ConfirmationRequired(format!("{question} — not confirmed, nothing was changed"))),
+    }
 }
 
 /// Re-exported so this crate does not name rusqlite directly.
@@ -332,34 +415,51 @@ fn remember(conn: &mut rusqlite_conn::Connection, a: &RememberArgs, actor: &str,
 }
 
 pub fn run(cli: Cli) -> Result<Option<Value>> {
+    use std::io::IsTerminal;
+    let on_terminal = std::io::stdin().is_terminal();
+    let writes = writes(&cli.command);
     let now = match &cli.now {
-        Some(n) => time::parse(n)?,
+        Some(n) => {
+            let t = time::parse(n)?;
+            if writes {
+                return Err(Error::invalid(
+                    "--now is only for commands that read; commands that write use the clock, so no date in the store can be forged",
+                ));
+            }
+            t
+        }
         None => chrono::Utc::now(),
     };
-    let actor = cli.actor.as_str();
-    lethe_engine::model::validate_actor(actor)?;
+    if cli.read_only && writes {
+        return Err(Error::invalid("--read-only opens the database for viewing; this command writes"));
+    }
+    let actor = resolve_actor(cli.actor.as_deref(), on_terminal)?;
+    let actor = actor.as_str();
     if let Command::Fixture { kind, path } = &cli.command {
         lethe_engine::fixtures::build_memento(path, kind.parse()?)?;
         return Ok(Some(json!({ "fixture": kind, "path": path })));
     }
     if let Command::Mcp = cli.command {
-        let path = cli.db.clone().unwrap_or_else(default_db_path);
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)?;
+        if cli.read_only {
+            return Err(Error::invalid("--read-only does not go with mcp (agents write)"));
         }
+        let path = cli.db.clone().unwrap_or_else(default_db_path);
         crate::mcp::serve(path)?;
         return Ok(None);
     }
-    let mut conn = open_db(&cli.db)?;
+    let read_only = cli.read_only;
+    let mut conn = open_db(&cli.db, read_only)?;
     let conn = &mut conn;
-    if matches!(
-        cli.command,
-        Command::Recall(_)
-            | Command::Similar { .. }
-            | Command::Remember(_)
-            | Command::Forget { .. }
-            | Command::Meta { query: Some(_), .. }
-    ) {
+    if !read_only
+        && matches!(
+            cli.command,
+            Command::Recall(_)
+                | Command::Similar { .. }
+                | Command::Remember(_)
+                | Command::Forget { .. }
+                | Command::Meta { query: Some(_), .. }
+        )
+    {
         ensure_vectors(conn)?;
     }
     let v = match &cli.command {
@@ -380,12 +480,14 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
                 offset: a.offset,
             };
             let s = Settings::load(conn)?;
-            let snap = scoring_snapshot(conn)?;
-            to_json(&forgetting::list(conn, &snap, &q, &s, now)?)?
+            let snap = scoring_snapshot(conn, read_only)?;
+            let mut v = to_json(&forgetting::list(conn, &snap, &q, &s, now)?)?;
+            with_mistyped(conn, &mut v)?;
+            v
         }
         Command::Score { ids, all } => {
             let s = Settings::load(conn)?;
-            let snap = scoring_snapshot(conn)?;
+            let snap = scoring_snapshot(conn, read_only)?;
             let ids: Vec<String> = if *all || ids.is_empty() {
                 snap.rows.iter().filter(|r| !r.is_deleted).map(|r| r.id.clone()).collect()
             } else {
@@ -430,8 +532,8 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
             lifecycle::set_importance(conn, id, *value, actor, now)?;
             to_json(&lethe_engine::detail(conn, id, now, None)?)?
         }
-        Command::Edit { id, content } => {
-            let (_, r) = lifecycle::edit_guarded(conn, id, content, actor, now)?;
+        Command::Edit { id, content, expected_version } => {
+            let (_, r) = lifecycle::edit_checked(conn, id, content, *expected_version, actor, now)?;
             let mut v = to_json(&lethe_engine::detail(conn, id, now, None)?)?;
             v["redacted"] = to_json(&r.redacted)?;
             v["pii_tags"] = to_json(&r.pii_tags)?;
@@ -465,9 +567,10 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
         }
         Command::Stats => {
             let s = Settings::load(conn)?;
-            let snap = scoring_snapshot(conn)?;
+            let snap = scoring_snapshot(conn, read_only)?;
             let mut v = to_json(&forgetting::stats(conn, &snap, &s, now)?)?;
             v["recall_mode"] = json!(lethe_engine::embed::status());
+            with_mistyped(conn, &mut v)?;
             v
         }
         Command::Meta { id, query, limit } => match (id, query) {
@@ -511,8 +614,26 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
                 d.confidence_sum += h.score;
                 d.last_recalled_at = Some(time::format(now));
             }
-            meta::write_deltas(conn, &deltas)?;
-            json!({ "results": hits, "recall_mode": lethe_engine::embed::status() })
+            if !read_only {
+                // Stamped with the clock even under --now: the statistics say when the recall
+                // really happened.
+                let clock = time::format(chrono::Utc::now());
+                for d in deltas.values_mut() {
+                    d.last_recalled_at = Some(clock.clone());
+                }
+                meta::write_deltas(conn, &deltas)?;
+            }
+            let mut v = json!({ "results": hits, "recall_mode": lethe_engine::embed::status() });
+            let dropped = recall::dropped_words(&a.query);
+            if !dropped.is_empty() {
+                v["dropped_words"] = json!(dropped);
+                v["notice"] = json!(format!(
+                    "the query has more than {} distinct words; the last {} were not searched",
+                    recall::MAX_QUERY_WORDS,
+                    dropped.len()
+                ));
+            }
+            v
         }
         Command::Similar { id, limit } => {
             json!({ "items": lethe_engine::semantic::similar(conn, id, *limit)?, "recall_mode": lethe_engine::embed::status() })
@@ -565,6 +686,13 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
                 }
                 (Some(k), Some(v)) => {
                     let new = s.with_value(k, v)?;
+                    lethe_engine::actor::require_person(actor, "changing settings")?;
+                    let old = to_json(&s)?;
+                    let mut slot = &old;
+                    for part in k.split('.') {
+                        slot = slot.get(part).unwrap_or(&Value::Null);
+                    }
+                    confirm_on_terminal(&format!("Change setting {k} from {slot} to {v}?"))?;
                     to_json(&Settings::store(conn, &new, actor, now)?)?
                 }
             }
@@ -602,6 +730,16 @@ pub fn topic_ids(conn: &store::Connection, query: &str, limit: usize, now: time:
     Ok(recall::recall(conn, &q, now)?.into_iter().map(|h| h.id).collect())
 }
 
+/// Names the memories holding a value of the wrong type (read leniently, not fatal), as
+/// `mistyped: [{id, column, found}]` when there are any.
+fn with_mistyped(conn: &store::Connection, v: &mut Value) -> Result<()> {
+    let found = store::mistyped_rows(conn, 100)?;
+    if !found.is_empty() {
+        v["mistyped"] = to_json(&found)?;
+    }
+    Ok(())
+}
+
 /// Embeds the memories another program (or a build without the model) stored without a
 /// vector, so that recall and duplication see them; resumable, a no-op when all have one.
 fn ensure_vectors(conn: &mut store::Connection) -> Result<()> {
@@ -614,8 +752,10 @@ fn ensure_vectors(conn: &mut store::Connection) -> Result<()> {
 
 /// The scoring snapshot; what it had to compute because the file lacked it (neighbours of
 /// memories written since the last time) is stored, so that it is searched once.
-fn scoring_snapshot(conn: &mut store::Connection) -> Result<forgetting::Snapshot> {
+fn scoring_snapshot(conn: &mut store::Connection, read_only: bool) -> Result<forgetting::Snapshot> {
     let snap = forgetting::Snapshot::load(conn)?;
-    snap.persist(conn)?;
+    if !read_only {
+        snap.persist(conn)?;
+    }
     Ok(snap)
 }

@@ -169,8 +169,9 @@ async fn an_agent_host_can_use_every_tool() {
     let s = ok(&call(&client, "memory_stats", json!({})).await);
     assert_eq!(s["total_active"], json!(4));
 
-    // Engine errors keep the CLI's codes.
-    assert_eq!(code(&call(&client, "forget", json!({"id": id, "hard": true})).await), "confirmation_required");
+    // Engine errors keep the CLI's codes; a hard delete is the person's, even confirmed.
+    assert_eq!(code(&call(&client, "forget", json!({"id": id, "hard": true})).await), "forbidden");
+    assert_eq!(code(&call(&client, "forget", json!({"id": id, "hard": true, "confirm": true})).await), "forbidden");
     assert_eq!(code(&call(&client, "get_memory", json!({"id": "mem_missing"})).await), "not_found");
     let r = call(
         &client,

@@ -27,6 +27,14 @@ fn lethe(db: &Path, args: &[&str]) -> (i32, Value, Value, String) {
 }
 
 /// Rows of the tables a write touches: memories, actions, forgetting events, FTS entries.
+/// A setting changed by the person: the window does it through the engine, the CLI only on
+/// a terminal (tests/trust.rs); agents may not.
+fn set_as_person(db: &Path, key: &str, value: &str) {
+    let mut conn = lethe_engine::store::open(db).unwrap();
+    let s = lethe_engine::Settings::load(&conn).unwrap().with_value(key, value).unwrap();
+    lethe_engine::Settings::store(&mut conn, &s, "user", chrono::Utc::now()).unwrap();
+}
+
 fn counts(db: &Path) -> Value {
     let (_, s, _, _) = lethe(db, &["stats"]);
     let (_, e, _, _) = lethe(db, &["events", "--limit", "10000"]);
@@ -57,7 +65,8 @@ fn cli_redacts_by_default_refuses_in_refuse_mode_and_scan_needs_confirm() {
     assert!(!all.contains(KEY));
 
     // refuse: exit 2, invalid_input naming kind and position, nothing written.
-    assert_eq!(lethe(&db, &["settings", "secrets", "refuse"]).0, 0);
+    assert_eq!(lethe(&db, &["settings", "secrets", "refuse"]).0, 6, "settings are the person's");
+    set_as_person(&db, "secrets", "refuse");
     let before = counts(&db);
     let (code, _, err, all) = lethe(&db, &["remember", "--type", "semantic", "--content", &content]);
     assert_eq!(code, 2, "{all}");
@@ -70,7 +79,7 @@ fn cli_redacts_by_default_refuses_in_refuse_mode_and_scan_needs_confirm() {
     assert_eq!(counts(&db), before, "nothing written");
 
     // scan: the old rows are clean; a memory stored while `allow` is listed and redacted.
-    assert_eq!(lethe(&db, &["settings", "secrets", "allow"]).0, 0);
+    set_as_person(&db, "secrets", "allow");
     let (_, out, _, _) = lethe(&db, &["remember", "--type", "episodic", "--content", &format!("token {KEY}")]);
     let raw_id = out["id"].as_str().unwrap().to_string();
     let (code, out, _, _) = lethe(&db, &["scan"]);
@@ -86,9 +95,13 @@ fn cli_redacts_by_default_refuses_in_refuse_mode_and_scan_needs_confirm() {
     let (_, shown, _, _) = lethe(&db, &["show", &raw_id]);
     assert_eq!(shown["content"], "token [REDACTED:slack_token]");
 
-    // Hard delete prints the event: facts, hash and length, no text.
-    let (code, ev, _, all) = lethe(&db, &["delete", &id, "--hard", "--confirm"]);
-    assert_eq!(code, 0, "{all}");
+    // Hard delete (the person's) answers the event: facts, hash and length, no text.
+    let mut conn = lethe_engine::store::open(&db).unwrap();
+    let ev = serde_json::to_value(
+        lethe_engine::lifecycle::hard_delete(&mut conn, &id, true, None, "user", chrono::Utc::now()).unwrap(),
+    )
+    .unwrap();
+    let all = ev.to_string();
     assert_eq!(ev["action"], "hard");
     assert_eq!(ev["metadata"]["content_sha256"].as_str().unwrap().len(), 64);
     assert!(!all.contains("posts alerts") && !all.contains("rotated"), "{all}");
@@ -135,14 +148,7 @@ async fn mcp_redacts_and_refuse_mode_is_a_tool_error_that_writes_nothing() {
     .unwrap();
     assert_eq!(text(&r)["redacted"][0]["field"], "failure_description");
 
-    let status = Command::new(env!("CARGO_BIN_EXE_lethe"))
-        .arg("--db")
-        .arg(&path)
-        .args(["settings", "secrets", "refuse"])
-        .output()
-        .unwrap()
-        .status;
-    assert!(status.success());
+    set_as_person(&path, "secrets", "refuse");
     let before = counts(&path);
     let r = call("remember", json!({"type": "semantic", "content": format!("bot {KEY} again")})).await.unwrap();
     assert_eq!(r.is_error, Some(true), "refuse is a tool error, not a protocol error");

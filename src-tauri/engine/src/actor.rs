@@ -15,10 +15,14 @@ pub const CLI_AGENT: &str = "agent:cli";
 
 const MAX_NAME: usize = 64;
 
+/// Agent names that would read as the person or the engine in the audit (`agent:user`).
+const RESERVED: &[&str] = &["user", "policy", "system", "person", "lethe"];
+
 fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= MAX_NAME
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        && !RESERVED.iter().any(|r| name.eq_ignore_ascii_case(r))
 }
 
 /// Checks a claimed actor against the grammar: `user` or `agent:<name>`.
@@ -30,14 +34,16 @@ pub fn parse(actor: &str) -> Result<&str> {
     match actor.strip_prefix("agent:") {
         Some(name) if valid_name(name) => Ok(actor),
         _ => Err(Error::invalid(format!(
-            "invalid actor {actor:?}: expected `user` or `agent:<name>` with a name of 1-64 characters from A-Z a-z 0-9 . _ -"
+            "invalid actor {actor:?}: expected `user` or `agent:<name>` with a name of 1-64 characters from A-Z a-z 0-9 . _ - \
+             (not user, policy, system, person or lethe)"
         ))),
     }
 }
 
 /// `agent:<name>` for a self-declared client name (MCP's `clientInfo.name`): characters
-/// outside the grammar become `_`, the name is cut to 64 bytes, an empty name is `unnamed`.
-/// A client can therefore never be recorded as `user` or `policy`.
+/// outside the grammar become `_`, the name is cut to 64 bytes, an empty name is `unnamed`,
+/// a reserved one gets the prefix `client-`. A client can therefore never be recorded as
+/// `user` or `policy`, nor as `agent:user`.
 pub fn agent_from_client_name(name: &str) -> String {
     let cleaned: String = name
         .trim()
@@ -45,7 +51,13 @@ pub fn agent_from_client_name(name: &str) -> String {
         .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '_' })
         .take(MAX_NAME)
         .collect();
-    let cleaned = if cleaned.is_empty() { "unnamed".to_string() } else { cleaned };
+    let cleaned = if cleaned.is_empty() {
+        "unnamed".to_string()
+    } else if RESERVED.iter().any(|r| cleaned.eq_ignore_ascii_case(r)) {
+        format!("client-{cleaned}")
+    } else {
+        cleaned
+    };
     format!("agent:{cleaned}")
 }
 
@@ -76,6 +88,8 @@ mod tests {
         assert!(parse(&format!("agent:{}", "a".repeat(64))).is_ok());
         for bad in [
             "policy",
+            "agent:user",
+            "agent:Policy",
             "agent:",
             "agent:user name",
             "agent:\u{202e}resu",
@@ -93,8 +107,8 @@ mod tests {
 
     #[test]
     fn client_names_never_become_the_person() {
-        assert_eq!(agent_from_client_name("user"), "agent:user");
-        assert_eq!(agent_from_client_name("policy"), "agent:policy");
+        assert_eq!(agent_from_client_name("user"), "agent:client-user");
+        assert_eq!(agent_from_client_name("policy"), "agent:client-policy");
         assert_eq!(agent_from_client_name("My Client\u{202e}"), "agent:My_Client_");
         assert_eq!(agent_from_client_name("  "), "agent:unnamed");
         assert_eq!(agent_from_client_name(&"x".repeat(100)).len(), "agent:".len() + 64);

@@ -22,6 +22,10 @@ pub enum Error {
     Integrity(i64),
     #[error("not a lethe database: {0}")]
     Foreign(String),
+    /// A Lethe or memento file Lethe will not run: foreign triggers or views in it, or an
+    /// open that had to be stopped.
+    #[error("database refused: {0}")]
+    Refused(String),
     #[error("cancelled")]
     Cancelled,
     #[error("database busy: {0}")]
@@ -47,7 +51,7 @@ impl Error {
             Error::NotFound(_) => "not_found",
             Error::ConfirmationRequired(_) => "confirmation_required",
             Error::Forbidden(_) => "forbidden",
-            Error::Foreign(_) => "db_unavailable",
+            Error::Foreign(_) | Error::Refused(_) => "db_unavailable",
             Error::Cancelled => "cancelled",
             Error::Busy(_) => "busy",
             Error::Db(e) if is_busy(e) => "busy",

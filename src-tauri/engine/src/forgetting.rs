@@ -68,10 +68,11 @@ const ROW_SQL: &str =
 type RawRow = Option<Row>;
 
 fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
-    let tier: String = r.get(2)?;
-    let created: String = r.get(3)?;
-    let last: Option<String> = r.get(4)?;
-    let (Ok(tier), Some(created_at)) = (tier.parse::<Tier>(), time::parse_opt(Some(&created))) else {
+    use crate::model::lenient;
+    let tier = lenient::text(r, 2)?.unwrap_or_default();
+    let created = lenient::text(r, 3)?;
+    let last = lenient::text(r, 4)?;
+    let (Ok(tier), Some(created_at)) = (tier.parse::<Tier>(), time::parse_opt(created.as_deref())) else {
         // A row another program wrote with an unknown tier or date is left out of scoring
         // rather than failing the whole file.
         return Ok(None);
@@ -82,15 +83,15 @@ fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
         tier,
         created_at,
         last_accessed: time::parse_opt(last.as_deref()),
-        views: r.get::<_, Option<i64>>(5)?.unwrap_or(0),
-        cites: r.get::<_, Option<i64>>(6)?.unwrap_or(0),
-        edits: r.get::<_, Option<i64>>(7)?.unwrap_or(0),
-        importance: r.get::<_, Option<f64>>(8)?.unwrap_or(0.5),
-        pinned: r.get::<_, Option<i64>>(9)?.unwrap_or(0) != 0,
-        session_id: r.get(10)?,
-        project_id: r.get(11)?,
-        is_deleted: r.get::<_, Option<i64>>(12)?.unwrap_or(0) != 0,
-        deleted_at: r.get(13)?,
+        views: lenient::int(r, 5)?.unwrap_or(0),
+        cites: lenient::int(r, 6)?.unwrap_or(0),
+        edits: lenient::int(r, 7)?.unwrap_or(0),
+        importance: lenient::real(r, 8)?.unwrap_or(0.5).clamp(0.0, 1.0),
+        pinned: lenient::flag(r, 9)?,
+        session_id: lenient::text(r, 10)?,
+        project_id: lenient::text(r, 11)?,
+        is_deleted: lenient::flag(r, 12)?,
+        deleted_at: lenient::text(r, 13)?,
     }))
 }
 
@@ -481,6 +482,9 @@ pub struct BatchReport {
     pub review: Vec<String>,
     pub working_gate: Vec<String>,
     pub purged: Vec<String>,
+    /// Planned but left alone because a person or agent changed the memory (pinned it,
+    /// edited it, restored it…) while the batch ran; the next run judges them afresh.
+    pub changed_since_plan: Vec<String>,
     pub elapsed_ms: f64,
     pub dry_run: bool,
 }
@@ -509,6 +513,18 @@ enum Decision {
     Forget(String, String, f64),
     Review(String, f64),
     LeaveBand(String),
+}
+
+impl Decision {
+    fn id(&self) -> &str {
+        match self {
+            Decision::Purge(id)
+            | Decision::Gate(id, ..)
+            | Decision::Forget(id, ..)
+            | Decision::Review(id, _)
+            | Decision::LeaveBand(id) => id,
+        }
+    }
 }
 
 /// A decision and the row it is about: the rowid orders the writes (neighbouring rows share
@@ -557,6 +573,9 @@ pub fn run_batch(conn: &mut Connection, opts: &BatchOptions<'_>) -> Result<Batch
 fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Clock) -> Result<BatchReport> {
     let now = opts.now;
     let s = Settings::load(conn)?;
+    // Every change to a memory after this point is in the change journal past `seen`; the
+    // writes skip those memories (issue #23: a pin made while the batch runs must win).
+    let mut seen = crate::store::last_change_seq(conn)?;
     // Signatures and neighbours of memories written since the last run are stored, so the
     // next run (and every read) finds them instead of searching again.
     let snap = Snapshot::load(conn)?;
@@ -576,7 +595,7 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
     // 1. Quarantine past its days is purged for ever — unless rows cannot be deleted in this
     //    file (a memento file with sqlite-vec tables): then it stays in quarantine.
     let can_purge = crate::store::memory_delete_blocked(conn)?.is_none();
-    for r in snap.rows.iter().filter(|r| can_purge && r.is_deleted) {
+    for r in snap.rows.iter().filter(|r| can_purge && r.is_deleted && !r.pinned) {
         if let Some(at) = time::parse_opt(r.deleted_at.as_deref()) {
             if time::days_between(at, now) > s.quarantine_days {
                 decisions.push(plan(r, Decision::Purge(r.id.clone())));
@@ -653,19 +672,41 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
     }
     if !opts.dry_run {
         let chunk = opts.chunk.max(1);
+        let mut changed: HashSet<String> = HashSet::new();
+        let mut skipped: Vec<&Planned> = Vec::new();
         for (n, part) in decisions.chunks(chunk).enumerate() {
             if opts.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
                 return Err(Error::Cancelled);
             }
-            write_tx(conn, |tx| {
+            let (new_seen, new_changed, part_skipped) = write_tx(conn, |tx| {
+                // Inside the write transaction: nobody can change a row between this read and
+                // the writes below. The batch's own earlier writes are in the journal too;
+                // they concern rows already decided, so they skip nothing.
+                let (seen_now, fresh) = journal_since(tx, seen)?;
+                let is_changed = |id: &str| changed.contains(id) || fresh.contains(id);
+                let mut part_skipped = Vec::new();
                 for p in part {
-                    apply(tx, p, &s, now)?;
+                    if is_changed(p.decision.id()) {
+                        part_skipped.push(p);
+                    } else {
+                        apply(tx, p, &s, now)?;
+                    }
                 }
-                Ok(())
+                Ok((seen_now, fresh, part_skipped))
             })?;
+            seen = new_seen;
+            changed.extend(new_changed);
+            skipped.extend(part_skipped);
             if let Some(p) = opts.progress {
                 p(((n + 1) * chunk).min(total), total);
             }
+        }
+        if !skipped.is_empty() {
+            let gone: HashSet<&str> = skipped.iter().map(|p| p.decision.id()).collect();
+            for list in [&mut report.purged, &mut report.working_gate, &mut report.soft_deleted, &mut report.review] {
+                list.retain(|id| !gone.contains(id.as_str()));
+            }
+            report.changed_since_plan = skipped.iter().map(|p| p.decision.id().to_string()).collect();
         }
         // Purged memories leave no text behind (issue #17): index entries merged away once
         // per batch, then the WAL truncated.
@@ -681,13 +722,29 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
     Ok(report)
 }
 
+/// The memories changed after journal position `seq`, and the newest position.
+fn journal_since(tx: &rusqlite::Transaction, seq: i64) -> Result<(i64, HashSet<String>)> {
+    let mut stmt = tx.prepare_cached("SELECT seq, memory_id FROM lethe_change WHERE seq > ?1 ORDER BY seq")?;
+    let mut rows = stmt.query([seq])?;
+    let (mut last, mut ids) = (seq, HashSet::new());
+    while let Some(r) = rows.next()? {
+        last = r.get(0)?;
+        if let Some(id) = r.get::<_, Option<String>>(1)? {
+            ids.insert(id);
+        }
+    }
+    Ok((last, ids))
+}
+
 fn apply(tx: &rusqlite::Transaction, p: &Planned, s: &Settings, now: Instant) -> Result<()> {
     // Each decision re-checks the row's state inside the transaction: an agent may have
     // restored, deleted or purged it since the scan. Such rows are skipped, not errors.
     match &p.decision {
         Decision::Purge(id) => {
             let still: Option<i64> = tx
-                .prepare_cached("SELECT 1 FROM memory_item WHERE rowid = ?1 AND id = ?2 AND is_deleted = 1")?
+                .prepare_cached(
+                    "SELECT 1 FROM memory_item WHERE rowid = ?1 AND id = ?2 AND is_deleted = 1 AND COALESCE(pinned, 0) = 0",
+                )?
                 .query_row(params![p.rowid, id], |r| r.get(0))
                 .optional()?;
             if still.is_some() {
@@ -747,7 +804,7 @@ fn soft(
     let changed = tx
         .prepare_cached(
             "UPDATE memory_item SET is_deleted = 1, deleted_at = ?3 \
-             WHERE rowid = ?1 AND id = ?2 AND COALESCE(is_deleted, 0) = 0",
+             WHERE rowid = ?1 AND id = ?2 AND COALESCE(is_deleted, 0) = 0 AND COALESCE(pinned, 0) = 0",
         )?
         .execute(params![p.rowid, id, time::format(now)])?;
     if changed == 0 {

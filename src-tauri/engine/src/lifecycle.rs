@@ -213,8 +213,10 @@ pub(crate) fn validate_new(m: &NewMemory, s: &Settings, now: Instant) -> Result<
         if !(0..=9999).contains(&chrono::Datelike::year(&c)) {
             return Err(Error::invalid("created_at must lie between the years 0000 and 9999"));
         }
-        if time::days_between(now, c) > 1.0 {
-            return Err(Error::invalid("created_at lies in the future"));
+        // A minute of slack for clocks of two programs; beyond it a future date would keep
+        // a memory young for ever.
+        if (c - now).num_seconds() > FUTURE_SLACK_SECS {
+            return Err(Error::invalid("created_at lies in the future; a memory can only be dated now or earlier"));
         }
     }
     if !m.procedure.is_empty() && m.tier != Tier::Procedural {
@@ -275,6 +277,20 @@ pub(crate) fn guard_procedure(g: &mut Guard, p: &ProcedureFields) -> Result<Proc
 }
 
 /// Stores a memory, or explains why it was not stored (trivial, exact duplicate).
+/// What the audit keeps of a new memory; a memory dated earlier than its writing says so,
+/// with both dates, so a back-dated memory is never mistaken for an old one (issue #23).
+fn remember_audit(m: &NewMemory, created: &str, now: Instant) -> serde_json::Value {
+    let mut v = serde_json::json!({"type": m.tier, "preview": model::preview(&m.content, 120)});
+    if m.created_at.is_some_and(|c| (now - c).num_seconds() > FUTURE_SLACK_SECS) {
+        v["backdated"] = serde_json::json!({"created_at": created, "recorded_at": time::format(now)});
+    }
+    v
+}
+
+/// How far a caller's `created_at` may lie ahead of the clock (clock differences between
+/// programs); anything later is refused.
+pub const FUTURE_SLACK_SECS: i64 = 60;
+
 pub fn remember(conn: &mut Connection, m: &NewMemory, actor: &str, now: Instant) -> Result<RememberOutcome> {
     model::validate_actor(actor)?;
     let settings = Settings::load(conn)?;
@@ -364,7 +380,7 @@ pub fn remember(conn: &mut Connection, m: &NewMemory, actor: &str, now: Instant)
             "remember",
             actor,
             None,
-            Some(&serde_json::json!({"type": m.tier, "preview": model::preview(&m.content, 120)})),
+            Some(&remember_audit(m, &created, now)),
             now,
         )?;
         for old in &m.supersedes {
@@ -435,6 +451,7 @@ fn snapshot(m: &Memory) -> serde_json::Value {
     serde_json::json!({
         "pinned": m.pinned, "importance": m.importance, "is_deleted": m.is_deleted,
         "deleted_at": m.deleted_at, "content_preview": model::preview(&m.content, 120), "edit_count": m.edit_count,
+        "version": m.version,
     })
 }
 
@@ -480,11 +497,12 @@ pub fn set_importance(conn: &mut Connection, id: &str, value: f64, actor: &str, 
 }
 
 /// Replaces the content; counts as an edit (usage) and refreshes the similarity signature.
+/// Last writer wins; [`edit_checked`] refuses a stale edit.
 pub fn edit(conn: &mut Connection, id: &str, content: &str, actor: &str, now: Instant) -> Result<Memory> {
-    edit_guarded(conn, id, content, actor, now).map(|(m, _)| m)
+    edit_checked(conn, id, content, None, actor, now).map(|(m, _)| m)
 }
 
-/// [`edit`], answering also what the secrets and personal-data guard did.
+/// [`edit_checked`] without a version check, answering also what the guard did.
 pub fn edit_guarded(
     conn: &mut Connection,
     id: &str,
@@ -492,6 +510,35 @@ pub fn edit_guarded(
     actor: &str,
     now: Instant,
 ) -> Result<(Memory, Redactions)> {
+    edit_checked(conn, id, content, None, actor, now)
+}
+
+/// Replaces the content if the memory is still at `expected_version` (when given): every edit
+/// makes a new version, so an edit prepared from an older read is a typed conflict naming the
+/// current version, and nothing is written (issue #23). A procedure's edit goes through its
+/// compare-and-swap, which keeps the previous version as a snapshot.
+pub fn edit_checked(
+    conn: &mut Connection,
+    id: &str,
+    content: &str,
+    expected_version: Option<i64>,
+    actor: &str,
+    now: Instant,
+) -> Result<(Memory, Redactions)> {
+    model::validate_actor(actor)?;
+    let current = get(conn, id)?;
+    if current.tier == Tier::Procedural {
+        let patch =
+            crate::procedural::ProcedurePatch { content: Some(content.to_string()), fields: Default::default() };
+        return crate::procedural::update_guarded(
+            conn,
+            id,
+            expected_version.unwrap_or(current.version),
+            &patch,
+            actor,
+            now,
+        );
+    }
     let settings = Settings::load(conn)?;
     let mut g = Guard::new(Policy::of(&settings));
     let content = &g.text("content", content)?;
@@ -501,12 +548,18 @@ pub fn edit_guarded(
     let bands = dedup::band_keys(content);
     let embedder = crate::embed::shared();
     let vector = embedder.map(|e| e.embed(content));
-    mutate(conn, id, "edit", actor, now, |tx, _| {
+    mutate(conn, id, "edit", actor, now, |tx, before| {
+        if let Some(expected) = expected_version {
+            if before.version != expected {
+                return Err(Error::Conflict { id: id.to_string(), expected, current: before.version });
+            }
+        }
         if crate::archive::is_archived(tx, id)? {
             return Err(Error::invalid(format!("memory {id} is archived; unarchive it before editing")));
         }
         tx.execute(
-            "UPDATE memory_item SET content = ?2, edit_count = COALESCE(edit_count, 0) + 1, last_accessed = ?3 WHERE id = ?1",
+            "UPDATE memory_item SET content = ?2, edit_count = COALESCE(edit_count, 0) + 1, last_accessed = ?3, \
+             version = COALESCE(version, 1) + 1 WHERE id = ?1",
             params![id, content, time::format(now)],
         )?;
         if !redactions.pii_tags.is_empty() {
@@ -704,6 +757,7 @@ pub fn hard_delete(
     now: Instant,
 ) -> Result<ForgettingEvent> {
     model::validate_actor(actor)?;
+    crate::actor::require_person(actor, "deleting a memory for ever")?;
     get(conn, id)?;
     if let Some(why) = crate::store::memory_delete_blocked(conn)? {
         return Err(Error::invalid(why));

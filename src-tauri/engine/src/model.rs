@@ -121,34 +121,34 @@ impl Memory {
         let tier = tier_raw
             .parse::<Tier>()
             .map_err(|e| rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Text, Box::new(e)))?;
-        let tags: Option<String> = r.get(8)?;
+        let tags: Option<String> = lenient::text(r, 8)?;
         Ok(Memory {
             id: r.get(0)?,
             tier,
-            content: r.get(2)?,
-            importance: r.get::<_, Option<f64>>(3)?.unwrap_or(0.5),
-            privacy_scope: r.get::<_, Option<String>>(4)?.unwrap_or_else(|| "private".into()),
-            created_at: r.get(5)?,
-            last_accessed: r.get(6)?,
-            pinned: r.get::<_, Option<i64>>(7)?.unwrap_or(0) != 0,
+            content: lenient::text(r, 2)?.unwrap_or_default(),
+            importance: lenient::real(r, 3)?.unwrap_or(0.5),
+            privacy_scope: lenient::text(r, 4)?.unwrap_or_else(|| "private".into()),
+            created_at: lenient::text(r, 5)?.unwrap_or_default(),
+            last_accessed: lenient::text(r, 6)?,
+            pinned: lenient::flag(r, 7)?,
             tags: parse_tags(tags.as_deref()),
-            source: r.get(9)?,
-            view_count: r.get::<_, Option<i64>>(10)?.unwrap_or(0),
-            cite_count: r.get::<_, Option<i64>>(11)?.unwrap_or(0),
-            edit_count: r.get::<_, Option<i64>>(12)?.unwrap_or(0),
-            task_goal: r.get(13)?,
-            steps: json_col(r.get(14)?),
-            reflection_notes: json_col(r.get(15)?),
-            workflow_name: r.get(16)?,
-            skill_name: r.get(17)?,
-            trigger_conditions: json_col(r.get(18)?),
+            source: lenient::text(r, 9)?,
+            view_count: lenient::int(r, 10)?.unwrap_or(0),
+            cite_count: lenient::int(r, 11)?.unwrap_or(0),
+            edit_count: lenient::int(r, 12)?.unwrap_or(0),
+            task_goal: lenient::text(r, 13)?,
+            steps: json_col(lenient::text(r, 14)?),
+            reflection_notes: json_col(lenient::text(r, 15)?),
+            workflow_name: lenient::text(r, 16)?,
+            skill_name: lenient::text(r, 17)?,
+            trigger_conditions: json_col(lenient::text(r, 18)?),
             // memento leaves version NULL on rows it never versioned: NULL counts as 1.
-            version: r.get::<_, Option<i64>>(19)?.unwrap_or(1),
-            owner_id: r.get(20)?,
-            session_id: r.get(21)?,
-            project_id: r.get(22)?,
-            is_deleted: r.get::<_, Option<i64>>(23)?.unwrap_or(0) != 0,
-            deleted_at: r.get(24)?,
+            version: lenient::int(r, 19)?.unwrap_or(1),
+            owner_id: lenient::text(r, 20)?,
+            session_id: lenient::text(r, 21)?,
+            project_id: lenient::text(r, 22)?,
+            is_deleted: lenient::flag(r, 23)?,
+            deleted_at: lenient::text(r, 24)?,
         })
     }
 
@@ -196,12 +196,69 @@ pub struct ReflectionNote {
     pub actor: Option<String>,
 }
 
-/// Who did something: a person (`user`), an agent (`agent:<name>`) or the policy.
-pub fn validate_actor(actor: &str) -> Result<()> {
-    if actor.trim().is_empty() || actor.len() > 200 || actor.chars().any(char::is_control) {
-        return Err(Error::invalid("actor must be 1–200 printable characters"));
+/// Reading columns another program may have filled with the wrong type (a memento file, a
+/// hand edit: `view_count = 1.5`, `pinned = 'true'`): the value is coerced to what Lethe reads
+/// instead of failing the whole list, stats or export (issue #23); [`crate::store::mistyped_rows`]
+/// names such rows.
+pub mod lenient {
+    use rusqlite::types::ValueRef;
+    use rusqlite::Row;
+
+    /// An integer column: reals are truncated, numeric text parsed, anything else absent.
+    pub fn int(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<i64>> {
+        Ok(match r.get_ref(i)? {
+            ValueRef::Integer(v) => Some(v),
+            ValueRef::Real(v) if v.is_finite() => Some(v.trunc().clamp(i64::MIN as f64, i64::MAX as f64) as i64),
+            ValueRef::Text(t) => std::str::from_utf8(t).ok().and_then(|t| {
+                let t = t.trim();
+                t.parse::<i64>()
+                    .ok()
+                    .or_else(|| t.parse::<f64>().ok().filter(|v| v.is_finite()).map(|v| v.trunc() as i64))
+            }),
+            _ => None,
+        })
     }
-    Ok(())
+
+    /// A real column: integers widened, numeric text parsed, anything else absent.
+    pub fn real(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<f64>> {
+        Ok(match r.get_ref(i)? {
+            ValueRef::Integer(v) => Some(v as f64),
+            ValueRef::Real(v) if v.is_finite() => Some(v),
+            ValueRef::Text(t) => {
+                std::str::from_utf8(t).ok().and_then(|t| t.trim().parse::<f64>().ok()).filter(|v| v.is_finite())
+            }
+            _ => None,
+        })
+    }
+
+    /// A boolean column: non-zero numbers and the texts `true`/`1`/`yes` are true.
+    pub fn flag(r: &Row<'_>, i: usize) -> rusqlite::Result<bool> {
+        Ok(match r.get_ref(i)? {
+            ValueRef::Integer(v) => v != 0,
+            ValueRef::Real(v) => v != 0.0,
+            ValueRef::Text(t) => matches!(
+                std::str::from_utf8(t).map(|t| t.trim().to_ascii_lowercase()).as_deref(),
+                Ok("true" | "1" | "yes")
+            ),
+            _ => false,
+        })
+    }
+
+    /// A text column: numbers printed, invalid UTF-8 replaced, blobs absent.
+    pub fn text(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<String>> {
+        Ok(match r.get_ref(i)? {
+            ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+            ValueRef::Integer(v) => Some(v.to_string()),
+            ValueRef::Real(v) => Some(v.to_string()),
+            _ => None,
+        })
+    }
+}
+
+/// Who did something: the person (`user`) or an agent (`agent:<name>`); the grammar of
+/// [`crate::actor::parse`]. The policy records itself without passing through here.
+pub fn validate_actor(actor: &str) -> Result<()> {
+    crate::actor::parse(actor).map(|_| ())
 }
 
 pub fn new_memory_id() -> String {

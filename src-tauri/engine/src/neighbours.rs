@@ -165,15 +165,16 @@ pub fn members(conn: &Connection) -> Result<Vec<Member>> {
         let signed = bands.is_some();
         let bands = match bands {
             Some(b) => b,
-            None => dedup::band_keys(r.get::<_, Option<String>>(9)?.as_deref().unwrap_or("")),
+            None => dedup::band_keys(crate::model::lenient::text(r, 9)?.as_deref().unwrap_or("")),
         };
-        let created: Option<String> = r.get(12)?;
+        use crate::model::lenient;
+        let created = lenient::text(r, 12)?;
         let created = crate::time::parse_opt(created.as_deref()).map_or(i64::MAX, |t| t.timestamp_millis());
-        let rank = (r.get::<_, i64>(10)? != 0, r.get::<_, f64>(11)?, created);
+        let rank = (lenient::flag(r, 10)?, lenient::real(r, 11)?.unwrap_or(0.5), created);
         out.push(Member {
             rowid: r.get(0)?,
             id: r.get(1)?,
-            active: r.get::<_, i64>(2)? == 0,
+            active: !lenient::flag(r, 2)?,
             bands,
             signed,
             rank,

@@ -60,13 +60,29 @@ pub fn match_expression(text: &str) -> Option<String> {
     quoted_words(text).map(|w| w.join(" OR "))
 }
 
-fn quoted_words(text: &str) -> Option<Vec<String>> {
-    let words: Vec<String> = text
-        .split(|c: char| !c.is_alphanumeric() && c != '_')
+/// At most this many distinct words of a query are searched (FTS5 cost grows with each).
+pub const MAX_QUERY_WORDS: usize = 64;
+
+/// The distinct words of a query, lower-cased, in order of first appearance: the first
+/// [`MAX_QUERY_WORDS`] are searched, the rest are dropped (and said so by [`dropped_words`]).
+fn distinct_words(text: &str) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    text.split(|c: char| !c.is_alphanumeric() && c != '_')
         .filter(|w| !w.is_empty())
-        .take(64)
-        .map(|w| format!("\"{}\"", w.to_lowercase()))
-        .collect();
+        .map(str::to_lowercase)
+        .filter(|w| seen.insert(w.clone()))
+        .collect()
+}
+
+/// The words of a query recall does not search because the query has more than
+/// [`MAX_QUERY_WORDS`] distinct ones (repeated words count once).
+pub fn dropped_words(text: &str) -> Vec<String> {
+    distinct_words(text).into_iter().skip(MAX_QUERY_WORDS).collect()
+}
+
+fn quoted_words(text: &str) -> Option<Vec<String>> {
+    let words: Vec<String> =
+        distinct_words(text).into_iter().take(MAX_QUERY_WORDS).map(|w| format!("\"{w}\"")).collect();
     (!words.is_empty()).then_some(words)
 }
 
@@ -162,8 +178,8 @@ fn recall_in_tx(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<
         let Ok(tier) = r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?.parse::<Tier>() else {
             return Ok(None);
         };
-        let pinned = r.get::<_, Option<i64>>(3)?.unwrap_or(0) != 0;
-        let deleted = r.get::<_, i64>(4)? != 0;
+        let pinned = crate::model::lenient::flag(r, 3)?;
+        let deleted = crate::model::lenient::flag(r, 4)?;
         let excluded = r.get::<_, bool>(9)?;
         if deleted || excluded || q.tier.is_some_and(|t| t != tier) || q.pinned.is_some_and(|p| p != pinned) {
             return Ok(None);
@@ -179,7 +195,7 @@ fn recall_in_tx(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<
             cosine,
             tier,
             created: time::parse_opt(r.get_ref(1)?.as_str_or_null().map_err(rusqlite::Error::from)?),
-            importance: r.get::<_, Option<f64>>(2)?.unwrap_or(0.5),
+            importance: crate::model::lenient::real(r, 2)?.unwrap_or(0.5),
             pinned,
             session: r.get(5)?,
             project: r.get(6)?,
@@ -492,10 +508,10 @@ mod tests {
             m.project_id = Some(if i % 2 == 0 { "data" } else { "web" }.into());
             put(&mut conn, m, now);
         }
-        // A clock skew of half a day (created_at slightly in the future) is accepted by
-        // remember; recency must still not exceed 1.
+        // A clock skew of 30 s (created_at slightly in the future) is accepted by remember;
+        // recency must still not exceed 1.
         let mut future = NewMemory::new(Tier::Working, "kafka lag seen from a skewed clock");
-        future.created_at = Some(time::add_days(now, 0.5));
+        future.created_at = Some(now + chrono::Duration::seconds(30));
         future.importance = Some(1.0);
         future.pinned = true;
         put(&mut conn, future, now);

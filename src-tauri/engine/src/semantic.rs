@@ -161,7 +161,7 @@ impl VectorIndex {
             let Some(v) = Vector::from_bytes(r.get_ref(3)?.as_blob().unwrap_or(&[])) else { continue };
             ix.rowids.push(r.get(0)?);
             ix.tiers.push(tier);
-            ix.pinned.push(r.get::<_, Option<i64>>(2)?.unwrap_or(0) != 0);
+            ix.pinned.push(crate::model::lenient::flag(r, 2)?);
             ix.inv_norms.push(v.inv_norm);
             ix.data.extend_from_slice(&v.q);
         }

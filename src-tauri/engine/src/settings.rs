@@ -212,6 +212,7 @@ impl Settings {
     pub fn store(conn: &mut Connection, new: &Settings, actor: &str, now: crate::time::Instant) -> Result<Settings> {
         new.validate()?;
         crate::model::validate_actor(actor)?;
+        crate::actor::require_person(actor, "changing settings")?;
         crate::store::write_tx(conn, |tx| {
             let before = Settings::load(tx)?;
             tx.execute(

@@ -10,6 +10,9 @@ use rusqlite::{OpenFlags, OptionalExtension, TransactionBehavior};
 
 use crate::error::{is_busy, Error, Result};
 
+mod schema_guard;
+pub use schema_guard::foreign_objects;
+
 /// One migration: a version, the SQL (or Rust) that brings the schema there, and a guard.
 struct Migration {
     version: i64,
@@ -355,7 +358,9 @@ fn register_functions(conn: &Connection) -> Result<()> {
     conn.create_scalar_function(
         "normalize_reflection_notes",
         1,
-        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        // Innocuous: with `trusted_schema = OFF` only such functions may run inside triggers
+        // (memento's FTS triggers call this one); it reads its argument and nothing else.
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC | FunctionFlags::SQLITE_INNOCUOUS,
         |ctx| {
             // memento's function never fails and gives '' for anything that is not JSON text;
             // a failure here would fail memento's trigger and so the write.
@@ -371,6 +376,9 @@ fn register_functions(conn: &Connection) -> Result<()> {
 
 fn configure(conn: &Connection) -> Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
+    // Triggers and views in the file may call only functions flagged innocuous, and never
+    // virtual tables' side effects: the file's schema is data somebody else may have written.
+    conn.execute_batch("PRAGMA trusted_schema = OFF")?;
     register_functions(conn)?;
     // Reading the header first makes a foreign file fail here, before any write touches it.
     conn.query_row("PRAGMA schema_version", [], |r| r.get::<_, i64>(0)).map_err(|e| match e.sqlite_error_code() {
@@ -380,6 +388,7 @@ fn configure(conn: &Connection) -> Result<()> {
         _ => Error::Db(e),
     })?;
     refuse_other_programs_file(conn)?;
+    schema_guard::refuse_foreign_logic(conn)?;
     // Switching to WAL needs a lock that the busy timeout does not always wait for when
     // several processes open a new file at once, so BUSY is retried here too.
     let mode: String = with_retry(|| Ok(conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?))?;
@@ -456,6 +465,57 @@ fn refuse_other_programs_file(conn: &Connection) -> Result<()> {
     }
 }
 
+/// A value of the wrong type in a memory's column: read leniently (see
+/// [`crate::model::lenient`]) and reported here, so a person can see which row another
+/// program damaged.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Mistyped {
+    pub id: String,
+    pub column: String,
+    /// SQLite's `typeof` of the stored value.
+    pub found: String,
+}
+
+/// Columns and the storage classes Lethe expects in them (NULL is always fine).
+const TYPED_COLUMNS: &[(&str, &[&str])] = &[
+    ("view_count", &["integer"]),
+    ("cite_count", &["integer"]),
+    ("edit_count", &["integer"]),
+    ("version", &["integer"]),
+    ("importance", &["real", "integer"]),
+    ("pinned", &["integer"]),
+    ("is_deleted", &["integer"]),
+    ("content", &["text"]),
+    ("created_at", &["text"]),
+    ("last_accessed", &["text"]),
+    ("deleted_at", &["text"]),
+];
+
+/// The memories (at most `limit` findings) holding a value of the wrong type.
+pub fn mistyped_rows(conn: &Connection, limit: usize) -> Result<Vec<Mistyped>> {
+    let mut parts = Vec::new();
+    for (col, ok) in TYPED_COLUMNS {
+        if !column_exists(conn, "memory_item", col)? {
+            continue;
+        }
+        let allowed = ok.iter().map(|t| format!("'{t}'")).collect::<Vec<_>>().join(", ");
+        parts.push(format!(
+            "SELECT id, '{col}', typeof({col}) FROM memory_item WHERE typeof({col}) NOT IN ('null', {allowed})"
+        ));
+    }
+    if parts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!("{} LIMIT {limit}", parts.join(" UNION ALL "));
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map([], |r| Ok(Mistyped { id: model_text(r, 0)?, column: r.get(1)?, found: r.get(2)? }))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+fn model_text(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<String> {
+    Ok(crate::model::lenient::text(r, i)?.unwrap_or_default())
+}
+
 /// Where the database lives unless `--db` says otherwise: `$LETHE_DB`, else
 /// `$XDG_DATA_HOME/lethe/memory.db`, else `~/.local/share/lethe/memory.db`. The CLI, the MCP
 /// server and the window share this one rule.
@@ -472,17 +532,95 @@ pub fn default_db_path() -> std::path::PathBuf {
     base.join("lethe").join("memory.db")
 }
 
-/// Opens (creating if missing) a database file and brings its schema up to date.
+/// How long opening may take before it is abandoned with a clear error (the checks of the
+/// header and schema read a few pages; a file that makes them spin is hostile or broken).
+pub const OPEN_DEADLINE: Duration = Duration::from_secs(2);
+/// How long the migrations may take (they rebuild full-text indexes of big memento files).
+pub const MIGRATION_DEADLINE: Duration = Duration::from_secs(600);
+
+/// Opens (creating if missing) a database file and brings its schema up to date. A new file
+/// is created readable by its owner only (0600, and SQLite gives its `-wal` and `-shm` the
+/// same mode), in a directory created 0700.
 pub fn open(path: impl AsRef<Path>) -> Result<Connection> {
     let path = path.as_ref();
+    create_private(path)?;
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(|e| Error::Foreign(format!("cannot open {}: {e}", path.display())))?;
-    configure(&conn)?;
-    migrate(&conn)?;
+    with_deadline(&conn, OPEN_DEADLINE, "opening the database", || configure(&conn))?;
+    with_deadline(&conn, MIGRATION_DEADLINE, "upgrading the database's schema", || migrate(&conn))?;
     Ok(conn)
+}
+
+/// Opens a file for viewing only: nothing is written (no migration, no WAL switch,
+/// `query_only`), so triggers in it cannot fire. For files [`open`] refuses because they
+/// hold foreign triggers, and for looking at a store without any risk of changing it.
+pub fn open_read_only(path: impl AsRef<Path>) -> Result<Connection> {
+    let path = path.as_ref();
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+        .map_err(|e| Error::Foreign(format!("cannot open {}: {e}", path.display())))?;
+    with_deadline(&conn, OPEN_DEADLINE, "opening the database", || {
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        conn.execute_batch("PRAGMA trusted_schema = OFF; PRAGMA query_only = ON;")?;
+        register_functions(&conn)?;
+        conn.query_row("PRAGMA schema_version", [], |r| r.get::<_, i64>(0)).map_err(|e| {
+            match e.sqlite_error_code() {
+                Some(rusqlite::ErrorCode::NotADatabase) | Some(rusqlite::ErrorCode::DatabaseCorrupt) => {
+                    Error::Foreign("the file is not a SQLite database (or is damaged)".into())
+                }
+                _ => Error::Db(e),
+            }
+        })?;
+        let version = schema_version(&conn)?;
+        if version != SCHEMA_VERSION {
+            return Err(Error::Foreign(format!(
+                "--read-only needs a file at this Lethe's schema ({SCHEMA_VERSION}); this one is at {version}"
+            )));
+        }
+        Ok(())
+    })?;
+    Ok(conn)
+}
+
+/// Runs `f` with a deadline on every statement it runs: past it, SQLite interrupts the
+/// statement and the error says what took too long.
+fn with_deadline<T>(conn: &Connection, limit: Duration, what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let deadline = std::time::Instant::now() + limit;
+    conn.progress_handler(10_000, Some(move || std::time::Instant::now() > deadline));
+    let out = f();
+    conn.progress_handler(0, None::<fn() -> bool>);
+    out.map_err(|e| match e {
+        Error::Db(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted) => Error::Refused(
+            format!("{what} took longer than {} s and was stopped; the file is left as it was", limit.as_secs()),
+        ),
+        other => other,
+    })
+}
+
+/// Creates a missing parent directory (0700) and a missing database file (0600) before
+/// SQLite opens it; an existing file keeps its mode.
+fn create_private(path: &Path) -> Result<()> {
+    if path.as_os_str().is_empty() || path.to_str().is_some_and(|p| p == ":memory:" || p.starts_with("file:")) {
+        return Ok(());
+    }
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty() && !p.exists()) {
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(parent)?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(Error::Foreign(format!("cannot create {}: {e}", path.display()))),
+    }
 }
 
 /// An in-memory database with the full schema, for tests.

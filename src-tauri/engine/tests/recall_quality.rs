@@ -79,7 +79,7 @@ fn load_db(conn: &mut store::Connection, set: &RecallSet) -> HashMap<String, Str
         new.session_id = m.session.clone();
         new.project_id = m.project.clone();
         new.created_at = Some(time::add_days(now(), -m.age_days));
-        match lifecycle::remember(conn, &new, "agent", now()).unwrap() {
+        match lifecycle::remember(conn, &new, "agent:eval", now()).unwrap() {
             RememberOutcome::Stored { id, .. } => {
                 assert!(ids.insert(m.key.clone(), id).is_none(), "duplicate key {}", m.key);
             }
