@@ -8,7 +8,7 @@ APT_PACKAGES := libwebkit2gtk-4.1-dev build-essential pkg-config curl wget file 
 CARGO_BIN := $(HOME)/.cargo/bin
 export PATH := $(CARGO_BIN):$(PATH)
 
-.PHONY: types model bench-window mcp-python run test deps system-deps ui-deps e2e-deps ui build lint rust-test ui-test e2e bench demo clean
+.PHONY: types model bench-window mcp-python mcp-ts-deps mcp-ts run test deps system-deps ui-deps e2e-deps ui build lint rust-test ui-test e2e bench demo clean
 
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -81,7 +81,15 @@ target/py-mcp/.installed: tests/mcp_python/requirements.txt
 mcp-python: build target/py-mcp/.installed
 	LETHE_BIN=$(CURDIR)/target/debug/lethe target/py-mcp/bin/python -m unittest discover -s tests/mcp_python -v
 
-test: lint rust-test ui-test mcp-python e2e
+# The official TypeScript MCP SDK drives it too; ajv checks every result against its schema.
+tests/mcp_ts/node_modules/.package-lock.json: tests/mcp_ts/package-lock.json
+	cd tests/mcp_ts && npm install --no-audit --no-fund
+mcp-ts-deps: tests/mcp_ts/node_modules/.package-lock.json
+
+mcp-ts: build mcp-ts-deps
+	cd tests/mcp_ts && LETHE_BIN=$(CURDIR)/target/debug/lethe timeout 300 node --test ./*.test.mjs
+
+test: lint rust-test ui-test mcp-python mcp-ts e2e
 
 demo: build
 	./target/debug/lethe demo

@@ -1,4 +1,7 @@
-"""Drives `lethe mcp` with the official Python MCP SDK, as an agent host would.
+"""Drives `lethe mcp` with the official Python MCP SDK, as an agent host would: every tool,
+the schemas (enums, annotations), invalid arguments as readable tool errors, and every
+structuredContent validated against the tool's outputSchema (jsonschema, the SDK's own
+dependency).
 
 Run: python -m unittest discover -s tests/mcp_python -v   (LETHE_BIN points at the binary)
 """
@@ -8,10 +11,17 @@ import os
 import tempfile
 import unittest
 
+import jsonschema
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 LETHE = os.environ.get("LETHE_BIN", os.path.join(os.path.dirname(__file__), "../../target/debug/lethe"))
+
+TOOLS = {
+    "remember", "recall", "forget", "restore", "pin", "unpin", "feedback", "get_memory",
+    "get_meta_memory_stats", "add_reflection_note", "archive_observation", "restore_archive",
+    "memory_stats", "list_memories", "similar",
+}
 
 
 def payload(result):
@@ -19,56 +29,93 @@ def payload(result):
 
 
 class LetheMcpTest(unittest.TestCase):
-    def test_core_tools_through_the_python_sdk(self):
+    def test_every_tool_through_the_python_sdk(self):
         asyncio.run(self.scenario())
 
     async def scenario(self):
         db = os.path.join(tempfile.mkdtemp(), "py.db")
-        params = StdioServerParameters(command=LETHE, args=["--db", db, "mcp"])
+        # The SDK passes only a few variables to the server; LETHE_MODEL_DIR must reach it.
+        params = StdioServerParameters(command=LETHE, args=["--db", db, "mcp"], env=dict(os.environ))
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as s:
                 init = await s.initialize()
                 self.assertEqual(init.server_info.name, "lethe")
-                names = {t.name for t in (await s.list_tools()).tools}
-                for n in ["remember", "recall", "forget", "restore", "pin", "get_meta_memory_stats"]:
-                    self.assertIn(n, names)
-                r = await s.call_tool("remember", {"type": "procedural", "content": "Rotate the signing keys",
-                                                   "steps": ["generate", "publish", "retire"], "workflow_name": "keys"})
-                mid = payload(r)["id"]
-                r = await s.call_tool("recall", {"query": "signing keys"})
-                self.assertEqual(payload(r)["results"][0]["id"], mid)
-                self.assertIn("semantic", payload(r)["results"][0]["breakdown"])
+                self.assertEqual(init.protocol_version, "2025-11-25")
+                tools = {t.name: t for t in (await s.list_tools()).tools}
+                self.assertTrue(TOOLS <= set(tools), set(tools))
+                for name, t in tools.items():
+                    a = t.annotations
+                    self.assertIsNotNone(a, name)
+                    self.assertIsNotNone(a.title, name)
+                    self.assertFalse(a.open_world_hint, name)
+                    self.assertIsNotNone(t.output_schema, name)
+                    self.assertIs(t.input_schema.get("additionalProperties"), False, name)
+                self.assertEqual(tools["remember"].input_schema["properties"]["type"]["enum"],
+                                 ["working", "episodic", "semantic", "procedural"])
+                self.assertTrue(tools["recall"].annotations.read_only_hint)
+                self.assertTrue(tools["forget"].annotations.destructive_hint)
+
+                used = set()
+
+                async def call(name, args):
+                    used.add(name)
+                    r = await s.call_tool(name, args)
+                    self.assertFalse(r.is_error, (name, r.content))
+                    jsonschema.validate(r.structured_content, tools[name].output_schema)
+                    self.assertEqual(r.structured_content, payload(r))
+                    return r.structured_content
+
+                async def error(name, args):
+                    r = await s.call_tool(name, args)
+                    self.assertTrue(r.is_error, (name, args))
+                    return payload(r)["error"]
+
+                mid = (await call("remember", {"type": "procedural", "content": "Rotate the signing keys",
+                                               "steps": ["generate", "publish", "retire"], "workflow_name": "keys"}))["id"]
+                r = await call("recall", {"query": "signing keys"})
+                self.assertEqual(r["results"][0]["id"], mid)
+                self.assertIn("semantic", r["results"][0]["breakdown"])
                 # A paraphrase is stored, and the answer names the memory it resembles.
-                r = await s.call_tool("remember", {"type": "procedural", "content": "Rotate signing keys",
-                                                   "steps": ["make new keys", "publish them"], "workflow_name": "keys"})
-                near = payload(r)
+                near = await call("remember", {"type": "procedural", "content": "Rotate signing keys",
+                                               "steps": ["make new keys", "publish them"], "workflow_name": "keys"})
                 self.assertTrue(near["stored"])
                 self.assertIn(mid, [x["id"] for x in near["similar"]])
-                r = await s.call_tool("similar", {"memory_id": near["id"]})
-                self.assertEqual(payload(r)["items"][0]["id"], mid)
-                r = await s.call_tool("forget", {"id": near["id"], "hard": True, "confirm": True})
-                self.assertFalse(r.is_error)
-                r = await s.call_tool("get_meta_memory_stats", {"memory_id": mid})
-                self.assertEqual(payload(r)["recall_count"], 1)
-                r = await s.call_tool("forget", {"id": mid})
-                self.assertEqual(payload(r)["action"], "soft")
-                r = await s.call_tool("restore", {"id": mid})
-                self.assertFalse(payload(r)["is_deleted"])
-                r = await s.call_tool("pin", {"id": mid})
-                self.assertTrue(payload(r)["pinned"])
-                r = await s.call_tool("add_reflection_note", {"memory_id": mid, "failure_type": "tool_error",
-                                                              "failure_description": "publish step timed out"})
-                self.assertEqual(payload(r)["notes"], 1)
-                r = await s.call_tool("get_memory", {"id": "mem_missing"})
-                self.assertTrue(r.is_error)
-                self.assertEqual(payload(r)["error"]["code"], "not_found")
-                # Unknown keys are rejected before the tool runs.
-                try:
-                    r = await s.call_tool("remember", {"type": "semantic", "content": "x", "colour": "blue"})
-                    rejected = r.is_error
-                except Exception:  # the SDK may raise on a protocol error instead
-                    rejected = True
-                self.assertTrue(rejected)
+                self.assertEqual((await call("similar", {"memory_id": near["id"]}))["items"][0]["id"], mid)
+                # A hard delete is the person's: an agent gets forbidden, confirmed or not.
+                self.assertEqual((await error("forget", {"id": near["id"], "hard": True, "confirm": True}))["code"],
+                                 "forbidden")
+                self.assertEqual((await call("get_meta_memory_stats", {"memory_id": mid}))["recall_count"], 1)
+                summary = await call("get_meta_memory_stats", {})
+                self.assertEqual((summary["memories"], summary["total_recalls"], summary["never_recalled"]), (2, 1, 1))
+                topic = await call("get_meta_memory_stats", {"query": "signing keys", "limit": 2})
+                self.assertEqual((topic["memories"], topic["total_recalls"], topic["never_recalled"]), (2, 1, 1))
+                self.assertEqual((await call("forget", {"id": mid}))["action"], "soft")
+                self.assertFalse((await call("restore", {"id": mid}))["is_deleted"])
+                self.assertTrue((await call("pin", {"id": mid}))["pinned"])
+                self.assertEqual((await call("list_memories", {"pinned": True}))["items"][0]["id"], mid)
+                self.assertFalse((await call("unpin", {"id": mid}))["pinned"])
+                self.assertEqual((await call("feedback", {"memory_id": mid, "helpful": True}))["cite_count"], 1)
+                self.assertEqual((await call("get_memory", {"id": mid}))["view_count"], 1)
+                r = await call("add_reflection_note", {"memory_id": mid, "failure_type": "tool_error",
+                                                       "failure_description": "publish step timed out"})
+                self.assertEqual(r["notes"], 1)
+                obs = await call("remember", {"type": "episodic", "source": "tool:bash",
+                                              "content": "cargo build printed 300 lines of warnings"})
+                a = await call("archive_observation", {"memory_id": obs["id"], "memo": "build warnings"})
+                back = await call("restore_archive", {"archive_no": a["archive_no"]})
+                self.assertEqual(back["content"], "cargo build printed 300 lines of warnings")
+                self.assertEqual((await call("memory_stats", {}))["total_active"], 3)
+                self.assertEqual(used, TOOLS, "every tool driven")
+
+                self.assertEqual((await error("get_memory", {"id": "mem_missing"}))["code"], "not_found")
+                # Bad arguments are tool results the model can read, not protocol errors.
+                for args in [{"type": "semantic", "content": "x y", "colour": "blue"},
+                             {"type": "semantik", "content": "x y"},
+                             {"type": "semantic", "content": "x y", "importance": 2},
+                             {"type": "semantic"}]:
+                    e = await error("remember", args)
+                    self.assertEqual(e["code"], "invalid_input", args)
+                self.assertEqual((await call("memory_stats", {}))["total_active"], 3, "nothing written")
 
 
 if __name__ == "__main__":

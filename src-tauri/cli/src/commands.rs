@@ -35,9 +35,7 @@ pub enum Command {
     /// Store a memory (or CAS-update a procedural one with --memory-id --expected-version).
     Remember(Box<RememberArgs>),
     /// Read one memory with its explained ForgetScore (does not count as usage).
-    Show {
-        id: String,
-    },
+    Show { id: String },
     /// A page of memories.
     List(ListArgs),
     /// Scores without content.
@@ -61,32 +59,25 @@ pub enum Command {
         #[arg(long)]
         confirm: bool,
     },
-    Restore {
-        id: String,
-    },
-    Pin {
-        id: String,
-    },
-    Unpin {
-        id: String,
-    },
-    Importance {
-        id: String,
-        value: f64,
-    },
+    /// Bring a memory back from quarantine exactly as it was.
+    Restore { id: String },
+    /// Pin a memory: the policy never forgets a pinned memory.
+    Pin { id: String },
+    /// Unpin a memory.
+    Unpin { id: String },
+    /// Set a memory's importance (0 to 1).
+    Importance { id: String, value: f64 },
     /// Replace a memory's content (a new version); `--expected-version` refuses a stale edit.
     Edit {
         id: String,
-        #[arg(long)]
+        #[arg(long, allow_hyphen_values = true)]
         content: String,
         /// The version the edit was prepared from; another edit since then is a conflict (exit 3).
         #[arg(long)]
         expected_version: Option<i64>,
     },
     /// An agent used the memory.
-    Cite {
-        id: String,
-    },
+    Cite { id: String },
     /// Soft-deleted memories.
     Quarantine,
     /// The audit log, newest first.
@@ -106,16 +97,22 @@ pub enum Command {
         #[arg(long)]
         memo: String,
     },
-    Unarchive {
-        archive_no: i64,
-    },
+    /// Put back the exact archived bytes of an observation (hash verified).
+    Unarchive { archive_no: i64 },
     /// Counts per tier and meta-memory summary.
     Stats,
-    /// Read or change policy settings.
-    Settings {
-        key: Option<String>,
-        value: Option<String>,
+    /// Recall statistics: of one memory (ID), of the memories recall finds for a topic
+    /// (--query, not counted as recalls), or of every active memory.
+    Meta {
+        id: Option<String>,
+        #[arg(long, allow_hyphen_values = true)]
+        query: Option<String>,
+        /// How many memories recall may find for --query.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
     },
+    /// Read or change policy settings.
+    Settings { key: Option<String>, value: Option<String> },
     /// Ranked search with a breakdown per result (hits go to meta-memory statistics only).
     Recall(RecallArgs),
     /// The nearest active memories of a memory, by meaning and by words.
@@ -153,9 +150,13 @@ pub enum Command {
         #[arg(long)]
         confirm: bool,
     },
-    /// Import memories from JSONL (one per line).
+    /// Import memories from JSONL, one per line; only `content` and `type` are required
+    /// (README.md, "Importing memories"). One bad line and nothing is written.
     Import {
         file: PathBuf,
+        /// Validate every line and report what would happen; write nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Export every memory as JSONL on stdout.
     Export,
@@ -163,10 +164,7 @@ pub enum Command {
     Mcp,
     /// Test support: write a hand-made memento database (memento-0.1 | memento-1.36).
     #[command(hide = true)]
-    Fixture {
-        kind: String,
-        path: PathBuf,
-    },
+    Fixture { kind: String, path: PathBuf },
     /// Load realistic demo data.
     Demo {
         #[arg(long, default_value_t = 120)]
@@ -178,6 +176,7 @@ pub enum Command {
 
 #[derive(Args, Debug)]
 pub struct RecallArgs {
+    #[arg(allow_hyphen_values = true)]
     pub query: String,
     #[arg(long, default_value_t = 10)]
     pub limit: usize,
@@ -202,7 +201,7 @@ pub struct RecallArgs {
 pub struct RememberArgs {
     #[arg(long = "type")]
     pub tier: Option<String>,
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub content: Option<String>,
     #[arg(long)]
     pub content_file: Option<PathBuf>,
@@ -283,13 +282,14 @@ fn writes(command: &Command) -> bool {
         | Command::Quarantine
         | Command::Events { .. }
         | Command::Stats
+        | Command::Meta { .. }
         | Command::Similar { .. }
         | Command::History { .. }
         | Command::Export
         | Command::Fixture { .. }
         | Command::Mcp
         | Command::Recall(_) => false,
-        Command::Forget { dry_run } => !dry_run,
+        Command::Forget { dry_run } | Command::Import { dry_run, .. } => !dry_run,
         Command::Scan { redact, .. } => *redact,
         Command::Settings { value, .. } => value.is_some(),
         Command::Remember(_)
@@ -304,7 +304,6 @@ fn writes(command: &Command) -> bool {
         | Command::Unarchive { .. }
         | Command::Reflect { .. }
         | Command::Rollback { .. }
-        | Command::Import { .. }
         | Command::Demo { .. } => true,
     }
 }
@@ -454,7 +453,11 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
     if !read_only
         && matches!(
             cli.command,
-            Command::Recall(_) | Command::Similar { .. } | Command::Remember(_) | Command::Forget { .. }
+            Command::Recall(_)
+                | Command::Similar { .. }
+                | Command::Remember(_)
+                | Command::Forget { .. }
+                | Command::Meta { query: Some(_), .. }
         )
     {
         ensure_vectors(conn)?;
@@ -570,6 +573,23 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
             with_mistyped(conn, &mut v)?;
             v
         }
+        Command::Meta { id, query, limit } => match (id, query) {
+            (Some(id), None) => {
+                lifecycle::get(conn, id)?;
+                to_json(
+                    &meta::read_stored(conn, id)?
+                        .unwrap_or(meta::MetaStats { memory_id: id.clone(), ..Default::default() }),
+                )?
+            }
+            (None, Some(q)) => {
+                let ids = topic_ids(conn, q, *limit, now)?;
+                let mut v = to_json(&meta::overview(conn, Some(&ids), &Default::default())?)?;
+                v["query"] = json!(q);
+                v
+            }
+            (None, None) => to_json(&meta::overview(conn, None, &Default::default())?)?,
+            (Some(_), Some(_)) => return Err(Error::invalid("give an ID or --query, not both")),
+        },
         Command::Recall(a) => {
             let q = recall::RecallQuery {
                 text: a.query.clone(),
@@ -634,16 +654,20 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
             let m = procedural::rollback(conn, id, *to, *expected_version, actor, now)?;
             json!({ "id": m.id, "stored": true, "version": m.version })
         }
-        Command::Import { file } => {
+        Command::Import { file, dry_run } => {
             let f = std::fs::File::open(file)?;
-            to_json(&transfer::import(conn, std::io::BufReader::new(f))?)?
+            let opts = transfer::ImportOptions { now, dry_run: *dry_run };
+            to_json(&transfer::import(conn, std::io::BufReader::new(f), &opts)?)?
         }
         Command::Export => {
             let stdout = std::io::stdout();
             let mut lock = std::io::BufWriter::new(stdout.lock());
-            transfer::export(conn, &mut lock)?;
             use std::io::Write;
-            lock.flush()?;
+            // A reader that stops early (`lethe export | head`) ends the export, not in error.
+            match transfer::export(conn, &mut lock).and_then(|_| Ok(lock.flush()?)) {
+                Err(e) if is_broken_pipe(&e) => {}
+                other => other?,
+            }
             return Ok(None);
         }
         Command::Mcp | Command::Fixture { .. } => unreachable!("handled before opening the database"),
@@ -675,6 +699,35 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
         }
     };
     Ok(Some(v))
+}
+
+/// Whether an error is a write to a reader that went away.
+fn is_broken_pipe(e: &Error) -> bool {
+    match e {
+        Error::Io(io) => io.kind() == std::io::ErrorKind::BrokenPipe,
+        Error::Json(j) => j.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe),
+        _ => false,
+    }
+}
+
+/// The memories recall finds for a topic, for meta statistics; the search is not recorded
+/// as recall hits.
+pub fn topic_ids(conn: &store::Connection, query: &str, limit: usize, now: time::Instant) -> Result<Vec<String>> {
+    if !(1..=100).contains(&limit) {
+        return Err(Error::invalid("--limit must be 1-100"));
+    }
+    let q = recall::RecallQuery {
+        text: query.to_string(),
+        limit,
+        tier: None,
+        session: None,
+        project: None,
+        workflow: None,
+        tags: Vec::new(),
+        pinned: None,
+        weights: None,
+    };
+    Ok(recall::recall(conn, &q, now)?.into_iter().map(|h| h.id).collect())
 }
 
 /// Names the memories holding a value of the wrong type (read leniently, not fatal), as

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use rmcp::model::{CallToolRequestParam, ClientInfo, Implementation};
+use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
@@ -118,19 +118,12 @@ async fn mcp_redacts_and_refuse_mode_is_a_tool_error_that_writes_nothing() {
         c.arg("--db").arg(&path).arg("mcp");
     }))
     .unwrap();
-    let info = ClientInfo {
-        client_info: Implementation {
-            name: "secret-host".into(),
-            version: "1.0".into(),
-            ..Implementation::from_build_env()
-        },
-        ..Default::default()
-    };
+    let info = ClientConfig::new(ClientCapabilities::default(), Implementation::new("secret-host", "1.0"));
     let client = info.serve(transport).await.expect("initialize");
     let call = |name: &'static str, args: Value| {
         let client = &client;
         async move {
-            client.call_tool(CallToolRequestParam { name: name.into(), arguments: args.as_object().cloned() }).await
+            client.call_tool(CallToolRequestParams::new(name).with_arguments(args.as_object().cloned().unwrap())).await
         }
     };
     let r = call("remember", json!({"type": "semantic", "content": format!("bot {KEY} for alerts")})).await.unwrap();

@@ -192,7 +192,7 @@ pub fn validate_tags(tags: &[String]) -> Result<()> {
     Ok(())
 }
 
-fn validate_new(m: &NewMemory, s: &Settings, now: Instant) -> Result<()> {
+pub(crate) fn validate_new(m: &NewMemory, s: &Settings, now: Instant) -> Result<()> {
     validate_content(&m.content, s)?;
     if let Some(i) = m.importance {
         validate_importance(i)?;
@@ -227,7 +227,7 @@ fn validate_new(m: &NewMemory, s: &Settings, now: Instant) -> Result<()> {
     m.procedure.validate()
 }
 
-fn is_trivial(content: &str, s: &Settings) -> bool {
+pub(crate) fn is_trivial(content: &str, s: &Settings) -> bool {
     let n = dedup::normalized(content);
     s.trivial_phrases.iter().any(|p| dedup::normalized(p) == n)
 }

@@ -64,6 +64,100 @@ pub fn summary(conn: &Connection) -> Result<MetaSummary> {
     )?)
 }
 
+/// How many memories [`overview`] names in each of its two lists.
+pub const OVERVIEW_LIST: usize = 10;
+
+/// The recall statistics of a set of active memories (all of them, or those recall finds for
+/// a topic): how many were recalled and how often, how confidently, which are shakiest, which
+/// are used most, and how many were never recalled. Seed 003: "how well do I remember X?".
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MetaOverview {
+    /// Active memories the figures are over.
+    pub memories: usize,
+    /// Of those, how many were recalled at least once.
+    pub recalled_memories: usize,
+    /// Recall hits over those memories.
+    pub total_recalls: i64,
+    /// Mean confidence of those hits, weighted by recall count; None with no hits.
+    pub avg_confidence: Option<f64>,
+    /// Recalled memories with an average confidence below 0.5, lowest first (at most
+    /// [`OVERVIEW_LIST`]).
+    pub lowest_confidence: Vec<MetaStats>,
+    /// The most recalled memories, most first (at most [`OVERVIEW_LIST`]).
+    pub most_recalled: Vec<MetaStats>,
+    /// Memories never recalled.
+    pub never_recalled: usize,
+}
+
+/// The figures of [`MetaOverview`] over the active memories `ids` (None: every active
+/// memory), from the stored statistics plus `extra` (deltas not yet flushed).
+pub fn overview(conn: &Connection, ids: Option<&[String]>, extra: &HashMap<String, Delta>) -> Result<MetaOverview> {
+    const SELECT: &str = "SELECT m.id, COALESCE(s.recall_count, 0), COALESCE(s.success_count, 0), \
+        COALESCE(s.failure_count, 0), s.avg_confidence, s.last_recalled_at \
+        FROM memory_item m LEFT JOIN meta_memory_stats s ON s.memory_id = m.id WHERE COALESCE(m.is_deleted, 0) = 0";
+    let row = |r: &rusqlite::Row<'_>| -> rusqlite::Result<MetaStats> {
+        Ok(MetaStats {
+            memory_id: r.get(0)?,
+            recall_count: r.get(1)?,
+            success_count: r.get(2)?,
+            failure_count: r.get(3)?,
+            avg_confidence: r.get(4)?,
+            last_recalled_at: r.get::<_, Option<String>>(5)?.filter(|s| !s.is_empty()),
+        })
+    };
+    let stored: Vec<MetaStats> = match ids {
+        Some(ids) => {
+            let mut stmt = conn.prepare_cached(&format!("{SELECT} AND m.id = ?1"))?;
+            let mut seen = std::collections::HashSet::new();
+            let mut out = Vec::new();
+            for id in ids.iter().filter(|id| seen.insert(id.as_str())) {
+                if let Some(m) = stmt.query_row([id], row).optional()? {
+                    out.push(m);
+                }
+            }
+            out
+        }
+        None => {
+            let mut stmt = conn.prepare(SELECT)?;
+            let rows = stmt.query_map([], row)?;
+            rows.collect::<std::result::Result<_, _>>()?
+        }
+    };
+    let stats = stored
+        .into_iter()
+        .map(|m| match extra.get(&m.memory_id) {
+            Some(d) => merge(m, d),
+            None => m,
+        })
+        .collect();
+    Ok(overview_of(stats))
+}
+
+fn overview_of(stats: Vec<MetaStats>) -> MetaOverview {
+    let memories = stats.len();
+    let recalled: Vec<MetaStats> = stats.into_iter().filter(|m| m.recall_count > 0).collect();
+    let total_recalls: i64 = recalled.iter().map(|m| m.recall_count).sum();
+    let confidence_sum: f64 = recalled.iter().map(|m| m.avg_confidence.unwrap_or(0.0) * m.recall_count as f64).sum();
+    let mut lowest: Vec<MetaStats> =
+        recalled.iter().filter(|m| m.avg_confidence.is_some_and(|c| c < 0.5)).cloned().collect();
+    lowest.sort_by(|a, b| {
+        a.avg_confidence.unwrap_or(0.0).total_cmp(&b.avg_confidence.unwrap_or(0.0)).then(a.memory_id.cmp(&b.memory_id))
+    });
+    lowest.truncate(OVERVIEW_LIST);
+    let mut most = recalled.clone();
+    most.sort_by(|a, b| b.recall_count.cmp(&a.recall_count).then(a.memory_id.cmp(&b.memory_id)));
+    most.truncate(OVERVIEW_LIST);
+    MetaOverview {
+        memories,
+        recalled_memories: recalled.len(),
+        total_recalls,
+        avg_confidence: (total_recalls > 0).then(|| confidence_sum / total_recalls as f64),
+        lowest_confidence: lowest,
+        most_recalled: most,
+        never_recalled: memories - recalled.len(),
+    }
+}
+
 /// Writes deltas in one transaction; each UPSERT adds to what is stored, so two processes
 /// flushing the same memory both count.
 pub fn write_deltas(conn: &mut Connection, deltas: &HashMap<String, Delta>) -> Result<()> {
@@ -177,6 +271,17 @@ impl MetaBuffer {
         Ok(merge(stored, &extra))
     }
 
+    /// [`overview`] with what is still buffered counted, read under the flusher's lock so
+    /// that no delta is counted twice or missed.
+    pub fn overview(&self, conn: &Connection, ids: Option<&[String]>) -> Result<MetaOverview> {
+        let in_flight = lock(&self.shared.in_flight);
+        let mut extra = in_flight.clone();
+        for (k, d) in lock(&self.shared.pending).iter() {
+            extra.entry(k.clone()).or_default().add(d);
+        }
+        overview(conn, ids, &extra)
+    }
+
     /// (flush transactions committed, failed attempts) so far.
     pub fn counters(&self) -> (u64, u64) {
         let c = lock(&self.shared.control);
@@ -245,5 +350,60 @@ fn flusher(shared: &Shared, conn: &mut Connection, interval: Duration) {
         if stop && ((in_flight.is_empty() && lock(&shared.pending).is_empty()) || c.failures > 100) {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(id: &str, count: i64, avg: Option<f64>) -> MetaStats {
+        MetaStats { memory_id: id.into(), recall_count: count, avg_confidence: avg, ..Default::default() }
+    }
+
+    #[test]
+    fn overview_counts_weights_and_ranks() {
+        let o = overview_of(vec![
+            stats("a", 3, Some(0.8)),
+            stats("b", 1, Some(0.2)),
+            stats("c", 2, Some(0.4)),
+            stats("d", 0, None),
+        ]);
+        assert_eq!((o.memories, o.recalled_memories, o.total_recalls, o.never_recalled), (4, 3, 6, 1));
+        // Weighted by recall count: (3·0.8 + 1·0.2 + 2·0.4) / 6.
+        assert!((o.avg_confidence.unwrap() - 3.4 / 6.0).abs() < 1e-12);
+        let ids = |v: &[MetaStats]| v.iter().map(|m| m.memory_id.clone()).collect::<Vec<_>>();
+        assert_eq!(ids(&o.lowest_confidence), ["b", "c"], "below 0.5 only, lowest first");
+        assert_eq!(ids(&o.most_recalled), ["a", "c", "b"], "never-recalled memories are not listed");
+        assert_eq!(overview_of(Vec::new()).avg_confidence, None);
+    }
+
+    #[test]
+    fn overview_adds_pending_deltas_and_keeps_to_active_memories() {
+        let dir = std::env::temp_dir().join(format!("lethe-meta-overview-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("m.db");
+        let _ = std::fs::remove_file(&path);
+        let mut conn = store::open(&path).unwrap();
+        let now = time::parse("2026-06-01T00:00:00Z").unwrap();
+        let mut ids = Vec::new();
+        for text in ["first memory about caching", "second memory about queues"] {
+            let m = crate::lifecycle::NewMemory::new(crate::Tier::Semantic, text);
+            ids.push(crate::lifecycle::remember(&mut conn, &m, "user", now).unwrap().id().unwrap().to_string());
+        }
+        let stored: HashMap<String, Delta> =
+            [(ids[0].clone(), Delta { count: 2, success: 2, failure: 0, confidence_sum: 1.2, last_recalled_at: None })]
+                .into();
+        write_deltas(&mut conn, &stored).unwrap();
+        let pending: HashMap<String, Delta> =
+            [(ids[0].clone(), Delta { count: 1, success: 0, failure: 1, confidence_sum: 0.3, last_recalled_at: None })]
+                .into();
+        let all = overview(&conn, None, &pending).unwrap();
+        assert_eq!((all.memories, all.recalled_memories, all.total_recalls, all.never_recalled), (2, 1, 3, 1));
+        assert!((all.avg_confidence.unwrap() - 0.5).abs() < 1e-12, "(1.2 + 0.3) / 3");
+        let one = overview(&conn, Some(&[ids[1].clone(), ids[1].clone(), "mem_gone".into()]), &pending).unwrap();
+        assert_eq!((one.memories, one.total_recalls), (1, 0), "duplicates and unknown ids count once / not at all");
+        crate::lifecycle::soft_delete(&mut conn, &ids[0], None, "user", now).unwrap();
+        assert_eq!(overview(&conn, None, &pending).unwrap().memories, 1, "quarantined memories are left out");
     }
 }

@@ -1,17 +1,20 @@
-//! Bulk import and export: JSONL, one memory per line with every field, so that an export
-//! imported into an empty file reproduces every memory field for field.
+//! Bulk import and export: JSONL, one memory per line. An export line carries every field,
+//! so that an export imported into an empty file reproduces every memory field for field
+//! (deleted ones re-enter quarantine as of the import); an import line needs only `content`
+//! and `type`, and is validated as `remember` validates.
 
 use std::collections::HashSet;
 use std::io::{BufRead, Write};
 
 use rusqlite::types::Value;
 use rusqlite::{params_from_iter, Connection, OptionalExtension, Transaction};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::dedup;
 use crate::error::{Error, Result};
-use crate::lifecycle;
-use crate::model::{Memory, MEMORY_COLUMNS};
+use crate::lifecycle::{self, NewMemory, ProcedureFields};
+use crate::model::{self, Memory, Tier, MEMORY_COLUMNS};
+use crate::procedural;
 use crate::redact::{Guard, Policy};
 use crate::settings::Settings;
 use crate::store::write_tx;
@@ -20,11 +23,23 @@ use crate::time;
 /// Lines per transaction: a crash loses at most the chunk in progress, never half of one.
 pub const CHUNK: usize = 1000;
 
+/// Bad lines named one by one in an import's error; the rest are counted.
+const MAX_LISTED_ERRORS: usize = 100;
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ImportReport {
+    /// Non-empty lines read.
     pub read: usize,
+    /// Memories stored (with `dry_run`: that would be stored).
     pub imported: usize,
+    /// Lines whose id is already in the file (or earlier in the import): never overwritten.
     pub skipped_existing: usize,
+    /// Line numbers (1-based) whose content is a filler phrase: reported, not stored.
+    pub trivial_lines: Vec<usize>,
+    /// Lines without an `id` that got a new one.
+    pub generated_ids: usize,
+    /// Lines marked deleted: quarantined as of the import, not as of the file's date.
+    pub quarantined: usize,
     pub chunks: usize,
     /// Spans replaced by `[REDACTED:<kind>]` before anything was written, and the number of
     /// memories they were in (per the `secrets` and `pii` settings).
@@ -32,6 +47,58 @@ pub struct ImportReport {
     pub redacted_memories: usize,
     /// Memories that got `pii:<kind>` tags.
     pub pii_tagged_memories: usize,
+    /// Nothing was written: the figures say what an import would do.
+    pub dry_run: bool,
+}
+
+/// How [`import`] runs.
+#[derive(Debug, Clone, Copy)]
+pub struct ImportOptions {
+    /// The import's instant: the default `created_at`, the quarantine start of deleted lines,
+    /// and the bound past which a date is in the future.
+    pub now: time::Instant,
+    /// Validate every line and count what would happen; write nothing.
+    pub dry_run: bool,
+}
+
+impl ImportOptions {
+    pub fn new(now: time::Instant) -> Self {
+        ImportOptions { now, dry_run: false }
+    }
+}
+
+/// One line of an import file. Only `content` and `type` are required; every other field
+/// defaults as `remember` would (a new id, importance 0.5, private, created now, not pinned,
+/// no tags, zero counters, version 1). Lethe's own export lines carry every field.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ImportLine {
+    id: Option<String>,
+    #[serde(rename = "type")]
+    tier: Tier,
+    content: String,
+    importance: Option<f64>,
+    privacy_scope: Option<String>,
+    created_at: Option<String>,
+    last_accessed: Option<String>,
+    pinned: Option<bool>,
+    tags: Option<Vec<String>>,
+    source: Option<String>,
+    view_count: Option<i64>,
+    cite_count: Option<i64>,
+    edit_count: Option<i64>,
+    task_goal: Option<String>,
+    steps: Option<serde_json::Value>,
+    reflection_notes: Option<serde_json::Value>,
+    workflow_name: Option<String>,
+    skill_name: Option<String>,
+    trigger_conditions: Option<serde_json::Value>,
+    version: Option<i64>,
+    owner_id: Option<String>,
+    session_id: Option<String>,
+    project_id: Option<String>,
+    is_deleted: Option<bool>,
+    deleted_at: Option<String>,
 }
 
 /// Every text field of an imported memory through the secrets and personal-data guard.
@@ -58,41 +125,186 @@ pub fn export(conn: &Connection, out: &mut impl Write) -> Result<usize> {
     Ok(n)
 }
 
-fn validate(m: &Memory, s: &Settings, line: usize) -> Result<()> {
-    let at = |e: Error| Error::invalid(format!("line {line}: {e}"));
-    if !m.id.starts_with("mem_") || m.id.len() > 100 {
-        return Err(at(Error::invalid("id must start with mem_")));
+/// A past-or-present instant: an import may keep original dates (a migration), never
+/// invent future ones (a future date would keep a memory from decaying).
+fn past_instant(name: &str, raw: &str, now: time::Instant) -> Result<time::Instant> {
+    let t = time::parse(raw).map_err(|e| Error::invalid(format!("{name}: {e}")))?;
+    if time::days_between(now, t) > 1.0 {
+        return Err(Error::invalid(format!("{name} {raw} lies in the future")));
     }
-    lifecycle::validate_content(&m.content, s).map_err(at)?;
-    lifecycle::validate_importance(m.importance).map_err(at)?;
-    lifecycle::validate_tags(&m.tags).map_err(at)?;
-    time::parse(&m.created_at).map_err(at)?;
-    for t in [&m.last_accessed, &m.deleted_at].into_iter().flatten() {
-        time::parse(t).map_err(at)?;
-    }
-    if m.view_count < 0 || m.cite_count < 0 || m.edit_count < 0 || m.version < 1 {
-        return Err(at(Error::invalid("counters must be non-negative and version ≥ 1")));
-    }
-    Ok(())
+    Ok(t)
 }
 
-/// Imports JSONL. Every line is validated first; then chunks of [`CHUNK`] lines commit one
-/// transaction each. Ids already present are skipped (never overwritten).
-pub fn import(conn: &mut Connection, input: impl BufRead) -> Result<ImportReport> {
+/// The memory a line describes, validated exactly as `remember` validates a new memory
+/// (plus the fields only an import carries), after the secrets guard. Ok(None): trivial.
+fn memory_of(l: ImportLine, s: &Settings, now: time::Instant, report: &mut ImportReport) -> Result<Option<Memory>> {
+    let generated = l.id.is_none();
+    let id = match l.id {
+        Some(id) => {
+            let valid = id.len() <= 100
+                && id.strip_prefix("mem_").is_some_and(|rest| {
+                    !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'))
+                });
+            if !valid {
+                return Err(Error::invalid(format!(
+                    "id {id:?} must be mem_ followed by 1-96 characters from A-Z a-z 0-9 - _"
+                )));
+            }
+            id
+        }
+        None => model::new_memory_id(),
+    };
+    let created_at = match &l.created_at {
+        Some(c) => past_instant("created_at", c, now)?,
+        None => now,
+    };
+    let last_accessed = l.last_accessed.as_deref().map(|t| past_instant("last_accessed", t, now)).transpose()?;
+    let counters = [("view_count", l.view_count), ("cite_count", l.cite_count), ("edit_count", l.edit_count)];
+    for (name, v) in counters {
+        if v.is_some_and(|v| v < 0) {
+            return Err(Error::invalid(format!("{name} must not be negative")));
+        }
+    }
+    if l.version.is_some_and(|v| v < 1) {
+        return Err(Error::invalid("version must be at least 1"));
+    }
+    if let Some(notes) = &l.reflection_notes {
+        let arr = notes.as_array().ok_or_else(|| Error::invalid("reflection_notes must be an array of notes"))?;
+        if arr.len() > procedural::MAX_NOTES {
+            return Err(Error::invalid(format!(
+                "{} reflection notes, more than the cap of {}",
+                arr.len(),
+                procedural::MAX_NOTES
+            )));
+        }
+        for (i, n) in arr.iter().enumerate() {
+            procedural::parse_note(n).map_err(|e| Error::invalid(format!("reflection_notes[{i}]: {e}")))?;
+        }
+        if l.tier != Tier::Procedural && !arr.is_empty() {
+            return Err(Error::invalid("reflection_notes are for procedural memories"));
+        }
+    }
+    let deleted = l.is_deleted.unwrap_or(false);
+    if !deleted && l.deleted_at.is_some() {
+        return Err(Error::invalid("deleted_at is set but is_deleted is not"));
+    }
+    if let Some(d) = &l.deleted_at {
+        time::parse(d).map_err(|e| Error::invalid(format!("deleted_at: {e}")))?;
+    }
+    let m = Memory {
+        id,
+        tier: l.tier,
+        content: l.content,
+        importance: l.importance.unwrap_or(0.5),
+        privacy_scope: l.privacy_scope.unwrap_or_else(|| "private".into()),
+        created_at: time::format(created_at),
+        last_accessed: last_accessed.map(time::format),
+        pinned: l.pinned.unwrap_or(false),
+        tags: l.tags.unwrap_or_default(),
+        source: l.source,
+        view_count: l.view_count.unwrap_or(0),
+        cite_count: l.cite_count.unwrap_or(0),
+        edit_count: l.edit_count.unwrap_or(0),
+        task_goal: l.task_goal,
+        steps: l.steps,
+        reflection_notes: l.reflection_notes,
+        workflow_name: l.workflow_name,
+        skill_name: l.skill_name,
+        trigger_conditions: l.trigger_conditions,
+        version: l.version.unwrap_or(1),
+        owner_id: l.owner_id,
+        session_id: l.session_id,
+        project_id: l.project_id,
+        is_deleted: deleted,
+        // Quarantine starts now: a file's old deletion date would let the next batch purge
+        // the memory at once, skipping the 30 days a person has to restore it.
+        deleted_at: deleted.then(|| time::format(now)),
+    };
+    let m = guard(m, report, s)?;
+    let as_new = NewMemory {
+        tier: m.tier,
+        content: m.content.clone(),
+        importance: Some(m.importance),
+        tags: m.tags.clone(),
+        source: m.source.clone(),
+        pinned: m.pinned,
+        privacy_scope: Some(m.privacy_scope.clone()),
+        owner_id: m.owner_id.clone(),
+        session_id: m.session_id.clone(),
+        project_id: m.project_id.clone(),
+        created_at: Some(created_at),
+        procedure: ProcedureFields {
+            task_goal: m.task_goal.clone(),
+            steps: m.steps.clone(),
+            trigger_conditions: m.trigger_conditions.clone(),
+            workflow_name: m.workflow_name.clone(),
+            skill_name: m.skill_name.clone(),
+        },
+        supersedes: Vec::new(),
+    };
+    lifecycle::validate_new(&as_new, s, now)?;
+    if lifecycle::is_trivial(&m.content, s) {
+        return Ok(None);
+    }
+    report.quarantined += usize::from(deleted);
+    report.generated_ids += usize::from(generated);
+    Ok(Some(m))
+}
+
+/// Imports JSONL, one memory per line (the format is in README.md). Every line is validated
+/// first and every bad line named; one bad line and nothing is written. Then chunks of
+/// [`CHUNK`] lines commit one transaction each. Ids already present are skipped (never
+/// overwritten); trivial lines are reported, not stored.
+pub fn import(conn: &mut Connection, input: impl BufRead, opts: &ImportOptions) -> Result<ImportReport> {
     let s = Settings::load(conn)?;
     let mut items = Vec::new();
-    let mut report = ImportReport::default();
+    let mut report = ImportReport { dry_run: opts.dry_run, ..Default::default() };
+    let mut errors: Vec<String> = Vec::new();
+    let mut bad = 0usize;
     for (i, line) in input.lines().enumerate() {
-        let line = line?;
+        let n = i + 1;
+        let line = line.map_err(|e| Error::invalid(format!("line {n}: {e}")))?;
         if line.trim().is_empty() {
             continue;
         }
-        let m: Memory = serde_json::from_str(&line).map_err(|e| Error::invalid(format!("line {}: {e}", i + 1)))?;
-        let m = guard(m, &mut report, &s).map_err(|e| Error::invalid(format!("line {}: {e}", i + 1)))?;
-        validate(&m, &s, i + 1)?;
-        items.push(m);
+        report.read += 1;
+        let parsed = serde_json::from_str::<ImportLine>(&line)
+            .map_err(|e| Error::invalid(e.to_string()))
+            .and_then(|l| memory_of(l, &s, opts.now, &mut report));
+        match parsed {
+            Ok(Some(m)) => items.push(m),
+            Ok(None) => report.trivial_lines.push(n),
+            Err(e) => {
+                bad += 1;
+                if errors.len() < MAX_LISTED_ERRORS {
+                    let msg = e.to_string();
+                    errors.push(format!("line {n}: {}", msg.strip_prefix("invalid input: ").unwrap_or(&msg)));
+                }
+            }
+        }
     }
-    report.read = items.len();
+    if bad > 0 {
+        let more =
+            if bad > errors.len() { format!("; and {} more bad lines", bad - errors.len()) } else { String::new() };
+        return Err(Error::invalid(format!(
+            "{bad} bad line{} (nothing imported): {}{more}",
+            if bad == 1 { "" } else { "s" },
+            errors.join("; ")
+        )));
+    }
+    if opts.dry_run {
+        let mut exists = conn.prepare_cached("SELECT 1 FROM memory_item WHERE id = ?1")?;
+        let mut seen: HashSet<&str> = HashSet::with_capacity(items.len());
+        for m in &items {
+            if !exists.exists([&m.id])? && seen.insert(m.id.as_str()) {
+                report.imported += 1;
+            } else {
+                report.skipped_existing += 1;
+            }
+        }
+        report.chunks = items.len().div_ceil(CHUNK);
+        return Ok(report);
+    }
     for chunk in items.chunks(CHUNK) {
         let (imported, skipped) = write_tx(conn, |tx| import_chunk(tx, chunk))?;
         report.imported += imported;

@@ -23,7 +23,7 @@ fn load(n: usize) -> (std::path::PathBuf, store::Connection) {
         serde_json::to_writer(&mut jsonl, &item.to_memory(now())).unwrap();
         jsonl.push(b'\n');
     }
-    transfer::import(&mut conn, &jsonl[..]).unwrap();
+    transfer::import(&mut conn, &jsonl[..], &transfer::ImportOptions::new(now())).unwrap();
     (dir, conn)
 }
 

@@ -86,7 +86,8 @@ fn hard_delete_and_purge_leave_no_byte_of_the_text_and_keep_the_facts() {
         "workflow_name": null, "skill_name": null, "trigger_conditions": null, "version": 1,
         "owner_id": null, "session_id": null, "project_id": null, "is_deleted": false, "deleted_at": null
     });
-    transfer::import(&mut conn, std::io::Cursor::new(format!("{line}\n"))).unwrap();
+    transfer::import(&mut conn, std::io::Cursor::new(format!("{line}\n")), &transfer::ImportOptions::new(now()))
+        .unwrap();
     let imported = "mem_00000000-0000-4000-8000-00000000abcd".to_string();
 
     // archive: the original goes to lethe_archive, the memo into the content.

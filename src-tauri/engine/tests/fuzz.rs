@@ -421,7 +421,7 @@ proptest! {
         let mut f = fixture();
         let before = digest(&f.conn);
         let input = lines.join("\n");
-        let out = transfer::import(&mut f.conn, Cursor::new(input.into_bytes()));
+        let out = transfer::import(&mut f.conn, Cursor::new(input.into_bytes()), &transfer::ImportOptions::new(now()));
         assert_typed_and_untouched("import", &out, &before, &f.conn)?;
         if let Ok(report) = out {
             // Whatever was imported reads back and is scored.

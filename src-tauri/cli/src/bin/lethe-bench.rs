@@ -221,7 +221,7 @@ fn make_db(path: &Path, args: &Args, now: Instant) -> Result<()> {
     let jsonl_s = write_jsonl(args.workload, n, now, &jsonl)?;
     let mut conn = open_db(path, args)?;
     let t = Clock::now();
-    let report = transfer::import(&mut conn, BufReader::new(File::open(&jsonl)?))?;
+    let report = transfer::import(&mut conn, BufReader::new(File::open(&jsonl)?), &transfer::ImportOptions::new(now))?;
     let import_s = t.elapsed().as_secs_f64();
     std::fs::remove_file(&jsonl)?;
     drop(conn);
@@ -541,7 +541,7 @@ fn run_size(n: usize, args: &Args, now: Instant) -> Result<Value> {
     let jsonl_mb = std::fs::metadata(&jsonl)?.len() as f64 / 1_048_576.0;
     let mut conn = open_db(&db, args)?;
     let t = Clock::now();
-    let report = transfer::import(&mut conn, BufReader::new(File::open(&jsonl)?))?;
+    let report = transfer::import(&mut conn, BufReader::new(File::open(&jsonl)?), &transfer::ImportOptions::new(now))?;
     let import_s = t.elapsed().as_secs_f64();
     if report.imported != n {
         bail!("import stored {} of {n} memories", report.imported);

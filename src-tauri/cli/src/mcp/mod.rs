@@ -1,0 +1,719 @@
+//! `lethe mcp`: the Model Context Protocol over stdio (rmcp, the official Rust SDK), protocol
+//! 2025-11-25 (older revisions negotiated as rmcp allows). Tool names follow memento where
+//! it has them (DESIGN §11).
+//!
+//! Errors a model can act on: arguments that do not fit a tool's schema (unknown key, wrong
+//! type, missing field, out of range, unknown tier) are tool results with `isError` and
+//! `{"error":{"code":"invalid_input",…}}`; engine errors are tool results with the CLI's
+//! codes. Protocol errors are left for unknown tools and malformed requests
+//! ([`transport`]). The actor is `agent:<client name>`, never the person.
+
+mod schema;
+mod transport;
+
+use std::borrow::Cow;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lethe_engine::lifecycle::{self, ListQuery, NewMemory, ProcedureFields, SortBy};
+use lethe_engine::{archive, forgetting, meta, procedural, recall, store, time, Error, Settings, Tier};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::model::{
+    CallToolResult, ContentBlock, Implementation, JsonObject, ProtocolVersion, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RoleServer;
+use rmcp::{tool, tool_handler, tool_router, Peer, ServerHandler, ServiceExt};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// The newest revision Lethe implements; rmcp also knows 2026-07-28 (no `initialize`), which
+/// Lethe does not serve yet.
+const PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+
+#[derive(Clone)]
+pub struct LetheMcp {
+    conn: Arc<Mutex<store::Connection>>,
+    buffer: Arc<meta::MetaBuffer>,
+    tool_router: ToolRouter<Self>,
+}
+
+/// A memory tier.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TierArg {
+    Working,
+    Episodic,
+    Semantic,
+    Procedural,
+}
+
+impl From<TierArg> for Tier {
+    fn from(t: TierArg) -> Tier {
+        match t {
+            TierArg::Working => Tier::Working,
+            TierArg::Episodic => Tier::Episodic,
+            TierArg::Semantic => Tier::Semantic,
+            TierArg::Procedural => Tier::Procedural,
+        }
+    }
+}
+
+/// What kind of failure a reflection note records.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureTypeArg {
+    ToolError,
+    UserFeedback,
+    MetricFailure,
+}
+
+impl FailureTypeArg {
+    fn as_str(self) -> &'static str {
+        match self {
+            FailureTypeArg::ToolError => "tool_error",
+            FailureTypeArg::UserFeedback => "user_feedback",
+            FailureTypeArg::MetricFailure => "metric_failure",
+        }
+    }
+}
+
+/// A sort order of list_memories.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SortArg {
+    Score,
+    Created,
+    Importance,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RememberArgs {
+    /// The tier: working (this session's scratch, forgotten within days), episodic (what
+    /// happened), semantic (facts and rules), procedural (how to do a task).
+    #[serde(rename = "type")]
+    pub tier: TierArg,
+    /// The text to remember (secrets are redacted or refused, per the settings).
+    pub content: String,
+    /// How much it matters, 0 to 1 (default 0.5); important memories decay slower.
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub importance: Option<f64>,
+    /// Labels (at most 64, each 1-100 characters).
+    pub tags: Option<Vec<String>>,
+    /// Where it came from (e.g. "tool:bash" for a tool observation, which may be archived).
+    pub source: Option<String>,
+    /// Pinned memories are never forgotten by the policy (default false).
+    pub pinned: Option<bool>,
+    /// The session it belongs to (working memories are forgotten per session).
+    pub session_id: Option<String>,
+    /// The project it belongs to.
+    pub project_id: Option<String>,
+    /// Procedural only: what the procedure achieves.
+    pub task_goal: Option<String>,
+    /// Procedural only: the steps, in order (1-200 non-empty strings).
+    pub steps: Option<Vec<String>>,
+    /// Procedural only: when the procedure applies (a JSON object).
+    pub trigger_conditions: Option<serde_json::Map<String, Value>>,
+    /// Procedural only: the workflow it belongs to.
+    pub workflow_name: Option<String>,
+    /// Procedural only: the skill it belongs to.
+    pub skill_name: Option<String>,
+    /// Ids of older memories this one replaces: they leave recall but stay visible with a
+    /// link to this one, and the change is audited.
+    pub supersedes: Option<Vec<String>>,
+    /// With expected_version: update this procedural memory instead of storing a new one.
+    pub memory_id: Option<String>,
+    /// With memory_id: the version you read; a different stored version is a conflict and
+    /// nothing is written.
+    #[schemars(range(min = 1))]
+    pub expected_version: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecallArgs {
+    /// What to look for, in plain words.
+    pub query: String,
+    /// How many results (1-100, default 10).
+    #[schemars(range(min = 1, max = 100))]
+    pub limit: Option<u32>,
+    /// Only this tier.
+    #[serde(rename = "type")]
+    pub tier: Option<TierArg>,
+    /// Your session: memories of it rank higher.
+    pub session_id: Option<String>,
+    /// Your project: memories of it rank higher.
+    pub project_id: Option<String>,
+    /// Your workflow: memories of it rank higher.
+    pub workflow_name: Option<String>,
+    /// Your context's tags: memories carrying them rank higher.
+    pub tags: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ForgetArgs {
+    /// The memory.
+    pub id: String,
+    /// Delete for ever instead of moving to the 30-day quarantine; only the person may
+    /// (an agent gets `forbidden`).
+    pub hard: Option<bool>,
+    /// Confirms a hard delete.
+    pub confirm: Option<bool>,
+    /// Why, for the audit.
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IdArgs {
+    /// The memory.
+    pub id: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FeedbackArgs {
+    /// The memory you used.
+    pub memory_id: String,
+    /// true: it helped (counts as a cite, which keeps it from decaying).
+    pub helpful: bool,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MetaArgs {
+    /// One memory's statistics. Leave out memory_id and query for the summary of all.
+    pub memory_id: Option<String>,
+    /// A topic: the figures over the memories recall finds for it (not counted as recalls).
+    pub query: Option<String>,
+    /// With query: how many memories recall may find (1-100, default 20).
+    #[schemars(range(min = 1, max = 100))]
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReflectionArgs {
+    /// The procedural memory.
+    pub memory_id: String,
+    /// What failed: a tool, the user's judgement, or a metric.
+    pub failure_type: FailureTypeArg,
+    /// What went wrong.
+    pub failure_description: String,
+    /// What to do differently.
+    pub lessons_learned: Option<String>,
+    /// How the procedure could change.
+    pub suggested_improvements: Option<String>,
+    /// The version you read; a different stored version is a conflict.
+    #[schemars(range(min = 1))]
+    pub expected_version: Option<i64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArchiveArgs {
+    /// The tool observation (its source marks it as one).
+    pub memory_id: String,
+    /// One line that replaces the content in place.
+    pub memo: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RestoreArchiveArgs {
+    /// The number archive_observation returned.
+    #[schemars(range(min = 1))]
+    pub archive_no: i64,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SimilarArgs {
+    /// The memory.
+    pub memory_id: String,
+    /// How many neighbours (1-100, default 10).
+    #[schemars(range(min = 1, max = 100))]
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListArgs {
+    /// Only this tier.
+    #[serde(rename = "type")]
+    pub tier: Option<TierArg>,
+    /// true: only pinned memories.
+    pub pinned: Option<bool>,
+    /// true: only memories at risk (ForgetScore in or above the review band).
+    pub at_risk: Option<bool>,
+    /// Order: score (most at risk first), created (newest first, default) or importance.
+    pub sort: Option<SortArg>,
+    /// Page size (1-500, default 50).
+    #[schemars(range(min = 1, max = 500))]
+    pub limit: Option<u32>,
+    /// Memories to skip (default 0).
+    #[schemars(range(min = 0))]
+    pub offset: Option<u32>,
+}
+
+/// Tool results; `Err` only for what rmcp itself raises.
+type ToolResult = Result<CallToolResult, rmcp::ErrorData>;
+
+fn error_result(code: &str, message: &str) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(
+        json!({ "error": { "code": code, "message": message } }).to_string(),
+    )])
+}
+
+fn engine_error(e: &Error) -> CallToolResult {
+    error_result(e.code(), &e.to_string())
+}
+
+/// A tool's arguments against its schema: unknown keys, types, missing fields and enums by
+/// serde, ranges by the schema itself. A failure is the model's to fix: an `invalid_input`
+/// tool result naming the field.
+fn parse<T: DeserializeOwned + JsonSchema + 'static>(tool: &str, args: JsonObject) -> Result<T, CallToolResult> {
+    let invalid = |m: String| error_result("invalid_input", &format!("invalid arguments for {tool}: {m}"));
+    let v = Value::Object(args);
+    let parsed: T = serde_path_to_error::deserialize(&v).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        invalid(if path == "." { inner } else { format!("{path}: {inner}") })
+    })?;
+    let Value::Object(args) = v else { unreachable!("built from an object") };
+    if let Some(m) = schema::out_of_range(&args, &schema::input::<T>()) {
+        return Err(invalid(m));
+    }
+    Ok(parsed)
+}
+
+fn actor_of(peer: &Peer<RoleServer>) -> String {
+    let name = peer.peer_info().map(|i| i.client_info.name.clone()).unwrap_or_default();
+    lethe_engine::actor::agent_from_client_name(&name)
+}
+
+fn tier_of(t: Option<TierArg>) -> Option<Tier> {
+    t.map(Tier::from)
+}
+
+impl LetheMcp {
+    pub fn new(path: PathBuf) -> lethe_engine::Result<Self> {
+        let mut conn = store::open(&path)?;
+        // Memories another program stored without a vector get one before the first recall.
+        if let Some(e) = lethe_engine::embed::shared() {
+            let never = std::sync::atomic::AtomicBool::new(false);
+            lethe_engine::semantic::backfill(&mut conn, e, |_, _| {}, &never)?;
+        }
+        let buffer = meta::MetaBuffer::start(&path, Duration::from_millis(100))?;
+        Ok(LetheMcp { conn: Arc::new(Mutex::new(conn)), buffer: Arc::new(buffer), tool_router: Self::tool_router() })
+    }
+
+    /// The longest request line accepted: twice the content limit (JSON escaping) + 1 MiB.
+    fn max_line(&self) -> lethe_engine::Result<usize> {
+        let c = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(Settings::load(&c)?.max_content_bytes * 2 + 1024 * 1024)
+    }
+
+    /// Parses the arguments, runs blocking engine work off the async runtime, and turns the
+    /// answer into a structured tool result (or an error result).
+    async fn run<T: DeserializeOwned + JsonSchema + Send + 'static>(
+        &self,
+        tool: &'static str,
+        peer: &Peer<RoleServer>,
+        args: JsonObject,
+        f: impl FnOnce(T, &mut store::Connection, &meta::MetaBuffer, &str, time::Instant) -> lethe_engine::Result<Value>
+            + Send
+            + 'static,
+    ) -> ToolResult {
+        let a = match parse::<T>(tool, args) {
+            Ok(a) => a,
+            Err(r) => return Ok(r),
+        };
+        let actor = actor_of(peer);
+        let conn = Arc::clone(&self.conn);
+        let buffer = Arc::clone(&self.buffer);
+        let res = tokio::task::spawn_blocking(move || {
+            let mut c = conn.lock().unwrap_or_else(|e| e.into_inner());
+            f(a, &mut c, &buffer, &actor, chrono::Utc::now())
+        })
+        .await;
+        Ok(match res {
+            Ok(Ok(v)) => CallToolResult::structured(v),
+            Ok(Err(e)) => engine_error(&e),
+            Err(join) => engine_error(&Error::Io(std::io::Error::other(join.to_string()))),
+        })
+    }
+
+    fn detail_json(
+        conn: &store::Connection,
+        buffer: &meta::MetaBuffer,
+        id: &str,
+        now: time::Instant,
+    ) -> lethe_engine::Result<Value> {
+        Ok(serde_json::to_value(lethe_engine::detail(conn, id, now, Some(buffer))?)?)
+    }
+}
+
+#[tool_router]
+impl LetheMcp {
+    #[tool(
+        description = "Store a memory (or compare-and-swap update a procedural one with memory_id + expected_version). Trivial text and exact duplicates are not stored; the answer says why. The answer lists similar memories already stored: pass their ids in supersedes to replace them. Secrets are redacted before anything is written (or refused, per the secrets setting) and personal data tagged; the answer lists what was redacted (field, kind, offsets), never the value.",
+        input_schema = schema::input::<RememberArgs>(),
+        output_schema = schema::remember(),
+        annotations(title = "Remember", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
+    )]
+    async fn remember(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
+        self.run("remember", &peer, args, |a: RememberArgs, c, _, actor, now| {
+            let m = NewMemory {
+                tier: a.tier.into(),
+                content: a.content,
+                importance: a.importance,
+                tags: a.tags.unwrap_or_default(),
+                source: a.source,
+                pinned: a.pinned.unwrap_or(false),
+                privacy_scope: None,
+                owner_id: Some(actor.to_string()),
+                session_id: a.session_id,
+                project_id: a.project_id,
+                created_at: None,
+                procedure: ProcedureFields {
+                    task_goal: a.task_goal,
+                    steps: a.steps.map(|s| json!(s)),
+                    trigger_conditions: a.trigger_conditions.map(Value::Object),
+                    workflow_name: a.workflow_name,
+                    skill_name: a.skill_name,
+                },
+                supersedes: a.supersedes.unwrap_or_default(),
+            };
+            match (a.memory_id, a.expected_version) {
+                (Some(id), Some(v)) => {
+                    let patch = procedural::ProcedurePatch { content: Some(m.content), fields: m.procedure };
+                    let (u, r) = procedural::update_guarded(c, &id, v, &patch, actor, now)?;
+                    Ok(json!({
+                        "id": u.id, "stored": true, "version": u.version,
+                        "redacted": r.redacted, "pii_tags": r.pii_tags,
+                    }))
+                }
+                (None, None) => Ok(serde_json::to_value(lifecycle::remember(c, &m, actor, now)?)?),
+                _ => Err(Error::invalid("memory_id and expected_version go together")),
+            }
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Ranked search over active memories with a score breakdown per result (similarity, recency, scene, priority). Recall does not count as usage; its hits go to the meta-memory statistics only.",
+        input_schema = schema::input::<RecallArgs>(),
+        output_schema = schema::recall(),
+        annotations(title = "Recall", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn recall(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
+        self.run("recall", &peer, args, |a: RecallArgs, c, buffer, _, now| {
+            let q = recall::RecallQuery {
+                text: a.query,
+                limit: a.limit.unwrap_or(10) as usize,
+                tier: tier_of(a.tier),
+                session: a.session_id,
+                project: a.project_id,
+                workflow: a.workflow_name,
+                tags: a.tags.unwrap_or_default(),
+                pinned: None,
+                weights: None,
+            };
+            let hits = recall::recall(c, &q, now)?;
+            for h in &hits {
+                buffer.record_hit(&h.id, h.score, now);
+            }
+            Ok(json!({ "results": hits, "recall_mode": lethe_engine::embed::status() }))
+        })
+        .await
+    }
+
+    #[tool(
+        description = "The nearest active memories of a memory, each with its similarity (0-1) and kind (same words / same meaning): check before storing a near-copy, or supersede it.",
+        input_schema = schema::input::<SimilarArgs>(),
+        output_schema = schema::similar(),
+        annotations(title = "Similar memories", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn similar(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
+        self.run("similar", &peer, args, |a: SimilarArgs, c, _, _, _| {
+            let items = lethe_engine::semantic::similar(c, &a.memory_id, a.limit.unwrap_or(10) as usize)?;
+            Ok(json!({ "items": items }))
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Forget a memory: a soft delete into the 30-day quarantine, restorable with restore. A hard delete (hard and confirm) is for the person only; an agent gets forbidden.",
+        input_schema = schema::input::<ForgetArgs>(),
+        output_schema = schema::event(),
+        annotations(title = "Forget", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false)
+    )]
+    async fn forget(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
+        self.run("forget", &peer, args, |a: ForgetArgs, c, _, actor, now| {
+            let ev = if a.hard.unwrap_or(false) {
+                lifecycle::hard_delete(c, &a.id, a.confirm.unwrap_or(false), a.reason.as_deref(), actor, now)?
+            } else {
+                lifecycle::soft_delete(c, &a.id, a.reason.as_deref(), actor, now)?
+            };
+            Ok(serde_json::to_value(ev)?)
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Bring a memory back from quarantine exactly as it was.",
+        input_schema = schema::input::<IdArgs>(),
+        output_schema = schema::detail(),
+        annotations(title = "Restore", read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn restore(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
+        self.run("restore", &peer, args, |a: IdArgs, c, b, actor, now| {
+            lifecycle::restore(c, &a.id, actor, now)?;
+            Self::detail_json(c, b, &a.id, now)
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Pin a memory: pinned memories are never forgotten by the policy.",
+        input_schema = schema::input::<IdArgs>(),
+        output_schema = schema::detail(),
+        annotations(title = "Pin", read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn pin(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
+        self.run("pin", &peer, args, |a: IdArgs, c, b, actor, now| {
+            lifecycle::pin(c, &a.id, actor, now)?;
+            Self::detail_json(c, b, &a.id, now)
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Unpin a memory: the policy may forget it again.",
+        input_schema = schema::input::<IdArgs>(),
+        output_schema = schema::detail(),
+        annotations(title = "Unpin", read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn unpin(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
+        self.run("unpin", &peer, args, |a: IdArgs, c, b, actor, now| {
+            lifecycle::unpin(c, &a.id, actor, now)?;
+            Self::detail_json(c, b, &a.id, now)
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Report whether a memory helped; helpful = true counts as a cite (usage), which keeps it from decaying.",
+        input_schema = schema::input::<FeedbackArgs>(),
+        output_schema = schema::feedback(),
+        annotations(title = "Feedback", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
+    )]
+    async fn feedback(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
+        self.run("feedback", &peer, args, |a: FeedbackArgs, c, b, actor, now| {
+            if a.helpful {
+                lifecycle::cite(c, &a.memory_id, actor, now)?;
+            } else {
+                lifecycle::get(c, &a.memory_id)?;
+            }
+            let d = Self::detail_json(c, b, &a.memory_id, now)?;
+            Ok(json!({ "memory_id": a.memory_id, "helpful": a.helpful, "cite_count": d["cite_count"] }))
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Read one memory with its explained ForgetScore; counts as a view.",
+        input_schema = schema::input::<IdArgs>(),
+        output_schema = schema::detail(),
+        annotations(title = "Get memory", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
+    )]
+    async fn get_memory(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
+        self.run("get_memory", &peer, args, |a: IdArgs, c, b, _, now| {
+            lifecycle::view(c, &a.id, now)?;
+            Self::detail_json(c, b, &a.id, now)
+        })
+        .await
+    }
+
+    #[tool(
+        description = "How well you remember. {}: the summary over every active memory (memories recalled, total recalls, average confidence, the lowest-confidence memories with average < 0.5, the most recalled, how many were never recalled). {memory_id}: that memory's recall count, successes, failures, average confidence, last recall. {query}: the summary over the memories recall finds for that topic; this search is not counted as a recall. Hits not yet flushed are included.",
+        input_schema = schema::input::<MetaArgs>(),
+        output_schema = schema::meta(),
+        annotations(title = "Meta-memory statistics", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn get_meta_memory_stats(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
+        self.run("get_meta_memory_stats", &peer, args, |a: MetaArgs, c, b, _, now| match (a.memory_id, a.query) {
+            (Some(id), None) => {
+                if a.limit.is_some() {
+                    return Err(Error::invalid("limit goes with query"));
+                }
+                lifecycle::get(c, &id)?;
+                Ok(serde_json::to_value(b.read(c, &id)?)?)
+            }
+            (None, Some(q)) => {
+                let ids = crate::commands::topic_ids(c, &q, a.limit.unwrap_or(20) as usize, now)?;
+                let mut v = serde_json::to_value(b.overview(c, Some(&ids))?)?;
+                v["query"] = json!(q);
+                Ok(v)
+            }
+            (None, None) => {
+                if a.limit.is_some() {
+                    return Err(Error::invalid("limit goes with query"));
+                }
+                Ok(serde_json::to_value(b.overview(c, None)?)?)
+            }
+            (Some(_), Some(_)) => Err(Error::invalid("give memory_id or query, not both")),
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Append a reflection note (a lesson from a failure) to a procedural memory; beyond 100 notes the oldest is dropped.",
+        input_schema = schema::input::<ReflectionArgs>(),
+        output_schema = schema::reflect(),
+        annotations(title = "Add reflection note", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
+    )]
+    async fn add_reflection_note(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
+        self.run("add_reflection_note", &peer, args, |a: ReflectionArgs, c, _, actor, now| {
+            let mut note =
+                json!({ "failure_type": a.failure_type.as_str(), "failure_description": a.failure_description });
+            if let Some(l) = a.lessons_learned {
+                note["lessons_learned"] = json!(l);
+            }
+            if let Some(s) = a.suggested_improvements {
+                note["suggested_improvements"] = json!(s);
+            }
+            Ok(serde_json::to_value(procedural::reflect(c, &a.memory_id, &note, a.expected_version, actor, now)?)?)
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Replace a bulky tool observation by a one-line memo, keeping the exact bytes for restore_archive.",
+        input_schema = schema::input::<ArchiveArgs>(),
+        output_schema = schema::archive(),
+        annotations(title = "Archive observation", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
+    )]
+    async fn archive_observation(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
+        self.run("archive_observation", &peer, args, |a: ArchiveArgs, c, _, actor, now| {
+            Ok(serde_json::to_value(archive::archive(c, &a.memory_id, &a.memo, actor, now)?)?)
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Put back the exact archived bytes of an observation (hash verified).",
+        input_schema = schema::input::<RestoreArchiveArgs>(),
+        output_schema = schema::memory(),
+        annotations(title = "Restore archive", read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn restore_archive(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
+        self.run("restore_archive", &peer, args, |a: RestoreArchiveArgs, c, _, actor, now| {
+            Ok(serde_json::to_value(archive::unarchive(c, a.archive_no, actor, now)?)?)
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Counts per tier (active, quarantined, pinned), memories at risk, and the recall statistics summary.",
+        input_schema = schema::input::<NoArgs>(),
+        output_schema = schema::stats(),
+        annotations(title = "Memory stats", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn memory_stats(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
+        self.run("memory_stats", &peer, args, |_: NoArgs, c, _, _, now| {
+            let s = Settings::load(c)?;
+            let snap = forgetting::Snapshot::load(c)?;
+            let mut v = serde_json::to_value(forgetting::stats(c, &snap, &s, now)?)?;
+            v["recall_mode"] = json!(lethe_engine::embed::status());
+            Ok(v)
+        })
+        .await
+    }
+
+    #[tool(
+        description = "A page of active memories (previews, not full texts) with their ForgetScore: filter by tier, pinned, at risk; sort by score, created or importance; page with limit and offset. get_memory reads one in full.",
+        input_schema = schema::input::<ListArgs>(),
+        output_schema = schema::page(),
+        annotations(title = "List memories", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn list_memories(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
+        self.run("list_memories", &peer, args, |a: ListArgs, c, _, _, now| {
+            let s = Settings::load(c)?;
+            let q = ListQuery {
+                tier: tier_of(a.tier),
+                deleted: Some(false),
+                pinned: a.pinned.filter(|p| *p),
+                sort: match a.sort.unwrap_or(SortArg::Created) {
+                    SortArg::Score => SortBy::Score,
+                    SortArg::Created => SortBy::Created,
+                    SortArg::Importance => SortBy::Importance,
+                },
+                // The same edge as memory_stats' at_risk count.
+                min_score: a.at_risk.filter(|r| *r).map(|_| s.review_band_low - lethe_engine::decay::EPS),
+                max_score: None,
+                session: None,
+                project: None,
+                redacted: None,
+                limit: a.limit.unwrap_or(50) as usize,
+                offset: a.offset.unwrap_or(0) as usize,
+            };
+            let snap = forgetting::Snapshot::load(c)?;
+            Ok(serde_json::to_value(forgetting::list(c, &snap, &q, &s, now)?)?)
+        })
+        .await
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for LetheMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_protocol_version(PROTOCOL)
+            .with_server_info(Implementation::new("lethe", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Lethe long-term memory: remember, recall, forget (soft by default), restore, pin. Memories decay by tier; a person reviews them in the Lethe window.",
+            )
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(&PROTOCOL))
+    }
+}
+
+/// Serves MCP on stdin/stdout until the client closes stdin; buffered recall statistics are
+/// flushed before returning. A read or write failure is an error (reported on stderr by
+/// `main`, non-zero exit).
+pub fn serve(path: PathBuf) -> lethe_engine::Result<()> {
+    let server = LetheMcp::new(path)?;
+    let cap = server.max_line()?;
+    let buffer = Arc::clone(&server.buffer);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let io_err = |what: &str, e: &dyn std::fmt::Display| Error::Io(std::io::Error::other(format!("{what}: {e}")));
+    let abnormal = rt.block_on(async move {
+        let (r, w) = rmcp::transport::stdio_pipes();
+        let (transport, abnormal) = transport::LineCapped::new(r, w, cap);
+        let service = server.serve(transport).await.map_err(|e| io_err("mcp initialize", &e))?;
+        let quit = service.waiting().await.map_err(|e| io_err("mcp", &e))?;
+        if let rmcp::service::QuitReason::JoinError(e) = quit {
+            return Err(io_err("mcp", &e));
+        }
+        Ok::<_, Error>(abnormal)
+    })?;
+    // Dropping the last handle flushes pending deltas and stops the flusher.
+    drop(buffer);
+    rt.shutdown_timeout(Duration::from_secs(1));
+    if let Some(why) = abnormal.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        return Err(io_err("mcp ended abnormally", &why));
+    }
+    Ok(())
+}

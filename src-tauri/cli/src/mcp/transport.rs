@@ -1,0 +1,257 @@
+//! stdio for `lethe mcp`, with the robustness rmcp's own stdio transport lacks (issue #23):
+//! every malformed line gets its JSON-RPC error and the server keeps serving (rmcp drops
+//! unparsable lines silently and answers unknown shapes with a bare -32600); a line longer
+//! than the cap is refused while it is read, never buffered whole; and a read or write
+//! failure is remembered so that `lethe mcp` can report an abnormal end.
+//!
+//! Valid messages go to rmcp unchanged. Responses are written here, one line each under one
+//! lock, because an error about a line whose id is unknown must carry `"id": null` (JSON-RPC
+//! 2.0 §5), which rmcp's message type cannot express.
+
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ErrorCode, ErrorData, JsonRpcMessage, RequestId};
+use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+
+/// Methods a client may send to a server (MCP 2025-11-25): a line naming one of these whose
+/// params do not parse is -32602, any other method -32601.
+const CLIENT_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "completion/complete",
+    "logging/setLevel",
+    "prompts/get",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "tools/call",
+    "tools/list",
+    "tasks/get",
+    "tasks/list",
+    "tasks/result",
+    "tasks/cancel",
+];
+
+/// Why serving ended other than by the client closing stdin.
+pub type Abnormal = Arc<Mutex<Option<String>>>;
+
+fn note(abnormal: &Abnormal, why: String) {
+    let mut slot = abnormal.lock().unwrap_or_else(|e| e.into_inner());
+    slot.get_or_insert(why);
+}
+
+pub struct LineCapped<R: AsyncRead, W: AsyncWrite> {
+    read: BufReader<R>,
+    line: Vec<u8>,
+    cap: usize,
+    /// Inside a line already refused as too long, until its newline.
+    discarding: bool,
+    out: Arc<tokio::sync::Mutex<W>>,
+    abnormal: Abnormal,
+}
+
+/// Writes one message as one line.
+async fn write_line<W: AsyncWrite + Unpin>(out: &tokio::sync::Mutex<W>, mut line: Vec<u8>) -> std::io::Result<()> {
+    line.push(b'\n');
+    let mut w = out.lock().await;
+    w.write_all(&line).await?;
+    w.flush().await
+}
+
+enum Read {
+    Line,
+    TooLong,
+    Eof,
+}
+
+impl<R, W> LineCapped<R, W>
+where
+    R: AsyncRead + Send + Unpin,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    /// `cap`: the longest line accepted, in bytes (without its newline).
+    pub fn new(read: R, write: W, cap: usize) -> (Self, Abnormal) {
+        let abnormal = Abnormal::default();
+        let t = LineCapped {
+            read: BufReader::with_capacity(64 * 1024, read),
+            line: Vec::new(),
+            cap,
+            discarding: false,
+            out: Arc::new(tokio::sync::Mutex::new(write)),
+            abnormal: Arc::clone(&abnormal),
+        };
+        (t, abnormal)
+    }
+
+    /// One line into `self.line`, never holding more than `cap` bytes of it. Cancel-safe:
+    /// bytes are moved from the reader's buffer to `self.line` with no await in between.
+    async fn read_line(&mut self) -> std::io::Result<Read> {
+        loop {
+            let (used, done) = {
+                let buf = self.read.fill_buf().await?;
+                if buf.is_empty() {
+                    return Ok(Read::Eof);
+                }
+                let newline = buf.iter().position(|&b| b == b'\n');
+                let take = newline.map_or(buf.len(), |i| i + 1);
+                if self.discarding {
+                    if newline.is_some() {
+                        self.discarding = false;
+                    }
+                    (take, None)
+                } else if self.line.len() + newline.unwrap_or(take) > self.cap {
+                    self.line.clear();
+                    self.discarding = newline.is_none();
+                    (take, Some(Read::TooLong))
+                } else {
+                    self.line.extend_from_slice(&buf[..take]);
+                    (take, newline.map(|_| Read::Line))
+                }
+            };
+            self.read.consume(used);
+            if let Some(r) = done {
+                return Ok(r);
+            }
+        }
+    }
+
+    async fn reply(&mut self, error: ErrorData, id: Option<RequestId>) -> bool {
+        let msg = json!({ "jsonrpc": "2.0", "id": id.map(RequestId::into_json_value), "error": error });
+        match write_line(&self.out, msg.to_string().into_bytes()).await {
+            Ok(()) => true,
+            Err(e) => {
+                note(&self.abnormal, format!("writing to stdout: {e}"));
+                false
+            }
+        }
+    }
+
+    /// The message of one line, or the JSON-RPC error it deserves (None: nothing to say,
+    /// e.g. a malformed notification, which JSON-RPC never answers).
+    fn classify(line: &[u8]) -> Result<ClientJsonRpcMessage, Option<(ErrorData, Option<RequestId>)>> {
+        let line = line.strip_prefix(b"\xEF\xBB\xBF".as_slice()).unwrap_or(line);
+        let direct = serde_json::from_slice::<ClientJsonRpcMessage>(line);
+        let value: Value = match (direct, serde_json::from_slice::<Value>(line)) {
+            (Ok(msg), _) => return Self::known_shape(msg),
+            (Err(_), Ok(v)) => v,
+            (Err(e), Err(_)) => {
+                return Err(Some((ErrorData::new(ErrorCode::PARSE_ERROR, format!("parse error: {e}"), None), None)))
+            }
+        };
+        let id: Option<RequestId> = value.get("id").and_then(|v| serde_json::from_value(v.clone()).ok());
+        let Some(obj) = value.as_object() else {
+            let msg = "invalid request: a message is one JSON object (batches are not part of MCP)";
+            return Err(Some((ErrorData::invalid_request(msg, None), None)));
+        };
+        let method = obj.get("method").and_then(Value::as_str);
+        let why = serde_json::from_value::<ClientJsonRpcMessage>(value.clone()).err().map(|e| e.to_string());
+        let why = why.unwrap_or_default();
+        match (method, &id) {
+            // A notification is never answered, even when malformed.
+            (Some(_), None) if !obj.contains_key("id") => Err(None),
+            (Some(m), _) if CLIENT_METHODS.contains(&m) => {
+                Err(Some((ErrorData::invalid_params(format!("invalid params for {m}: {why}"), None), id)))
+            }
+            (Some(m), Some(_)) => {
+                Err(Some((ErrorData::new(ErrorCode::METHOD_NOT_FOUND, format!("method not found: {m}"), None), id)))
+            }
+            _ => Err(Some((ErrorData::invalid_request(format!("invalid request: {why}"), None), id))),
+        }
+    }
+
+    /// rmcp reads any unknown method as a custom request; a known one that landed there had
+    /// params that did not fit its own shape.
+    fn known_shape(msg: ClientJsonRpcMessage) -> Result<ClientJsonRpcMessage, Option<(ErrorData, Option<RequestId>)>> {
+        if let JsonRpcMessage::Request(r) = &msg {
+            if let ClientRequest::CustomRequest(c) = &r.request {
+                let m = c.method.as_str();
+                if CLIENT_METHODS.contains(&m) {
+                    let e = ErrorData::invalid_params(format!("invalid params for {m}"), None);
+                    return Err(Some((e, Some(r.id.clone()))));
+                }
+            }
+        }
+        Ok(msg)
+    }
+}
+
+impl<R, W> Transport<RoleServer> for LineCapped<R, W>
+where
+    R: AsyncRead + Send + Unpin,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let out = Arc::clone(&self.out);
+        let abnormal = Arc::clone(&self.abnormal);
+        let line = serde_json::to_vec(&item).map_err(std::io::Error::other);
+        async move {
+            let r = match line {
+                Ok(line) => write_line(&out, line).await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = &r {
+                note(&abnormal, format!("writing to stdout: {e}"));
+            }
+            r
+        }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            let eof = match self.read_line().await {
+                Ok(Read::Line) => false,
+                Ok(Read::Eof) => true,
+                Ok(Read::TooLong) => {
+                    let msg = format!("invalid request: a line of more than {} bytes is refused", self.cap);
+                    if !self.reply(ErrorData::invalid_request(msg, None), None).await {
+                        return None;
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    note(&self.abnormal, format!("reading stdin: {e}"));
+                    return None;
+                }
+            };
+            // A last line without its newline still counts.
+            let line = std::mem::take(&mut self.line);
+            let text = line.strip_suffix(b"\n").unwrap_or(&line);
+            let text = text.strip_suffix(b"\r").unwrap_or(text);
+            if !text.iter().all(u8::is_ascii_whitespace) {
+                match Self::classify(text) {
+                    Ok(msg) => {
+                        self.line = line;
+                        self.line.clear();
+                        return Some(msg);
+                    }
+                    Err(Some((error, id))) => {
+                        if !self.reply(error, id).await {
+                            return None;
+                        }
+                    }
+                    Err(None) => {}
+                }
+            }
+            self.line = line;
+            self.line.clear();
+            if eof {
+                return None;
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.out.lock().await.shutdown().await
+    }
+}
