@@ -342,3 +342,32 @@ fn recall_counts_repeated_words_once_and_says_what_it_dropped() {
     assert_eq!(out["dropped_words"], serde_json::json!(["w64", "w65", "w66", "w67", "w68", "w69"]));
     assert!(out["notice"].as_str().unwrap().contains("64"));
 }
+
+#[test]
+fn import_refuses_future_dates_and_quarantines_deleted_lines_as_of_now() {
+    let s = scratch("import");
+    let db = s.0.join("m.db");
+    remember(&db, "a memory before the import");
+    let future = (chrono::Utc::now() + chrono::Duration::hours(1)).to_rfc3339();
+    let file = s.0.join("lines.jsonl");
+    std::fs::write(
+        &file,
+        format!("{{\"type\":\"semantic\",\"content\":\"fine line\"}}\n{{\"type\":\"working\",\"content\":\"young for ever\",\"created_at\":\"{future}\"}}\n"),
+    )
+    .unwrap();
+    let before = bytes_of(&s.0);
+    let (code, _, err) = lethe(&db, &["import", file.to_str().unwrap()]);
+    assert_eq!((code, err["error"]["code"].as_str()), (2, Some("invalid_input")), "{err}");
+    let msg = err["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("line 2") && msg.contains("future"), "{msg}");
+    assert_eq!(bytes_of(&s.0), before, "nothing of the rejected file is written");
+    std::fs::write(
+        &file,
+        "{\"type\":\"episodic\",\"content\":\"deleted long ago elsewhere\",\"is_deleted\":true,\"deleted_at\":\"1970-01-01T00:00:00Z\"}\n",
+    )
+    .unwrap();
+    ok(&db, &["import", file.to_str().unwrap()]);
+    let q = ok(&db, &["quarantine"]);
+    assert!(q["items"][0]["days_left"].as_f64().unwrap() > 29.0, "quarantined as of now: {q}");
+    assert!(ok(&db, &["forget"])["purged"].as_array().unwrap().is_empty());
+}

@@ -129,7 +129,7 @@ pub fn export(conn: &Connection, out: &mut impl Write) -> Result<usize> {
 /// invent future ones (a future date would keep a memory from decaying).
 fn past_instant(name: &str, raw: &str, now: time::Instant) -> Result<time::Instant> {
     let t = time::parse(raw).map_err(|e| Error::invalid(format!("{name}: {e}")))?;
-    if time::days_between(now, t) > 1.0 {
+    if (t - now).num_seconds() > lifecycle::FUTURE_SLACK_SECS {
         return Err(Error::invalid(format!("{name} {raw} lies in the future")));
     }
     Ok(t)
