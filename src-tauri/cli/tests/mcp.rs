@@ -124,6 +124,9 @@ async fn an_agent_host_can_use_every_tool() {
     assert_eq!(r["action"], json!("soft"));
     let r = ok(&call(&client, "recall", json!({"query": "docker uid"})).await);
     assert_eq!(r["results"], json!([]), "forgotten memories leave recall");
+    let long: Vec<String> = (0..66).map(|i| format!("w{i}")).collect();
+    let r = ok(&call(&client, "recall", json!({"query": format!("docker docker {}", long.join(" "))})).await);
+    assert_eq!(r["dropped_words"], json!(["w63", "w64", "w65"]), "a repeated word counts once; the rest is named");
     assert_eq!(ok(&call(&client, "restore", json!({"id": id})).await)["is_deleted"], json!(false));
     assert_eq!(ok(&call(&client, "pin", json!({"id": id})).await)["pinned"], json!(true));
     let r = ok(&call(&client, "list_memories", json!({"pinned": true})).await);

@@ -428,11 +428,16 @@ impl LetheMcp {
                 pinned: None,
                 weights: None,
             };
+            let dropped = recall::dropped_words(&q.text);
             let hits = recall::recall(c, &q, now)?;
             for h in &hits {
                 buffer.record_hit(&h.id, h.score, now);
             }
-            Ok(json!({ "results": hits, "recall_mode": lethe_engine::embed::status() }))
+            let mut out = json!({ "results": hits, "recall_mode": lethe_engine::embed::status() });
+            if !dropped.is_empty() {
+                out["dropped_words"] = json!(dropped);
+            }
+            Ok(out)
         })
         .await
     }

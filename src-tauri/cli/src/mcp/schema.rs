@@ -263,6 +263,7 @@ pub fn recall() -> Arc<JsonObject> {
         json!({
             "results": array(hit, "best first"),
             "recall_mode": t("string", "semantic + lexical, or lexical only"),
+            "dropped_words": array(t("string", "a word"), "words not searched: the query had more than 64 distinct words"),
         }),
     ))
 }
