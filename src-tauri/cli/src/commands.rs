@@ -287,7 +287,6 @@ fn writes(command: &Command) -> bool {
         | Command::History { .. }
         | Command::Export
         | Command::Fixture { .. }
-        | Command::Mcp
         | Command::Recall(_) => false,
         Command::Forget { dry_run } | Command::Import { dry_run, .. } => !dry_run,
         Command::Scan { redact, .. } => *redact,
@@ -304,7 +303,9 @@ fn writes(command: &Command) -> bool {
         | Command::Unarchive { .. }
         | Command::Reflect { .. }
         | Command::Rollback { .. }
-        | Command::Demo { .. } => true,
+        | Command::Demo { .. }
+        // Agents write through it, always at the clock.
+        | Command::Mcp => true,
     }
 }
 
@@ -440,9 +441,6 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
         return Ok(Some(json!({ "fixture": kind, "path": path })));
     }
     if let Command::Mcp = cli.command {
-        if cli.read_only {
-            return Err(Error::invalid("--read-only does not go with mcp (agents write)"));
-        }
         let path = cli.db.clone().unwrap_or_else(default_db_path);
         crate::mcp::serve(path)?;
         return Ok(None);

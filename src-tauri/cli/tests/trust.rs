@@ -110,6 +110,7 @@ fn now_is_refused_on_every_write_and_accepted_on_reads() {
         vec!["cite", id.as_str()],
         vec!["edit", id.as_str(), "--content", "moved to eu-central-1"],
         vec!["demo", "--count", "10"],
+        vec!["mcp"],
     ] {
         let (code, _, err) = lethe(&db, &[&forged[..], &write[..]].concat());
         assert_eq!(code, 2, "{write:?}: {err}");
