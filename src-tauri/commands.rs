@@ -43,6 +43,23 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ApiError::internal(format!("the command's task failed: {e}")))?
 }
 
+/// The person's action `f` on memory `id` at the clock, answered with the memory's detail
+/// after it (what pin, unpin, importance, edit and restore return).
+async fn act_on<R>(
+    app: AppHandle,
+    id: String,
+    f: impl FnOnce(&mut lethe_engine::store::Connection, &str, time::Instant) -> lethe_engine::Result<R> + Send + 'static,
+) -> ApiResult<MemoryDetail> {
+    let now = chrono::Utc::now();
+    blocking(app, move |st| {
+        st.with_db(|db| {
+            f(&mut db.conn, &id, now)?;
+            lethe_engine::detail(&db.conn, &id, now, None)
+        })
+    })
+    .await
+}
+
 /// The open database; `error` says why none could be opened.
 #[derive(Debug, Clone, Serialize, TS)]
 pub struct DbInfo {
@@ -149,38 +166,17 @@ pub async fn show_memory(app: AppHandle, id: String, now: Option<String>) -> Api
 
 #[tauri::command]
 pub async fn pin_memory(app: AppHandle, id: String) -> ApiResult<MemoryDetail> {
-    let now = chrono::Utc::now();
-    blocking(app, move |st| {
-        st.with_db(|db| {
-            lifecycle::pin(&mut db.conn, &id, ACTOR, now)?;
-            lethe_engine::detail(&db.conn, &id, now, None)
-        })
-    })
-    .await
+    act_on(app, id, move |c, id, now| lifecycle::pin(c, id, ACTOR, now)).await
 }
 
 #[tauri::command]
 pub async fn unpin_memory(app: AppHandle, id: String) -> ApiResult<MemoryDetail> {
-    let now = chrono::Utc::now();
-    blocking(app, move |st| {
-        st.with_db(|db| {
-            lifecycle::unpin(&mut db.conn, &id, ACTOR, now)?;
-            lethe_engine::detail(&db.conn, &id, now, None)
-        })
-    })
-    .await
+    act_on(app, id, move |c, id, now| lifecycle::unpin(c, id, ACTOR, now)).await
 }
 
 #[tauri::command]
 pub async fn set_importance(app: AppHandle, id: String, value: f64) -> ApiResult<MemoryDetail> {
-    let now = chrono::Utc::now();
-    blocking(app, move |st| {
-        st.with_db(|db| {
-            lifecycle::set_importance(&mut db.conn, &id, value, ACTOR, now)?;
-            lethe_engine::detail(&db.conn, &id, now, None)
-        })
-    })
-    .await
+    act_on(app, id, move |c, id, now| lifecycle::set_importance(c, id, value, ACTOR, now)).await
 }
 
 #[tauri::command]
@@ -190,14 +186,7 @@ pub async fn edit_memory(
     content: String,
     expected_version: Option<i64>,
 ) -> ApiResult<MemoryDetail> {
-    let now = chrono::Utc::now();
-    blocking(app, move |st| {
-        st.with_db(|db| {
-            lifecycle::edit_checked(&mut db.conn, &id, &content, expected_version, ACTOR, now)?;
-            lethe_engine::detail(&db.conn, &id, now, None)
-        })
-    })
-    .await
+    act_on(app, id, move |c, id, now| lifecycle::edit_checked(c, id, &content, expected_version, ACTOR, now)).await
 }
 
 #[tauri::command]
@@ -210,14 +199,7 @@ pub async fn delete_memory(app: AppHandle, id: String, reason: Option<String>) -
 
 #[tauri::command]
 pub async fn restore_memory(app: AppHandle, id: String) -> ApiResult<MemoryDetail> {
-    let now = chrono::Utc::now();
-    blocking(app, move |st| {
-        st.with_db(|db| {
-            lifecycle::restore(&mut db.conn, &id, ACTOR, now)?;
-            lethe_engine::detail(&db.conn, &id, now, None)
-        })
-    })
-    .await
+    act_on(app, id, move |c, id, now| lifecycle::restore(c, id, ACTOR, now)).await
 }
 
 #[tauri::command]

@@ -502,17 +502,6 @@ pub fn edit(conn: &mut Connection, id: &str, content: &str, actor: &str, now: In
     edit_checked(conn, id, content, None, actor, now).map(|(m, _)| m)
 }
 
-/// [`edit_checked`] without a version check, answering also what the guard did.
-pub fn edit_guarded(
-    conn: &mut Connection,
-    id: &str,
-    content: &str,
-    actor: &str,
-    now: Instant,
-) -> Result<(Memory, Redactions)> {
-    edit_checked(conn, id, content, None, actor, now)
-}
-
 /// Replaces the content if the memory is still at `expected_version` (when given): every edit
 /// makes a new version, so an edit prepared from an older read is a typed conflict naming the
 /// current version, and nothing is written (issue #23). A procedure's edit goes through its

@@ -24,6 +24,21 @@ pub struct Delta {
     pub last_recalled_at: Option<String>,
 }
 
+impl MetaStats {
+    /// A row of (memory_id, recall_count, success_count, failure_count, avg_confidence,
+    /// last_recalled_at); an empty time counts as none.
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<MetaStats> {
+        Ok(MetaStats {
+            memory_id: r.get(0)?,
+            recall_count: r.get(1)?,
+            success_count: r.get(2)?,
+            failure_count: r.get(3)?,
+            avg_confidence: r.get(4)?,
+            last_recalled_at: r.get::<_, Option<String>>(5)?.filter(|s| !s.is_empty()),
+        })
+    }
+}
+
 impl Delta {
     fn add(&mut self, other: &Delta) {
         self.count += other.count;
@@ -95,16 +110,7 @@ pub fn overview(conn: &Connection, ids: Option<&[String]>, extra: &HashMap<Strin
     const SELECT: &str = "SELECT m.id, COALESCE(s.recall_count, 0), COALESCE(s.success_count, 0), \
         COALESCE(s.failure_count, 0), s.avg_confidence, s.last_recalled_at \
         FROM memory_item m LEFT JOIN meta_memory_stats s ON s.memory_id = m.id WHERE COALESCE(m.is_deleted, 0) = 0";
-    let row = |r: &rusqlite::Row<'_>| -> rusqlite::Result<MetaStats> {
-        Ok(MetaStats {
-            memory_id: r.get(0)?,
-            recall_count: r.get(1)?,
-            success_count: r.get(2)?,
-            failure_count: r.get(3)?,
-            avg_confidence: r.get(4)?,
-            last_recalled_at: r.get::<_, Option<String>>(5)?.filter(|s| !s.is_empty()),
-        })
-    };
+    let row = MetaStats::from_row;
     let stored: Vec<MetaStats> = match ids {
         Some(ids) => {
             let mut stmt = conn.prepare_cached(&format!("{SELECT} AND m.id = ?1"))?;
@@ -187,16 +193,7 @@ pub fn read_stored(conn: &Connection, memory_id: &str) -> Result<Option<MetaStat
         .prepare_cached(
             "SELECT memory_id, recall_count, success_count, failure_count, avg_confidence, last_recalled_at FROM meta_memory_stats WHERE memory_id = ?1",
         )?
-        .query_row([memory_id], |r| {
-            Ok(MetaStats {
-                memory_id: r.get(0)?,
-                recall_count: r.get(1)?,
-                success_count: r.get(2)?,
-                failure_count: r.get(3)?,
-                avg_confidence: r.get(4)?,
-                last_recalled_at: r.get::<_, Option<String>>(5)?.filter(|s| !s.is_empty()),
-            })
-        })
+        .query_row([memory_id], MetaStats::from_row)
         .optional()?)
 }
 
