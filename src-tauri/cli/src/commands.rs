@@ -1,5 +1,6 @@
 //! The subcommands. Each parses its arguments, calls the engine and returns JSON.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
@@ -480,7 +481,7 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
             let s = Settings::load(conn)?;
             let snap = scoring_snapshot(conn, read_only)?;
             let mut v = to_json(&forgetting::list(conn, &snap, &q, &s, now)?)?;
-            with_mistyped(conn, &mut v)?;
+            with_mistyped(&snap, &mut v)?;
             v
         }
         Command::Score { ids, all } => {
@@ -491,9 +492,18 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
             } else {
                 ids.clone()
             };
+            // Every score at once when many are asked for (one pass over the similar pairs),
+            // one at a time for a few.
+            let all_scores = (ids.len() > 8).then(|| snap.forget_scores(&s, now));
+            let at: HashMap<&str, usize> = snap.rows.iter().enumerate().map(|(i, r)| (r.id.as_str(), i)).collect();
             let mut items = Vec::with_capacity(ids.len());
             for id in ids {
-                let f = match snap.score_of(&id, &s, now) {
+                let found = match (at.get(id.as_str()), &all_scores) {
+                    (Some(&i), Some(all)) => Some(all[i].clone()),
+                    (Some(_), None) => snap.score_of(&id, &s, now),
+                    (None, _) => None,
+                };
+                let f = match found {
                     Some(f) => f,
                     None => forgetting::score_one(conn, &id, &s, now)?,
                 };
@@ -568,7 +578,7 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
             let snap = scoring_snapshot(conn, read_only)?;
             let mut v = to_json(&forgetting::stats(conn, &snap, &s, now)?)?;
             v["recall_mode"] = json!(lethe_engine::embed::status());
-            with_mistyped(conn, &mut v)?;
+            with_mistyped(&snap, &mut v)?;
             v
         }
         Command::Meta { id, query, limit } => match (id, query) {
@@ -603,7 +613,7 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
             let hits = recall::recall(conn, &q, now)?;
             // A one-shot process has nothing to coalesce with: its hits go out in one
             // transaction of additive upserts, the same path the flusher uses.
-            let mut deltas: std::collections::HashMap<String, meta::Delta> = std::collections::HashMap::new();
+            let mut deltas: HashMap<String, meta::Delta> = HashMap::new();
             for h in &hits {
                 let d = deltas.entry(h.id.clone()).or_default();
                 d.count += 1;
@@ -730,10 +740,9 @@ pub fn topic_ids(conn: &store::Connection, query: &str, limit: usize, now: time:
 
 /// Names the memories holding a value of the wrong type (read leniently, not fatal), as
 /// `mistyped: [{id, column, found}]` when there are any.
-fn with_mistyped(conn: &store::Connection, v: &mut Value) -> Result<()> {
-    let found = store::mistyped_rows(conn, 100)?;
-    if !found.is_empty() {
-        v["mistyped"] = to_json(&found)?;
+fn with_mistyped(snap: &forgetting::Snapshot, v: &mut Value) -> Result<()> {
+    if !snap.mistyped.is_empty() {
+        v["mistyped"] = to_json(&snap.mistyped)?;
     }
     Ok(())
 }

@@ -96,6 +96,7 @@ pub fn archive(
         let no = tx.last_insert_rowid();
         let placeholder = format!("[Archive#{no}: {memo_line}]");
         tx.execute("UPDATE memory_item SET content = ?2 WHERE id = ?1", params![memory_id, placeholder])?;
+        crate::dedup::store_signature(tx, memory_id, &placeholder)?;
         crate::semantic::refresh(tx, memory_id, &placeholder)?;
         let receipt = ArchiveReceipt {
             archive_no: no,
@@ -132,6 +133,7 @@ pub fn unarchive(conn: &mut Connection, archive_no: i64, actor: &str, now: Insta
         }
         let text = String::from_utf8(original).map_err(|_| Error::Integrity(archive_no))?;
         tx.execute("UPDATE memory_item SET content = ?2 WHERE id = ?1", params![memory_id, text])?;
+        crate::dedup::store_signature(tx, &memory_id, &text)?;
         crate::semantic::refresh(tx, &memory_id, &text)?;
         tx.execute(
             "UPDATE lethe_archive SET restored_at = ?2 WHERE archive_no = ?1",

@@ -31,6 +31,17 @@ pub fn normalized(text: &str) -> String {
     out
 }
 
+/// Stores the signature of a memory's new content (after the change of content dropped the
+/// old one, see migration 005).
+pub(crate) fn store_signature(tx: &rusqlite::Connection, id: &str, content: &str) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3) \
+         ON CONFLICT(memory_id) DO UPDATE SET content_hash = excluded.content_hash, bands = excluded.bands",
+        rusqlite::params![id, content_hash(content), band_keys(content)],
+    )?;
+    Ok(())
+}
+
 pub fn content_hash(text: &str) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha256::digest(normalized(text).as_bytes());

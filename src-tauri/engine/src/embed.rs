@@ -22,9 +22,13 @@ pub const VECTOR_BYTES: usize = 4 + DIMS;
 const PINNED: &str = include_str!("../model.sha256");
 const FILES: [&str; 3] = ["model.safetensors", "tokenizer.json", "config.json"];
 
-/// A loaded, verified model.
+/// A verified model. Its files are checked against the pinned sums when it is found; the
+/// model itself is built from the checked bytes on first use, so a process that only needs the
+/// fingerprint (a `stats`, a `list`) does not pay for building the tokenizer and the weights.
 pub struct Embedder {
-    model: StaticModel,
+    model: OnceLock<StaticModel>,
+    /// The verified bytes of [`FILES`], until the model is built from them.
+    bytes: std::sync::Mutex<Option<Vec<Vec<u8>>>>,
     fingerprint: String,
     dir: PathBuf,
 }
@@ -47,6 +51,11 @@ pub enum ModelError {
     Mismatch { dir: String, file: String, found: String, expected: String },
     #[error("recall model in {dir} cannot be read: {why}")]
     Unreadable { dir: String, why: String },
+}
+
+/// The fingerprint of the pinned model, which [`shared`] has once its files are verified.
+pub fn pinned_fingerprint() -> String {
+    format!("{MODEL_NAME}/{DIMS}/{}", pinned("model.safetensors").unwrap_or(""))
 }
 
 fn pinned(file: &str) -> Option<&'static str> {
@@ -79,15 +88,26 @@ impl Embedder {
             }
             bytes.push(data);
         }
-        let model = StaticModel::from_bytes(&bytes[1], &bytes[0], &bytes[2], Some(true))
-            .map_err(|e| ModelError::Unreadable { dir: shown.clone(), why: format!("{e:#}") })?;
-        if model.dim() != DIMS {
-            return Err(ModelError::Unreadable {
-                dir: shown,
-                why: format!("{} dimensions, expected {DIMS}", model.dim()),
-            });
-        }
-        Ok(Embedder { model, fingerprint: format!("{MODEL_NAME}/{DIMS}/{model_sum}"), dir: dir.to_path_buf() })
+        Ok(Embedder {
+            model: OnceLock::new(),
+            bytes: std::sync::Mutex::new(Some(bytes)),
+            fingerprint: format!("{MODEL_NAME}/{DIMS}/{model_sum}"),
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    /// The model, built on first use from the verified bytes. They are the pinned files, which
+    /// are known to parse into a 256-dimension model (`tests::the_pinned_model_builds`), so a
+    /// failure here is a bug in the model library, not bad input.
+    fn model(&self) -> &StaticModel {
+        self.model.get_or_init(|| {
+            let bytes = self.bytes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+            let bytes = bytes.expect("the model's bytes are kept until it is built");
+            let model = StaticModel::from_bytes(&bytes[1], &bytes[0], &bytes[2], Some(true))
+                .expect("the pinned model files parse");
+            assert_eq!(model.dim(), DIMS, "the pinned model has {DIMS} dimensions");
+            model
+        })
     }
 
     /// Name, dimensions and the SHA-256 of the weights: vectors of two fingerprints are never
@@ -102,7 +122,7 @@ impl Embedder {
 
     /// The unit vector of `text`.
     pub fn embed_f32(&self, text: &str) -> Vec<f32> {
-        self.model.encode_single(text)
+        self.model().encode_single(text)
     }
 
     /// The quantised vector of `text`, as stored.
@@ -112,7 +132,7 @@ impl Embedder {
 
     /// Many texts at once (the model spreads them over the cores).
     pub fn embed_many(&self, texts: &[String]) -> Vec<Vector> {
-        let flat = self.model.encode_flat(texts);
+        let flat = self.model().encode_flat(texts);
         flat.chunks(DIMS).map(Vector::quantize).collect()
     }
 }
@@ -331,6 +351,18 @@ mod tests {
         for f in FILES {
             assert_eq!(pinned(f).map(str::len), Some(64), "{f} has a pinned sha256");
         }
+    }
+
+    /// The pinned files build a model of [`DIMS`] dimensions (what [`Embedder::model`] relies
+    /// on when it builds it lazily). Runs where `make model` has fetched the files.
+    #[test]
+    fn the_pinned_model_builds() {
+        let Ok(e) = find() else { return };
+        assert!(e.model.get().is_none(), "verifying does not build the model");
+        let v = e.embed_f32("a deploy was rolled back");
+        assert_eq!(v.len(), DIMS);
+        assert!((v.iter().map(|x| x * x).sum::<f32>().sqrt() - 1.0).abs() < 1e-3, "a unit vector");
+        assert!(e.bytes.lock().unwrap().is_none(), "the bytes are dropped once the model is built");
     }
 
     #[test]

@@ -42,6 +42,23 @@ pub struct Row {
 /// ([`neighbours::SAME_WORDS`] or [`neighbours::SAME_MEANING`]).
 pub type Pair = (u32, u32, f64, u8);
 
+/// The neighbours of every row as rows, in one allocation: row `a`'s are
+/// `to[offsets[a]..offsets[a + 1]]` (with `sim` and `kind` alike). A pair found from both sides
+/// is there twice, which changes nothing: duplication takes a maximum.
+#[derive(Debug, Clone, Default)]
+struct Links {
+    offsets: Vec<u32>,
+    to: Vec<u32>,
+    sim: Vec<f32>,
+    kind: Vec<u8>,
+}
+
+impl Links {
+    fn of(&self, a: usize) -> std::ops::Range<usize> {
+        self.offsets[a] as usize..self.offsets[a + 1] as usize
+    }
+}
+
 /// All memories of a file with the similar pairs among the active ones. Time- and
 /// settings-independent, so it can be cached until the data changes and scored at any `now`.
 #[derive(Debug, Clone, Default)]
@@ -53,25 +70,70 @@ pub struct Snapshot {
     /// Memories whose neighbours were searched for this snapshot because none were stored
     /// for their content (a writer's [`neighbours::refresh`] stores them).
     pub searched: usize,
-    pub pairs: Vec<Pair>,
-    members: Vec<neighbours::Member>,
+    /// Each row's similar active rows (its neighbour list, resolved to rows).
+    links: Links,
+    /// Values of the wrong type the load found (at most [`MISTYPED_LIMIT`]), as
+    /// [`crate::store::mistyped_rows`] reports them.
+    pub mistyped: Vec<crate::store::Mistyped>,
+    /// Every memory as the neighbour search sees it; read when a search is needed.
+    members: Option<Vec<neighbours::Member>>,
     lists: HashMap<usize, neighbours::Entry>,
     trained: Option<Vec<f32>>,
 }
 
-const ROW_SQL: &str =
-    "SELECT m.rowid, m.id, m.type, m.created_at, m.last_accessed, m.view_count, m.cite_count, m.edit_count, \
-    m.importance, m.pinned, m.session_id, m.project_id, m.is_deleted, m.deleted_at \
-    FROM memory_item m";
+macro_rules! row_columns {
+    () => {
+        "SELECT m.rowid, m.id, m.type, m.created_at, m.last_accessed, m.view_count, m.cite_count, m.edit_count, \
+        m.importance, m.pinned, m.session_id, m.project_id, m.is_deleted, m.deleted_at"
+    };
+}
+const ROW_SQL: &str = concat!(row_columns!(), " FROM memory_item m");
+/// The rows in rowid order with the `typeof` of the two typed columns they do not read.
+const ROW_SCAN_SQL: &str =
+    concat!(row_columns!(), ", typeof(m.version), typeof(m.content) FROM memory_item m ORDER BY m.rowid");
+/// The stored neighbour lists of the model `?1`, in rowid order (merged with the rows).
+const LIST_SCAN_SQL: &str = "SELECT memory_rowid, list FROM lethe_neighbour WHERE model = ?1 ORDER BY memory_rowid";
+
+/// How many values of the wrong type a load reports.
+pub const MISTYPED_LIMIT: usize = 100;
+
+/// The values of the wrong type in a row of [`ROW_SCAN_SQL`], in the order of
+/// [`crate::store::TYPED_COLUMNS`]; the same findings as [`crate::store::mistyped_rows`]
+/// without a scan of its own.
+fn mistyped_in(r: &rusqlite::Row<'_>, out: &mut Vec<crate::store::Mistyped>) -> rusqlite::Result<()> {
+    use rusqlite::types::{Type, ValueRef};
+    for ((col, ok), at) in crate::store::TYPED_COLUMNS.iter().zip(COLUMN_AT) {
+        let found = match r.get_ref(at)? {
+            // `typeof(…)` of the two columns the scan does not read.
+            ValueRef::Text(t) if at >= 14 => std::str::from_utf8(t).unwrap_or("null"),
+            v => match v.data_type() {
+                Type::Null => "null",
+                Type::Integer => "integer",
+                Type::Real => "real",
+                Type::Text => "text",
+                Type::Blob => "blob",
+            },
+        };
+        if found != "null" && !ok.contains(&found) && out.len() < MISTYPED_LIMIT {
+            let id = crate::model::lenient::text(r, 1)?.unwrap_or_default();
+            out.push(crate::store::Mistyped { id, column: col.to_string(), found: found.to_string() });
+        }
+    }
+    Ok(())
+}
+
+/// Where [`ROW_SCAN_SQL`] puts each of [`crate::store::TYPED_COLUMNS`] (their `typeof` for
+/// version and content, which the scan does not read).
+const COLUMN_AT: [usize; 11] = [5, 6, 7, 14, 8, 9, 12, 15, 3, 4, 13];
 
 /// A scorer row (None if unreadable).
 type RawRow = Option<Row>;
 
 fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
     use crate::model::lenient;
-    let tier = lenient::text(r, 2)?.unwrap_or_default();
-    let created = lenient::text(r, 3)?;
-    let last = lenient::text(r, 4)?;
+    let tier = lenient::text_ref(r, 2)?.unwrap_or_default();
+    let created = lenient::text_ref(r, 3)?;
+    let last = lenient::text_ref(r, 4)?;
     let (Ok(tier), Some(created_at)) = (tier.parse::<Tier>(), time::parse_opt(created.as_deref())) else {
         // A row another program wrote with an unknown tier or date is left out of scoring
         // rather than failing the whole file.
@@ -95,6 +157,54 @@ fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
     }))
 }
 
+/// One scan of the memories with their stored neighbour lists of one model.
+struct Scanned {
+    rows: Vec<Row>,
+    /// The lists as stored, back to back: row i's are `raw[ends[i - 1]..ends[i]]`.
+    raw: Vec<neighbours::Neighbour>,
+    ends: Vec<u32>,
+    /// Whether an active memory has no list (new, changed, or listed with another model).
+    pending: bool,
+    mistyped: Vec<crate::store::Mistyped>,
+}
+
+impl Scanned {
+    /// A list is current while it exists: a change of content drops it (trigger
+    /// `lethe_derived_au`).
+    fn read(conn: &Connection, model: &str) -> Result<Scanned> {
+        let mut stmt = conn.prepare_cached(ROW_SCAN_SQL)?;
+        let mut lists = conn.prepare_cached(LIST_SCAN_SQL)?;
+        let mut lists = lists.query([model])?;
+        let mut list = lists.next()?;
+        let mut sc =
+            Scanned { rows: Vec::new(), raw: Vec::new(), ends: Vec::new(), pending: false, mistyped: Vec::new() };
+        let mut iter = stmt.query([])?;
+        while let Some(r) = iter.next()? {
+            if sc.mistyped.len() < MISTYPED_LIMIT {
+                mistyped_in(r, &mut sc.mistyped)?;
+            }
+            let Some(row) = read_row(r)? else { continue };
+            // Both scans go in rowid order: the list of this row, if any, is the next one.
+            while let Some(l) = list {
+                if l.get::<_, i64>(0)? >= row.rowid {
+                    break;
+                }
+                list = lists.next()?;
+            }
+            match list {
+                Some(l) if l.get::<_, i64>(0)? == row.rowid => match l.get_ref(1)? {
+                    rusqlite::types::ValueRef::Blob(b) => neighbours::decode_into(b, &mut sc.raw),
+                    _ => sc.pending |= !row.is_deleted,
+                },
+                _ => sc.pending |= !row.is_deleted,
+            }
+            sc.rows.push(row);
+            sc.ends.push(sc.raw.len() as u32);
+        }
+        Ok(sc)
+    }
+}
+
 impl Snapshot {
     pub fn load(conn: &Connection) -> Result<Snapshot> {
         // One read transaction: a consistent view of the file.
@@ -102,13 +212,24 @@ impl Snapshot {
     }
 
     fn load_in_tx(conn: &Connection) -> Result<Snapshot> {
-        let mut stmt = conn.prepare_cached(&format!("{ROW_SQL} ORDER BY m.rowid"))?;
-        let mut rows = Vec::new();
-        let mut iter = stmt.query([])?;
-        while let Some(r) = iter.next()? {
-            if let Some(row) = read_row(r)? {
-                rows.push(row);
-            }
+        // Verifying the model's files (reading and hashing 30 MB) runs beside the scan, which
+        // assumes the pinned model; if the files turn out to be missing or another model, the
+        // scan is done again for the model there is.
+        let expected = crate::embed::pinned_fingerprint();
+        let verifying = std::thread::spawn(neighbours::fingerprint);
+        let mut sc = Scanned::read(conn, &expected)?;
+        let fp = verifying.join().unwrap_or_else(|_| neighbours::fingerprint());
+        if fp != expected {
+            sc = Scanned::read(conn, fp)?;
+        }
+        let Scanned { rows, raw, ends, pending, mistyped } = sc;
+        if !pending {
+            // Every active memory has its neighbours: the links come straight from the lists,
+            // and the members (band keys, for a search) are read only if a change needs them.
+            let starts = std::iter::once(0).chain(ends.iter().copied());
+            let lists = starts.zip(&ends).map(|(s, &e)| &raw[s as usize..e as usize]);
+            let links = links_of(&rows, lists);
+            return Ok(Snapshot { rows, links, mistyped, ..Default::default() });
         }
         let members = neighbours::members(conn)?;
         let unsigned = members.iter().filter(|m| !m.signed).count();
@@ -117,8 +238,9 @@ impl Snapshot {
             rows,
             unsigned,
             searched: 0,
-            pairs: Vec::new(),
-            members,
+            links: Links::default(),
+            mistyped,
+            members: Some(members),
             lists: derived.lists,
             trained: derived.trained,
         };
@@ -127,52 +249,34 @@ impl Snapshot {
     }
 
     /// The pairs among active rows from every member's neighbours (stored, or searched for
-    /// this snapshot); a pair found from both sides counts once, with its larger similarity.
+    /// this snapshot).
     fn rebuild_pairs(&mut self) {
-        // Members are in rowid order: a row's member and a neighbour's member are found by
-        // binary search on the rowids.
-        let mut row_of: Vec<Option<u32>> = vec![None; self.members.len()];
-        let rowids: Vec<i64> = self.members.iter().map(|m| m.rowid).collect();
-        // Rowids are mostly dense: look at rowid − first before searching.
-        let first = rowids.first().copied().unwrap_or(0);
-        let find = |rowid: i64| -> Option<usize> {
-            let guess = usize::try_from(rowid - first).ok().filter(|&g| g < rowids.len() && rowids[g] == rowid);
-            guess.or_else(|| rowids.binary_search(&rowid).ok())
-        };
-        for (i, r) in self.rows.iter().enumerate() {
-            if let Some(m) = find(r.rowid) {
-                row_of[m] = Some(i as u32);
+        let Some(members) = &self.members else { return };
+        let by_rowid: HashMap<i64, usize> = members.iter().enumerate().map(|(i, m)| (m.rowid, i)).collect();
+        self.searched = self.lists.keys().filter(|&&i| members[i].derived.is_none()).count();
+        let empty: &[neighbours::Neighbour] = &[];
+        let lists = self.rows.iter().map(|r| {
+            let Some(&i) = by_rowid.get(&r.rowid) else { return empty };
+            match self.lists.get(&i) {
+                Some((_, l)) => l.as_slice(),
+                None => members[i].derived.as_ref().map_or(empty, |(_, l)| l.as_slice()),
+            }
+        });
+        self.links = links_of(&self.rows, lists);
+    }
+
+    /// The similar pairs among active rows, each once with its larger similarity, sorted.
+    pub fn pairs(&self) -> Vec<Pair> {
+        let mut pairs: Vec<Pair> = Vec::with_capacity(self.links.to.len());
+        for a in 0..self.rows.len() {
+            for k in self.links.of(a) {
+                let (a, b) = (a as u32, self.links.to[k]);
+                pairs.push((a.min(b), a.max(b), f64::from(self.links.sim[k]), self.links.kind[k]));
             }
         }
-        let hashes: Vec<u32> = self.members.iter().map(|m| neighbours::id_hash(&m.id)).collect();
-        let mut pairs: Vec<Pair> = Vec::new();
-        self.searched = self.lists.keys().filter(|&&i| self.members[i].derived.is_none()).count();
-        for (i, m) in self.members.iter().enumerate() {
-            if !m.active {
-                continue;
-            }
-            let Some(a) = row_of[i] else { continue };
-            let list = match self.lists.get(&i) {
-                Some((_, l)) => l,
-                None => match &m.derived {
-                    Some((_, l)) => l,
-                    None => continue,
-                },
-            };
-            for n in list {
-                let Some(j) = find(n.rowid) else { continue };
-                if !self.members[j].active || hashes[j] != n.id_hash {
-                    continue;
-                }
-                let Some(b) = row_of[j] else { continue };
-                if a != b {
-                    pairs.push((a.min(b), a.max(b), f64::from(n.sim), n.kind));
-                }
-            }
-        }
-        pairs.sort_unstable_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)).then(y.2.total_cmp(&x.2)));
+        pairs.sort_unstable_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)).then(y.2.total_cmp(&x.2)).then(x.3.cmp(&y.3)));
         pairs.dedup_by(|x, y| x.0 == y.0 && x.1 == y.1);
-        self.pairs = pairs;
+        pairs
     }
 
     /// Brings the snapshot up to date for the memories in `ids` (from the change journal):
@@ -198,8 +302,9 @@ impl Snapshot {
             }
             // Members are few fields per memory; reloading them all keeps the neighbour search
             // identical to a fresh load's.
-            self.members = neighbours::members(conn)?;
-            let d = neighbours::derive(conn, &self.members)?;
+            let members = neighbours::members(conn)?;
+            let d = neighbours::derive(conn, &members)?;
+            self.members = Some(members);
             self.lists = d.lists;
             self.trained = d.trained;
             self.rebuild_pairs();
@@ -216,24 +321,79 @@ impl Snapshot {
         if self.searched == 0 && self.trained.is_none() {
             return Ok(0);
         }
+        let Some(members) = &self.members else { return Ok(0) };
         let fresh: HashMap<usize, neighbours::Entry> = self.lists.clone();
         let d = neighbours::Derived { lists: fresh, trained: self.trained.clone() };
-        neighbours::store(conn, &self.members, &d)?;
+        neighbours::store(conn, members, &d)?;
         Ok(d.lists.len())
     }
 
     /// Duplication, its source and kind per row at `now` (DESIGN §3 dominance rule).
     pub fn duplication(&self, s: &Settings, now: Instant) -> Vec<(f64, Option<u32>, u8)> {
         let mut d: Vec<(f64, Option<u32>, u8)> = vec![(0.0, None, 0); self.rows.len()];
-        for &(a, b, sim, kind) in &self.pairs {
-            let (ra, rb) = (&self.rows[a as usize], &self.rows[b as usize]);
-            let (winner, loser) = if dominates(ra, rb, s, now) { (a, b) } else { (b, a) };
-            let slot = &mut d[loser as usize];
-            if sim > slot.0 {
-                *slot = (sim, Some(winner), kind);
+        // Dominance is a total order at `now`: each row's place in it, computed once, decides
+        // every pair (usage, which depends on `now`, is computed once per row).
+        let usage: Vec<f64> = self.rows.iter().map(|r| row_usage(r, s, now)).collect();
+        let mut order: Vec<u32> = (0..self.rows.len() as u32).collect();
+        order.sort_unstable_by(|&x, &y| {
+            let (x, y) = (x as usize, y as usize);
+            if x == y {
+                std::cmp::Ordering::Equal
+            } else if dominates_given(&self.rows[x], usage[x], &self.rows[y], usage[y]) {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Less
+            }
+        });
+        let mut place = vec![0u32; self.rows.len()];
+        for (p, &i) in order.iter().enumerate() {
+            place[i as usize] = p as u32;
+        }
+        for a in 0..self.rows.len() {
+            for k in self.links.of(a) {
+                let b = self.links.to[k] as usize;
+                let (sim, kind) = (f64::from(self.links.sim[k]), self.links.kind[k]);
+                let (winner, loser) = if place[a] > place[b] { (a, b) } else { (b, a) };
+                let slot = &mut d[loser];
+                // The most similar dominating memory; of equals, the first written.
+                let earlier = |w: u32| self.rows[winner].rowid < self.rows[w as usize].rowid;
+                if sim > slot.0 || (sim == slot.0 && slot.1.is_some_and(earlier)) {
+                    *slot = (sim, Some(winner as u32), kind);
+                }
             }
         }
         d
+    }
+
+    /// [`Snapshot::duplication`] of one row, from its own links and the links to it (one pass
+    /// over the links, no ordering of every row).
+    fn duplication_of(&self, i: usize, s: &Settings, now: Instant) -> (f64, Option<u32>, u8) {
+        let ui = row_usage(&self.rows[i], s, now);
+        let mut slot: (f64, Option<u32>, u8) = (0.0, None, 0);
+        let mut consider = |w: usize, sim: f32, kind: u8| {
+            let (rw, ri) = (&self.rows[w], &self.rows[i]);
+            if !dominates_given(rw, row_usage(rw, s, now), ri, ui) {
+                return;
+            }
+            let sim = f64::from(sim);
+            let earlier = |v: u32| rw.rowid < self.rows[v as usize].rowid;
+            if sim > slot.0 || (sim == slot.0 && slot.1.is_some_and(earlier)) {
+                slot = (sim, Some(w as u32), kind);
+            }
+        };
+        for k in self.links.of(i) {
+            consider(self.links.to[k] as usize, self.links.sim[k], self.links.kind[k]);
+        }
+        for (k, _) in self.links.to.iter().enumerate().filter(|(_, &b)| b as usize == i) {
+            let a = self.links.offsets.partition_point(|&o| o as usize <= k) - 1;
+            consider(a, self.links.sim[k], self.links.kind[k]);
+        }
+        slot
+    }
+
+    /// The explained score of every row at `now`, in the order of `rows`.
+    pub fn forget_scores(&self, s: &Settings, now: Instant) -> Vec<ForgetScore> {
+        self.inputs(s, now).iter().map(|input| decay::forget_score(input, s, now)).collect()
     }
 
     /// Score inputs for every row at `now`.
@@ -259,12 +419,48 @@ impl Snapshot {
     /// The explained score of one row at `now`.
     pub fn score_of(&self, id: &str, s: &Settings, now: Instant) -> Option<ForgetScore> {
         let i = self.rows.iter().position(|r| r.id == id)?;
-        let d = self.duplication(s, now);
-        let (dup, of, kind) = d[i];
+        let (dup, of, kind) = self.duplication_of(i, s, now);
         let mut input = input_of(&self.rows[i], dup, of.map(|j| self.rows[j as usize].id.clone()));
         input.duplicate_kind = of.map(|_| neighbours::kind_name(kind));
         Some(decay::forget_score(&input, s, now))
     }
+}
+
+/// Each row's links, from its neighbour list (`lists` in the order of `rows`): a neighbour
+/// counts when it is an active row with the id it was found with (a reused rowid is not it).
+fn links_of<'a>(rows: &[Row], lists: impl Iterator<Item = &'a [neighbours::Neighbour]>) -> Links {
+    // Rows are in rowid order after a load (changed rows move to the end after an update):
+    // look at rowid − first, else search the sorted rowids.
+    let mut sorted: Vec<(i64, u32)> = rows.iter().enumerate().map(|(i, r)| (r.rowid, i as u32)).collect();
+    if !sorted.is_sorted() {
+        sorted.sort_unstable();
+    }
+    let first = sorted.first().map_or(0, |s| s.0);
+    let find = |rowid: i64| -> Option<u32> {
+        let guess = usize::try_from(rowid - first).ok().filter(|&g| g < sorted.len() && sorted[g].0 == rowid);
+        let at = guess.or_else(|| sorted.binary_search_by_key(&rowid, |s| s.0).ok())?;
+        Some(sorted[at].1)
+    };
+    // What a neighbour is checked against, in arrays small enough to stay in the cache.
+    let hashes: Vec<u32> = rows.iter().map(|r| neighbours::id_hash(&r.id)).collect();
+    let deleted: Vec<bool> = rows.iter().map(|r| r.is_deleted).collect();
+    let mut links = Links { offsets: Vec::with_capacity(rows.len() + 1), ..Default::default() };
+    links.offsets.push(0);
+    for (a, list) in lists.enumerate() {
+        if !deleted[a] {
+            for n in list {
+                let Some(b) = find(n.rowid) else { continue };
+                if deleted[b as usize] || hashes[b as usize] != n.id_hash || a as u32 == b {
+                    continue;
+                }
+                links.to.push(b);
+                links.sim.push(n.sim);
+                links.kind.push(n.kind);
+            }
+        }
+        links.offsets.push(links.to.len() as u32);
+    }
+    links
 }
 
 fn input_of(r: &Row, duplication: f64, duplicate_of: Option<String>) -> ScoreInput {
@@ -290,13 +486,17 @@ fn row_usage(r: &Row, s: &Settings, now: Instant) -> f64 {
 /// Whether `a` dominates `b`: pinned, else more important, else more used, else older, else
 /// written first. Total, so of two near-copies exactly one carries the duplication.
 pub fn dominates(a: &Row, b: &Row, s: &Settings, now: Instant) -> bool {
+    dominates_given(a, row_usage(a, s, now), b, row_usage(b, s, now))
+}
+
+/// [`dominates`] with the two usages already computed.
+fn dominates_given(a: &Row, ua: f64, b: &Row, ub: f64) -> bool {
     if a.pinned != b.pinned {
         return a.pinned;
     }
     if a.importance != b.importance {
         return a.importance > b.importance;
     }
-    let (ua, ub) = (row_usage(a, s, now), row_usage(b, s, now));
     if ua != ub {
         return ua > ub;
     }

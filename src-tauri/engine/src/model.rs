@@ -244,6 +244,16 @@ pub mod lenient {
         })
     }
 
+    /// [`text`] without a copy when the value is valid UTF-8 text.
+    pub fn text_ref<'a>(r: &'a Row<'_>, i: usize) -> rusqlite::Result<Option<std::borrow::Cow<'a, str>>> {
+        Ok(match r.get_ref(i)? {
+            ValueRef::Text(t) => Some(String::from_utf8_lossy(t)),
+            ValueRef::Integer(v) => Some(v.to_string().into()),
+            ValueRef::Real(v) => Some(v.to_string().into()),
+            _ => None,
+        })
+    }
+
     /// A text column: numbers printed, invalid UTF-8 replaced, blobs absent.
     pub fn text(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<String>> {
         Ok(match r.get_ref(i)? {

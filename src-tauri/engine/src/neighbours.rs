@@ -79,14 +79,19 @@ pub fn encode(list: &[Neighbour]) -> Vec<u8> {
 }
 
 pub fn decode(b: &[u8]) -> Vec<Neighbour> {
-    b.chunks_exact(ENTRY)
-        .map(|c| Neighbour {
-            rowid: i64::from_le_bytes(c[0..8].try_into().expect("8 bytes")),
-            id_hash: u32::from_le_bytes(c[8..12].try_into().expect("4 bytes")),
-            sim: f32::from_le_bytes(c[12..16].try_into().expect("4 bytes")),
-            kind: c[16],
-        })
-        .collect()
+    let mut out = Vec::with_capacity(b.len() / ENTRY);
+    decode_into(b, &mut out);
+    out
+}
+
+/// [`decode`], appending to `out`.
+pub fn decode_into(b: &[u8], out: &mut Vec<Neighbour>) {
+    out.extend(b.chunks_exact(ENTRY).map(|c| Neighbour {
+        rowid: i64::from_le_bytes(c[0..8].try_into().expect("8 bytes")),
+        id_hash: u32::from_le_bytes(c[8..12].try_into().expect("4 bytes")),
+        sim: f32::from_le_bytes(c[12..16].try_into().expect("4 bytes")),
+        kind: c[16],
+    }));
 }
 
 fn encode_keys(keys: &[u16]) -> Vec<u8> {

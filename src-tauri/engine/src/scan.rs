@@ -127,7 +127,8 @@ fn redact_one(tx: &Transaction, id: &str, policy: Policy, actor: &str, now: Inst
     if new.content != m.content {
         tx.execute("UPDATE memory_item SET content = ?2 WHERE id = ?1", params![id, new.content])?;
         tx.execute(
-            "UPDATE lethe_signature SET content_hash = ?2, bands = ?3 WHERE memory_id = ?1",
+            "INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3) \
+             ON CONFLICT(memory_id) DO UPDATE SET content_hash = excluded.content_hash, bands = excluded.bands",
             params![id, crate::dedup::content_hash(&new.content), crate::dedup::band_keys(&new.content)],
         )?;
         crate::semantic::refresh(tx, id, &new.content)?;

@@ -34,9 +34,14 @@ const MIGRATIONS: &[Migration] = &[
         name: "semantic",
         apply: |c| Ok(c.execute_batch(include_str!("migrations/004_semantic.sql"))?),
     },
+    Migration {
+        version: 5,
+        name: "derived-on-change",
+        apply: |c| Ok(c.execute_batch(include_str!("migrations/005_derived_on_change.sql"))?),
+    },
 ];
 
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long [`with_retry`] keeps retrying BUSY/LOCKED before giving up with `Error::Busy`.
 pub const RETRY_DEADLINE: Duration = Duration::from_secs(15);
@@ -477,7 +482,7 @@ pub struct Mistyped {
 }
 
 /// Columns and the storage classes Lethe expects in them (NULL is always fine).
-const TYPED_COLUMNS: &[(&str, &[&str])] = &[
+pub(crate) const TYPED_COLUMNS: &[(&str, &[&str])] = &[
     ("view_count", &["integer"]),
     ("cite_count", &["integer"]),
     ("edit_count", &["integer"]),
@@ -493,23 +498,39 @@ const TYPED_COLUMNS: &[(&str, &[&str])] = &[
 
 /// The memories (at most `limit` findings) holding a value of the wrong type.
 pub fn mistyped_rows(conn: &Connection, limit: usize) -> Result<Vec<Mistyped>> {
-    let mut parts = Vec::new();
+    let mut cols: Vec<(&str, String)> = Vec::new();
     for (col, ok) in TYPED_COLUMNS {
-        if !column_exists(conn, "memory_item", col)? {
-            continue;
+        if column_exists(conn, "memory_item", col)? {
+            let allowed = ok.iter().map(|t| format!("'{t}'")).collect::<Vec<_>>().join(", ");
+            cols.push((col, format!("typeof({col}) NOT IN ('null', {allowed})")));
         }
-        let allowed = ok.iter().map(|t| format!("'{t}'")).collect::<Vec<_>>().join(", ");
-        parts.push(format!(
-            "SELECT id, '{col}', typeof({col}) FROM memory_item WHERE typeof({col}) NOT IN ('null', {allowed})"
-        ));
     }
-    if parts.is_empty() {
+    if cols.is_empty() {
         return Ok(Vec::new());
     }
-    let sql = format!("{} LIMIT {limit}", parts.join(" UNION ALL "));
+    // One scan of the table, whatever the number of columns checked (`typeof` reads only the
+    // record header, not the values).
+    let sql = format!(
+        "SELECT id, {} FROM memory_item WHERE {} LIMIT {limit}",
+        cols.iter().map(|(c, _)| format!("typeof({c})")).collect::<Vec<_>>().join(", "),
+        cols.iter().map(|(_, w)| w.as_str()).collect::<Vec<_>>().join(" OR ")
+    );
+    let allowed = |col: &str, found: &str| {
+        found == "null" || TYPED_COLUMNS.iter().any(|(c, ok)| *c == col && ok.contains(&found))
+    };
     let mut stmt = conn.prepare(&sql)?;
-    let rows = stmt.query_map([], |r| Ok(Mistyped { id: model_text(r, 0)?, column: r.get(1)?, found: r.get(2)? }))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let mut rows = stmt.query([])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        let id = model_text(r, 0)?;
+        for (i, (col, _)) in cols.iter().enumerate() {
+            let found: String = r.get(i + 1)?;
+            if !allowed(col, &found) && out.len() < limit {
+                out.push(Mistyped { id: id.clone(), column: col.to_string(), found });
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn model_text(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<String> {

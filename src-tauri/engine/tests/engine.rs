@@ -417,7 +417,7 @@ fn incremental_snapshot_equals_a_fresh_load() {
         let mut rows: Vec<String> = s.rows.iter().map(|r| format!("{r:?}")).collect();
         rows.sort();
         let mut pairs: Vec<(String, String, String)> = s
-            .pairs
+            .pairs()
             .iter()
             .map(|&(x, y, sim, _)| {
                 let (p, q) = (s.rows[x as usize].id.clone(), s.rows[y as usize].id.clone());
@@ -463,4 +463,31 @@ fn many_connections_opening_a_new_file_at_once_all_succeed() {
             assert!(r.is_ok(), "round {round}: {r:?}");
         }
     }
+}
+
+#[test]
+fn the_scoring_load_names_mistyped_values_as_the_store_check_does() {
+    let path = temp_db();
+    let mut conn = store::open(&path).unwrap();
+    let ids: Vec<String> =
+        (0..6).map(|i| put(&mut conn, Tier::Semantic, &format!("note {i} about the deploy of {}", i * 11))).collect();
+    conn.execute("UPDATE memory_item SET view_count = 1.5, pinned = 'true' WHERE id = ?1", [&ids[1]]).unwrap();
+    conn.execute("UPDATE memory_item SET importance = 'high', content = x'00ff' WHERE id = ?1", [&ids[3]]).unwrap();
+    conn.execute("UPDATE memory_item SET version = 'two', created_at = 17 WHERE id = ?1", [&ids[4]]).unwrap();
+    let snap = forgetting::Snapshot::load(&conn).unwrap();
+    let from_store = store::mistyped_rows(&conn, 100).unwrap();
+    assert_eq!(snap.mistyped, from_store);
+    let named: Vec<(&str, &str)> = snap.mistyped.iter().map(|m| (m.id.as_str(), m.column.as_str())).collect();
+    assert_eq!(
+        named,
+        [
+            (ids[1].as_str(), "view_count"),
+            (ids[1].as_str(), "pinned"),
+            (ids[3].as_str(), "importance"),
+            (ids[3].as_str(), "content"),
+            (ids[4].as_str(), "version"),
+            (ids[4].as_str(), "created_at"),
+        ]
+    );
+    assert_eq!(snap.rows.len(), 5, "the row with an unreadable created_at is left out of scoring");
 }

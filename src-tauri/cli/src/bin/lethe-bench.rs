@@ -590,7 +590,8 @@ fn run_size(n: usize, args: &Args, now: Instant) -> Result<Value> {
         let t = Clock::now();
         let snap = Snapshot::load(&conn)?;
         let snap_s = t.elapsed().as_secs_f64();
-        let similar_07 = snap.pairs.iter().filter(|p| p.2 > 0.7).count();
+        let pairs = snap.pairs();
+        let similar_07 = pairs.iter().filter(|p| p.2 > 0.7).count();
         // The window's what-if panel: the same snapshot scored under the current and a
         // proposed policy (episodic half-life 14 d, threshold 0.55); median of 5 runs.
         let current = lethe_engine::Settings::default();
@@ -611,7 +612,7 @@ fn run_size(n: usize, args: &Args, now: Instant) -> Result<Value> {
             "signatures": n, "signature_secs": round3(sig_s), "signatures_per_s": (n as f64 / sig_s).round(),
             "lsh_candidate_pairs": cand.len(), "lsh_secs": round3(cand_s),
             "snapshot_load_secs": round3(snap_s), "snapshot_rows": snap.rows.len(),
-            "similar_pairs": snap.pairs.len(), "pairs_over_0_7": similar_07, "checksum": checksum,
+            "similar_pairs": pairs.len(), "pairs_over_0_7": similar_07, "checksum": checksum,
         })
     };
     rss_mark(&mut phases, "dedup");
