@@ -473,7 +473,7 @@ fn the_scoring_load_names_mistyped_values_as_the_store_check_does() {
         (0..6).map(|i| put(&mut conn, Tier::Semantic, &format!("note {i} about the deploy of {}", i * 11))).collect();
     conn.execute("UPDATE memory_item SET view_count = 1.5, pinned = 'true' WHERE id = ?1", [&ids[1]]).unwrap();
     conn.execute("UPDATE memory_item SET importance = 'high', content = x'00ff' WHERE id = ?1", [&ids[3]]).unwrap();
-    conn.execute("UPDATE memory_item SET version = 'two', created_at = 17 WHERE id = ?1", [&ids[4]]).unwrap();
+    conn.execute("UPDATE memory_item SET version = 'two', created_at = x'3137' WHERE id = ?1", [&ids[4]]).unwrap();
     let snap = forgetting::Snapshot::load(&conn).unwrap();
     let from_store = store::mistyped_rows(&conn, 100).unwrap();
     assert_eq!(snap.mistyped, from_store);
