@@ -4,7 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 use lethe_engine::lifecycle::{self, ListQuery, NewMemory, ProcedureFields, RememberOutcome};
-use lethe_engine::{audit, forgetting, meta, procedural, recall, store, time, transfer, Error, Result, Settings, Tier};
+use lethe_engine::{
+    archive, audit, forgetting, meta, procedural, recall, store, time, transfer, Error, Result, Settings, Tier,
+};
 use serde_json::{json, Value};
 
 #[derive(Parser, Debug)]
@@ -91,14 +93,30 @@ pub enum Command {
         #[arg(long, default_value_t = 100)]
         limit: usize,
     },
-    /// Replace a tool observation's content by a memo, keeping the bytes.
+    /// Replace tool observations' content by a memo, keeping the bytes; several IDs are one
+    /// transaction (all or nothing).
     Archive {
-        id: String,
+        #[arg(required = true)]
+        ids: Vec<String>,
+        /// One memo for every ID.
+        #[arg(long, allow_hyphen_values = true)]
+        memo: Option<String>,
+        /// A JSON array of memos, one per ID in the same order; or any other text, one memo
+        /// for every ID.
         #[arg(long)]
-        memo: String,
+        memo_file: Option<PathBuf>,
     },
-    /// Put back the exact archived bytes of an observation (hash verified).
-    Unarchive { archive_no: i64 },
+    /// Put back the exact archived bytes of an observation (hash verified); with --lines or
+    /// --bytes, print just that span of the archived bytes and restore nothing.
+    Unarchive {
+        archive_no: i64,
+        /// A:B, lines A to B (1-based, both included).
+        #[arg(long)]
+        lines: Option<String>,
+        /// A:B, bytes A to B (0-based, end excluded).
+        #[arg(long)]
+        bytes: Option<String>,
+    },
     /// Counts per tier and meta-memory summary.
     Stats,
     /// Recall statistics: of one memory (ID), of the memories recall finds for a topic
@@ -291,6 +309,7 @@ fn writes(command: &Command) -> bool {
         Command::Forget { dry_run } | Command::Import { dry_run, .. } => !dry_run,
         Command::Scan { redact, .. } => *redact,
         Command::Settings { value, .. } => value.is_some(),
+        Command::Unarchive { lines, bytes, .. } => lines.is_none() && bytes.is_none(),
         Command::Remember(_)
         | Command::Delete { .. }
         | Command::Restore { .. }
@@ -300,7 +319,6 @@ fn writes(command: &Command) -> bool {
         | Command::Edit { .. }
         | Command::Cite { .. }
         | Command::Archive { .. }
-        | Command::Unarchive { .. }
         | Command::Reflect { .. }
         | Command::Rollback { .. }
         | Command::Demo { .. }
@@ -559,10 +577,26 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
             };
             json!({ "items": audit::list_events(conn, &f)? })
         }
-        Command::Archive { id, memo } => to_json(&lethe_engine::archive::archive(conn, id, memo, actor, now)?)?,
-        Command::Unarchive { archive_no } => {
-            to_json(&lethe_engine::archive::unarchive(conn, *archive_no, actor, now)?)?
+        Command::Archive { ids, memo, memo_file } => {
+            let memos = archive_memos(ids.len(), memo, memo_file)?;
+            let items: Vec<(String, String)> = ids.iter().cloned().zip(memos).collect();
+            let receipts = lethe_engine::archive::archive_batch(conn, &items, actor, now)?;
+            if ids.len() == 1 && memo_file.is_none() {
+                to_json(&receipts[0])?
+            } else {
+                json!({ "items": receipts })
+            }
         }
+        Command::Unarchive { archive_no, lines, bytes } => match (lines, bytes) {
+            (None, None) => to_json(&lethe_engine::archive::unarchive(conn, *archive_no, actor, now)?)?,
+            (Some(l), None) => {
+                to_json(&lethe_engine::archive::read_span(conn, *archive_no, archive::Span::parse("lines", l)?)?)?
+            }
+            (None, Some(b)) => {
+                to_json(&lethe_engine::archive::read_span(conn, *archive_no, archive::Span::parse("bytes", b)?)?)?
+            }
+            (Some(_), Some(_)) => return Err(Error::invalid("give --lines or --bytes, not both")),
+        },
         Command::Stats => {
             let s = Settings::load(conn)?;
             let snap = scoring_snapshot(conn, read_only)?;
@@ -697,6 +731,39 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
         }
     };
     Ok(Some(v))
+}
+
+/// The memos of `lethe archive`: `--memo` for all, or `--memo-file` (a JSON array with one memo
+/// per ID, or any other text as the memo of all).
+fn archive_memos(n: usize, memo: &Option<String>, memo_file: &Option<PathBuf>) -> Result<Vec<String>> {
+    match (memo, memo_file) {
+        (Some(m), None) => Ok(vec![m.clone(); n]),
+        (None, Some(f)) => {
+            let bytes = std::fs::read(f)?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| Error::invalid(format!("{} is not valid UTF-8 text", f.display())))?;
+            if text.trim_start().starts_with('[') {
+                let memos: Vec<String> = serde_json::from_str(&text).map_err(|e| {
+                    Error::invalid(format!(
+                        "{}: a memo file starting with [ must be a JSON array of strings: {e}",
+                        f.display()
+                    ))
+                })?;
+                if memos.len() != n {
+                    return Err(Error::invalid(format!(
+                        "{} holds {} memos for {n} IDs; give one per ID, in the same order",
+                        f.display(),
+                        memos.len()
+                    )));
+                }
+                Ok(memos)
+            } else {
+                Ok(vec![text; n])
+            }
+        }
+        (Some(_), Some(_)) => Err(Error::invalid("give --memo or --memo-file, not both")),
+        (None, None) => Err(Error::invalid("--memo or --memo-file is required")),
+    }
 }
 
 /// Whether an error is a write to a reader that went away.

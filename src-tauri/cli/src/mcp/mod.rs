@@ -216,9 +216,22 @@ pub struct ReflectionArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ArchiveArgs {
-    /// The tool observation (its source marks it as one).
-    pub memory_id: String,
+    /// The tool observation (its source marks it as one); with memo, or use items.
+    pub memory_id: Option<String>,
     /// One line that replaces the content in place.
+    pub memo: Option<String>,
+    /// Several observations archived in one transaction, all or nothing (instead of
+    /// memory_id and memo).
+    #[schemars(length(min = 1, max = 10000))]
+    pub items: Option<Vec<ArchiveItem>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArchiveItem {
+    /// The tool observation.
+    pub memory_id: String,
+    /// Its one-line memo.
     pub memo: String,
 }
 
@@ -228,6 +241,11 @@ pub struct RestoreArchiveArgs {
     /// The number archive_observation returned.
     #[schemars(range(min = 1))]
     pub archive_no: i64,
+    /// "A:B": return only lines A to B (1-based, both included) of the archived bytes and
+    /// restore nothing.
+    pub lines: Option<String>,
+    /// "A:B": return only bytes A to B (0-based, end excluded) and restore nothing.
+    pub bytes: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -603,27 +621,40 @@ impl LetheMcp {
     }
 
     #[tool(
-        description = "Replace a bulky tool observation by a one-line memo, keeping the exact bytes for restore_archive.",
+        description = "Replace a bulky tool observation by a one-line memo, keeping the exact bytes for restore_archive. Give memory_id and memo, or items [{memory_id, memo}] to archive many in one transaction (all or nothing); the answer is then {items: [...]}.",
         input_schema = schema::input::<ArchiveArgs>(),
         output_schema = schema::archive(),
         annotations(title = "Archive observation", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
     async fn archive_observation(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
         self.run("archive_observation", &peer, args, |a: ArchiveArgs, c, _, actor, now| {
-            Ok(serde_json::to_value(archive::archive(c, &a.memory_id, &a.memo, actor, now)?)?)
+            match (a.memory_id, a.memo, a.items) {
+                (Some(id), Some(memo), None) => Ok(serde_json::to_value(archive::archive(c, &id, &memo, actor, now)?)?),
+                (None, None, Some(items)) => {
+                    let items: Vec<(String, String)> = items.into_iter().map(|i| (i.memory_id, i.memo)).collect();
+                    Ok(json!({ "items": archive::archive_batch(c, &items, actor, now)? }))
+                }
+                _ => Err(Error::invalid("give memory_id and memo, or items, not both")),
+            }
         })
         .await
     }
 
     #[tool(
-        description = "Put back the exact archived bytes of an observation (hash verified).",
+        description = "Put back the exact archived bytes of an observation (hash verified). With lines or bytes (\"A:B\"), return only that span {archive_no, memory_id, start, end, sha256, text} and restore nothing.",
         input_schema = schema::input::<RestoreArchiveArgs>(),
-        output_schema = schema::memory(),
+        output_schema = schema::restore_archive(),
         annotations(title = "Restore archive", read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn restore_archive(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
         self.run("restore_archive", &peer, args, |a: RestoreArchiveArgs, c, _, actor, now| {
-            Ok(serde_json::to_value(archive::unarchive(c, a.archive_no, actor, now)?)?)
+            let span = match (a.lines, a.bytes) {
+                (None, None) => return Ok(serde_json::to_value(archive::unarchive(c, a.archive_no, actor, now)?)?),
+                (Some(l), None) => archive::Span::parse("lines", &l)?,
+                (None, Some(b)) => archive::Span::parse("bytes", &b)?,
+                (Some(_), Some(_)) => return Err(Error::invalid("give lines or bytes, not both")),
+            };
+            Ok(serde_json::to_value(archive::read_span(c, a.archive_no, span)?)?)
         })
         .await
     }
