@@ -117,6 +117,20 @@ pub enum Command {
         #[arg(long)]
         bytes: Option<String>,
     },
+    /// End a session: its working memories become task logs of KIND; the rules of
+    /// --rules (JSONL of {content, importance?, tags?, supersedes?}) become semantic memories.
+    EndSession {
+        session: String,
+        #[arg(long)]
+        task_kind: String,
+        #[arg(long)]
+        rules: Option<PathBuf>,
+    },
+    /// Every session (what it wrote, its task logs, its rules) and each task kind's logs.
+    Sessions {
+        #[arg(long, default_value_t = 200)]
+        limit: usize,
+    },
     /// Counts per tier and meta-memory summary.
     Stats,
     /// Recall statistics: of one memory (ID), of the memories recall finds for a topic
@@ -213,6 +227,9 @@ pub struct RecallArgs {
     /// sim,rec,scene,pri
     #[arg(long)]
     pub weights: Option<String>,
+    /// The caller's task kind: task logs of this kind are recalled too (never without it).
+    #[arg(long)]
+    pub task_kind: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -276,6 +293,9 @@ pub struct ListArgs {
     /// Only memories whose text holds a `[REDACTED:<kind>]` placeholder.
     #[arg(long)]
     pub redacted: bool,
+    /// Only semantic and procedural memories that read like dialogue (the lint flags them).
+    #[arg(long)]
+    pub needs_extraction: bool,
 }
 
 pub use lethe_engine::store::default_db_path;
@@ -300,6 +320,7 @@ fn writes(command: &Command) -> bool {
         | Command::Quarantine
         | Command::Events { .. }
         | Command::Stats
+        | Command::Sessions { .. }
         | Command::Meta { .. }
         | Command::Similar { .. }
         | Command::History { .. }
@@ -319,6 +340,7 @@ fn writes(command: &Command) -> bool {
         | Command::Edit { .. }
         | Command::Cite { .. }
         | Command::Archive { .. }
+        | Command::EndSession { .. }
         | Command::Reflect { .. }
         | Command::Rollback { .. }
         | Command::Demo { .. }
@@ -492,6 +514,7 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
                 session: a.session.clone(),
                 project: a.project.clone(),
                 redacted: a.redacted.then_some(true),
+                needs_extraction: a.needs_extraction.then_some(true),
                 limit: a.limit,
                 offset: a.offset,
             };
@@ -597,6 +620,19 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
             }
             (Some(_), Some(_)) => return Err(Error::invalid("give --lines or --bytes, not both")),
         },
+        Command::EndSession { session, task_kind, rules } => {
+            let rules = match rules {
+                None => Vec::new(),
+                Some(f) => {
+                    let bytes = std::fs::read(f)?;
+                    let text = String::from_utf8(bytes)
+                        .map_err(|_| Error::invalid(format!("{} is not valid UTF-8 text", f.display())))?;
+                    lethe_engine::session::parse_rules_jsonl(&text)?
+                }
+            };
+            to_json(&lethe_engine::session::end_session(conn, session, task_kind, &rules, actor, now)?)?
+        }
+        Command::Sessions { limit } => to_json(&lethe_engine::session::overview(conn, *limit)?)?,
         Command::Stats => {
             let s = Settings::load(conn)?;
             let snap = scoring_snapshot(conn, read_only)?;
@@ -633,6 +669,7 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
                 tags: split_list(&a.tags),
                 pinned: a.pinned.then_some(true),
                 weights: a.weights.as_deref().map(recall::parse_weights).transpose()?,
+                task_kind: a.task_kind.clone(),
             };
             let hits = recall::recall(conn, &q, now)?;
             // A one-shot process has nothing to coalesce with: its hits go out in one
@@ -791,6 +828,7 @@ pub fn topic_ids(conn: &store::Connection, query: &str, limit: usize, now: time:
         tags: Vec::new(),
         pinned: None,
         weights: None,
+        task_kind: None,
     };
     Ok(recall::recall(conn, &q, now)?.into_iter().map(|h| h.id).collect())
 }

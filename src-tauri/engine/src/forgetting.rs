@@ -328,6 +328,10 @@ pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now
         Some(true) => Some(crate::scan::redacted_rowids(conn)?),
         _ => None,
     };
+    let dialogue_rows = match q.needs_extraction {
+        Some(true) => Some(crate::dialogue::flagged_rowids(conn)?),
+        _ => None,
+    };
     let mut idx: Vec<usize> = (0..snap.rows.len())
         .filter(|&i| {
             let r = &snap.rows[i];
@@ -339,6 +343,7 @@ pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now
                 && q.min_score.is_none_or(|m| scores[i] >= m)
                 && q.max_score.is_none_or(|m| scores[i] <= m)
                 && redacted_rows.as_ref().is_none_or(|set| set.contains(&r.rowid))
+                && dialogue_rows.as_ref().is_none_or(|set| set.contains(&r.rowid))
         })
         .collect();
     let rows = &snap.rows;
@@ -376,6 +381,7 @@ pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now
             workflow_name,
             tags: model::parse_tags(tags.as_deref()),
             redacted: crate::scan::is_redacted(&content),
+            needs_extraction: crate::dialogue::applies_to(r.tier) && crate::dialogue::lint(&content).flagged,
         });
     }
     Ok(Page { total, items })

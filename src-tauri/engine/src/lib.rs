@@ -10,6 +10,7 @@ pub mod chart;
 pub mod decay;
 pub mod dedup;
 pub mod demo;
+pub mod dialogue;
 pub mod embed;
 pub mod error;
 #[doc(hidden)]
@@ -24,6 +25,7 @@ pub mod recall;
 pub mod redact;
 pub mod scan;
 pub mod semantic;
+pub mod session;
 pub mod settings;
 pub mod store;
 pub mod time;
@@ -71,6 +73,10 @@ pub struct MemoryDetail {
     pub score: decay::ForgetScore,
     pub never_forgettable_why: Option<String>,
     pub meta: meta::MetaStats,
+    /// The reads-like-dialogue lint, for semantic and procedural memories (issue #21).
+    pub dialogue: Option<dialogue::DialogueLint>,
+    /// The task kind when the memory is a task log (an ended session's working memory).
+    pub task_kind: Option<String>,
 }
 
 fn links(conn: &Connection, sql: &str, id: &str) -> Result<Vec<String>> {
@@ -206,6 +212,8 @@ pub fn detail(
         superseded_by: links(conn, "SELECT new_id FROM lethe_supersede WHERE old_id = ?1 ORDER BY created_at", id)?,
         archive_no: archive::active_archive_no(conn, id)?,
         never_forgettable_why: decay::explain_never_forgettable(&input, &settings),
+        dialogue: dialogue::applies_to(memory.tier).then(|| dialogue::lint(&memory.content)),
+        task_kind: session::task_kind_of(conn, id)?,
         score,
         meta,
         memory,

@@ -34,9 +34,14 @@ const MIGRATIONS: &[Migration] = &[
         name: "semantic",
         apply: |c| Ok(c.execute_batch(include_str!("migrations/004_semantic.sql"))?),
     },
+    Migration {
+        version: 5,
+        name: "sessions",
+        apply: |c| Ok(c.execute_batch(include_str!("migrations/005_sessions.sql"))?),
+    },
 ];
 
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long [`with_retry`] keeps retrying BUSY/LOCKED before giving up with `Error::Busy`.
 pub const RETRY_DEADLINE: Duration = Duration::from_secs(15);

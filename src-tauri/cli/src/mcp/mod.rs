@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lethe_engine::lifecycle::{self, ListQuery, NewMemory, ProcedureFields, SortBy};
-use lethe_engine::{archive, forgetting, meta, procedural, recall, store, time, Error, Settings, Tier};
+use lethe_engine::{archive, forgetting, meta, procedural, recall, session, store, time, Error, Settings, Tier};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
     CallToolResult, ContentBlock, Implementation, JsonObject, ProtocolVersion, ServerCapabilities, ServerConfig,
@@ -151,6 +151,35 @@ pub struct RecallArgs {
     pub workflow_name: Option<String>,
     /// Your context's tags: memories carrying them rank higher.
     pub tags: Option<Vec<String>>,
+    /// The kind of task you are doing: task logs of ended sessions of this kind are recalled
+    /// too (never without it).
+    pub task_kind: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EndSessionArgs {
+    /// The session that ended (the session_id its memories carry).
+    pub session_id: String,
+    /// What kind of task it was; its working memories become task logs of this kind.
+    pub task_kind: String,
+    /// The rules drawn from the session; each becomes a semantic memory linked to it.
+    #[schemars(length(max = 1000))]
+    pub rules: Option<Vec<RuleArg>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RuleArg {
+    /// The rule, as a statement (not dialogue).
+    pub content: String,
+    /// 0-1, default 0.5.
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub importance: Option<f64>,
+    /// Its tags.
+    pub tags: Option<Vec<String>>,
+    /// Ids of memories this rule replaces.
+    pub supersedes: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -280,6 +309,8 @@ pub struct ListArgs {
     /// Memories to skip (default 0).
     #[schemars(range(min = 0))]
     pub offset: Option<u32>,
+    /// true: only semantic and procedural memories that read like dialogue.
+    pub needs_extraction: Option<bool>,
 }
 
 /// Tool results; `Err` only for what rmcp itself raises.
@@ -445,6 +476,7 @@ impl LetheMcp {
                 tags: a.tags.unwrap_or_default(),
                 pinned: None,
                 weights: None,
+                task_kind: a.task_kind,
             };
             let dropped = recall::dropped_words(&q.text);
             let hits = recall::recall(c, &q, now)?;
@@ -660,6 +692,30 @@ impl LetheMcp {
     }
 
     #[tool(
+        description = "End a session: its working memories become task logs of task_kind (kept, restorable, recalled only when recall names the same task_kind), and each rule becomes a semantic memory linked to the session. One transaction; ending a session again changes nothing and returns the first answer with already_ended.",
+        input_schema = schema::input::<EndSessionArgs>(),
+        output_schema = schema::end_session(),
+        annotations(title = "End session", read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn end_session(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
+        self.run("end_session", &peer, args, |a: EndSessionArgs, c, _, actor, now| {
+            let rules: Vec<session::Rule> = a
+                .rules
+                .unwrap_or_default()
+                .into_iter()
+                .map(|r| session::Rule {
+                    content: r.content,
+                    importance: r.importance,
+                    tags: r.tags.unwrap_or_default(),
+                    supersedes: r.supersedes.unwrap_or_default(),
+                })
+                .collect();
+            Ok(serde_json::to_value(session::end_session(c, &a.session_id, &a.task_kind, &rules, actor, now)?)?)
+        })
+        .await
+    }
+
+    #[tool(
         description = "Counts per tier (active, quarantined, pinned), memories at risk, and the recall statistics summary.",
         input_schema = schema::input::<NoArgs>(),
         output_schema = schema::stats(),
@@ -700,6 +756,7 @@ impl LetheMcp {
                 session: None,
                 project: None,
                 redacted: None,
+                needs_extraction: a.needs_extraction.filter(|n| *n),
                 limit: a.limit.unwrap_or(50) as usize,
                 offset: a.offset.unwrap_or(0) as usize,
             };

@@ -342,6 +342,31 @@ pub fn archive() -> Arc<JsonObject> {
     }))
 }
 
+/// What end_session moved where.
+pub fn end_session() -> Arc<JsonObject> {
+    let rule = object(
+        &["stored", "supersedes"],
+        json!({
+            "id": maybe("string", "the new semantic memory"),
+            "stored": t("boolean", "false: trivial or an exact duplicate"),
+            "reason": maybe("string", "why it was not stored"),
+            "existing_id": maybe("string", "the memory it duplicates"),
+            "supersedes": array(json!({"type": "string"}), "memories it replaced"),
+        }),
+    );
+    as_schema(object(
+        &["session_id", "task_kind", "ended_at", "already_ended", "task_logs", "rules"],
+        json!({
+            "session_id": t("string", "the session"),
+            "task_kind": t("string", "the kind of its task logs"),
+            "ended_at": t("string", "when it ended"),
+            "already_ended": t("boolean", "true: it had ended before; nothing was written"),
+            "task_logs": array(json!({"type": "string"}), "working memories now task logs (episodic)"),
+            "rules": array(rule, "one per rule given, in order"),
+        }),
+    ))
+}
+
 /// The restored memory, or the span read without restoring.
 pub fn restore_archive() -> Arc<JsonObject> {
     let memory = Value::Object((*memory()).clone());
