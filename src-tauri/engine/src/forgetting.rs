@@ -36,6 +36,8 @@ pub struct Row {
     pub project_id: Option<String>,
     pub deleted_at: Option<String>,
     pub is_deleted: bool,
+    /// A task log (its recency uses the task-log half-life).
+    pub task_log: bool,
 }
 
 /// A similar pair of active memories: indices into `rows`, similarity, kind
@@ -61,8 +63,18 @@ pub struct Snapshot {
 
 const ROW_SQL: &str =
     "SELECT m.rowid, m.id, m.type, m.created_at, m.last_accessed, m.view_count, m.cite_count, m.edit_count, \
-    m.importance, m.pinned, m.session_id, m.project_id, m.is_deleted, m.deleted_at \
+    m.importance, m.pinned, m.session_id, m.project_id, m.is_deleted, m.deleted_at, \
+    m.id IN (SELECT memory_id FROM lethe_task_log) \
     FROM memory_item m";
+/// The same for a file without migration 5's task-log table (see `session::has_tables`).
+const ROW_SQL_NO_TASK_LOGS: &str =
+    "SELECT m.rowid, m.id, m.type, m.created_at, m.last_accessed, m.view_count, m.cite_count, m.edit_count, \
+    m.importance, m.pinned, m.session_id, m.project_id, m.is_deleted, m.deleted_at, 0 \
+    FROM memory_item m";
+
+fn row_sql(conn: &Connection) -> Result<&'static str> {
+    Ok(if crate::session::has_tables(conn)? { ROW_SQL } else { ROW_SQL_NO_TASK_LOGS })
+}
 
 /// A scorer row (None if unreadable).
 type RawRow = Option<Row>;
@@ -92,6 +104,7 @@ fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
         project_id: lenient::text(r, 11)?,
         is_deleted: lenient::flag(r, 12)?,
         deleted_at: lenient::text(r, 13)?,
+        task_log: lenient::flag(r, 14)?,
     }))
 }
 
@@ -102,7 +115,7 @@ impl Snapshot {
     }
 
     fn load_in_tx(conn: &Connection) -> Result<Snapshot> {
-        let mut stmt = conn.prepare_cached(&format!("{ROW_SQL} ORDER BY m.rowid"))?;
+        let mut stmt = conn.prepare_cached(&format!("{} ORDER BY m.rowid", row_sql(conn)?))?;
         let mut rows = Vec::new();
         let mut iter = stmt.query([])?;
         while let Some(r) = iter.next()? {
@@ -186,7 +199,7 @@ impl Snapshot {
         crate::store::read_tx(conn, || {
             let changed: HashSet<&str> = ids.iter().map(String::as_str).collect();
             self.rows.retain(|r| !changed.contains(r.id.as_str()));
-            let mut stmt = conn.prepare_cached(&format!("{ROW_SQL} WHERE m.id = ?1"))?;
+            let mut stmt = conn.prepare_cached(&format!("{} WHERE m.id = ?1", row_sql(conn)?))?;
             let mut done: HashSet<&str> = HashSet::with_capacity(changed.len());
             for id in ids {
                 if !done.insert(id.as_str()) {
@@ -280,6 +293,7 @@ fn input_of(r: &Row, duplication: f64, duplicate_of: Option<String>) -> ScoreInp
         duplication,
         duplicate_of,
         duplicate_kind: None,
+        task_log: r.task_log,
     }
 }
 

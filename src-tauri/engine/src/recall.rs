@@ -159,8 +159,10 @@ fn recall_in_tx(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<
              OR EXISTS (SELECT 1 FROM lethe_archive WHERE restored_at IS NULL)",
         )?
         .query_row([], |r| r.get(0))?;
-    let task_logs: bool =
-        conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM lethe_task_log)")?.query_row([], |r| r.get(0))?;
+    // Defensive: a file without migration 5's table has no task logs (read-only opens refuse
+    // older schemas today; the check costs one lookup).
+    let task_logs: bool = crate::session::has_tables(conn)?
+        && conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM lethe_task_log)")?.query_row([], |r| r.get(0))?;
     let embedder = crate::embed::shared();
     let qvec = embedder.map(|e| e.embed(&q.text));
     let fingerprint = embedder.map(|e| e.fingerprint().to_string()).unwrap_or_default();

@@ -228,8 +228,18 @@ pub fn end_session(
     })
 }
 
+/// Whether the file has the session tables (migration 5). Defensive: `open` migrates and
+/// `open_read_only` refuses older schemas, so a reader only meets a file without them if
+/// that ever changes; then it simply has no task logs.
+pub fn has_tables(conn: &Connection) -> Result<bool> {
+    crate::store::table_exists(conn, "lethe_task_log")
+}
+
 /// The task kind of a memory when it is a task log.
 pub fn task_kind_of(conn: &Connection, memory_id: &str) -> Result<Option<String>> {
+    if !has_tables(conn)? {
+        return Ok(None);
+    }
     Ok(conn
         .prepare_cached("SELECT task_kind FROM lethe_task_log WHERE memory_id = ?1")?
         .query_row([memory_id], |r| r.get(0))
@@ -290,6 +300,9 @@ pub struct SessionsOverview {
 
 /// Every session (newest activity first, at most `limit`) and every task kind's logs.
 pub fn overview(conn: &Connection, limit: usize) -> Result<SessionsOverview> {
+    if !has_tables(conn)? {
+        return Ok(SessionsOverview { sessions: Vec::new(), task_kinds: Vec::new() });
+    }
     crate::store::read_tx(conn, || {
         let mut stmt = conn.prepare(
             "SELECT m.session_id, m.id, m.type, substr(m.content, 1, 400), m.created_at, COALESCE(m.is_deleted, 0), \

@@ -265,7 +265,7 @@ fn a_bad_rule_writes_nothing_and_an_unknown_session_is_not_found() {
 }
 
 #[test]
-fn task_logs_decay_with_their_own_half_life_in_recall() {
+fn task_logs_decay_with_their_own_half_life_in_recall_and_forget_score() {
     let mut conn = store::open(temp_db()).unwrap();
     let mut m = NewMemory::new(Tier::Working, "release checklist: bump the version and tag");
     m.session_id = Some("s".into());
@@ -285,6 +285,13 @@ fn task_logs_decay_with_their_own_half_life_in_recall() {
     let s = lethe_engine::Settings::load(&conn).unwrap().with_value("task_log_half_life_days", "15").unwrap();
     lethe_engine::Settings::store(&mut conn, &s, "user", now()).unwrap();
     assert!((q(&conn) - 0.25).abs() < 1e-9, "the setting is used");
+    // The ForgetScore's recency follows the same setting (15 days: 30 days old → 0.25).
+    let d = lethe_engine::detail(&conn, &id, now(), None).unwrap();
+    assert_eq!(d.task_kind.as_deref(), Some("release"));
+    assert!((d.score.features.recency - 0.25).abs() < 1e-9, "{:?}", d.score.features);
+    let snap = forgetting::Snapshot::load(&conn).unwrap();
+    let s = lethe_engine::Settings::load(&conn).unwrap();
+    assert!((snap.score_of(&id, &s, now()).unwrap().features.recency - 0.25).abs() < 1e-9);
     let bad = lethe_engine::Settings::load(&conn).unwrap().with_value("task_log_half_life_days", "0");
     assert_eq!(bad.unwrap_err().code(), "invalid_input");
 }
