@@ -35,6 +35,7 @@ fn render() -> String {
     out.add::<Items<audit::AuditEvent>>();
     out.add::<Items<lethe_engine::MemoryDetail>>();
     out.add::<Items<procedural::Version>>();
+    out.add::<lethe_engine::session::SessionsOverview>();
     out.add::<forgetting::BatchReport>();
     out.add::<settings::Settings>();
     out.add::<forgetting::WhatIf>();

@@ -131,6 +131,8 @@ pub struct ListArgs {
     pub project: Option<String>,
     /// Only memories whose text holds a `[REDACTED:<kind>]` placeholder.
     pub redacted: Option<bool>,
+    /// Only semantic and procedural memories that read like dialogue.
+    pub needs_extraction: Option<bool>,
     pub limit: Option<usize>,
     pub offset: Option<usize>,
     pub now: Option<String>,
@@ -149,6 +151,7 @@ pub async fn list_memories(app: AppHandle, query: ListArgs) -> ApiResult<Page> {
         session: query.session.filter(|s| !s.is_empty()),
         project: query.project.filter(|s| !s.is_empty()),
         redacted: query.redacted,
+        needs_extraction: query.needs_extraction,
         limit: query.limit.unwrap_or(50),
         offset: query.offset.unwrap_or(0),
     };
@@ -414,6 +417,13 @@ pub async fn workflows(app: AppHandle) -> ApiResult<Items<MemoryDetail>> {
         })
     })
     .await
+}
+
+/// The Sessions view: every session (what it wrote, its task logs, its rules) and each task
+/// kind's logs over time.
+#[tauri::command]
+pub async fn sessions(app: AppHandle) -> ApiResult<lethe_engine::session::SessionsOverview> {
+    blocking(app, move |st| st.with_db(|db| lethe_engine::session::overview(&db.conn, 500))).await
 }
 
 #[tauri::command]

@@ -206,6 +206,7 @@ pub fn run() {
             commands::recent_files,
             commands::recall,
             commands::workflows,
+            commands::sessions,
             commands::history,
             commands::update_procedure,
             commands::load_demo,

@@ -29,6 +29,7 @@ pub const WINDOW_COMMANDS: &[&str] = &[
     "recent_files",
     "recall",
     "workflows",
+    "sessions",
     "history",
     "update_procedure",
     "load_demo",

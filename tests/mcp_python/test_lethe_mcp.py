@@ -20,7 +20,7 @@ LETHE = os.environ.get("LETHE_BIN", os.path.join(os.path.dirname(__file__), "../
 TOOLS = {
     "remember", "recall", "forget", "restore", "pin", "unpin", "feedback", "get_memory",
     "get_meta_memory_stats", "add_reflection_note", "archive_observation", "restore_archive",
-    "memory_stats", "list_memories", "similar",
+    "memory_stats", "list_memories", "similar", "end_session",
 }
 
 
@@ -105,6 +105,13 @@ class LetheMcpTest(unittest.TestCase):
                 back = await call("restore_archive", {"archive_no": a["archive_no"]})
                 self.assertEqual(back["content"], "cargo build printed 300 lines of warnings")
                 self.assertEqual((await call("memory_stats", {}))["total_active"], 3)
+                await call("remember", {"type": "working", "session_id": "py-s1",
+                                        "content": "the publish step timed out twice"})
+                end = await call("end_session", {"session_id": "py-s1", "task_kind": "release",
+                                                 "rules": [{"content": "Publish with a 10 minute timeout"}]})
+                self.assertEqual(len(end["task_logs"]), 1)
+                hits = await call("recall", {"query": "publish step timed out", "task_kind": "release"})
+                self.assertIn(end["task_logs"][0], [h["id"] for h in hits["results"]])
                 self.assertEqual(used, TOOLS, "every tool driven")
 
                 self.assertEqual((await error("get_memory", {"id": "mem_missing"}))["code"], "not_found")
@@ -115,7 +122,8 @@ class LetheMcpTest(unittest.TestCase):
                              {"type": "semantic"}]:
                     e = await error("remember", args)
                     self.assertEqual(e["code"], "invalid_input", args)
-                self.assertEqual((await call("memory_stats", {}))["total_active"], 3, "nothing written")
+                # 3 before the session's task log and its rule.
+                self.assertEqual((await call("memory_stats", {}))["total_active"], 5, "nothing written")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ const LETHE = process.env.LETHE_BIN ?? join(here, '../../target/debug/lethe');
 const TOOLS = [
   'remember', 'recall', 'forget', 'restore', 'pin', 'unpin', 'feedback', 'get_memory',
   'get_meta_memory_stats', 'add_reflection_note', 'archive_observation', 'restore_archive',
-  'memory_stats', 'list_memories', 'similar',
+  'memory_stats', 'list_memories', 'similar', 'end_session',
 ];
 
 /** Records the protocol version the client settled on. */
@@ -97,6 +97,11 @@ test('every tool through the TypeScript SDK', async () => {
     const a = await call('archive_observation', { memory_id: o.id, memo: 'pod list' });
     assert.equal((await call('restore_archive', { archive_no: a.archive_no })).content, 'kubectl get pods listed 80 pods, 3 pending');
     assert.equal((await call('memory_stats', {})).total_active, 3);
+    await call('remember', { type: 'working', session_id: 'ts-s1', content: 'tried restarting the ingest worker twice' });
+    const end = await call('end_session', { session_id: 'ts-s1', task_kind: 'ingest', rules: [{ content: 'Drain the ingest worker before a restart' }] });
+    assert.equal(end.task_logs.length, 1);
+    assert.equal(end.rules[0].stored, true);
+    assert.equal((await call('end_session', { session_id: 'ts-s1', task_kind: 'ingest' })).already_ended, true);
     assert.deepEqual([...used].sort(), [...TOOLS].sort(), 'every tool driven');
 
     // Bad arguments: tool results the model can read, and nothing written.
@@ -104,7 +109,8 @@ test('every tool through the TypeScript SDK', async () => {
     assert.equal((await error('remember', { type: 'semantik', content: 'x y' })).code, 'invalid_input');
     assert.equal((await error('remember', { type: 'semantic', content: 'x y', importance: 2 })).code, 'invalid_input');
     assert.equal((await error('get_memory', { id: 'mem_missing' })).code, 'not_found');
-    assert.equal((await call('memory_stats', {})).total_active, 3);
+    // 3, the session's task log and its rule.
+    assert.equal((await call('memory_stats', {})).total_active, 5);
   } finally {
     await client.close();
   }

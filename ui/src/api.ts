@@ -22,6 +22,7 @@ import type {
   QuarantineItem,
   RecallResults,
   RecallWeights,
+  SessionsOverview,
   Settings,
   Stats,
   Theme,
@@ -89,6 +90,7 @@ export const quarantine = (now?: string) =>
 export const events = (q: EventsQuery = {}) =>
   call<Items<AuditEvent>>('events', compact({ ...q }));
 export const workflows = () => call<Items<MemoryDetail>>('workflows');
+export const sessions = () => call<SessionsOverview>('sessions');
 export const history = (id: string) => call<Items<Version>>('history', { id });
 export const updateProcedure = (id: string, expectedVersion: number, patch: ProcedurePatchArgs) =>
   call<MemoryDetail>('update_procedure', { id, expectedVersion, patch: compact(patch) });

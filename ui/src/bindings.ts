@@ -77,6 +77,13 @@ export type DbStatus = { state: LiveState, message: string, };
 
 export type DemoCounts = { stored: number, pinned: number, procedures: number, reflection_notes: number, quarantined: number, skipped: number, };
 
+export type DialogueLint = { score: number, flagged: boolean, 
+/**
+ * In a fixed order: speaker prefix, turn timestamp, greeting, first person, second
+ * person, question, exclamation, quoted turn.
+ */
+reasons: Array<string>, };
+
 /**
  * The closed set of error codes the window tells apart.
  */
@@ -111,7 +118,11 @@ export type ListArgs = { tier?: Tier, deleted?: boolean, pinned?: boolean, sort?
 /**
  * Only memories whose text holds a `[REDACTED:<kind>]` placeholder.
  */
-redacted?: boolean, limit?: number, offset?: number, now?: string, };
+redacted?: boolean, 
+/**
+ * Only semantic and procedural memories that read like dialogue.
+ */
+needsExtraction?: boolean, limit?: number, offset?: number, now?: string, };
 
 /**
  * Whether the database file is there.
@@ -122,7 +133,15 @@ export type LiveState = "live" | "missing" | "error";
  * Everything a person needs to judge one memory: its fields, its explained ForgetScore,
  * links, archive state and recall statistics.
  */
-export type MemoryDetail = { supersedes: Array<string>, superseded_by: Array<string>, archive_no: number | null, never_forgettable_why: string | null, meta: MetaStats, id: string, type: Tier, content: string, importance: number, privacy_scope: string, created_at: string, last_accessed: string | null, pinned: boolean, tags: Array<string>, source: string | null, view_count: number, cite_count: number, edit_count: number, task_goal: string | null, steps: JsonValue | null, reflection_notes: JsonValue | null, workflow_name: string | null, skill_name: string | null, trigger_conditions: JsonValue | null, version: number, owner_id: string | null, session_id: string | null, project_id: string | null, is_deleted: boolean, deleted_at: string | null, features: Features, components: Components, forget_score: number, threshold: number, reasons: Array<string>, would_forget: boolean, never_forgettable: boolean, 
+export type MemoryDetail = { supersedes: Array<string>, superseded_by: Array<string>, archive_no: number | null, never_forgettable_why: string | null, meta: MetaStats, 
+/**
+ * The reads-like-dialogue lint, for semantic and procedural memories (issue #21).
+ */
+dialogue: DialogueLint | null, 
+/**
+ * The task kind when the memory is a task log (an ended session's working memory).
+ */
+task_kind: string | null, id: string, type: Tier, content: string, importance: number, privacy_scope: string, created_at: string, last_accessed: string | null, pinned: boolean, tags: Array<string>, source: string | null, view_count: number, cite_count: number, edit_count: number, task_goal: string | null, steps: JsonValue | null, reflection_notes: JsonValue | null, workflow_name: string | null, skill_name: string | null, trigger_conditions: JsonValue | null, version: number, owner_id: string | null, session_id: string | null, project_id: string | null, is_deleted: boolean, deleted_at: string | null, features: Features, components: Components, forget_score: number, threshold: number, reasons: Array<string>, would_forget: boolean, never_forgettable: boolean, 
 /**
  * The score this memory tends to if it is never used again.
  */
@@ -136,7 +155,11 @@ export type MemoryRow = { id: string, type: Tier, preview: string, importance: n
 /**
  * The text holds a `[REDACTED:<kind>]` placeholder (the window's "redacted" badge).
  */
-redacted: boolean, };
+redacted: boolean, 
+/**
+ * A semantic or procedural memory that reads like dialogue (the lint flags it).
+ */
+needs_extraction: boolean, };
 
 export type MetaStats = { memory_id: string, recall_count: number, success_count: number, failure_count: number, avg_confidence: number | null, last_recalled_at: string | null, };
 
@@ -175,6 +198,22 @@ export type ReflectionNote = { failure_type: FailureType, failure_description: s
  */
 export type SecretsMode = "redact" | "refuse" | "allow";
 
+/**
+ * One memory as the Sessions view lists it.
+ */
+export type SessionMemory = { id: string, type: Tier, preview: string, created_at: string, is_deleted: boolean, 
+/**
+ * `task_log`, `rule`, or `written` (anything else the session wrote).
+ */
+role: string, };
+
+/**
+ * One session: what it wrote, what became task log, which rules it produced.
+ */
+export type SessionSummary = { session_id: string, task_kind: string | null, ended_at: string | null, first_at: string, last_at: string, memories: Array<SessionMemory>, };
+
+export type SessionsOverview = { sessions: Array<SessionSummary>, task_kinds: Array<TaskKindGroup>, };
+
 export type Settings = { half_life_days: HalfLives, weights: Weights, threshold: number, 
 /**
  * Lower edge of the review band; its upper edge is the threshold.
@@ -197,7 +236,11 @@ secrets: SecretsMode,
  * Personal data (e-mail, phone, card numbers, IBANs): `tag` (`pii:<kind>` tags),
  * `redact` or `allow`.
  */
-pii: PiiMode, };
+pii: PiiMode, 
+/**
+ * Half-life of task logs (an ended session's working memories, issue #21) in recall.
+ */
+task_log_half_life_days: number, };
 
 /**
  * Sort orders of [`list`].
@@ -213,6 +256,16 @@ at_risk: number,
  * Active memories the batch would forget now.
  */
 would_forget: number, meta: MetaSummary, };
+
+/**
+ * A task kind and its task logs, newest first.
+ */
+export type TaskKindGroup = { task_kind: string, entries: Array<TaskLogEntry>, };
+
+/**
+ * One task log in its kind's history.
+ */
+export type TaskLogEntry = { id: string, session_id: string, ended_at: string, preview: string, is_deleted: boolean, };
 
 export type Theme = "light" | "dark";
 

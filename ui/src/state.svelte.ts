@@ -6,7 +6,7 @@ import * as api from './api';
 /** What the top bar's indicator says: the watcher's state, or that the file is still opening. */
 export type Live = LiveState | 'opening';
 
-export type View = 'overview' | 'memories' | 'quarantine' | 'workflows' | 'audit' | 'decay';
+export type View = 'overview' | 'memories' | 'quarantine' | 'workflows' | 'audit' | 'decay' | 'sessions';
 
 export interface Toast {
   id: number;

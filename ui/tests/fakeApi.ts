@@ -76,6 +76,7 @@ export function makeRow(i: number, over: Partial<MemoryRow> = {}): MemoryRow {
     workflow_name: null,
     tags: [],
     redacted: false,
+    needs_extraction: false,
     ...over,
   };
 }
@@ -122,6 +123,8 @@ export function makeDetail(id: string, over: Partial<MemoryDetail> = {}): Memory
     duplicate_of: null,
     duplicate_kind: null,
     never_forgettable_why: null,
+    dialogue: null,
+    task_kind: null,
     meta: { memory_id: id, recall_count: 3, success_count: 2, failure_count: 1, avg_confidence: 0.61, last_recalled_at: null },
     ...over,
   };
@@ -159,6 +162,7 @@ export const DEFAULT_SETTINGS: Settings = {
   duplicate_reason_above: 0.8,
   secrets: 'redact',
   pii: 'tag',
+  task_log_half_life_days: 30,
 };
 
 /** Pages through `total` synthetic rows like list_memories would. */
@@ -201,6 +205,7 @@ export const api = {
   quarantine: vi.fn(),
   events: vi.fn(),
   workflows: vi.fn(),
+  sessions: vi.fn(),
   history: vi.fn(),
   updateProcedure: vi.fn(),
   runForget: vi.fn(),
@@ -260,6 +265,7 @@ export function resetFake() {
   api.quarantine.mockResolvedValue({ items: quarantineItems });
   api.events.mockResolvedValue({ items: auditEvents });
   api.workflows.mockResolvedValue({ items: [] });
+  api.sessions.mockResolvedValue({ sessions: [], task_kinds: [] });
   api.history.mockResolvedValue({ items: [] });
   api.runForget.mockResolvedValue({ scanned: 100, soft_deleted: ['mem_1', 'mem_2'], review: ['mem_3'], working_gate: [], purged: ['mem_old'], elapsed_ms: 12 });
   api.cancelForget.mockResolvedValue(null);

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 use lethe_engine::lifecycle::{self, ListQuery, NewMemory, ProcedureFields, RememberOutcome};
-use lethe_engine::{audit, forgetting, meta, procedural, recall, store, time, transfer, Error, Result, Settings, Tier};
+use lethe_engine::{
+    archive, audit, forgetting, meta, procedural, recall, store, time, transfer, Error, Result, Settings, Tier,
+};
 use serde_json::{json, Value};
 
 #[derive(Parser, Debug)]
@@ -92,14 +94,44 @@ pub enum Command {
         #[arg(long, default_value_t = 100)]
         limit: usize,
     },
-    /// Replace a tool observation's content by a memo, keeping the bytes.
+    /// Replace tool observations' content by a memo, keeping the bytes; several IDs are one
+    /// transaction (all or nothing).
     Archive {
-        id: String,
+        #[arg(required = true)]
+        ids: Vec<String>,
+        /// One memo for every ID.
+        #[arg(long, allow_hyphen_values = true)]
+        memo: Option<String>,
+        /// A JSON array of memos, one per ID in the same order; or any other text, one memo
+        /// for every ID.
         #[arg(long)]
-        memo: String,
+        memo_file: Option<PathBuf>,
     },
-    /// Put back the exact archived bytes of an observation (hash verified).
-    Unarchive { archive_no: i64 },
+    /// Put back the exact archived bytes of an observation (hash verified); with --lines or
+    /// --bytes, print just that span of the archived bytes and restore nothing.
+    Unarchive {
+        archive_no: i64,
+        /// A:B, lines A to B (1-based, both included).
+        #[arg(long)]
+        lines: Option<String>,
+        /// A:B, bytes A to B (0-based, end excluded).
+        #[arg(long)]
+        bytes: Option<String>,
+    },
+    /// End a session: its working memories become task logs of KIND; the rules of
+    /// --rules (JSONL of {content, importance?, tags?, supersedes?}) become semantic memories.
+    EndSession {
+        session: String,
+        #[arg(long)]
+        task_kind: String,
+        #[arg(long)]
+        rules: Option<PathBuf>,
+    },
+    /// Every session (what it wrote, its task logs, its rules) and each task kind's logs.
+    Sessions {
+        #[arg(long, default_value_t = 200)]
+        limit: usize,
+    },
     /// Counts per tier and meta-memory summary.
     Stats,
     /// Recall statistics: of one memory (ID), of the memories recall finds for a topic
@@ -196,6 +228,9 @@ pub struct RecallArgs {
     /// sim,rec,scene,pri
     #[arg(long)]
     pub weights: Option<String>,
+    /// The caller's task kind: task logs of this kind are recalled too (never without it).
+    #[arg(long)]
+    pub task_kind: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -259,6 +294,9 @@ pub struct ListArgs {
     /// Only memories whose text holds a `[REDACTED:<kind>]` placeholder.
     #[arg(long)]
     pub redacted: bool,
+    /// Only semantic and procedural memories that read like dialogue (the lint flags them).
+    #[arg(long)]
+    pub needs_extraction: bool,
 }
 
 pub use lethe_engine::store::default_db_path;
@@ -283,6 +321,7 @@ fn writes(command: &Command) -> bool {
         | Command::Quarantine
         | Command::Events { .. }
         | Command::Stats
+        | Command::Sessions { .. }
         | Command::Meta { .. }
         | Command::Similar { .. }
         | Command::History { .. }
@@ -292,6 +331,7 @@ fn writes(command: &Command) -> bool {
         Command::Forget { dry_run } | Command::Import { dry_run, .. } => !dry_run,
         Command::Scan { redact, .. } => *redact,
         Command::Settings { value, .. } => value.is_some(),
+        Command::Unarchive { lines, bytes, .. } => lines.is_none() && bytes.is_none(),
         Command::Remember(_)
         | Command::Delete { .. }
         | Command::Restore { .. }
@@ -301,7 +341,7 @@ fn writes(command: &Command) -> bool {
         | Command::Edit { .. }
         | Command::Cite { .. }
         | Command::Archive { .. }
-        | Command::Unarchive { .. }
+        | Command::EndSession { .. }
         | Command::Reflect { .. }
         | Command::Rollback { .. }
         | Command::Demo { .. }
@@ -475,6 +515,7 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
                 session: a.session.clone(),
                 project: a.project.clone(),
                 redacted: a.redacted.then_some(true),
+                needs_extraction: a.needs_extraction.then_some(true),
                 limit: a.limit,
                 offset: a.offset,
             };
@@ -569,10 +610,39 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
             };
             json!({ "items": audit::list_events(conn, &f)? })
         }
-        Command::Archive { id, memo } => to_json(&lethe_engine::archive::archive(conn, id, memo, actor, now)?)?,
-        Command::Unarchive { archive_no } => {
-            to_json(&lethe_engine::archive::unarchive(conn, *archive_no, actor, now)?)?
+        Command::Archive { ids, memo, memo_file } => {
+            let memos = archive_memos(ids.len(), memo, memo_file)?;
+            let items: Vec<(String, String)> = ids.iter().cloned().zip(memos).collect();
+            let receipts = lethe_engine::archive::archive_batch(conn, &items, actor, now)?;
+            if ids.len() == 1 && memo_file.is_none() {
+                to_json(&receipts[0])?
+            } else {
+                json!({ "items": receipts })
+            }
         }
+        Command::Unarchive { archive_no, lines, bytes } => match (lines, bytes) {
+            (None, None) => to_json(&lethe_engine::archive::unarchive(conn, *archive_no, actor, now)?)?,
+            (Some(l), None) => {
+                to_json(&lethe_engine::archive::read_span(conn, *archive_no, archive::Span::parse("lines", l)?)?)?
+            }
+            (None, Some(b)) => {
+                to_json(&lethe_engine::archive::read_span(conn, *archive_no, archive::Span::parse("bytes", b)?)?)?
+            }
+            (Some(_), Some(_)) => return Err(Error::invalid("give --lines or --bytes, not both")),
+        },
+        Command::EndSession { session, task_kind, rules } => {
+            let rules = match rules {
+                None => Vec::new(),
+                Some(f) => {
+                    let bytes = std::fs::read(f)?;
+                    let text = String::from_utf8(bytes)
+                        .map_err(|_| Error::invalid(format!("{} is not valid UTF-8 text", f.display())))?;
+                    lethe_engine::session::parse_rules_jsonl(&text)?
+                }
+            };
+            to_json(&lethe_engine::session::end_session(conn, session, task_kind, &rules, actor, now)?)?
+        }
+        Command::Sessions { limit } => to_json(&lethe_engine::session::overview(conn, *limit)?)?,
         Command::Stats => {
             let s = Settings::load(conn)?;
             let snap = scoring_snapshot(conn, read_only)?;
@@ -609,6 +679,7 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
                 tags: split_list(&a.tags),
                 pinned: a.pinned.then_some(true),
                 weights: a.weights.as_deref().map(recall::parse_weights).transpose()?,
+                task_kind: a.task_kind.clone(),
             };
             let hits = recall::recall(conn, &q, now)?;
             // A one-shot process has nothing to coalesce with: its hits go out in one
@@ -709,6 +780,39 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
     Ok(Some(v))
 }
 
+/// The memos of `lethe archive`: `--memo` for all, or `--memo-file` (a JSON array with one memo
+/// per ID, or any other text as the memo of all).
+fn archive_memos(n: usize, memo: &Option<String>, memo_file: &Option<PathBuf>) -> Result<Vec<String>> {
+    match (memo, memo_file) {
+        (Some(m), None) => Ok(vec![m.clone(); n]),
+        (None, Some(f)) => {
+            let bytes = std::fs::read(f)?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| Error::invalid(format!("{} is not valid UTF-8 text", f.display())))?;
+            if text.trim_start().starts_with('[') {
+                let memos: Vec<String> = serde_json::from_str(&text).map_err(|e| {
+                    Error::invalid(format!(
+                        "{}: a memo file starting with [ must be a JSON array of strings: {e}",
+                        f.display()
+                    ))
+                })?;
+                if memos.len() != n {
+                    return Err(Error::invalid(format!(
+                        "{} holds {} memos for {n} IDs; give one per ID, in the same order",
+                        f.display(),
+                        memos.len()
+                    )));
+                }
+                Ok(memos)
+            } else {
+                Ok(vec![text; n])
+            }
+        }
+        (Some(_), Some(_)) => Err(Error::invalid("give --memo or --memo-file, not both")),
+        (None, None) => Err(Error::invalid("--memo or --memo-file is required")),
+    }
+}
+
 /// Whether an error is a write to a reader that went away.
 fn is_broken_pipe(e: &Error) -> bool {
     match e {
@@ -734,6 +838,7 @@ pub fn topic_ids(conn: &store::Connection, query: &str, limit: usize, now: time:
         tags: Vec::new(),
         pinned: None,
         weights: None,
+        task_kind: None,
     };
     Ok(recall::recall(conn, &q, now)?.into_iter().map(|h| h.id).collect())
 }

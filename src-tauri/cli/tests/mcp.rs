@@ -53,7 +53,7 @@ fn code(r: &CallToolResult) -> String {
     body(r)["error"]["code"].as_str().unwrap().to_string()
 }
 
-const TOOLS: [&str; 15] = [
+const TOOLS: [&str; 16] = [
     "remember",
     "recall",
     "forget",
@@ -69,6 +69,7 @@ const TOOLS: [&str; 15] = [
     "memory_stats",
     "list_memories",
     "similar",
+    "end_session",
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -488,4 +489,58 @@ fn older_protocol_revisions_are_negotiated() {
         assert_eq!(r["result"]["protocolVersion"], json!(answered), "{asked}");
         assert!(child.wait().unwrap().success());
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn end_session_batch_archive_and_partial_restore_over_mcp() {
+    let path = db("seeds");
+    let client = connect(&path, "seed-host").await;
+    let w = ok(&call(
+        &client,
+        "remember",
+        json!({"type": "working", "session_id": "m1", "content": "the nightly export job ran out of memory"}),
+    )
+    .await);
+    let w = w["id"].as_str().unwrap().to_string();
+    let args = json!({"session_id": "m1", "task_kind": "export", "rules": [{"content": "The nightly export needs 4 GB of memory", "importance": 0.9}]});
+    let end = ok(&call(&client, "end_session", args.clone()).await);
+    assert_eq!(end["task_logs"], json!([w]));
+    assert_eq!(end["already_ended"], false);
+    assert_eq!(ok(&call(&client, "end_session", args).await)["already_ended"], true, "a second end is a no-op");
+    let global = ok(&call(&client, "recall", json!({"query": "nightly export memory"})).await);
+    assert!(!global["results"].as_array().unwrap().iter().any(|h| h["id"] == w.as_str()), "not in global recall");
+    let same = ok(&call(&client, "recall", json!({"query": "nightly export memory", "task_kind": "export"})).await);
+    assert!(same["results"].as_array().unwrap().iter().any(|h| h["id"] == w.as_str()), "recalled for its task kind");
+    let bad = call(
+        &client,
+        "end_session",
+        json!({"session_id": "m1", "task_kind": "x", "rules": [{"content": "y", "extra": 1}]}),
+    )
+    .await;
+    assert_eq!(code(&bad), "invalid_input");
+
+    let mut items = Vec::new();
+    for i in 0..3 {
+        let o = ok(&call(
+            &client,
+            "remember",
+            json!({"type": "episodic", "source": "tool:bash", "content": format!("a\nb{i}\nc\n")}),
+        )
+        .await);
+        items.push(json!({"memory_id": o["id"], "memo": format!("output {i}")}));
+    }
+    let mut broken = items.clone();
+    broken[2]["memory_id"] = json!("mem_missing");
+    assert_eq!(code(&call(&client, "archive_observation", json!({"items": broken})).await), "not_found");
+    let both = json!({"items": items.clone(), "memory_id": "x", "memo": "y"});
+    assert_eq!(code(&call(&client, "archive_observation", both).await), "invalid_input");
+    let r = ok(&call(&client, "archive_observation", json!({"items": items})).await);
+    let no = r["items"][2]["archive_no"].clone();
+    let span = ok(&call(&client, "restore_archive", json!({"archive_no": no, "lines": "2:2"})).await);
+    assert_eq!(span["text"], "b2\n");
+    let span = ok(&call(&client, "restore_archive", json!({"archive_no": no, "bytes": "0:1"})).await);
+    assert_eq!(span["text"], "a");
+    let back = ok(&call(&client, "restore_archive", json!({"archive_no": no})).await);
+    assert_eq!(back["content"], "a\nb2\nc\n");
+    client.cancel().await.unwrap();
 }

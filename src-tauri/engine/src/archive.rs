@@ -56,6 +56,19 @@ pub fn active_archive_no(conn: &Connection, memory_id: &str) -> Result<Option<i6
         .optional()?)
 }
 
+/// One memo, guarded and reduced to one line, before any transaction opens.
+fn prepare_memo(settings: &crate::Settings, memo: &str) -> Result<(String, Vec<crate::redact::Finding>)> {
+    // The memo is new text in the row, the index and the audit: it goes through the guard.
+    let mut g = crate::redact::Guard::new(crate::redact::Policy::of(settings));
+    let memo = &g.text("memo", memo)?;
+    let redacted: Vec<crate::redact::Finding> = g.findings.iter().filter(|f| f.action == "redacted").cloned().collect();
+    let memo_line = memo.split_whitespace().collect::<Vec<_>>().join(" ");
+    if memo_line.is_empty() || memo_line.len() > 500 {
+        return Err(Error::invalid("memo must be 1–500 bytes of text"));
+    }
+    Ok((memo_line, redacted))
+}
+
 pub fn archive(
     conn: &mut Connection,
     memory_id: &str,
@@ -63,53 +76,175 @@ pub fn archive(
     actor: &str,
     now: Instant,
 ) -> Result<ArchiveReceipt> {
+    let mut out = archive_batch(conn, &[(memory_id.to_string(), memo.to_string())], actor, now)?;
+    Ok(out.remove(0))
+}
+
+/// At most this many observations in one batch.
+pub const MAX_BATCH: usize = 10_000;
+
+/// Archives several observations in one transaction (seed 004's batch archival tool): each
+/// gets its memo in place; if any one cannot be archived (unknown, protected, in quarantine,
+/// already archived, named twice) nothing is written and the error names it.
+pub fn archive_batch(
+    conn: &mut Connection,
+    items: &[(String, String)],
+    actor: &str,
+    now: Instant,
+) -> Result<Vec<ArchiveReceipt>> {
     model::validate_actor(actor)?;
-    // The memo is new text in the row, the index and the audit: it goes through the guard.
-    let settings = crate::Settings::load(conn)?;
-    let mut g = crate::redact::Guard::new(crate::redact::Policy::of(&settings));
-    let memo = &g.text("memo", memo)?;
-    let redacted: Vec<crate::redact::Finding> = g.findings.iter().filter(|f| f.action == "redacted").cloned().collect();
-    let memo_line = memo.split_whitespace().collect::<Vec<_>>().join(" ");
-    if memo_line.is_empty() || memo_line.len() > 500 {
-        return Err(Error::invalid("memo must be 1–500 bytes of text"));
+    if items.is_empty() || items.len() > MAX_BATCH {
+        return Err(Error::invalid(format!("a batch archives 1–{MAX_BATCH} observations")));
     }
-    write_tx(conn, |tx| {
-        let m = lifecycle::get_tx(tx, memory_id)?;
-        if !is_tool_observation(m.source.as_deref()) {
-            return Err(Error::invalid(format!(
-                "protected: memory {memory_id} is not a tool observation (source {:?}); system, user and assistant text cannot be archived",
-                m.source.as_deref().unwrap_or("none")
-            )));
+    let settings = crate::Settings::load(conn)?;
+    let prepared: Vec<(&str, String, Vec<crate::redact::Finding>)> = items
+        .iter()
+        .enumerate()
+        .map(|(i, (id, memo))| {
+            let (line, red) = prepare_memo(&settings, memo).map_err(|e| match e {
+                Error::Invalid(m) if items.len() > 1 => Error::invalid(format!("item {i} ({id}): {m}")),
+                e => e,
+            })?;
+            Ok((id.as_str(), line, red))
+        })
+        .collect::<Result<_>>()?;
+    write_tx(conn, |tx| prepared.iter().map(|(id, line, red)| archive_tx(tx, id, line, red, actor, now)).collect())
+}
+
+fn archive_tx(
+    tx: &rusqlite::Transaction,
+    memory_id: &str,
+    memo_line: &str,
+    redacted: &[crate::redact::Finding],
+    actor: &str,
+    now: Instant,
+) -> Result<ArchiveReceipt> {
+    let m = lifecycle::get_tx(tx, memory_id)?;
+    if !is_tool_observation(m.source.as_deref()) {
+        return Err(Error::invalid(format!(
+            "protected: memory {memory_id} is not a tool observation (source {:?}); system, user and assistant text cannot be archived",
+            m.source.as_deref().unwrap_or("none")
+        )));
+    }
+    if m.is_deleted {
+        return Err(Error::invalid(format!("memory {memory_id} is in quarantine")));
+    }
+    if is_archived(tx, memory_id)? {
+        return Err(Error::invalid(format!("memory {memory_id} is already archived")));
+    }
+    let original = m.content.as_bytes().to_vec();
+    let sha = sha256_hex(&original);
+    tx.prepare_cached(
+        "INSERT INTO lethe_archive (memory_id, memo, original, sha256, bytes, actor, archived_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![memory_id, memo_line, original, sha, original.len() as i64, actor, time::format(now)])?;
+    let no = tx.last_insert_rowid();
+    let placeholder = format!("[Archive#{no}: {memo_line}]");
+    tx.prepare_cached("UPDATE memory_item SET content = ?2 WHERE id = ?1")?.execute(params![memory_id, placeholder])?;
+    crate::dedup::store_signature(tx, memory_id, &placeholder)?;
+    crate::semantic::refresh(tx, memory_id, &placeholder)?;
+    let receipt = ArchiveReceipt {
+        archive_no: no,
+        memory_id: memory_id.to_string(),
+        bytes: original.len() as i64,
+        sha256: sha.clone(),
+        bytes_saved: original.len() as i64 - placeholder.len() as i64,
+        memo: placeholder,
+        redacted: redacted.to_vec(),
+    };
+    audit::record_action(tx, Some(memory_id), "archive", actor, None, Some(&serde_json::to_value(&receipt)?), now)?;
+    Ok(receipt)
+}
+
+/// Which part of an archived original to read: `Lines(a, b)` the lines a..=b (1-based, each
+/// with its line ending), `Bytes(a, b)` the bytes a..b (0-based, end exclusive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Span {
+    Lines(usize, usize),
+    Bytes(usize, usize),
+}
+
+impl Span {
+    /// Parses `A:B` for `--lines` or `--bytes`.
+    pub fn parse(kind: &str, raw: &str) -> Result<Span> {
+        let bad = || Error::invalid(format!("--{kind} must be A:B with whole numbers A ≤ B, got {raw:?}"));
+        let (a, b) = raw.split_once(':').ok_or_else(bad)?;
+        let a: usize = a.trim().parse().map_err(|_| bad())?;
+        let b: usize = b.trim().parse().map_err(|_| bad())?;
+        match kind {
+            "lines" => Ok(Span::Lines(a, b)),
+            "bytes" => Ok(Span::Bytes(a, b)),
+            _ => Err(Error::invalid(format!("unknown span kind {kind:?}"))),
         }
-        if m.is_deleted {
-            return Err(Error::invalid(format!("memory {memory_id} is in quarantine")));
+    }
+
+    /// The byte range `[start, end)` of this span in `bytes`.
+    pub fn range(self, bytes: &[u8]) -> Result<(usize, usize)> {
+        match self {
+            Span::Bytes(a, b) => {
+                if a > b || b > bytes.len() {
+                    return Err(Error::invalid(format!(
+                        "bytes {a}:{b} lie outside the archived {} bytes (0-based, end exclusive)",
+                        bytes.len()
+                    )));
+                }
+                Ok((a, b))
+            }
+            Span::Lines(a, b) => {
+                // Line starts: 0 and every byte after a '\n'.
+                let mut starts = vec![0usize];
+                starts.extend(bytes.iter().enumerate().filter(|(_, c)| **c == b'\n').map(|(i, _)| i + 1));
+                if starts.last() == Some(&bytes.len()) && !bytes.is_empty() {
+                    starts.pop();
+                }
+                let n = if bytes.is_empty() { 0 } else { starts.len() };
+                if a == 0 || a > b || b > n {
+                    return Err(Error::invalid(format!(
+                        "lines {a}:{b} lie outside the archived {n} lines (1-based, both included)"
+                    )));
+                }
+                let end = starts.get(b).copied().unwrap_or(bytes.len());
+                Ok((starts[a - 1], end))
+            }
         }
-        if is_archived(tx, memory_id)? {
-            return Err(Error::invalid(format!("memory {memory_id} is already archived")));
-        }
-        let original = m.content.as_bytes().to_vec();
-        let sha = sha256_hex(&original);
-        tx.execute(
-            "INSERT INTO lethe_archive (memory_id, memo, original, sha256, bytes, actor, archived_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![memory_id, memo_line, original, sha, original.len() as i64, actor, time::format(now)],
-        )?;
-        let no = tx.last_insert_rowid();
-        let placeholder = format!("[Archive#{no}: {memo_line}]");
-        tx.execute("UPDATE memory_item SET content = ?2 WHERE id = ?1", params![memory_id, placeholder])?;
-        crate::dedup::store_signature(tx, memory_id, &placeholder)?;
-        crate::semantic::refresh(tx, memory_id, &placeholder)?;
-        let receipt = ArchiveReceipt {
-            archive_no: no,
-            memory_id: memory_id.to_string(),
-            bytes: original.len() as i64,
-            sha256: sha.clone(),
-            bytes_saved: original.len() as i64 - placeholder.len() as i64,
-            memo: placeholder,
-            redacted: redacted.clone(),
-        };
-        audit::record_action(tx, Some(memory_id), "archive", actor, None, Some(&serde_json::to_value(&receipt)?), now)?;
-        Ok(receipt)
-    })
+    }
+}
+
+/// A span of an archived original, read without restoring the memory.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SpanRead {
+    pub archive_no: i64,
+    pub memory_id: String,
+    /// Byte offsets in the original, `[start, end)`.
+    pub start: usize,
+    pub end: usize,
+    /// SHA-256 of exactly these bytes.
+    pub sha256: String,
+    pub text: String,
+}
+
+/// Reads a span of an archived original (hash of the whole original checked first); the
+/// memory keeps its memo, nothing is written.
+pub fn read_span(conn: &Connection, archive_no: i64, span: Span) -> Result<SpanRead> {
+    let row: Option<(String, Vec<u8>, String)> = conn
+        .query_row("SELECT memory_id, original, sha256 FROM lethe_archive WHERE archive_no = ?1", [archive_no], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .optional()?;
+    let (memory_id, original, sha) = row.ok_or_else(|| Error::NotFound(format!("archive #{archive_no}")))?;
+    if sha256_hex(&original) != sha {
+        return Err(Error::Integrity(archive_no));
+    }
+    let (start, end) = span.range(&original)?;
+    let slice = &original[start..end];
+    let text = std::str::from_utf8(slice)
+        .map_err(|_| {
+            Error::invalid(format!(
+                "bytes {start}:{end} split a UTF-8 character; choose a span on character boundaries"
+            ))
+        })?
+        .to_string();
+    Ok(SpanRead { archive_no, memory_id, start, end, sha256: sha256_hex(slice), text })
 }
 
 /// Puts back the exact original bytes, after checking their hash.

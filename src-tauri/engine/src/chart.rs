@@ -490,6 +490,7 @@ mod tests {
             duplication: 0.5,
             duplicate_of: None,
             duplicate_kind: None,
+            task_log: false,
         };
         let svg = render_projection(&m, &s, now, 120.0, (600, 300), Theme::Light).unwrap();
         assert!(svg.contains("threshold 0.6"), "the threshold is labelled at 0.6");

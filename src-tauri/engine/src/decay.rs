@@ -27,6 +27,9 @@ pub struct ScoreInput {
     pub duplicate_of: Option<String>,
     /// "same words" or "same meaning": which similarity made the duplication.
     pub duplicate_kind: Option<&'static str>,
+    /// A task log (an ended session's working memory): its recency decays with
+    /// `task_log_half_life_days` instead of its tier's half-life.
+    pub task_log: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -102,7 +105,7 @@ fn features_at(m: &ScoreInput, s: &Settings, now: Instant) -> Features {
     let age = time::days_between(m.created_at, now);
     let since_access = m.last_accessed.map(|t| time::days_between(t, now));
     Features {
-        recency: recency(age, s.half_life_days.get(m.tier)),
+        recency: recency(age, if m.task_log { s.task_log_half_life_days } else { s.half_life_days.get(m.tier) }),
         usage: usage(since_access, m.views, m.cites, m.edits, s.access_decay_days),
         duplication: m.duplication.clamp(0.0, 1.0),
         importance: m.importance.clamp(0.0, 1.0),
@@ -258,6 +261,7 @@ mod tests {
             duplication: 0.0,
             duplicate_of: None,
             duplicate_kind: None,
+            task_log: false,
         }
     }
 

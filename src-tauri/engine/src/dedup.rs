@@ -32,7 +32,7 @@ pub fn normalized(text: &str) -> String {
 }
 
 /// Stores the signature of a memory's new content (after the change of content dropped the
-/// old one, see migration 005).
+/// old one, see migration 006).
 pub(crate) fn store_signature(tx: &rusqlite::Connection, id: &str, content: &str) -> rusqlite::Result<()> {
     tx.execute(
         "INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3) \

@@ -36,6 +36,8 @@ pub struct Row {
     pub project_id: Option<String>,
     pub deleted_at: Option<String>,
     pub is_deleted: bool,
+    /// A task log (its recency uses the task-log half-life).
+    pub task_log: bool,
 }
 
 /// A similar pair of active memories: indices into `rows`, similarity, kind
@@ -87,10 +89,20 @@ macro_rules! row_columns {
         m.importance, m.pinned, m.session_id, m.project_id, m.is_deleted, m.deleted_at"
     };
 }
-const ROW_SQL: &str = concat!(row_columns!(), " FROM memory_item m");
+const ROW_SQL: &str = concat!(row_columns!(), ", m.id IN (SELECT memory_id FROM lethe_task_log) FROM memory_item m");
+/// The same for a file without migration 5's task-log table (see `session::has_tables`).
+const ROW_SQL_NO_TASK_LOGS: &str = concat!(row_columns!(), ", 0 FROM memory_item m");
 /// The rows in rowid order with the `typeof` of the two typed columns they do not read.
-const ROW_SCAN_SQL: &str =
-    concat!(row_columns!(), ", typeof(m.version), typeof(m.content) FROM memory_item m ORDER BY m.rowid");
+const ROW_SCAN_SQL: &str = concat!(
+    row_columns!(),
+    ", m.id IN (SELECT memory_id FROM lethe_task_log), typeof(m.version), typeof(m.content) FROM memory_item m ORDER BY m.rowid"
+);
+const ROW_SCAN_SQL_NO_TASK_LOGS: &str =
+    concat!(row_columns!(), ", 0, typeof(m.version), typeof(m.content) FROM memory_item m ORDER BY m.rowid");
+
+fn row_sql(conn: &Connection) -> Result<&'static str> {
+    Ok(if crate::session::has_tables(conn)? { ROW_SQL } else { ROW_SQL_NO_TASK_LOGS })
+}
 /// The stored neighbour lists of the model `?1`, in rowid order (merged with the rows).
 const LIST_SCAN_SQL: &str = "SELECT memory_rowid, list FROM lethe_neighbour WHERE model = ?1 ORDER BY memory_rowid";
 
@@ -105,7 +117,7 @@ fn mistyped_in(r: &rusqlite::Row<'_>, out: &mut Vec<crate::store::Mistyped>) -> 
     for ((col, ok), at) in crate::store::TYPED_COLUMNS.iter().zip(COLUMN_AT) {
         let found = match r.get_ref(at)? {
             // `typeof(…)` of the two columns the scan does not read.
-            ValueRef::Text(t) if at >= 14 => std::str::from_utf8(t).unwrap_or("null"),
+            ValueRef::Text(t) if at >= 15 => std::str::from_utf8(t).unwrap_or("null"),
             v => match v.data_type() {
                 Type::Null => "null",
                 Type::Integer => "integer",
@@ -124,7 +136,7 @@ fn mistyped_in(r: &rusqlite::Row<'_>, out: &mut Vec<crate::store::Mistyped>) -> 
 
 /// Where [`ROW_SCAN_SQL`] puts each of [`crate::store::TYPED_COLUMNS`] (their `typeof` for
 /// version and content, which the scan does not read).
-const COLUMN_AT: [usize; 11] = [5, 6, 7, 14, 8, 9, 12, 15, 3, 4, 13];
+const COLUMN_AT: [usize; 11] = [5, 6, 7, 15, 8, 9, 12, 16, 3, 4, 13];
 
 /// A scorer row (None if unreadable).
 type RawRow = Option<Row>;
@@ -154,6 +166,7 @@ fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
         project_id: lenient::text(r, 11)?,
         is_deleted: lenient::flag(r, 12)?,
         deleted_at: lenient::text(r, 13)?,
+        task_log: lenient::flag(r, 14)?,
     }))
 }
 
@@ -172,7 +185,8 @@ impl Scanned {
     /// A list is current while it exists: a change of content drops it (trigger
     /// `lethe_derived_au`).
     fn read(conn: &Connection, model: &str) -> Result<Scanned> {
-        let mut stmt = conn.prepare_cached(ROW_SCAN_SQL)?;
+        let sql = if crate::session::has_tables(conn)? { ROW_SCAN_SQL } else { ROW_SCAN_SQL_NO_TASK_LOGS };
+        let mut stmt = conn.prepare_cached(sql)?;
         let mut lists = conn.prepare_cached(LIST_SCAN_SQL)?;
         let mut lists = lists.query([model])?;
         let mut list = lists.next()?;
@@ -290,7 +304,7 @@ impl Snapshot {
         crate::store::read_tx(conn, || {
             let changed: HashSet<&str> = ids.iter().map(String::as_str).collect();
             self.rows.retain(|r| !changed.contains(r.id.as_str()));
-            let mut stmt = conn.prepare_cached(&format!("{ROW_SQL} WHERE m.id = ?1"))?;
+            let mut stmt = conn.prepare_cached(&format!("{} WHERE m.id = ?1", row_sql(conn)?))?;
             let mut done: HashSet<&str> = HashSet::with_capacity(changed.len());
             for id in ids {
                 if !done.insert(id.as_str()) {
@@ -476,6 +490,7 @@ fn input_of(r: &Row, duplication: f64, duplicate_of: Option<String>) -> ScoreInp
         duplication,
         duplicate_of,
         duplicate_kind: None,
+        task_log: r.task_log,
     }
 }
 
@@ -528,6 +543,10 @@ pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now
         Some(true) => Some(crate::scan::redacted_rowids(conn)?),
         _ => None,
     };
+    let dialogue_rows = match q.needs_extraction {
+        Some(true) => Some(crate::dialogue::flagged_rowids(conn)?),
+        _ => None,
+    };
     let mut idx: Vec<usize> = (0..snap.rows.len())
         .filter(|&i| {
             let r = &snap.rows[i];
@@ -539,6 +558,7 @@ pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now
                 && q.min_score.is_none_or(|m| scores[i] >= m)
                 && q.max_score.is_none_or(|m| scores[i] <= m)
                 && redacted_rows.as_ref().is_none_or(|set| set.contains(&r.rowid))
+                && dialogue_rows.as_ref().is_none_or(|set| set.contains(&r.rowid))
         })
         .collect();
     let rows = &snap.rows;
@@ -576,6 +596,7 @@ pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now
             workflow_name,
             tags: model::parse_tags(tags.as_deref()),
             redacted: crate::scan::is_redacted(&content),
+            needs_extraction: crate::dialogue::applies_to(r.tier) && crate::dialogue::lint(&content).flagged,
         });
     }
     Ok(Page { total, items })

@@ -10,6 +10,7 @@ pub mod chart;
 pub mod decay;
 pub mod dedup;
 pub mod demo;
+pub mod dialogue;
 pub mod embed;
 pub mod error;
 #[doc(hidden)]
@@ -24,6 +25,7 @@ pub mod recall;
 pub mod redact;
 pub mod scan;
 pub mod semantic;
+pub mod session;
 pub mod settings;
 pub mod store;
 pub mod time;
@@ -71,6 +73,10 @@ pub struct MemoryDetail {
     pub score: decay::ForgetScore,
     pub never_forgettable_why: Option<String>,
     pub meta: meta::MetaStats,
+    /// The reads-like-dialogue lint, for semantic and procedural memories (issue #21).
+    pub dialogue: Option<dialogue::DialogueLint>,
+    /// The task kind when the memory is a task log (an ended session's working memory).
+    pub task_kind: Option<String>,
 }
 
 fn links(conn: &Connection, sql: &str, id: &str) -> Result<Vec<String>> {
@@ -83,7 +89,7 @@ fn links(conn: &Connection, sql: &str, id: &str) -> Result<Vec<String>> {
 pub fn projection_chart(conn: &Connection, id: &str, now: time::Instant, theme: chart::Theme) -> Result<String> {
     let d = detail(conn, id, now, None)?;
     let settings = Settings::load(conn)?;
-    let input = input_of(&d.memory, &d.score)?;
+    let input = input_of(&d.memory, &d.score, d.task_kind.is_some())?;
     let horizon = projection_horizon(&input, &settings, now, d.memory.tier);
     chart::render_projection(&input, &settings, now, horizon, (560, 260), theme)
 }
@@ -145,7 +151,7 @@ pub fn export_chart(
         }
         ChartKind::Projection { id } => {
             let d = detail(conn, id, now, None)?;
-            let input = input_of(&d.memory, &d.score)?;
+            let input = input_of(&d.memory, &d.score, d.task_kind.is_some())?;
             let horizon = projection_horizon(&input, &settings, now, d.memory.tier);
             chart::encode(
                 &chart::ChartSpec::Projection { input: &input, settings: &settings, now, horizon_days: horizon },
@@ -164,7 +170,7 @@ fn projection_horizon(input: &decay::ScoreInput, settings: &Settings, now: time:
     }
 }
 
-fn input_of(memory: &Memory, score: &decay::ForgetScore) -> Result<decay::ScoreInput> {
+fn input_of(memory: &Memory, score: &decay::ForgetScore, task_log: bool) -> Result<decay::ScoreInput> {
     Ok(decay::ScoreInput {
         tier: memory.tier,
         created_at: time::parse(&memory.created_at)?,
@@ -181,6 +187,7 @@ fn input_of(memory: &Memory, score: &decay::ForgetScore) -> Result<decay::ScoreI
             Some(_) => Some(neighbours::kind_name(neighbours::SAME_WORDS)),
             None => None,
         },
+        task_log,
     })
 }
 
@@ -194,7 +201,8 @@ pub fn detail(
     let memory = lifecycle::get(conn, id)?;
     let settings = Settings::load(conn)?;
     let score = forgetting::score_one(conn, id, &settings, now)?;
-    let input = input_of(&memory, &score)?;
+    let task_kind = session::task_kind_of(conn, id)?;
+    let input = input_of(&memory, &score, task_kind.is_some())?;
     let meta = match buffer {
         Some(b) => b.read(conn, id)?,
         None => {
@@ -206,6 +214,8 @@ pub fn detail(
         superseded_by: links(conn, "SELECT new_id FROM lethe_supersede WHERE old_id = ?1 ORDER BY created_at", id)?,
         archive_no: archive::active_archive_no(conn, id)?,
         never_forgettable_why: decay::explain_never_forgettable(&input, &settings),
+        dialogue: dialogue::applies_to(memory.tier).then(|| dialogue::lint(&memory.content)),
+        task_kind,
         score,
         meta,
         memory,

@@ -291,113 +291,160 @@ fn remember_audit(m: &NewMemory, created: &str, now: Instant) -> serde_json::Val
 /// programs); anything later is refused.
 pub const FUTURE_SLACK_SECS: i64 = 60;
 
+/// A memory ready to be written: guarded, validated, hashed and embedded, all before a
+/// write transaction opens (so the write lock is never held for the model).
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub memory: NewMemory,
+    pub redactions: Redactions,
+    /// Why it is not stored at all (trivial), decided without the database.
+    pub trivial: bool,
+    hash: String,
+    bands: Vec<u8>,
+    vector: Option<crate::embed::Vector>,
+}
+
+/// Guard, validation, write-time trivial filter, hash, band keys and embedding of a new memory.
+pub fn prepare_new(m: &NewMemory, settings: &Settings, now: Instant) -> Result<Prepared> {
+    let (guarded, redactions) = guard_new(m, settings)?;
+    validate_new(&guarded, settings, now)?;
+    let trivial = is_trivial(&guarded.content, settings);
+    let hash = dedup::content_hash(&guarded.content);
+    let bands = dedup::band_keys(&guarded.content);
+    let vector = if trivial { None } else { crate::embed::shared().map(|e| e.embed(&guarded.content)) };
+    Ok(Prepared { memory: guarded, redactions, trivial, hash, bands, vector })
+}
+
+/// Why a prepared memory was not stored: (reason, existing id).
+pub type NotStored = (String, Option<String>);
+
+/// Writes a prepared memory inside an open transaction: the exact-duplicate filter (same tier,
+/// active), the supersede checks, the row, its signature and vector, the audit and the links.
+/// `Ok(Err(..))` when it was not stored. Returns the new id.
+pub fn insert_prepared_tx(
+    tx: &Transaction,
+    p: &Prepared,
+    actor: &str,
+    now: Instant,
+) -> Result<std::result::Result<String, NotStored>> {
+    insert_tx(tx, p, actor, now).map(|r| r.map(|(id, _)| id))
+}
+
+fn insert_tx(
+    tx: &Transaction,
+    p: &Prepared,
+    actor: &str,
+    now: Instant,
+) -> Result<std::result::Result<(String, i64), NotStored>> {
+    let m = &p.memory;
+    if p.trivial {
+        return Ok(Err(("trivial: the content is a filler phrase with nothing to remember".into(), None)));
+    }
+    let existing: Option<String> = tx
+        .prepare_cached(
+            "SELECT s.memory_id FROM lethe_signature s JOIN memory_item m ON m.id = s.memory_id \
+             WHERE s.content_hash = ?1 AND m.type = ?2 AND COALESCE(m.is_deleted, 0) = 0 LIMIT 1",
+        )?
+        .query_row(params![p.hash, m.tier.as_str()], |r| r.get(0))
+        .optional()?;
+    if let Some(existing_id) = existing {
+        return Ok(Err((
+            format!("duplicate: the same content is already stored in the {} tier", m.tier),
+            Some(existing_id),
+        )));
+    }
+    for old in &m.supersedes {
+        let found: Option<i64> = tx
+            .query_row("SELECT COALESCE(is_deleted, 0) FROM memory_item WHERE id = ?1", [old], |r| r.get(0))
+            .optional()?;
+        match found {
+            None => return Err(Error::NotFound(format!("memory {old} (named in supersedes)"))),
+            Some(1) => return Err(Error::invalid(format!("memory {old} is deleted and cannot be superseded"))),
+            Some(_) => {}
+        }
+    }
+    let id = model::new_memory_id();
+    let created = time::format(m.created_at.unwrap_or(now));
+    let tags = serde_json::to_string(&m.tags)?;
+    let json = |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string());
+    tx.prepare_cached(
+        "INSERT INTO memory_item (id, type, content, importance, privacy_scope, created_at, last_accessed, pinned, tags, source, \
+         view_count, cite_count, edit_count, task_goal, steps, reflection_notes, workflow_name, skill_name, trigger_conditions, \
+         version, owner_id, session_id, project_id, is_deleted, deleted_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, ?7, ?8, ?9, 0, 0, 0, ?10, ?11, NULL, ?12, ?13, ?14, 1, ?15, ?16, ?17, 0, NULL)",
+    )?
+    .execute(params![
+        id,
+        m.tier.as_str(),
+        m.content,
+        m.importance.unwrap_or(0.5),
+        m.privacy_scope.as_deref().unwrap_or("private"),
+        created,
+        m.pinned as i64,
+        tags,
+        m.source,
+        m.procedure.task_goal,
+        json(&m.procedure.steps),
+        m.procedure.workflow_name,
+        m.procedure.skill_name,
+        json(&m.procedure.trigger_conditions),
+        m.owner_id,
+        m.session_id,
+        m.project_id,
+    ])?;
+    let rowid = tx.last_insert_rowid();
+    tx.prepare_cached("INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3)")?
+        .execute(params![id, p.hash, p.bands])?;
+    if let (Some(e), Some(v)) = (crate::embed::shared(), &p.vector) {
+        crate::semantic::store_vector(tx, e.fingerprint(), &id, v)?;
+    }
+    audit::record_action(tx, Some(&id), "remember", actor, None, Some(&remember_audit(m, &created, now)), now)?;
+    for old in &m.supersedes {
+        tx.execute(
+            "INSERT OR IGNORE INTO lethe_supersede (old_id, new_id, actor, created_at) VALUES (?1, ?2, ?3, ?4)",
+            params![old, id, actor, time::format(now)],
+        )?;
+        audit::record_action(
+            tx,
+            Some(old),
+            "superseded",
+            actor,
+            None,
+            Some(&serde_json::json!({"superseded_by": id})),
+            now,
+        )?;
+    }
+    Ok(Ok((id, rowid)))
+}
+
 pub fn remember(conn: &mut Connection, m: &NewMemory, actor: &str, now: Instant) -> Result<RememberOutcome> {
     model::validate_actor(actor)?;
     let settings = Settings::load(conn)?;
-    let (guarded, redactions) = guard_new(m, &settings)?;
-    let m = &guarded;
-    validate_new(m, &settings, now)?;
-    if is_trivial(&m.content, &settings) {
+    let p = prepare_new(m, &settings, now)?;
+    if p.trivial {
         return Ok(RememberOutcome::Skipped {
             stored: false,
             reason: "trivial: the content is a filler phrase with nothing to remember".into(),
             existing_id: None,
         });
     }
-    let hash = dedup::content_hash(&m.content);
-    let bands = dedup::band_keys(&m.content);
+    let m = &p.memory;
+    let redactions = &p.redactions;
     let embedder = crate::embed::shared();
-    let vector = embedder.map(|e| e.embed(&m.content));
+    let vector = &p.vector;
     let path = conn.path().unwrap_or("").to_string();
     // (cache key before, cache key after, rowid) of the vector this call writes.
     type Key = (i64, i64);
     let mut written: Option<(Key, Key, i64)> = None;
     write_tx(conn, |tx| {
         written = None;
-        let existing: Option<String> = tx
-            .prepare_cached(
-                "SELECT s.memory_id FROM lethe_signature s JOIN memory_item m ON m.id = s.memory_id \
-                 WHERE s.content_hash = ?1 AND m.type = ?2 AND COALESCE(m.is_deleted, 0) = 0 LIMIT 1",
-            )?
-            .query_row(params![hash, m.tier.as_str()], |r| r.get(0))
-            .optional()?;
-        if let Some(existing_id) = existing {
-            return Ok(Err(RememberOutcome::Skipped {
-                stored: false,
-                reason: format!("duplicate: the same content is already stored in the {} tier", m.tier),
-                existing_id: Some(existing_id),
-            }));
-        }
-        for old in &m.supersedes {
-            let found: Option<i64> = tx
-                .query_row("SELECT COALESCE(is_deleted, 0) FROM memory_item WHERE id = ?1", [old], |r| r.get(0))
-                .optional()?;
-            match found {
-                None => return Err(Error::NotFound(format!("memory {old} (named in supersedes)"))),
-                Some(1) => return Err(Error::invalid(format!("memory {old} is deleted and cannot be superseded"))),
-                Some(_) => {}
-            }
-        }
-        let id = model::new_memory_id();
         let before = if vector.is_some() { Some(crate::semantic::cache_key(tx)?) } else { None };
-        let created = time::format(m.created_at.unwrap_or(now));
-        let tags = serde_json::to_string(&m.tags)?;
-        let json = |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string());
-        tx.prepare_cached(
-            "INSERT INTO memory_item (id, type, content, importance, privacy_scope, created_at, last_accessed, pinned, tags, source, \
-             view_count, cite_count, edit_count, task_goal, steps, reflection_notes, workflow_name, skill_name, trigger_conditions, \
-             version, owner_id, session_id, project_id, is_deleted, deleted_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, ?7, ?8, ?9, 0, 0, 0, ?10, ?11, NULL, ?12, ?13, ?14, 1, ?15, ?16, ?17, 0, NULL)",
-        )?
-        .execute(params![
-            id,
-            m.tier.as_str(),
-            m.content,
-            m.importance.unwrap_or(0.5),
-            m.privacy_scope.as_deref().unwrap_or("private"),
-            created,
-            m.pinned as i64,
-            tags,
-            m.source,
-            m.procedure.task_goal,
-            json(&m.procedure.steps),
-            m.procedure.workflow_name,
-            m.procedure.skill_name,
-            json(&m.procedure.trigger_conditions),
-            m.owner_id,
-            m.session_id,
-            m.project_id,
-        ])?;
-        let rowid = tx.last_insert_rowid();
-        tx.prepare_cached("INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3)")?
-            .execute(params![id, hash, bands])?;
-        if let (Some(e), Some(v)) = (embedder, &vector) {
-            crate::semantic::store_vector(tx, e.fingerprint(), &id, v)?;
-        }
-        audit::record_action(
-            tx,
-            Some(&id),
-            "remember",
-            actor,
-            None,
-            Some(&remember_audit(m, &created, now)),
-            now,
-        )?;
-        for old in &m.supersedes {
-            tx.execute(
-                "INSERT OR IGNORE INTO lethe_supersede (old_id, new_id, actor, created_at) VALUES (?1, ?2, ?3, ?4)",
-                params![old, id, actor, time::format(now)],
-            )?;
-            audit::record_action(
-                tx,
-                Some(old),
-                "superseded",
-                actor,
-                None,
-                Some(&serde_json::json!({"superseded_by": id})),
-                now,
-            )?;
-        }
+        let (id, rowid) = match insert_tx(tx, &p, actor, now)? {
+            Ok(x) => x,
+            Err((reason, existing_id)) => {
+                return Ok(Err(RememberOutcome::Skipped { stored: false, reason, existing_id }));
+            }
+        };
         if let Some(before) = before {
             written = Some((before, crate::semantic::cache_key(tx)?, rowid));
         }
@@ -408,7 +455,7 @@ pub fn remember(conn: &mut Connection, m: &NewMemory, actor: &str, now: Instant)
             Ok(id) => id,
             Err(skipped) => return Ok(skipped),
         };
-        if let (Some(e), Some(v), Some((before, after, rowid))) = (embedder, &vector, written) {
+        if let (Some(e), Some(v), Some((before, after, rowid))) = (embedder, vector, written) {
             let w = crate::semantic::Written {
                 path: &path,
                 before,
@@ -710,6 +757,8 @@ pub(crate) fn hard_delete_tx(
         "DELETE FROM lethe_supersede WHERE old_id = ?1 OR new_id = ?1",
         "DELETE FROM lethe_procedure_version WHERE memory_id = ?1",
         "DELETE FROM lethe_review WHERE memory_id = ?1",
+        "DELETE FROM lethe_task_log WHERE memory_id = ?1",
+        "DELETE FROM lethe_session_rule WHERE memory_id = ?1",
         "DELETE FROM memory_item WHERE id = ?1",
     ] {
         tx.prepare_cached(sql)?.execute([id])?;
@@ -801,6 +850,8 @@ pub struct ListQuery {
     pub project: Option<String>,
     /// Some(true): only memories whose text holds a `[REDACTED:` placeholder.
     pub redacted: Option<bool>,
+    /// Some(true): only semantic and procedural memories that read like dialogue (issue #21).
+    pub needs_extraction: Option<bool>,
     pub limit: usize,
     pub offset: usize,
 }
@@ -826,6 +877,8 @@ pub struct MemoryRow {
     pub tags: Vec<String>,
     /// The text holds a `[REDACTED:<kind>]` placeholder (the window's "redacted" badge).
     pub redacted: bool,
+    /// A semantic or procedural memory that reads like dialogue (the lint flags it).
+    pub needs_extraction: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -24,6 +24,9 @@ pub struct RecallQuery {
     pub tags: Vec<String>,
     pub pinned: Option<bool>,
     pub weights: Option<RecallWeights>,
+    /// The caller's task kind: task logs of this kind are recalled (and count as scene fit);
+    /// without it no task log is (issue #21).
+    pub task_kind: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -132,6 +135,7 @@ struct Cand {
     project: Option<String>,
     workflow: Option<String>,
     tags: Vec<String>,
+    task_kind: Option<String>,
 }
 
 fn recall_in_tx(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<Hit>> {
@@ -146,7 +150,7 @@ fn recall_in_tx(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<
             .into_iter()
             .filter_map(|(k, v)| v.map(|v| (k, v)))
             .collect();
-    let ctx_size = context.len() + q.tags.len();
+    let ctx_size = context.len() + q.tags.len() + usize::from(q.task_kind.is_some());
     // Superseded memories and archived payloads leave recall. Most files have neither; then
     // the per-candidate checks are skipped.
     let excluding: bool = conn
@@ -155,12 +159,16 @@ fn recall_in_tx(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<
              OR EXISTS (SELECT 1 FROM lethe_archive WHERE restored_at IS NULL)",
         )?
         .query_row([], |r| r.get(0))?;
+    // Defensive: a file without migration 5's table has no task logs (read-only opens refuse
+    // older schemas today; the check costs one lookup).
+    let task_logs: bool = crate::session::has_tables(conn)?
+        && conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM lethe_task_log)")?.query_row([], |r| r.get(0))?;
     let embedder = crate::embed::shared();
     let qvec = embedder.map(|e| e.embed(&q.text));
     let fingerprint = embedder.map(|e| e.fingerprint().to_string()).unwrap_or_default();
     // One candidate's columns by rowid, with its stored vector of this model.
     let sql = format!(
-        "SELECT m.type, m.created_at, m.importance, m.pinned, COALESCE(m.is_deleted, 0), {}, {}, v.vec \
+        "SELECT m.type, m.created_at, m.importance, m.pinned, COALESCE(m.is_deleted, 0), {}, {}, v.vec, {} \
          FROM memory_item m LEFT JOIN lethe_vector v ON v.memory_id = m.id AND v.model = ?2 WHERE m.rowid = ?1",
         if ctx_size > 0 { "m.session_id, m.project_id, m.workflow_name, m.tags" } else { "NULL, NULL, NULL, NULL" },
         if excluding {
@@ -169,6 +177,7 @@ fn recall_in_tx(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<
         } else {
             "0"
         },
+        if task_logs { "(SELECT t.task_kind FROM lethe_task_log t WHERE t.memory_id = m.id)" } else { "NULL" },
     );
     let mut row_stmt = conn.prepare_cached(&sql)?;
     // The eligible candidate at `rowid`, or None when deleted, excluded or filtered out.
@@ -180,7 +189,9 @@ fn recall_in_tx(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<
         };
         let pinned = crate::model::lenient::flag(r, 3)?;
         let deleted = crate::model::lenient::flag(r, 4)?;
-        let excluded = r.get::<_, bool>(9)?;
+        let task_kind: Option<String> = r.get(11)?;
+        // A task log is recalled only for a caller doing the same kind of task.
+        let excluded = r.get::<_, bool>(9)? || task_kind.as_ref().is_some_and(|k| q.task_kind.as_ref() != Some(k));
         if deleted || excluded || q.tier.is_some_and(|t| t != tier) || q.pinned.is_some_and(|p| p != pinned) {
             return Ok(None);
         }
@@ -201,6 +212,7 @@ fn recall_in_tx(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<
             project: r.get(6)?,
             workflow: r.get(7)?,
             tags: parse_tags(tags.as_deref()),
+            task_kind,
         }))
     };
     let mut cands: Vec<Cand> = Vec::new();
@@ -291,7 +303,14 @@ fn recall_in_tx(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<
             };
             let rec = c
                 .created
-                .map(|t| decay::recency(time::days_between(t, now), settings.half_life_days.get(c.tier)))
+                .map(|t| {
+                    let h = if c.task_kind.is_some() {
+                        settings.task_log_half_life_days
+                    } else {
+                        settings.half_life_days.get(c.tier)
+                    };
+                    decay::recency(time::days_between(t, now), h)
+                })
                 .unwrap_or(0.0);
             let mut matched = 0usize;
             for (k, v) in &context {
@@ -304,6 +323,7 @@ fn recall_in_tx(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<
                     matched += 1;
                 }
             }
+            matched += usize::from(q.task_kind.is_some() && c.task_kind == q.task_kind);
             matched += q.tags.iter().filter(|t| c.tags.iter().any(|ct| ct.eq_ignore_ascii_case(t))).count();
             let scene = if ctx_size == 0 { 0.0 } else { matched as f64 / ctx_size as f64 };
             let pri = (c.importance + if c.pinned { 0.2 } else { 0.0 }).clamp(0.0, 1.0);

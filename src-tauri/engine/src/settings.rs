@@ -98,6 +98,8 @@ pub struct Settings {
     /// Personal data (e-mail, phone, card numbers, IBANs): `tag` (`pii:<kind>` tags),
     /// `redact` or `allow`.
     pub pii: crate::redact::PiiMode,
+    /// Half-life of task logs (an ended session's working memories, issue #21) in recall.
+    pub task_log_half_life_days: f64,
 }
 
 impl Default for Settings {
@@ -136,6 +138,7 @@ impl Default for Settings {
             duplicate_reason_above: 0.7,
             secrets: crate::redact::SecretsMode::default(),
             pii: crate::redact::PiiMode::default(),
+            task_log_half_life_days: 30.0,
         }
     }
 }
@@ -183,6 +186,7 @@ impl Settings {
         }
         finite_nonneg("quarantine_days", self.quarantine_days)?;
         finite_pos("access_decay_days", self.access_decay_days)?;
+        finite_pos("task_log_half_life_days", self.task_log_half_life_days)?;
         finite_pos("working_window_hours", self.working_window_hours)?;
         if self.working_max_turns < 1 {
             return Err(Error::invalid("working_max_turns must be at least 1"));

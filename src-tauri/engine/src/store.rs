@@ -36,12 +36,17 @@ const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         version: 5,
+        name: "sessions",
+        apply: |c| Ok(c.execute_batch(include_str!("migrations/005_sessions.sql"))?),
+    },
+    Migration {
+        version: 6,
         name: "derived-on-change",
-        apply: |c| Ok(c.execute_batch(include_str!("migrations/005_derived_on_change.sql"))?),
+        apply: |c| Ok(c.execute_batch(include_str!("migrations/006_derived_on_change.sql"))?),
     },
 ];
 
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long [`with_retry`] keeps retrying BUSY/LOCKED before giving up with `Error::Busy`.
 pub const RETRY_DEADLINE: Duration = Duration::from_secs(15);

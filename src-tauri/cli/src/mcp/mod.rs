@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lethe_engine::lifecycle::{self, ListQuery, NewMemory, ProcedureFields, SortBy};
-use lethe_engine::{archive, forgetting, meta, procedural, recall, store, time, Error, Settings, Tier};
+use lethe_engine::{archive, forgetting, meta, procedural, recall, session, store, time, Error, Settings, Tier};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
     CallToolResult, ContentBlock, Implementation, JsonObject, ProtocolVersion, ServerCapabilities, ServerConfig,
@@ -151,6 +151,35 @@ pub struct RecallArgs {
     pub workflow_name: Option<String>,
     /// Your context's tags: memories carrying them rank higher.
     pub tags: Option<Vec<String>>,
+    /// The kind of task you are doing: task logs of ended sessions of this kind are recalled
+    /// too (never without it).
+    pub task_kind: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EndSessionArgs {
+    /// The session that ended (the session_id its memories carry).
+    pub session_id: String,
+    /// What kind of task it was; its working memories become task logs of this kind.
+    pub task_kind: String,
+    /// The rules drawn from the session; each becomes a semantic memory linked to it.
+    #[schemars(length(max = 1000))]
+    pub rules: Option<Vec<RuleArg>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RuleArg {
+    /// The rule, as a statement (not dialogue).
+    pub content: String,
+    /// 0-1, default 0.5.
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub importance: Option<f64>,
+    /// Its tags.
+    pub tags: Option<Vec<String>>,
+    /// Ids of memories this rule replaces.
+    pub supersedes: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -216,9 +245,22 @@ pub struct ReflectionArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ArchiveArgs {
-    /// The tool observation (its source marks it as one).
-    pub memory_id: String,
+    /// The tool observation (its source marks it as one); with memo, or use items.
+    pub memory_id: Option<String>,
     /// One line that replaces the content in place.
+    pub memo: Option<String>,
+    /// Several observations archived in one transaction, all or nothing (instead of
+    /// memory_id and memo).
+    #[schemars(length(min = 1, max = 10000))]
+    pub items: Option<Vec<ArchiveItem>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArchiveItem {
+    /// The tool observation.
+    pub memory_id: String,
+    /// Its one-line memo.
     pub memo: String,
 }
 
@@ -228,6 +270,11 @@ pub struct RestoreArchiveArgs {
     /// The number archive_observation returned.
     #[schemars(range(min = 1))]
     pub archive_no: i64,
+    /// "A:B": return only lines A to B (1-based, both included) of the archived bytes and
+    /// restore nothing.
+    pub lines: Option<String>,
+    /// "A:B": return only bytes A to B (0-based, end excluded) and restore nothing.
+    pub bytes: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -262,6 +309,8 @@ pub struct ListArgs {
     /// Memories to skip (default 0).
     #[schemars(range(min = 0))]
     pub offset: Option<u32>,
+    /// true: only semantic and procedural memories that read like dialogue.
+    pub needs_extraction: Option<bool>,
 }
 
 /// Tool results; `Err` only for what rmcp itself raises.
@@ -427,6 +476,7 @@ impl LetheMcp {
                 tags: a.tags.unwrap_or_default(),
                 pinned: None,
                 weights: None,
+                task_kind: a.task_kind,
             };
             let dropped = recall::dropped_words(&q.text);
             let hits = recall::recall(c, &q, now)?;
@@ -603,27 +653,64 @@ impl LetheMcp {
     }
 
     #[tool(
-        description = "Replace a bulky tool observation by a one-line memo, keeping the exact bytes for restore_archive.",
+        description = "Replace a bulky tool observation by a one-line memo, keeping the exact bytes for restore_archive. Give memory_id and memo, or items [{memory_id, memo}] to archive many in one transaction (all or nothing); the answer is then {items: [...]}.",
         input_schema = schema::input::<ArchiveArgs>(),
         output_schema = schema::archive(),
         annotations(title = "Archive observation", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
     async fn archive_observation(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
         self.run("archive_observation", &peer, args, |a: ArchiveArgs, c, _, actor, now| {
-            Ok(serde_json::to_value(archive::archive(c, &a.memory_id, &a.memo, actor, now)?)?)
+            match (a.memory_id, a.memo, a.items) {
+                (Some(id), Some(memo), None) => Ok(serde_json::to_value(archive::archive(c, &id, &memo, actor, now)?)?),
+                (None, None, Some(items)) => {
+                    let items: Vec<(String, String)> = items.into_iter().map(|i| (i.memory_id, i.memo)).collect();
+                    Ok(json!({ "items": archive::archive_batch(c, &items, actor, now)? }))
+                }
+                _ => Err(Error::invalid("give memory_id and memo, or items, not both")),
+            }
         })
         .await
     }
 
     #[tool(
-        description = "Put back the exact archived bytes of an observation (hash verified).",
+        description = "Put back the exact archived bytes of an observation (hash verified). With lines or bytes (\"A:B\"), return only that span {archive_no, memory_id, start, end, sha256, text} and restore nothing.",
         input_schema = schema::input::<RestoreArchiveArgs>(),
-        output_schema = schema::memory(),
+        output_schema = schema::restore_archive(),
         annotations(title = "Restore archive", read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn restore_archive(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
         self.run("restore_archive", &peer, args, |a: RestoreArchiveArgs, c, _, actor, now| {
-            Ok(serde_json::to_value(archive::unarchive(c, a.archive_no, actor, now)?)?)
+            let span = match (a.lines, a.bytes) {
+                (None, None) => return Ok(serde_json::to_value(archive::unarchive(c, a.archive_no, actor, now)?)?),
+                (Some(l), None) => archive::Span::parse("lines", &l)?,
+                (None, Some(b)) => archive::Span::parse("bytes", &b)?,
+                (Some(_), Some(_)) => return Err(Error::invalid("give lines or bytes, not both")),
+            };
+            Ok(serde_json::to_value(archive::read_span(c, a.archive_no, span)?)?)
+        })
+        .await
+    }
+
+    #[tool(
+        description = "End a session: its working memories become task logs of task_kind (kept, restorable, recalled only when recall names the same task_kind), and each rule becomes a semantic memory linked to the session. One transaction; ending a session again changes nothing and returns the first answer with already_ended.",
+        input_schema = schema::input::<EndSessionArgs>(),
+        output_schema = schema::end_session(),
+        annotations(title = "End session", read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn end_session(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
+        self.run("end_session", &peer, args, |a: EndSessionArgs, c, _, actor, now| {
+            let rules: Vec<session::Rule> = a
+                .rules
+                .unwrap_or_default()
+                .into_iter()
+                .map(|r| session::Rule {
+                    content: r.content,
+                    importance: r.importance,
+                    tags: r.tags.unwrap_or_default(),
+                    supersedes: r.supersedes.unwrap_or_default(),
+                })
+                .collect();
+            Ok(serde_json::to_value(session::end_session(c, &a.session_id, &a.task_kind, &rules, actor, now)?)?)
         })
         .await
     }
@@ -669,6 +756,7 @@ impl LetheMcp {
                 session: None,
                 project: None,
                 redacted: None,
+                needs_extraction: a.needs_extraction.filter(|n| *n),
                 limit: a.limit.unwrap_or(50) as usize,
                 offset: a.offset.unwrap_or(0) as usize,
             };

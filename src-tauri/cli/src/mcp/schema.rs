@@ -330,8 +330,62 @@ pub fn reflect() -> Arc<JsonObject> {
     ))
 }
 
+/// One receipt (memory_id and memo), or `{items: [receipt…]}` (items).
 pub fn archive() -> Arc<JsonObject> {
+    let receipt = receipt();
+    as_schema(json!({
+        "type": "object",
+        "anyOf": [
+            receipt,
+            object(&["items"], json!({ "items": array(receipt, "one receipt per observation, in order") })),
+        ],
+    }))
+}
+
+/// What end_session moved where.
+pub fn end_session() -> Arc<JsonObject> {
+    let rule = object(
+        &["stored", "supersedes"],
+        json!({
+            "id": maybe("string", "the new semantic memory"),
+            "stored": t("boolean", "false: trivial or an exact duplicate"),
+            "reason": maybe("string", "why it was not stored"),
+            "existing_id": maybe("string", "the memory it duplicates"),
+            "supersedes": array(json!({"type": "string"}), "memories it replaced"),
+        }),
+    );
     as_schema(object(
+        &["session_id", "task_kind", "ended_at", "already_ended", "task_logs", "rules"],
+        json!({
+            "session_id": t("string", "the session"),
+            "task_kind": t("string", "the kind of its task logs"),
+            "ended_at": t("string", "when it ended"),
+            "already_ended": t("boolean", "true: it had ended before; nothing was written"),
+            "task_logs": array(json!({"type": "string"}), "working memories now task logs (episodic)"),
+            "rules": array(rule, "one per rule given, in order"),
+        }),
+    ))
+}
+
+/// The restored memory, or the span read without restoring.
+pub fn restore_archive() -> Arc<JsonObject> {
+    let memory = Value::Object((*memory()).clone());
+    let span = object(
+        &["archive_no", "memory_id", "start", "end", "sha256", "text"],
+        json!({
+            "archive_no": t("integer", "the archive"),
+            "memory_id": t("string", "the observation (still archived)"),
+            "start": t("integer", "first byte of the span in the original"),
+            "end": t("integer", "byte after the span"),
+            "sha256": t("string", "hash of exactly these bytes"),
+            "text": t("string", "the span"),
+        }),
+    );
+    as_schema(json!({ "type": "object", "anyOf": [memory, span] }))
+}
+
+fn receipt() -> Value {
+    object(
         &["archive_no", "memory_id", "bytes", "sha256", "memo"],
         json!({
             "archive_no": t("integer", "give it to restore_archive"),
@@ -342,7 +396,7 @@ pub fn archive() -> Arc<JsonObject> {
             "bytes_saved": t("integer", "how much the content shrank"),
             "redacted": array(finding(), "spans of the memo redacted"),
         }),
-    ))
+    )
 }
 
 pub fn stats() -> Arc<JsonObject> {

@@ -28,7 +28,8 @@ fn known() -> &'static HashMap<String, Vec<String>> {
                 include_str!("../migrations/002_indexes.sql"),
                 include_str!("../migrations/003_fts_memento_names.sql"),
                 include_str!("../migrations/004_semantic.sql"),
-                include_str!("../migrations/005_derived_on_change.sql"),
+                include_str!("../migrations/005_sessions.sql"),
+                include_str!("../migrations/006_derived_on_change.sql"),
             ],
             // memento's schema (its DDL as the fixtures reproduce it), with sqlite-vec.
             &[
