@@ -4,6 +4,7 @@
 #[cfg(test)]
 mod bindings;
 mod commands;
+mod connect;
 mod error;
 mod events;
 mod files;
@@ -168,9 +169,12 @@ fn spawn_backfill(app: &AppHandle, generation: u64, path: &Path) {
 
 pub fn run() {
     let args: Vec<String> = std::env::args().collect();
-    let db_path = state::db_path_from(&args);
+    let db_path = state::launch_path(&args, recent::list().into_iter().next());
     tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())
+        // Size, position and maximised state come back at the next start (Rust only: the page
+        // is granted none of the plugin's commands).
+        .plugin(tauri_plugin_window_state::Builder::default().build())
         .manage(AppState::default())
         .setup(move |app| {
             // Opening runs on its own thread: the window appears at once and shows the path;
@@ -213,6 +217,9 @@ pub fn run() {
             commands::chart_projection,
             commands::chart_distribution,
             commands::export_chart,
+            commands::about,
+            commands::connect_info,
+            commands::test_connection,
         ])
         .run(tauri::generate_context!())
         .expect("error while running the Lethe window");
