@@ -110,9 +110,27 @@ fn shell_quote(s: &str) -> String {
     }
 }
 
+/// A JSON string literal.
+fn js(s: &str) -> String {
+    Value::from(s).to_string()
+}
+
+/// `["--db", "<db>", "mcp"]` on one line, so the configuration reads at a glance.
+fn args_json(db: &str) -> String {
+    format!("[{}]", server_args(db).iter().map(|a| js(a)).collect::<Vec<_>>().join(", "))
+}
+
+/// The `mcpServers` document Claude Desktop and Cursor read, `command` before `args`.
 fn mcp_servers_json(lethe: &str, db: &str) -> String {
-    let doc = json!({ "mcpServers": { SERVER: { "command": lethe, "args": server_args(db) } } });
-    serde_json::to_string_pretty(&doc).unwrap_or_default()
+    format!(
+        "{{\n  \"mcpServers\": {{\n    \"{SERVER}\": {{\n      \"command\": {},\n      \"args\": {}\n    }}\n  }}\n}}",
+        js(lethe),
+        args_json(db)
+    )
+}
+
+fn generic_json(lethe: &str, db: &str) -> String {
+    format!("{{\n  \"type\": \"stdio\",\n  \"command\": {},\n  \"args\": {}\n}}", js(lethe), args_json(db))
 }
 
 /// The configuration of each host, with `lethe` and the database filled in.
@@ -129,7 +147,6 @@ pub fn host_configs(lethe: &str, db: &str) -> Vec<HostConfig> {
         .map(shell_quote)
         .collect::<Vec<_>>();
     claude.extend(server_args(db).iter().map(|a| shell_quote(a)));
-    let generic = json!({ "type": "stdio", "command": lethe, "args": server_args(db) });
     vec![
         host(
             "claude-code",
@@ -157,7 +174,7 @@ pub fn host_configs(lethe: &str, db: &str) -> Vec<HostConfig> {
             "Any MCP host (stdio)",
             "Start this command and speak MCP on its standard input and output.",
             "json",
-            serde_json::to_string_pretty(&generic).unwrap_or_default(),
+            generic_json(lethe, db),
         ),
     ]
 }
@@ -306,6 +323,7 @@ mod tests {
             assert_eq!(v["mcpServers"]["lethe"]["command"], "/usr/bin/lethe", "{}", h.host);
             assert_eq!(v["mcpServers"]["lethe"]["args"], json!(["--db", "/home/me/my memories.db", "mcp"]));
         }
+        assert!(hosts[1].text.contains(r#""args": ["--db", "/home/me/my memories.db", "mcp"]"#), "{}", hosts[1].text);
         let g: Value = serde_json::from_str(&hosts[3].text).unwrap();
         assert_eq!(
             g,

@@ -77,7 +77,7 @@ test('About shows the version, the database and the recall model', { timeout: 60
   }
 });
 
-test('a new user: no database yet → the welcome, demo data; the next start opens the same file and view', { timeout: 120_000 }, async () => {
+test('a new user: no database yet → the welcome, demo data; the next start opens the same file, view, size and position', { timeout: 120_000 }, async () => {
   const home = tempHome();
   const expected = path.join(home, 'data', 'lethe', 'memory.db');
   let driver = await openApp(null, { home });
@@ -92,7 +92,9 @@ test('a new user: no database yet → the welcome, demo data; the next start ope
     await (await byTestId(driver, 'load-demo')).click();
     await waitFor(async () => Number((await (await byTestId(driver, 'tier-count-semantic')).getText()).trim()) > 0, 30000, 'demo data');
     await nav(driver, 'quarantine');
-    // localStorage is written as the view changes; give the webview a moment to persist it.
+    await driver.manage().window().setRect({ width: 1040, height: 720, x: 40, y: 30 });
+    // The view goes to the webview's storage at once, the window's geometry half a second
+    // after it stopped changing: give both a moment to reach the disk.
     await new Promise((r) => setTimeout(r, 1500));
   } finally {
     await closeApp(driver);
@@ -105,6 +107,9 @@ test('a new user: no database yet → the welcome, demo data; the next start ope
       10000,
       'the view shown last',
     );
+    const rect = await driver.manage().window().getRect();
+    assert.deepEqual([rect.width, rect.height], [1040, 720], `the size of the last run: ${JSON.stringify(rect)}`);
+    assert.deepEqual([rect.x, rect.y], [40, 30], `the position of the last run: ${JSON.stringify(rect)}`);
   } finally {
     await closeApp(driver);
   }
