@@ -8,7 +8,7 @@ APT_PACKAGES := libwebkit2gtk-4.1-dev build-essential pkg-config curl wget file 
 CARGO_BIN := $(HOME)/.cargo/bin
 export PATH := $(CARGO_BIN):$(PATH)
 
-.PHONY: types model bench-window mcp-python mcp-ts-deps mcp-ts run test deps system-deps ui-deps e2e-deps ui build lint rust-test ui-test e2e bench demo clean
+.PHONY: package package-debug package-test types model bench-window mcp-python mcp-ts-deps mcp-ts run test deps system-deps ui-deps e2e-deps ui build lint rust-test ui-test e2e bench demo clean
 
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -89,7 +89,44 @@ mcp-ts-deps: tests/mcp_ts/node_modules/.package-lock.json
 mcp-ts: build mcp-ts-deps
 	cd tests/mcp_ts && LETHE_BIN=$(CURDIR)/target/debug/lethe timeout 300 node --test ./*.test.mjs
 
-test: lint rust-test ui-test mcp-python mcp-ts e2e
+test: lint rust-test ui-test mcp-python mcp-ts e2e package-test
+
+# The Debian package (Tauri's bundler; not AppImage, whose tools download at build time):
+# /usr/bin/lethe-app with its desktop entry and icons, /usr/bin/lethe, and the recall model
+# in /usr/share/lethe/potion-base-8M (where an installed lethe looks first). The version is
+# the workspace's (tauri.conf.json names none, so the bundler takes Cargo.toml's).
+#   make package          release build → target/package/lethe_<version>_amd64.deb
+#   make package-debug    the debug build that `make build` already made (what CI installs)
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)
+VERSION := $(shell sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)
+TAURI := ui/node_modules/.bin/tauri
+DEB := target/package/lethe_$(VERSION)_amd64.deb
+STAGE := target/package/stage
+
+# tauri.conf.json's deb.files take lethe and the model from $(STAGE), whatever the profile.
+define stage
+	rm -rf $(STAGE) && mkdir -p $(STAGE)/potion-base-8M
+	cp $(TARGET_DIR)/$(1)/lethe $(STAGE)/lethe
+	cp $(MODEL_DIR)/config.json $(MODEL_DIR)/tokenizer.json $(MODEL_DIR)/model.safetensors $(STAGE)/potion-base-8M/
+endef
+
+package: deps ui
+	cargo build --release -p lethe-cli --bin lethe
+	$(call stage,release)
+	$(TAURI) build --bundles deb
+	cp $(TARGET_DIR)/release/bundle/deb/Lethe_$(VERSION)_amd64.deb $(DEB)
+	@echo "built $(DEB)"
+
+package-debug: build
+	$(call stage,debug)
+	$(TAURI) bundle --debug --bundles deb
+	cp $(TARGET_DIR)/debug/bundle/deb/Lethe_$(VERSION)_amd64.deb $(DEB)
+	@echo "built $(DEB) (debug build)"
+
+# Installs the debug package on this machine, runs the installed lethe and lethe-app (the
+# window through WebDriver), removes the package and checks nothing of it is left.
+package-test: package-debug e2e-deps
+	SUDO="$(SUDO)" timeout 600 tests/package/check.sh $(DEB) $(VERSION)
 
 demo: build
 	./target/debug/lethe demo

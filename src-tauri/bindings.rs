@@ -40,6 +40,9 @@ fn render() -> String {
     out.add::<settings::Settings>();
     out.add::<forgetting::WhatIf>();
     out.add::<lethe_engine::demo::DemoCounts>();
+    out.add::<crate::connect::About>();
+    out.add::<crate::connect::ConnectInfo>();
+    out.add::<crate::connect::ConnectionTest>();
     out.add::<ApiError>();
     // ... what they take ...
     out.add::<ListArgs>();

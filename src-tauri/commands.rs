@@ -544,3 +544,32 @@ pub async fn export_chart(
     })
     .await
 }
+
+#[tauri::command]
+pub async fn about(app: AppHandle) -> ApiResult<crate::connect::About> {
+    blocking(app, |st| {
+        let db_path = st.info().path.map(|p| p.display().to_string());
+        let semantic = lethe_engine::embed::shared().is_some();
+        let lethe = crate::connect::find_lethe().ok().map(|p| p.display().to_string());
+        let (version, recall) = (env!("CARGO_PKG_VERSION").to_string(), lethe_engine::embed::status());
+        Ok(crate::connect::About { version, db_path, recall, semantic, lethe })
+    })
+    .await
+}
+
+/// The MCP configuration of each agent host for the open database (nothing is written).
+#[tauri::command]
+pub async fn connect_info(app: AppHandle) -> ApiResult<crate::connect::ConnectInfo> {
+    blocking(app, |st| Ok(crate::connect::connect_info(st.info().path.as_deref()))).await
+}
+
+/// Starts `lethe --db <open db> mcp` as a host would and lists its tools.
+#[tauri::command]
+pub async fn test_connection(app: AppHandle) -> ApiResult<crate::connect::ConnectionTest> {
+    blocking(app, |st| {
+        let db = st.info().path.ok_or_else(|| ApiError::unavailable("no database is open"))?;
+        let lethe = crate::connect::find_lethe().map_err(ApiError::internal)?;
+        Ok(crate::connect::test_connection(&lethe, &db, crate::connect::TEST_TIMEOUT))
+    })
+    .await
+}

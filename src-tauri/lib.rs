@@ -4,6 +4,7 @@
 #[cfg(test)]
 mod bindings;
 mod commands;
+mod connect;
 mod error;
 mod events;
 mod files;
@@ -166,11 +167,39 @@ fn spawn_backfill(app: &AppHandle, generation: u64, path: &Path) {
     });
 }
 
+/// Writes the window's size and position half a second after it stops moving or resizing.
+/// The plugin writes them when the app exits normally; this keeps them when it does not (a
+/// session ending, a kill) — and a drag of many events writes the file once.
+fn save_window_state_soon(app: &AppHandle) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use tauri_plugin_window_state::{AppHandleExt, StateFlags};
+    static LATEST: AtomicU64 = AtomicU64::new(0);
+    let mine = LATEST.fetch_add(1, Ordering::SeqCst) + 1;
+    let app = app.clone();
+    // Off the main thread: saving asks the window (on the main thread) for its geometry.
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        if LATEST.load(Ordering::SeqCst) == mine {
+            if let Err(e) = app.save_window_state(StateFlags::all()) {
+                eprintln!("lethe: cannot keep the window's size and position: {e}");
+            }
+        }
+    });
+}
+
 pub fn run() {
     let args: Vec<String> = std::env::args().collect();
-    let db_path = state::db_path_from(&args);
+    let db_path = state::launch_path(&args, recent::list().into_iter().next());
     tauri::Builder::default()
         .plugin(tauri_plugin_dialog::init())
+        // Size, position and maximised state come back at the next start (Rust only: the page
+        // is granted none of the plugin's commands).
+        .plugin(tauri_plugin_window_state::Builder::default().build())
+        .on_window_event(|window, event| {
+            if matches!(event, tauri::WindowEvent::Moved(_) | tauri::WindowEvent::Resized(_)) {
+                save_window_state_soon(window.app_handle());
+            }
+        })
         .manage(AppState::default())
         .setup(move |app| {
             // Opening runs on its own thread: the window appears at once and shows the path;
@@ -214,6 +243,9 @@ pub fn run() {
             commands::chart_projection,
             commands::chart_distribution,
             commands::export_chart,
+            commands::about,
+            commands::connect_info,
+            commands::test_connection,
         ])
         .run(tauri::generate_context!())
         .expect("error while running the Lethe window");

@@ -344,23 +344,36 @@ impl AppState {
     }
 }
 
-/// `--db PATH` / `--db=PATH` from the arguments, else `$LETHE_DB`, else the default path;
-/// made absolute against the working directory, so the window shows where the file is.
-pub fn db_path_from(args: &[String]) -> PathBuf {
+/// `--db PATH` / `--db=PATH` from the arguments, else `$LETHE_DB`, else the database opened
+/// last (`last_opened`, the head of the recent list, when that file still exists), else the
+/// default path; made absolute against the working directory, so the window shows where the
+/// file is. So a file opened from the File menu is where the next start opens again.
+pub fn launch_path(args: &[String], last_opened: Option<PathBuf>) -> PathBuf {
+    let explicit = db_flag(args).is_some() || std::env::var_os("LETHE_DB").is_some_and(|v| !v.is_empty());
+    match last_opened.filter(|p| !explicit && p.is_file()) {
+        Some(last) => last,
+        None => db_path_from(args),
+    }
+}
+
+fn db_flag(args: &[String]) -> Option<PathBuf> {
     let mut it = args.iter();
-    let mut chosen = None;
     while let Some(a) = it.next() {
         if a == "--db" {
             if let Some(p) = it.next() {
-                chosen = Some(PathBuf::from(p));
-                break;
+                return Some(PathBuf::from(p));
             }
         } else if let Some(p) = a.strip_prefix("--db=") {
-            chosen = Some(PathBuf::from(p));
-            break;
+            return Some(PathBuf::from(p));
         }
     }
-    let path = chosen.unwrap_or_else(default_db_path);
+    None
+}
+
+/// `--db PATH` / `--db=PATH` from the arguments, else `$LETHE_DB`, else the default path;
+/// made absolute against the working directory.
+pub fn db_path_from(args: &[String]) -> PathBuf {
+    let path = db_flag(args).unwrap_or_else(default_db_path);
     std::path::absolute(&path).unwrap_or(path)
 }
 
@@ -406,6 +419,28 @@ mod tests {
             std::env::current_dir().unwrap().join("rel.db"),
             "a relative --db is shown absolute"
         );
+    }
+
+    #[test]
+    fn the_last_opened_file_is_reopened_unless_a_db_is_named() {
+        let dir = temp_dir("launch");
+        let last = dir.join("last.db");
+        std::fs::write(&last, b"").unwrap();
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        if std::env::var_os("LETHE_DB").is_none() {
+            assert_eq!(launch_path(&args(&["app"]), Some(last.clone())), last, "no --db: the file opened last");
+            assert_eq!(
+                launch_path(&args(&["app"]), Some(dir.join("gone.db"))),
+                db_path_from(&args(&["app"])),
+                "a last file that is gone: the default"
+            );
+        }
+        assert_eq!(
+            launch_path(&args(&["app", "--db", "/tmp/x.db"]), Some(last)),
+            PathBuf::from("/tmp/x.db"),
+            "--db wins over the last file"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

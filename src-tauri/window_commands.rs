@@ -37,4 +37,7 @@ pub const WINDOW_COMMANDS: &[&str] = &[
     "chart_projection",
     "chart_distribution",
     "export_chart",
+    "about",
+    "connect_info",
+    "test_connection",
 ];

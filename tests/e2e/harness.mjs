@@ -24,7 +24,25 @@ export function lethe(db, ...args) {
 let driverProc = null;
 const tail = [];
 
-function startTauriDriver() {
+/**
+ * A fresh home for one window: its data, config and cache directories (the recent list, the
+ * default database, the window's remembered size and view) start empty, as for a new user,
+ * and no test sees what another one left.
+ */
+export function tempHome() {
+  return mkdtempSync(path.join(tmpdir(), 'lethe-home-'));
+}
+
+function homeEnv(home) {
+  return {
+    ...process.env,
+    XDG_DATA_HOME: path.join(home, 'data'),
+    XDG_CONFIG_HOME: path.join(home, 'config'),
+    XDG_CACHE_HOME: path.join(home, 'cache'),
+  };
+}
+
+function startTauriDriver(env) {
   // Never the default native port 4445 with --port 4445: that spins for ever (TAURI-NOTES #3).
   // detached: its own process group, so closeApp can end tauri-driver *and* the
   // WebKitWebDriver it spawns (killing only tauri-driver orphans WebKitWebDriver, which
@@ -32,6 +50,7 @@ function startTauriDriver() {
   driverProc = spawn('tauri-driver', ['--port', '4444', '--native-port', '4455'], {
     stdio: ['ignore', 'ignore', 'pipe'],
     detached: true,
+    env,
   });
   driverProc.stderr.on('data', (d) => {
     tail.push(String(d));
@@ -39,16 +58,21 @@ function startTauriDriver() {
   });
 }
 
-export async function openApp(db) {
+/**
+ * Starts the window on `db` (none: the app chooses, as when started from the desktop) with
+ * the data and config directories of `home` (a fresh one unless given).
+ */
+export async function openApp(db, { home = tempHome() } = {}) {
   if (!existsSync(APP)) throw new Error(`build the app first: ${APP} is missing`);
-  startTauriDriver();
+  startTauriDriver(homeEnv(home));
+  const args = db ? ['--db', db] : [];
   await new Promise((r) => setTimeout(r, 800));
   let lastErr;
   for (let i = 0; i < 20; i++) {
     try {
       const driver = await new Builder()
         .usingServer('http://127.0.0.1:4444/')
-        .withCapabilities({ browserName: 'wry', 'tauri:options': { application: APP, args: ['--db', db] } })
+        .withCapabilities({ browserName: 'wry', 'tauri:options': { application: APP, args } })
         .build();
       return driver;
     } catch (e) {

@@ -1,6 +1,7 @@
 // README screenshots of the real window on a demo database (not part of the test suite).
 //   cd tests/e2e && xvfb-run -a -s "-screen 0 1400x900x24" node screenshots.mjs
-// Writes docs/screenshots/{overview,memory-detail,quarantine,workflows,decay,what-if}.png.
+// Writes docs/screenshots/{overview,connect,memory-detail,quarantine,workflows,decay,what-if}.png.
+// SHOTS=connect,overview takes only those (LETHE_APP=/usr/bin/lethe-app: the installed one).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,7 +19,10 @@ async function settle(driver) {
   `);
 }
 
+const SHOTS = process.env.SHOTS ? process.env.SHOTS.split(',') : null;
+
 async function shot(driver, name) {
+  if (SHOTS && !SHOTS.includes(name)) return;
   // No stray focus ring or hover state in the picture.
   await driver.executeScript('document.activeElement && document.activeElement.blur && document.activeElement.blur()');
   await settle(driver);
@@ -45,6 +49,16 @@ try {
   const semantic = await byTestId(driver, 'tier-count-semantic', 15000);
   await waitFor(async () => Number((await semantic.getText()).trim()) > 0, 15000, 'overview counts');
   await shot(driver, 'overview');
+
+  // Connect an agent, after a successful connection test.
+  if (!SHOTS || SHOTS.includes('connect')) {
+    await (await byTestId(driver, 'file-menu')).click();
+    await (await byTestId(driver, 'menu-connect')).click();
+    await (await byTestId(driver, 'connect-test', 10000)).click();
+    await byTestId(driver, 'connect-test-result', 20000);
+    await shot(driver, 'connect');
+    await (await byTestId(driver, 'connect-agent-close')).click();
+  }
 
   // Memories with a row selected: prefer a visible row whose breakdown has several non-zero parts.
   await nav(driver, 'memories');

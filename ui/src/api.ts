@@ -5,9 +5,12 @@
 import { invoke } from '@tauri-apps/api/core';
 import { listen, type UnlistenFn } from '@tauri-apps/api/event';
 import type {
+  About,
   ApiError,
   AuditEvent,
   BatchReport,
+  ConnectInfo,
+  ConnectionTest,
   DbChanged,
   DbInfo,
   DbStatus,
@@ -120,6 +123,13 @@ export type ChartExport =
 export const exportChart = (spec: ChartExport, theme: Theme, now?: string) =>
   call<string | null>('export_chart', compact({ ...spec, theme, now }));
 export const loadDemo = () => call<DemoCounts>('load_demo');
+
+/** The version, the open database and the model recall runs on. */
+export const about = () => call<About>('about');
+/** The MCP configuration of each agent host for the open database; nothing is written. */
+export const connectInfo = () => call<ConnectInfo>('connect_info');
+/** Starts `lethe --db <open db> mcp` in Rust, as a host would, and lists its tools. */
+export const testConnection = () => call<ConnectionTest>('test_connection');
 
 // Files: the page never names a path. Open and new ask in the native dialog (opened by Rust);
 // they resolve to null when the person cancelled, else at once to the new file's DbInfo with

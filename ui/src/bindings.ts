@@ -2,6 +2,23 @@
 // Regenerate: make types   (= LETHE_WRITE_TYPES=1 cargo test -p lethe-app --lib bindings)
 
 /**
+ * What the About box shows.
+ */
+export type About = { 
+/**
+ * The app's version (the workspace's, as `lethe --version` prints it).
+ */
+version: string, db_path: string | null, 
+/**
+ * The model recall runs on (`semantic + lexical (<fingerprint>)`), or why it is lexical only.
+ */
+recall: string, semantic: boolean, 
+/**
+ * The `lethe` executable the agent configurations name, when one was found.
+ */
+lethe: string | null, };
+
+/**
  * What every command rejects with.
  */
 export type ApiError = { code: ErrorCode, message: string, };
@@ -44,6 +61,32 @@ cosine: number | null, recency: number, scene: number, priority: number, };
  * Signed contributions; they add up to the ForgetScore.
  */
 export type Components = { recency: number, usage: number, duplication: number, importance: number, pinned: number, };
+
+/**
+ * The configurations of every host for the open database.
+ */
+export type ConnectInfo = { 
+/**
+ * The `lethe` executable (beside the app, else on PATH), checked to exist.
+ */
+lethe: string | null, 
+/**
+ * Why no `lethe` was found, when none was.
+ */
+lethe_error: string | null, db_path: string | null, hosts: Array<HostConfig>, };
+
+/**
+ * What `Test connection` found.
+ */
+export type ConnectionTest = { ok: boolean, 
+/**
+ * The command that was run, as a person would type it.
+ */
+command: string, 
+/**
+ * `name version` of the server from its initialize answer.
+ */
+server: string | null, protocol: string | null, tools: Array<string>, elapsed_ms: number, error: string | null, };
 
 /**
  * Payload of `db://changed`: committed changes by any process.
@@ -106,6 +149,23 @@ export type ForgettingEvent = { id: string, memory_id: string, action: string, r
 export type HalfLives = { working: number, episodic: number, procedural: number, semantic: number, };
 
 export type Hit = { id: string, type: Tier, content: string, score: number, bm25: number, breakdown: Breakdown, };
+
+/**
+ * One host's configuration, ready to paste.
+ */
+export type HostConfig = { 
+/**
+ * `claude-code`, `claude-desktop`, `cursor` or `generic`.
+ */
+host: string, label: string, 
+/**
+ * Where the text goes, for a person.
+ */
+hint: string, 
+/**
+ * `command` (a shell command to run) or `json` (a configuration file's content).
+ */
+kind: string, text: string, };
 
 export type Items<T> = { items: Array<T>, };
 

@@ -15,8 +15,32 @@ export interface Toast {
   action?: () => void | Promise<void>;
 }
 
+const VIEWS: View[] = ['overview', 'memories', 'quarantine', 'workflows', 'audit', 'decay'];
+const VIEW_KEY = 'lethe.view';
+
+/** The view the window showed when it was last closed (kept in the webview's storage). */
+function lastView(): View {
+  try {
+    const v = globalThis.localStorage?.getItem(VIEW_KEY) as View | null;
+    return v && VIEWS.includes(v) ? v : 'overview';
+  } catch {
+    return 'overview';
+  }
+}
+
+/** Keeps `view` for the next start; losing it is harmless. */
+export function rememberView(view: View): void {
+  try {
+    globalThis.localStorage?.setItem(VIEW_KEY, view);
+  } catch {
+    // Storage may be unavailable (a private context): the next start shows the Overview.
+  }
+}
+
 export const app = $state({
-  view: 'overview' as View,
+  view: lastView(),
+  /** The window's own dialogs (About, Connect an agent), opened from the File menu. */
+  dialog: null as 'about' | 'connect' | null,
   /** Time-travel offset in days; 0 means "evaluate at the real clock". */
   offsetDays: 0,
   selectedId: null as string | null,

@@ -3,6 +3,7 @@
 import { vi } from 'vitest';
 import type {
   ApiError,
+  ConnectInfo,
   AuditEvent,
   DbChanged,
   DbInfo,
@@ -147,6 +148,23 @@ export function makeStats(over: Partial<Stats> = {}): Stats {
   };
 }
 
+const MCP_JSON = JSON.stringify(
+  { mcpServers: { lethe: { command: '/usr/bin/lethe', args: ['--db', '/home/me/.local/share/lethe/memory.db', 'mcp'] } } },
+  null,
+  2,
+);
+export const CONNECT_INFO: ConnectInfo = {
+  lethe: '/usr/bin/lethe',
+  lethe_error: null,
+  db_path: '/home/me/.local/share/lethe/memory.db',
+  hosts: [
+    { host: 'claude-code', label: 'Claude Code', hint: 'Run in a terminal.', kind: 'command', text: 'claude mcp add --transport stdio --scope user lethe -- /usr/bin/lethe --db /home/me/.local/share/lethe/memory.db mcp' },
+    { host: 'claude-desktop', label: 'Claude Desktop', hint: 'claude_desktop_config.json', kind: 'json', text: MCP_JSON },
+    { host: 'cursor', label: 'Cursor', hint: '~/.cursor/mcp.json', kind: 'json', text: MCP_JSON },
+    { host: 'generic', label: 'Any MCP host (stdio)', hint: 'stdio', kind: 'json', text: '{"type":"stdio"}' },
+  ],
+};
+
 export const DEFAULT_SETTINGS: Settings = {
   half_life_days: { working: 2, episodic: 30, semantic: 180, procedural: 90 },
   weights: { recency: 0.35, usage: 0.25, duplication: 0.2, importance: 0.15, pinned: 0.3 },
@@ -223,6 +241,9 @@ export const api = {
   reopenDb: vi.fn(),
   recentFiles: vi.fn(),
   openRecent: vi.fn(),
+  about: vi.fn(),
+  connectInfo: vi.fn(),
+  testConnection: vi.fn(),
   onDbChanged: listenOn(listeners.changed),
   onDbStatus: listenOn(listeners.status),
   onDbOpened: listenOn(listeners.opened),
@@ -283,5 +304,22 @@ export function resetFake() {
   api.newDb.mockImplementation(async () => dbInfoOf('/tmp/new.db'));
   api.reopenDb.mockImplementation(async () => dbInfoOf('/home/me/.local/share/lethe/memory.db'));
   api.recentFiles.mockResolvedValue(['/tmp/a.db', '/tmp/b.db']);
+  api.about.mockResolvedValue({
+    version: '0.1.0',
+    db_path: '/home/me/.local/share/lethe/memory.db',
+    recall: 'semantic + lexical (potion-base-8M/256/abc)',
+    semantic: true,
+    lethe: '/usr/bin/lethe',
+  });
+  api.connectInfo.mockResolvedValue(CONNECT_INFO);
+  api.testConnection.mockResolvedValue({
+    ok: true,
+    command: '/usr/bin/lethe --db /home/me/.local/share/lethe/memory.db mcp',
+    server: 'lethe 0.1.0',
+    protocol: '2025-11-25',
+    tools: ['remember', 'recall', 'forget'],
+    elapsed_ms: 42,
+    error: null,
+  });
   api.openRecent.mockImplementation(async (index: number) => dbInfoOf(['/tmp/a.db', '/tmp/b.db'][index]));
 }

@@ -15,6 +15,8 @@ export function resetApp(): void {
   app.stats = null;
   app.error = null;
   app.modal = false;
+  app.dialog = null;
+  localStorage.clear();
 }
 
 /** Renders the whole app and switches to a view, like a person clicking the nav. */

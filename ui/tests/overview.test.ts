@@ -79,11 +79,14 @@ describe('overview', () => {
     expect(listenerCount()).toBe(0);
   });
 
-  it('an empty DB shows the welcome card with demo data and the MCP snippet', async () => {
+  it('an empty DB shows the welcome card with demo data and Connect an agent', async () => {
     api.stats.mockResolvedValue(makeStats({ total_active: 0, total_quarantined: 0 }));
     await renderAt('overview');
     const demo = await screen.findByTestId('load-demo');
-    expect(screen.getByTestId('mcp-snippet').textContent).toBe('{"mcpServers":{"lethe":{"command":"lethe","args":["mcp"]}}}');
+    await fireEvent.click(screen.getByTestId('welcome-connect'));
+    const blocks = await screen.findAllByTestId('connect-config');
+    expect(blocks.map((b) => b.dataset.host)).toEqual(['claude-code', 'claude-desktop', 'cursor', 'generic']);
+    await fireEvent.click(screen.getByTestId('connect-agent-close'));
     const statsCalls = api.stats.mock.calls.length;
     await fireEvent.click(demo);
     await waitFor(() => expect(api.loadDemo).toHaveBeenCalled());
