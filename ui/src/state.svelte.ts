@@ -15,7 +15,7 @@ export interface Toast {
   action?: () => void | Promise<void>;
 }
 
-const VIEWS: View[] = ['overview', 'memories', 'quarantine', 'workflows', 'audit', 'decay'];
+const VIEWS: View[] = ['overview', 'memories', 'quarantine', 'workflows', 'audit', 'decay', 'sessions'];
 const VIEW_KEY = 'lethe.view';
 
 /** The view the window showed when it was last closed (kept in the webview's storage). */
@@ -152,6 +152,8 @@ async function switchDb(open: () => Promise<DbInfo | null>): Promise<void> {
   }
   if (!info) return;
   applyDbInfo(info);
+  // The counts shown are the old file's until the new one answers: show none instead.
+  app.stats = null;
   app.selectedId = null;
   app.error = null;
   notifyChanged(null);

@@ -172,3 +172,36 @@ describe('overview', () => {
   });
 });
 
+
+describe('overview while the database opens', () => {
+  it('says it is loading, never that there is nothing, until the first answers', async () => {
+    // The shell answers nothing that needs scores until the snapshot is loaded.
+    const never = <T,>() => new Promise<T>(() => {});
+    let release: (() => void) | undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    api.dbInfo.mockResolvedValue(dbInfoOf('/data/big.db', { loading: true }));
+    api.stats.mockImplementation(async () => {
+      await gate;
+      return makeStats();
+    });
+    api.listMemories.mockImplementation(async (q) => {
+      await gate;
+      return pagedList(0)(q);
+    });
+    api.events.mockImplementation(() => never());
+    await renderAt('overview');
+    await flush();
+    const text = () => document.body.textContent ?? '';
+    expect(screen.getAllByTestId('view-loading').length).toBeGreaterThanOrEqual(3);
+    expect(text()).toContain('Reading /data/big.db and scoring every memory');
+    expect(screen.getByTestId('tier-count-episodic').textContent).toBe('…');
+    expect(screen.getByTestId('at-risk-count').textContent).toBe('…');
+    for (const empty of ['Nothing is close to being forgotten', 'No events.', 'This database is empty']) {
+      expect(text()).not.toContain(empty);
+    }
+    release?.();
+    await waitFor(() => expect(screen.getByTestId('tier-count-episodic').textContent).toBe('345'));
+    expect(text()).toContain('Nothing is close to being forgotten');
+    expect(text()).toContain('Loading events…');
+  });
+});

@@ -489,6 +489,20 @@ pub fn derive(conn: &Connection, members: &[Member]) -> Result<Derived> {
         }
         out.lists.insert(*x, (sem_keys[*x].clone(), list.clone()));
     }
+    // What others' lists say about a memory searched again is about its old content: those
+    // entries go (the offers below put it back where it is still similar).
+    let searched: std::collections::HashSet<i64> = pending.iter().map(|&i| members[i].rowid).collect();
+    for (i, m) in members.iter().enumerate() {
+        if out.lists.contains_key(&i) {
+            continue;
+        }
+        if let Some((keys, list)) = &m.derived {
+            if list.iter().any(|n| searched.contains(&n.rowid)) {
+                let kept: Vec<Neighbour> = list.iter().filter(|n| !searched.contains(&n.rowid)).copied().collect();
+                out.lists.insert(i, (keys.clone(), kept));
+            }
+        }
+    }
     // Offers to others, in member order so the outcome does not depend on the threads: a
     // candidate takes the new memory when its list has room for something that similar.
     let mut offers: Vec<(u32, usize, Neighbour)> =

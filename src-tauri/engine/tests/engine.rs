@@ -491,3 +491,42 @@ fn the_scoring_load_names_mistyped_values_as_the_store_check_does() {
     );
     assert_eq!(snap.rows.len(), 5, "the row with an unreadable created_at is left out of scoring");
 }
+
+#[test]
+fn a_change_of_content_by_another_program_drops_its_neighbours_and_signature() {
+    let path = temp_db();
+    let mut conn = store::open(&path).unwrap();
+    let base = "Roll back a failed deploy with kubectl rollout undo, then check the health endpoint";
+    let a = put(&mut conn, Tier::Semantic, base);
+    let b = put(&mut conn, Tier::Semantic, &format!("{base} twice"));
+    for i in 0..20 {
+        put(&mut conn, Tier::Episodic, &format!("unrelated note {i} about sprint {}", i * 5));
+    }
+    lethe_engine::neighbours::refresh(&mut conn).unwrap();
+    let pair = |snap: &forgetting::Snapshot| {
+        snap.pairs().iter().any(|&(x, y, _, _)| {
+            let ids = [&snap.rows[x as usize].id, &snap.rows[y as usize].id];
+            ids.contains(&&a) && ids.contains(&&b)
+        })
+    };
+    assert!(pair(&forgetting::Snapshot::load(&conn).unwrap()), "the near-copies pair up");
+    let rows_of = |conn: &store::Connection, table: &str, key: &str, v: &dyn rusqlite::ToSql| -> i64 {
+        conn.query_row(&format!("SELECT COUNT(*) FROM {table} WHERE {key} = ?1"), [v], |r| r.get(0)).unwrap()
+    };
+    let b_rowid: i64 = conn.query_row("SELECT rowid FROM memory_item WHERE id = ?1", [&b], |r| r.get(0)).unwrap();
+    assert_eq!(rows_of(&conn, "lethe_neighbour", "memory_rowid", &b_rowid), 1);
+    // memento (or sqlite3) rewrites the content without knowing Lethe's tables.
+    conn.execute(
+        "UPDATE memory_item SET content = 'Docker volumes need the uid of the container user' WHERE id = ?1",
+        [&b],
+    )
+    .unwrap();
+    assert_eq!(rows_of(&conn, "lethe_neighbour", "memory_rowid", &b_rowid), 0, "its list is dropped");
+    assert_eq!(rows_of(&conn, "lethe_signature", "memory_id", &b), 0, "its signature is dropped");
+    // The next load searches it again for what it says now: no longer a copy of the rule.
+    let snap = forgetting::Snapshot::load(&conn).unwrap();
+    assert!(!pair(&snap), "the stale pair is gone");
+    snap.persist(&mut conn).unwrap();
+    assert_eq!(rows_of(&conn, "lethe_signature", "memory_id", &b), 1, "a new signature is stored");
+    assert!(!pair(&forgetting::Snapshot::load(&conn).unwrap()), "and stays gone on the stored lists");
+}

@@ -108,10 +108,11 @@ fn columns(conn: &Connection, table: &str) -> Vec<String> {
 
 /// After Lethe opened a memento file: its own journal triggers plus FTS triggers under
 /// memento's names, exactly once.
-const EXPECTED_TRIGGERS: [&str; 12] = [
+const EXPECTED_TRIGGERS: [&str; 13] = [
     "lethe_change_ad",
     "lethe_change_ai",
     "lethe_change_au",
+    "lethe_derived_au",
     "lethe_fts_ad",
     "lethe_fts_ai",
     "lethe_fts_au",
