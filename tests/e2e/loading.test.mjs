@@ -77,7 +77,7 @@ test('a store that takes seconds to score shows loading states, never empty ones
     }
     assert.ok(seen.overview, 'the Overview said it was loading');
     assert.ok(seen.memories, 'the Memories view got its rows');
-    assert.ok([...seen.loading].some((l) => l.includes('scoring every memory')), `loading texts: ${[...seen.loading]}`);
+    assert.ok([...seen.loading].some((l) => l.includes('Scoring memories')), `loading texts: ${[...seen.loading]}`);
     assert.ok([...seen.loading].some((l) => l.includes('Loading memories')), `loading texts: ${[...seen.loading]}`);
     const count = await (await driver.findElement(css('[data-testid="tier-count-episodic"]'))).getText();
     assert.equal(count, String(episodic), 'the Overview shows the real count in the end');
