@@ -14,7 +14,7 @@ use ts_rs::{Config, TypeVisitor, TS};
 
 use crate::commands::{DbInfo, Items, ListArgs, ProcedurePatchArgs, RecallResults};
 use crate::error::ApiError;
-use crate::events::{DbChanged, DbStatus, ForgetProgress, VectorsProgress};
+use crate::events::{DbChanged, DbStatus, ForgetProgress, ScoringProgress, VectorsProgress};
 
 const FILE: &str = "ui/src/bindings.ts";
 const REGENERATE: &str = "make types   (= LETHE_WRITE_TYPES=1 cargo test -p lethe-app --lib bindings)";
@@ -54,6 +54,7 @@ fn render() -> String {
     out.add::<DbStatus>();
     out.add::<ForgetProgress>();
     out.add::<VectorsProgress>();
+    out.add::<ScoringProgress>();
     // ... and the reflection notes inside a procedure's `reflection_notes` JSON column.
     out.add::<model::ReflectionNote>();
 

@@ -248,10 +248,13 @@ pub async fn run_forget(app: AppHandle, dry_run: bool) -> ApiResult<BatchReport>
         let progress = move |done: usize, total: usize| {
             let _ = emitter.emit(crate::events::FORGET_PROGRESS, crate::events::ForgetProgress { done, total });
         };
-        st.with_db(|db| {
+        // The batch plans from the window's snapshot (loaded once, kept current with the change
+        // journal), so a dry run after the Overview has loaded costs only the planning.
+        st.with_snapshot_at(Some(&cancel), |db, snap, seq| {
             let mut opts = BatchOptions::new(chrono::Utc::now(), dry_run);
             opts.progress = Some(&progress);
             opts.cancel = Some(&cancel);
+            opts.snapshot = Some((snap, seq));
             forgetting::run_batch(&mut db.conn, &opts)
         })
     })
@@ -277,7 +280,11 @@ pub async fn set_settings(app: AppHandle, settings: Settings) -> ApiResult<Setti
 pub async fn what_if(app: AppHandle, settings: Settings, now: Option<String>) -> ApiResult<WhatIf> {
     let now = at(&now)?;
     blocking(app, move |st| {
-        st.with_snapshot(|db, snap| forgetting::what_if(snap, &Settings::load(&db.conn)?, &settings, now))
+        st.cancel.store(false, Ordering::Relaxed);
+        let cancel = st.cancel.clone();
+        st.with_snapshot_at(Some(&cancel), |db, snap, _| {
+            forgetting::what_if(snap, &Settings::load(&db.conn)?, &settings, now)
+        })
     })
     .await
 }

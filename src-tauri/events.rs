@@ -11,6 +11,7 @@ pub const DB_STATUS: &str = "db://status";
 pub const DB_OPENED: &str = "db://opened";
 pub const FORGET_PROGRESS: &str = "forget://progress";
 pub const VECTORS_PROGRESS: &str = "vectors://progress";
+pub const SCORING_PROGRESS: &str = "scoring://progress";
 
 /// Payload of `db://changed`: committed changes by any process.
 #[derive(Debug, Clone, PartialEq, Serialize, TS)]
@@ -39,6 +40,16 @@ pub struct DbStatus {
 /// Payload of `forget://progress` while `run_forget` runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
 pub struct ForgetProgress {
+    pub done: usize,
+    pub total: usize,
+}
+
+/// Payload of `scoring://progress` while the scoring snapshot loads (opening a file, after
+/// many changes, before a dry run or what-if): every few thousand rows read, then once per
+/// neighbour search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+pub struct ScoringProgress {
+    pub stage: lethe_engine::forgetting::LoadStage,
     pub done: usize,
     pub total: usize,
 }

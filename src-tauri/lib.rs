@@ -202,6 +202,10 @@ pub fn run() {
         })
         .manage(AppState::default())
         .setup(move |app| {
+            let handle = app.handle().clone();
+            app.state::<AppState>().set_progress_sink(std::sync::Arc::new(move |stage, done, total| {
+                let _ = handle.emit(events::SCORING_PROGRESS, events::ScoringProgress { stage, done, total });
+            }));
             // Opening runs on its own thread: the window appears at once and shows the path;
             // a file that cannot be opened is reported in the window, not a crash.
             start_open(app.handle(), db_path, OpenMode::Launch);

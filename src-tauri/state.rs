@@ -22,7 +22,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use lethe_engine::forgetting::Snapshot;
+use lethe_engine::forgetting::{Job, LoadStage, Snapshot};
 use lethe_engine::store::{self, Connection};
 use lethe_engine::watch::DbWatcher;
 
@@ -129,8 +129,14 @@ pub struct AppState {
     snapshot: Mutex<Option<SnapshotCache>>,
     /// The recent list as last handed to the page: `open_recent` takes an index into it.
     recent: Mutex<Vec<PathBuf>>,
+    /// Set by `cancel_forget`: stops the forget run, dry run or what-if in progress.
     pub cancel: Arc<AtomicBool>,
+    /// Where snapshot loads report their progress (the window's `scoring://progress`).
+    progress: Mutex<Option<ProgressSink>>,
 }
+
+/// Receives `(stage, done, total)` while a scoring snapshot loads.
+pub type ProgressSink = Arc<dyn Fn(LoadStage, usize, usize) + Send + Sync>;
 
 pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -264,43 +270,74 @@ impl AppState {
     /// many changed. It has its own connection, so loading it never blocks the commands that
     /// only need the database.
     pub fn snapshot(&self) -> ApiResult<(u64, Arc<Snapshot>)> {
+        self.snapshot_at(None).map(|(generation, _, snap)| (generation, snap))
+    }
+
+    /// Sets where snapshot loads report their progress.
+    pub fn set_progress_sink(&self, sink: ProgressSink) {
+        *lock(&self.progress) = Some(sink);
+    }
+
+    /// [`AppState::snapshot`] with the change-journal position it is current at; a load it
+    /// starts reports to the progress sink and stops (`cancelled`) when `cancel` is set.
+    pub fn snapshot_at(&self, cancel: Option<&AtomicBool>) -> ApiResult<(u64, i64, Arc<Snapshot>)> {
         let (generation, path) = self.with_db(|db| Ok((db.generation, db.path.clone())))?;
+        let sink = lock(&self.progress).clone();
+        let report = |stage: LoadStage, done: usize, total: usize| {
+            if let Some(sink) = &sink {
+                sink(stage, done, total);
+            }
+        };
+        let job = Job { progress: Some(&report), cancel };
         let mut cache = lock(&self.snapshot);
-        let result = (|| -> lethe_engine::Result<Arc<Snapshot>> {
+        if cancel.is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed)) {
+            return Err(lethe_engine::Error::Cancelled.into());
+        }
+        let result = (|| -> lethe_engine::Result<(i64, Arc<Snapshot>)> {
             if let Some(c) = cache.as_mut().filter(|c| c.generation == generation) {
                 let seq = store::last_change_seq(&c.conn)?;
                 if seq == c.seq {
-                    return Ok(Arc::clone(&c.snap));
+                    return Ok((seq, Arc::clone(&c.snap)));
                 }
                 if let (_, Some(ids)) = store::changes_since(&c.conn, c.seq, INCREMENTAL_LIMIT)? {
                     Arc::make_mut(&mut c.snap).apply_changes(&c.conn, &ids)?;
                     c.seq = seq;
-                    return Ok(Arc::clone(&c.snap));
+                    return Ok((seq, Arc::clone(&c.snap)));
                 }
-                let snap = Arc::new(Snapshot::load(&c.conn)?);
+                let snap = Arc::new(Snapshot::load_with(&c.conn, &job)?);
                 (c.seq, c.snap) = (seq, Arc::clone(&snap));
-                return Ok(snap);
+                return Ok((seq, snap));
             }
             let conn = store::open(&path)?;
             let seq = store::last_change_seq(&conn)?;
-            let snap = Arc::new(Snapshot::load(&conn)?);
+            let snap = Arc::new(Snapshot::load_with(&conn, &job)?);
             let old = cache.replace(SnapshotCache { generation, conn, seq, snap: Arc::clone(&snap) });
             drop(old);
-            Ok(snap)
+            Ok((seq, snap))
         })();
-        result.map(|snap| (generation, snap)).map_err(ApiError::from)
+        result.map(|(seq, snap)| (generation, seq, snap)).map_err(ApiError::from)
     }
 
     /// Runs `f` with the open database and its scoring snapshot; the snapshot is obtained
     /// first, without holding the connection.
     pub fn with_snapshot<T>(&self, f: impl FnOnce(&mut OpenDb, &Snapshot) -> lethe_engine::Result<T>) -> ApiResult<T> {
-        let (generation, snap) = self.snapshot()?;
+        self.with_snapshot_at(None, |db, snap, _| f(db, snap))
+    }
+
+    /// [`AppState::with_snapshot`] that can be cancelled (see [`AppState::snapshot_at`]);
+    /// `f` also gets the change-journal position the snapshot is current at.
+    pub fn with_snapshot_at<T>(
+        &self,
+        cancel: Option<&AtomicBool>,
+        f: impl FnOnce(&mut OpenDb, &Snapshot, i64) -> lethe_engine::Result<T>,
+    ) -> ApiResult<T> {
+        let (generation, seq, snap) = self.snapshot_at(cancel)?;
         let mut f = Some(f);
         let result = self.with_db(|db| {
             if db.generation != generation {
                 return Ok(None);
             }
-            f.take().map(|f| f(db, &snap)).transpose()
+            f.take().map(|f| f(db, &snap, seq)).transpose()
         })?;
         result.ok_or_else(|| ApiError::unavailable("another database was opened meanwhile; read it again"))
     }

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { tempDb, lethe, openApp, closeApp, nav, css } from './harness.mjs';
+import { tempDb, lethe, openApp, closeApp, nav, css, byTestId, waitFor } from './harness.mjs';
 
 const N = 20_000;
 const SERVICES = ['billing', 'search', 'auth', 'payments', 'gateway', 'reports', 'inbox', 'ledger'];
@@ -81,6 +81,46 @@ test('a store that takes seconds to score shows loading states, never empty ones
     assert.ok([...seen.loading].some((l) => l.includes('Loading memories')), `loading texts: ${[...seen.loading]}`);
     const count = await (await driver.findElement(css('[data-testid="tier-count-episodic"]'))).getText();
     assert.equal(count, String(episodic), 'the Overview shows the real count in the end');
+  } finally {
+    await closeApp(driver);
+  }
+});
+
+test('a dry run that waits for scoring shows how far it has come, can be cancelled, and then matches the CLI', { timeout: 300_000 }, async () => {
+  const db = tempDb('dry.db');
+  const file = path.join(path.dirname(db), 'notes.jsonl');
+  writeFileSync(file, Array.from({ length: N }, (_, i) => templated(i)).join('\n') + '\n');
+  assert.equal(lethe(db, 'import', file).imported, N);
+
+  const driver = await openApp(db);
+  try {
+    // At once, while the first scoring of the file runs: the dry run waits for it and says so.
+    await (await byTestId(driver, 'run-forget', 30_000)).click();
+    const progress = await waitFor(
+      async () => {
+        const t = await driver.executeScript(
+          `return document.querySelector('[data-testid="run-forget-panel"] [data-testid="load-progress-text"]')?.textContent ?? null;`,
+        );
+        return t && /\d/.test(t) ? t : null;
+      },
+      60_000,
+      'the dry run reports how far scoring has come',
+    );
+    assert.match(progress, /Computing a dry run: (reading memories, [\d,]+ of [\d,]+|finding similar|scoring)/);
+    await (await byTestId(driver, 'load-cancel')).click();
+    await byTestId(driver, 'run-forget', 5000);
+    assert.equal((await driver.findElements(css('[data-testid="run-forget-confirm"]'))).length, 0, 'no preview after Cancel');
+
+    // Run again: it plans from the window's scores once they are in, and agrees with the CLI.
+    await (await byTestId(driver, 'run-forget')).click();
+    const shown = await (await byTestId(driver, 'run-soft', 240_000)).getText();
+    const cli = lethe(db, 'forget', '--dry-run');
+    const soft = cli.soft_deleted.length;
+    const withGate = soft + cli.working_gate.length;
+    assert.ok(
+      [String(soft), String(withGate)].includes(shown.replace(/\D/g, '')),
+      `the window's dry run (${shown}) equals the CLI's (${soft} soft, ${cli.working_gate.length} gated)`,
+    );
   } finally {
     await closeApp(driver);
   }

@@ -25,6 +25,7 @@ import type {
   QuarantineItem,
   RecallResults,
   RecallWeights,
+  ScoringProgress,
   SessionsOverview,
   Settings,
   Stats,
@@ -150,5 +151,7 @@ export const onDbOpened = (cb: (p: DbInfo) => void): Promise<UnlistenFn> =>
   listen<DbInfo>('db://opened', (e) => cb(e.payload));
 export const onForgetProgress = (cb: (p: ForgetProgress) => void): Promise<UnlistenFn> =>
   listen<ForgetProgress>('forget://progress', (e) => cb(e.payload));
+export const onScoringProgress = (cb: (p: ScoringProgress) => void): Promise<UnlistenFn> =>
+  listen<ScoringProgress>('scoring://progress', (e) => cb(e.payload));
 export const onVectorsProgress = (cb: (p: VectorsProgress) => void): Promise<UnlistenFn> =>
   listen<VectorsProgress>('vectors://progress', (e) => cb(e.payload));

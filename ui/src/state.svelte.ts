@@ -1,6 +1,6 @@
 // Application-wide state shared by the views. Views read it inside $effect blocks so a
 // change of the time-travel offset, the DB or a live event re-runs exactly their fetches.
-import type { DbInfo, LiveState, Stats, Theme } from './types';
+import type { DbInfo, LiveState, ScoringProgress, Stats, Theme } from './types';
 import * as api from './api';
 
 /** What the top bar's indicator says: the watcher's state, or that the file is still opening. */
@@ -56,6 +56,8 @@ export const app = $state({
   error: null as string | null,
   /** The meaning-vector back-fill of the open file while it runs (done of total). */
   vectors: null as { done: number; total: number } | null,
+  /** The newest report of a scoring snapshot load (scoring://progress), for progress bars. */
+  scoring: null as ScoringProgress | null,
   /** True while a modal is open; global shortcuts stay quiet. */
   modal: false,
 });

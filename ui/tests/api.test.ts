@@ -63,6 +63,8 @@ describe('api.ts', () => {
     expect(listen).toHaveBeenLastCalledWith('forget://progress', expect.any(Function));
     await api.onVectorsProgress(vi.fn());
     expect(listen).toHaveBeenLastCalledWith('vectors://progress', expect.any(Function));
+    await api.onScoringProgress(vi.fn());
+    expect(listen).toHaveBeenLastCalledWith('scoring://progress', expect.any(Function));
     await api.onDbOpened(vi.fn());
     expect(listen).toHaveBeenLastCalledWith('db://opened', expect.any(Function));
   });

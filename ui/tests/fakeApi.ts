@@ -13,6 +13,7 @@ import type {
   MemoryDetail,
   MemoryRow,
   QuarantineItem,
+  ScoringProgress,
   Settings,
   Stats,
   Tier,
@@ -28,6 +29,7 @@ const listeners = {
   status: new Set<Cb<DbStatus>>(),
   progress: new Set<Cb<ForgetProgress>>(),
   vectors: new Set<Cb<VectorsProgress>>(),
+  scoring: new Set<Cb<ScoringProgress>>(),
   opened: new Set<Cb<DbInfo>>(),
 };
 
@@ -49,6 +51,9 @@ export function emitProgress(p: ForgetProgress) {
 }
 export function emitVectors(p: VectorsProgress) {
   listeners.vectors.forEach((cb) => cb(p));
+}
+export function emitScoring(p: ScoringProgress) {
+  listeners.scoring.forEach((cb) => cb(p));
 }
 export function emitOpened(p: DbInfo) {
   listeners.opened.forEach((cb) => cb(p));
@@ -249,6 +254,7 @@ export const api = {
   onDbOpened: listenOn(listeners.opened),
   onForgetProgress: listenOn(listeners.progress),
   onVectorsProgress: listenOn(listeners.vectors),
+  onScoringProgress: listenOn(listeners.scoring),
 };
 
 export const quarantineItems: QuarantineItem[] = [

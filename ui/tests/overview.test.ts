@@ -1,6 +1,6 @@
 import { describe, it, expect, vi, beforeEach } from 'vitest';
-import { fireEvent, screen, waitFor, cleanup } from '@testing-library/svelte';
-import { api, resetFake, makeStats, emitStatus, emitProgress, emitChanged, emitVectors, listenerCount, pagedList, dbInfoOf } from './fakeApi';
+import { fireEvent, screen, waitFor, within, cleanup } from '@testing-library/svelte';
+import { api, resetFake, makeStats, emitStatus, emitProgress, emitChanged, emitVectors, emitScoring, listenerCount, pagedList, dbInfoOf } from './fakeApi';
 import { renderAt, flush } from './helpers';
 import { app } from '../src/state.svelte';
 
@@ -73,7 +73,7 @@ describe('overview', () => {
 
   it('unlistens every event on teardown', async () => {
     await renderAt('overview');
-    await waitFor(() => expect(listenerCount()).toBe(5));
+    await waitFor(() => expect(listenerCount()).toBe(6));
     cleanup();
     await flush();
     expect(listenerCount()).toBe(0);
@@ -112,6 +112,29 @@ describe('overview', () => {
     expect(api.cancelForget).toHaveBeenCalled();
     finish({ scanned: 100, soft_deleted: ['mem_1'], review: [], working_gate: [], purged: [], elapsed_ms: 5 });
     await waitFor(() => expect(screen.queryByTestId('forget-progress')).toBeNull());
+  });
+
+  it('a dry run shows how far scoring has come and can be cancelled; its late answer is ignored', async () => {
+    await renderAt('overview');
+    let finish!: (v: unknown) => void;
+    api.runForget.mockImplementation(() => new Promise((r) => (finish = r)));
+    await fireEvent.click(screen.getByTestId('run-forget'));
+    expect(api.runForget).toHaveBeenLastCalledWith(true);
+    const panel = screen.getByTestId('run-forget-panel');
+    emitScoring({ stage: 'reading', done: 40960, total: 100000 });
+    await flush();
+    const text = within(panel).getByTestId('load-progress-text');
+    expect(text.textContent).toContain('reading memories');
+    expect(text.textContent!.replace(/\D/g, '')).toContain('40960100000');
+    const bar = within(panel).getByRole('progressbar');
+    expect(bar).toHaveAttribute('aria-valuenow', '40960');
+    await fireEvent.click(within(panel).getByTestId('load-cancel'));
+    expect(api.cancelForget).toHaveBeenCalled();
+    await waitFor(() => expect(within(panel).queryByTestId('load-progress')).toBeNull());
+    finish({ scanned: 100, soft_deleted: ['mem_1'], review: [], working_gate: [], purged: [], elapsed_ms: 5, dry_run: true });
+    await flush();
+    expect(within(panel).queryByTestId('run-forget-confirm')).toBeNull();
+    expect(within(panel).getByTestId('run-forget')).toBeInTheDocument();
   });
 
   it('re-fetches stats on db://changed without polling', async () => {

@@ -61,6 +61,43 @@ impl Links {
     }
 }
 
+/// What a snapshot load is doing, for a progress bar: reading the rows (`done` of `total`
+/// rowids), or searching neighbours for the memories that have none stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "lowercase")]
+pub enum LoadStage {
+    Reading,
+    Similar,
+}
+
+/// How a long load reports where it is and is stopped (the window's dry run and what-if):
+/// `progress` is called every few thousand rows; `cancel` set makes the load return
+/// [`Error::Cancelled`].
+#[derive(Clone, Copy, Default)]
+pub struct Job<'a> {
+    pub progress: Option<&'a (dyn Fn(LoadStage, usize, usize) + Sync)>,
+    pub cancel: Option<&'a AtomicBool>,
+}
+
+impl Job<'_> {
+    fn report(&self, stage: LoadStage, done: usize, total: usize) {
+        if let Some(p) = self.progress {
+            p(stage, done, total);
+        }
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+            return Err(Error::Cancelled);
+        }
+        Ok(())
+    }
+}
+
+/// Rows between two progress reports (and cancel checks) of a load.
+const REPORT_EVERY: usize = 4096;
+
 /// All memories of a file with the similar pairs among the active ones. Time- and
 /// settings-independent, so it can be cached until the data changes and scored at any `now`.
 #[derive(Debug, Clone, Default)]
@@ -184,7 +221,15 @@ struct Scanned {
 impl Scanned {
     /// A list is current while it exists: a change of content drops it (trigger
     /// `lethe_derived_au`).
-    fn read(conn: &Connection, model: &str) -> Result<Scanned> {
+    fn read(conn: &Connection, model: &str, job: &Job<'_>) -> Result<Scanned> {
+        // The largest rowid stands for the number of rows (purged rows leave gaps): the
+        // progress is the rowid reached.
+        let total: i64 = if job.progress.is_some() {
+            conn.query_row("SELECT COALESCE(MAX(rowid), 0) FROM memory_item", [], |r| r.get(0))?
+        } else {
+            0
+        };
+        job.report(LoadStage::Reading, 0, total as usize);
         let sql = if crate::session::has_tables(conn)? { ROW_SCAN_SQL } else { ROW_SCAN_SQL_NO_TASK_LOGS };
         let mut stmt = conn.prepare_cached(sql)?;
         let mut lists = conn.prepare_cached(LIST_SCAN_SQL)?;
@@ -193,7 +238,13 @@ impl Scanned {
         let mut sc =
             Scanned { rows: Vec::new(), raw: Vec::new(), ends: Vec::new(), pending: false, mistyped: Vec::new() };
         let mut iter = stmt.query([])?;
+        let mut seen = 0usize;
         while let Some(r) = iter.next()? {
+            seen += 1;
+            if seen % REPORT_EVERY == 0 {
+                job.check()?;
+                job.report(LoadStage::Reading, r.get::<_, i64>(0)?.clamp(0, total) as usize, total as usize);
+            }
             if sc.mistyped.len() < MISTYPED_LIMIT {
                 mistyped_in(r, &mut sc.mistyped)?;
             }
@@ -215,26 +266,32 @@ impl Scanned {
             sc.rows.push(row);
             sc.ends.push(sc.raw.len() as u32);
         }
+        job.report(LoadStage::Reading, total as usize, total as usize);
         Ok(sc)
     }
 }
 
 impl Snapshot {
     pub fn load(conn: &Connection) -> Result<Snapshot> {
-        // One read transaction: a consistent view of the file.
-        crate::store::read_tx(conn, || Self::load_in_tx(conn))
+        Self::load_with(conn, &Job::default())
     }
 
-    fn load_in_tx(conn: &Connection) -> Result<Snapshot> {
+    /// [`Snapshot::load`] that reports its progress and can be cancelled.
+    pub fn load_with(conn: &Connection, job: &Job<'_>) -> Result<Snapshot> {
+        // One read transaction: a consistent view of the file.
+        crate::store::read_tx(conn, || Self::load_in_tx(conn, job))
+    }
+
+    fn load_in_tx(conn: &Connection, job: &Job<'_>) -> Result<Snapshot> {
         // Verifying the model's files (reading and hashing 30 MB) runs beside the scan, which
         // assumes the pinned model; if the files turn out to be missing or another model, the
         // scan is done again for the model there is.
         let expected = crate::embed::pinned_fingerprint();
         let verifying = std::thread::spawn(neighbours::fingerprint);
-        let mut sc = Scanned::read(conn, &expected)?;
+        let mut sc = Scanned::read(conn, &expected, job)?;
         let fp = verifying.join().unwrap_or_else(|_| neighbours::fingerprint());
         if fp != expected {
-            sc = Scanned::read(conn, fp)?;
+            sc = Scanned::read(conn, fp, job)?;
         }
         let Scanned { rows, raw, ends, pending, mistyped } = sc;
         if !pending {
@@ -245,9 +302,14 @@ impl Snapshot {
             let links = links_of(&rows, lists);
             return Ok(Snapshot { rows, links, mistyped, ..Default::default() });
         }
+        job.check()?;
         let members = neighbours::members(conn)?;
         let unsigned = members.iter().filter(|m| !m.signed).count();
+        let pending = members.iter().filter(|m| m.active && m.derived.is_none()).count();
+        job.report(LoadStage::Similar, 0, pending);
+        job.check()?;
         let derived = neighbours::derive(conn, &members)?;
+        job.report(LoadStage::Similar, pending, pending);
         let mut snap = Snapshot {
             rows,
             unsigned,
@@ -312,6 +374,16 @@ impl Snapshot {
                 }
                 if let Some(Some(row)) = stmt.query_row([id], read_row).optional()? {
                     self.rows.push(row);
+                }
+            }
+            // A Lethe writer stores the list of what it writes (and hands it to the lists of its
+            // candidates): when every active row has a stored list, the links come from the
+            // lists alone, as in a fresh load, without reading the members or searching.
+            if self.members.is_none() {
+                if let Some(links) = stored_links(conn, &self.rows)? {
+                    self.links = links;
+                    self.searched = 0;
+                    return Ok(());
                 }
             }
             // Members are few fields per memory; reloading them all keeps the neighbour search
@@ -438,6 +510,30 @@ impl Snapshot {
         input.duplicate_kind = of.map(|_| neighbours::kind_name(kind));
         Some(decay::forget_score(&input, s, now))
     }
+}
+
+/// The links of `rows` from the stored neighbour lists of the current model, or `None` when
+/// an active row has none (it needs a search).
+fn stored_links(conn: &Connection, rows: &[Row]) -> Result<Option<Links>> {
+    let mut stmt = conn.prepare_cached(LIST_SCAN_SQL)?;
+    let mut q = stmt.query([neighbours::fingerprint()])?;
+    let (mut raw, mut at): (Vec<neighbours::Neighbour>, Vec<(i64, u32, u32)>) = (Vec::new(), Vec::new());
+    while let Some(r) = q.next()? {
+        if let rusqlite::types::ValueRef::Blob(b) = r.get_ref(1)? {
+            let start = raw.len() as u32;
+            neighbours::decode_into(b, &mut raw);
+            at.push((r.get(0)?, start, raw.len() as u32));
+        }
+    }
+    let mut lists: Vec<&[neighbours::Neighbour]> = Vec::with_capacity(rows.len());
+    for r in rows {
+        match at.binary_search_by_key(&r.rowid, |a| a.0) {
+            Ok(k) => lists.push(&raw[at[k].1 as usize..at[k].2 as usize]),
+            Err(_) if r.is_deleted => lists.push(&[]),
+            Err(_) => return Ok(None),
+        }
+    }
+    Ok(Some(links_of(rows, lists.into_iter())))
 }
 
 /// Each row's links, from its neighbour list (`lists` in the order of `rows`): a neighbour
@@ -722,11 +818,17 @@ pub struct BatchOptions<'a> {
     /// few tens of milliseconds at a time, so agents writing meanwhile barely wait; a crash
     /// loses at most one chunk (never half of one).
     pub chunk: usize,
+    /// Reports the snapshot load (`cancel` stops it too).
+    pub loading: Option<&'a (dyn Fn(LoadStage, usize, usize) + Sync)>,
+    /// A snapshot already loaded, current as of change-journal position `seq` (the window's
+    /// cache): the batch plans from it instead of loading one, and skips what changed after
+    /// `seq` as it skips what changes while it runs.
+    pub snapshot: Option<(&'a Snapshot, i64)>,
 }
 
 impl<'a> BatchOptions<'a> {
     pub fn new(now: Instant, dry_run: bool) -> Self {
-        BatchOptions { dry_run, now, progress: None, cancel: None, chunk: 2000 }
+        BatchOptions { dry_run, now, progress: None, cancel: None, chunk: 2000, loading: None, snapshot: None }
     }
 }
 
@@ -798,10 +900,17 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
     let s = Settings::load(conn)?;
     // Every change to a memory after this point is in the change journal past `seen`; the
     // writes skip those memories (issue #23: a pin made while the batch runs must win).
-    let mut seen = crate::store::last_change_seq(conn)?;
+    let loaded;
+    let (snap, mut seen) = match opts.snapshot {
+        Some((snap, seq)) => (snap, seq),
+        None => {
+            let seq = crate::store::last_change_seq(conn)?;
+            loaded = Snapshot::load_with(conn, &Job { progress: opts.loading, cancel: opts.cancel })?;
+            (&loaded, seq)
+        }
+    };
     // Signatures and neighbours of memories written since the last run are stored, so the
     // next run (and every read) finds them instead of searching again.
-    let snap = Snapshot::load(conn)?;
     if !opts.dry_run {
         snap.persist(conn)?;
     }
@@ -862,6 +971,9 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
 
     // 3. Scores.
     for (i, r) in snap.rows.iter().enumerate() {
+        if i % REPORT_EVERY == 0 && opts.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+            return Err(Error::Cancelled);
+        }
         if r.is_deleted {
             continue;
         }

@@ -412,7 +412,14 @@ fn incremental_snapshot_equals_a_fresh_load() {
     lifecycle::hard_delete(&mut conn, &e, true, None, "user", now()).unwrap();
     let (_, ids) = store::changes_since(&conn, seq, 100).unwrap();
     snap.apply_changes(&conn, &ids.unwrap()).unwrap();
-    let fresh = forgetting::Snapshot::load(&conn).unwrap();
+    let pairs = assert_same_as_fresh(&conn, &snap);
+    assert!(pairs.iter().any(|(p, q, _)| [p, q].contains(&&d) && [p, q].contains(&&c)), "the new near-copies pair up");
+}
+
+/// The similar pairs of a snapshot by id, after checking that it equals a fresh load: same
+/// rows, same pairs, same scores.
+fn assert_same_as_fresh(conn: &store::Connection, snap: &forgetting::Snapshot) -> Vec<(String, String, String)> {
+    let fresh = forgetting::Snapshot::load(conn).unwrap();
     let key = |s: &forgetting::Snapshot| {
         let mut rows: Vec<String> = s.rows.iter().map(|r| format!("{r:?}")).collect();
         rows.sort();
@@ -427,10 +434,9 @@ fn incremental_snapshot_equals_a_fresh_load() {
         pairs.sort();
         (rows, pairs)
     };
-    let (inc, full) = (key(&snap), key(&fresh));
+    let (inc, full) = (key(snap), key(&fresh));
     assert_eq!(inc.0, full.0, "same rows");
     assert_eq!(inc.1, full.1, "same similar pairs");
-    assert!(inc.1.iter().any(|(p, q, _)| [p, q].contains(&&d) && [p, q].contains(&&c)), "the new near-copies pair up");
     let s = lethe_engine::Settings::default();
     let by_id = |sn: &forgetting::Snapshot| {
         let mut v: Vec<(String, String)> =
@@ -438,7 +444,67 @@ fn incremental_snapshot_equals_a_fresh_load() {
         v.sort();
         v
     };
-    assert_eq!(by_id(&snap), by_id(&fresh), "same scores, duplication included");
+    assert_eq!(by_id(snap), by_id(&fresh), "same scores, duplication included");
+    inc.1
+}
+
+/// A row another program wrote has no neighbour list: the update searches for it, as a fresh
+/// load does, and still equals one.
+#[test]
+fn incremental_snapshot_with_a_foreign_write_equals_a_fresh_load() {
+    let path = temp_db();
+    let mut conn = store::open(&path).unwrap();
+    let base = "Rotate the signing key of the billing service every ninety days and log the rotation";
+    let a = put(&mut conn, Tier::Semantic, base);
+    for i in 0..20 {
+        put(&mut conn, Tier::Episodic, &format!("standup note {i}: reviewed ticket {}", i * 7));
+    }
+    let mut snap = forgetting::Snapshot::load(&conn).unwrap();
+    let seq = store::last_change_seq(&conn).unwrap();
+    conn.execute(
+        "INSERT INTO memory_item (id, type, content, created_at, tags) VALUES \
+         ('mem_foreign', 'episodic', ?1, '2026-05-01T00:00:00.000Z', '[]')",
+        [format!("{base}, said the runbook")],
+    )
+    .unwrap();
+    put(&mut conn, Tier::Episodic, &format!("{base} (copied)"));
+    let (_, ids) = store::changes_since(&conn, seq, 100).unwrap();
+    snap.apply_changes(&conn, &ids.unwrap()).unwrap();
+    let pairs = assert_same_as_fresh(&conn, &snap);
+    assert!(
+        pairs.iter().any(|(p, q, _)| [p, q].contains(&&a) && [p, q].contains(&&"mem_foreign".to_string())),
+        "the foreign near-copy was searched and pairs up: {pairs:?}"
+    );
+}
+
+/// A load reports how far it has read, ending at the total, and stops when cancelled.
+#[test]
+fn a_snapshot_load_reports_progress_and_can_be_cancelled() {
+    let path = temp_db();
+    let mut conn = store::open(&path).unwrap();
+    let lines: String = (0..9000)
+        .map(|i| format!("{{\"type\":\"episodic\",\"content\":\"deploy {i} of service {} went fine\"}}\n", i % 40))
+        .collect();
+    lethe_engine::transfer::import(&mut conn, lines.as_bytes(), &lethe_engine::transfer::ImportOptions::new(now()))
+        .unwrap();
+    let seen = std::sync::Mutex::new(Vec::new());
+    let report =
+        |stage: forgetting::LoadStage, done: usize, total: usize| seen.lock().unwrap().push((stage, done, total));
+    let job = forgetting::Job { progress: Some(&report), cancel: None };
+    let snap = forgetting::Snapshot::load_with(&conn, &job).unwrap();
+    assert_eq!(snap.rows.len(), 9000);
+    let seen = seen.into_inner().unwrap();
+    let reading: Vec<(usize, usize)> =
+        seen.iter().filter(|s| s.0 == forgetting::LoadStage::Reading).map(|s| (s.1, s.2)).collect();
+    assert!(reading.len() >= 3, "a report every few thousand rows: {reading:?}");
+    assert!(reading.windows(2).all(|w| w[0].0 <= w[1].0), "progress never goes back: {reading:?}");
+    let total = reading[0].1;
+    assert!(total >= 9000, "the total is known from the start: {reading:?}");
+    assert_eq!(*reading.last().unwrap(), (total, total), "it ends at the total");
+    let cancel = std::sync::atomic::AtomicBool::new(true);
+    let job = forgetting::Job { progress: None, cancel: Some(&cancel) };
+    let err = forgetting::Snapshot::load_with(&conn, &job).unwrap_err();
+    assert_eq!(err.code(), "cancelled");
 }
 
 #[test]
