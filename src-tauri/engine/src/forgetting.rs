@@ -308,7 +308,8 @@ impl Snapshot {
         let pending = members.iter().filter(|m| m.active && m.derived.is_none()).count();
         job.report(LoadStage::Similar, 0, pending);
         job.check()?;
-        let derived = neighbours::derive(conn, &members)?;
+        let report = |done: usize, total: usize| job.report(LoadStage::Similar, done, total);
+        let derived = neighbours::derive_with(conn, &members, job.progress.map(|_| &report as _))?;
         job.report(LoadStage::Similar, pending, pending);
         let mut snap = Snapshot {
             rows,

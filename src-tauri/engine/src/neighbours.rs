@@ -297,6 +297,18 @@ pub struct Derived {
 
 /// Finds neighbours for every active member without current ones.
 pub fn derive(conn: &Connection, members: &[Member]) -> Result<Derived> {
+    derive_with(conn, members, None)
+}
+
+/// Memories searched between two reports of [`derive_with`].
+const REPORT_EVERY: usize = 512;
+
+/// [`derive`] that reports `(searched, to search)` every [`REPORT_EVERY`] memories.
+pub fn derive_with(
+    conn: &Connection,
+    members: &[Member],
+    progress: Option<&(dyn Fn(usize, usize) + Sync)>,
+) -> Result<Derived> {
     let pending: Vec<usize> =
         (0..members.len()).filter(|&i| members[i].active && members[i].derived.is_none()).collect();
     if pending.is_empty() {
@@ -452,9 +464,16 @@ pub fn derive(conn: &Connection, members: &[Member]) -> Result<Derived> {
         let (s, kind) = semantic::pair_similarity(j, cos);
         (s as f32, if kind == "same words" { SAME_WORDS } else { SAME_MEANING })
     };
+    let searched_so_far = std::sync::atomic::AtomicUsize::new(0);
     let search = |part: &[(usize, Vec<u32>)]| -> Vec<Found> {
         part.iter()
             .map(|(x, cands)| {
+                if let Some(p) = progress {
+                    let n = searched_so_far.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                    if n % REPORT_EVERY == 0 {
+                        p(n, cands_of.len());
+                    }
+                }
                 let scored: Vec<(f32, u8, u32)> = cands
                     .iter()
                     .map(|&c| {
