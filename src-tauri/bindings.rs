@@ -12,7 +12,10 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use lethe_engine::{audit, chart, forgetting, lifecycle, model, procedural, settings};
 use ts_rs::{Config, TypeVisitor, TS};
 
-use crate::commands::{DbInfo, Items, ListArgs, ProcedurePatchArgs, RecallResults};
+use crate::commands::{
+    DbInfo, Items, ListArgs, ProcedurePatchArgs, RecallExplainArgs, RecallExplained, RecallLogPage, RecallResults,
+    SimilarMemory,
+};
 use crate::error::ApiError;
 use crate::events::{DbChanged, DbStatus, ForgetProgress, ScoringProgress, VectorsProgress};
 
@@ -29,6 +32,9 @@ fn render() -> String {
     out.add::<forgetting::Stats>();
     out.add::<lifecycle::Page>();
     out.add::<RecallResults>();
+    out.add::<RecallExplained>();
+    out.add::<RecallLogPage>();
+    out.add::<Items<SimilarMemory>>();
     out.add::<lethe_engine::MemoryDetail>();
     out.add::<audit::ForgettingEvent>();
     out.add::<Items<forgetting::QuarantineItem>>();
@@ -47,6 +53,7 @@ fn render() -> String {
     // ... what they take ...
     out.add::<ListArgs>();
     out.add::<ProcedurePatchArgs>();
+    out.add::<RecallExplainArgs>();
     out.add::<settings::RecallWeights>();
     out.add::<chart::Theme>();
     // ... the payloads of the events ...

@@ -409,6 +409,114 @@ pub async fn recall(
     .await
 }
 
+/// The Recall view's query: what an agent would pass, plus the weights the person tries.
+#[derive(Debug, Clone, Default, Deserialize, TS)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[ts(optional_fields)]
+pub struct RecallExplainArgs {
+    pub query: String,
+    pub limit: Option<usize>,
+    pub session: Option<String>,
+    pub project: Option<String>,
+    pub workflow: Option<String>,
+    pub tags: Option<Vec<String>>,
+    pub weights: Option<lethe_engine::settings::RecallWeights>,
+    pub now: Option<String>,
+}
+
+#[derive(Debug, Serialize, TS)]
+pub struct RecallExplained {
+    #[serde(flatten)]
+    pub explained: lethe_engine::recall::Explained,
+    pub recall_mode: String,
+}
+
+/// The Recall view: results with their breakdown and what was declined. A person trying a
+/// query is not an agent recalling: it writes nothing and counts in no statistics.
+#[tauri::command]
+pub async fn recall_explain(app: AppHandle, args: RecallExplainArgs) -> ApiResult<RecallExplained> {
+    let now = at(&args.now)?;
+    let q = lethe_engine::recall::RecallQuery {
+        text: args.query,
+        limit: args.limit.unwrap_or(10),
+        session: args.session.filter(|s| !s.is_empty()),
+        project: args.project.filter(|s| !s.is_empty()),
+        workflow: args.workflow.filter(|s| !s.is_empty()),
+        tags: args.tags.unwrap_or_default(),
+        weights: args.weights,
+        ..Default::default()
+    };
+    blocking(app, move |st| {
+        st.with_db(|db| {
+            let explained = lethe_engine::recall::explain(&db.conn, &q, now, lethe_engine::recall::DECLINED)?;
+            Ok(RecallExplained { explained, recall_mode: lethe_engine::embed::status() })
+        })
+    })
+    .await
+}
+
+/// A neighbour of a memory as its detail lists it.
+#[derive(Debug, Serialize, TS)]
+pub struct SimilarMemory {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub tier: lethe_engine::Tier,
+    pub preview: String,
+    pub similarity: f64,
+    /// "same words" or "same meaning".
+    pub kind: String,
+}
+
+/// The five nearest active memories of `id` (the engine's `similar`, as `lethe similar`).
+#[tauri::command]
+pub async fn similar_memories(app: AppHandle, id: String) -> ApiResult<Items<SimilarMemory>> {
+    blocking(app, move |st| {
+        st.with_db(|db| {
+            let near = lethe_engine::semantic::similar(&db.conn, &id, 5)?;
+            let items = near
+                .into_iter()
+                .map(|s| {
+                    let m = lifecycle::get(&db.conn, &s.id)?;
+                    let (tier, preview) = (m.tier, m.preview(160));
+                    Ok(SimilarMemory { id: s.id, tier, preview, similarity: s.similarity, kind: s.kind.to_string() })
+                })
+                .collect::<lethe_engine::Result<_>>()?;
+            Ok(Items { items })
+        })
+    })
+    .await
+}
+
+/// A page of the recall log and every actor in it (for the filter).
+#[derive(Debug, Serialize, TS)]
+pub struct RecallLogPage {
+    pub items: Vec<lethe_engine::recall_log::RecallLogEntry>,
+    pub actors: Vec<String>,
+}
+
+/// The agents' recalls, newest first: all of them, one actor's, or those that returned one
+/// memory.
+#[tauri::command]
+pub async fn recall_log(
+    app: AppHandle,
+    actor: Option<String>,
+    memory_id: Option<String>,
+    limit: Option<usize>,
+) -> ApiResult<RecallLogPage> {
+    let f = lethe_engine::recall_log::LogFilter {
+        actor: actor.filter(|a| !a.is_empty()),
+        memory_id,
+        limit: limit.unwrap_or(200),
+    };
+    blocking(app, move |st| {
+        st.with_db(|db| {
+            let items = lethe_engine::recall_log::list(&db.conn, &f)?;
+            Ok(RecallLogPage { items, actors: lethe_engine::recall_log::actors(&db.conn)? })
+        })
+    })
+    .await
+}
+
 #[tauri::command]
 pub async fn workflows(app: AppHandle) -> ApiResult<Items<MemoryDetail>> {
     let now = chrono::Utc::now();

@@ -23,10 +23,14 @@ import type {
   Page,
   ProcedurePatchArgs,
   QuarantineItem,
+  RecallExplainArgs,
+  RecallExplained,
+  RecallLogPage,
   RecallResults,
   RecallWeights,
   ScoringProgress,
   SessionsOverview,
+  SimilarMemory,
   Settings,
   Stats,
   Theme,
@@ -75,6 +79,14 @@ export const recall = (
   query: string,
   opts: { limit?: number; tier?: Tier; weights?: RecallWeights } = {},
 ) => call<RecallResults>('recall', compact({ query, ...opts }));
+/** The Recall view: results with their breakdown and what was declined; writes nothing. */
+export const recallExplain = (args: RecallExplainArgs) =>
+  call<RecallExplained>('recall_explain', { args: compact(args) });
+/** The agents' recalls, newest first (one actor's, or those that returned `memoryId`). */
+export const recallLog = (q: { actor?: string; memoryId?: string; limit?: number } = {}) =>
+  call<RecallLogPage>('recall_log', compact({ ...q }));
+/** The five nearest active memories of `id`, each with its similarity and kind. */
+export const similarMemories = (id: string) => call<Items<SimilarMemory>>('similar_memories', { id });
 export const showMemory = (id: string, now?: string) =>
   call<MemoryDetail>('show_memory', compact({ id, now }));
 export const pinMemory = (id: string) => call<MemoryDetail>('pin_memory', { id });

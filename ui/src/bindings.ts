@@ -118,6 +118,33 @@ revision: number, };
  */
 export type DbStatus = { state: LiveState, message: string, };
 
+/**
+ * Why a candidate is not among the results.
+ */
+export type DeclineKind = "ranked_out" | "excluded";
+
+/**
+ * A memory recall did not return, with the reason a person can read.
+ */
+export type Declined = { id: string, type: Tier, preview: string, kind: DeclineKind, 
+/**
+ * Its score and breakdown (ranked out only: an excluded memory is not scored).
+ */
+score: number | null, breakdown: Breakdown | null, age_days: number | null, 
+/**
+ * The weighted term that fell furthest short of the last result's: similarity, recency,
+ * scene or priority (ranked out only).
+ */
+component: string | null, 
+/**
+ * E.g. "recency 0.02 — 14 months old", "in quarantine", "superseded by mem_…".
+ */
+reason: string, 
+/**
+ * The memory that supersedes it, when that is why it is excluded.
+ */
+superseded_by: string | null, };
+
 export type DemoCounts = { stored: number, pinned: number, procedures: number, reflection_notes: number, quarantined: number, skipped: number, };
 
 export type DialogueLint = { score: number, flagged: boolean, 
@@ -131,6 +158,15 @@ reasons: Array<string>, };
  * The closed set of error codes the window tells apart.
  */
 export type ErrorCode = "invalid_input" | "conflict" | "not_found" | "confirmation_required" | "forbidden" | "db_unavailable" | "internal";
+
+/**
+ * A result of [`explain`]: the hit as [`recall`] returns it, and its age.
+ */
+export type ExplainedHit = { 
+/**
+ * Days from `created_at` to `now`; None when the stored time is unreadable.
+ */
+age_days: number | null, id: string, type: Tier, content: string, score: number, bm25: number, breakdown: Breakdown, };
 
 /**
  * The kinds of failure a reflection note records (seed 000).
@@ -190,10 +226,9 @@ needsExtraction?: boolean, limit?: number, offset?: number, now?: string, };
 export type LiveState = "live" | "missing" | "error";
 
 /**
- * What a snapshot load is doing, for a progress bar: reading the rows (`done` of `total`
- * rowids), or searching neighbours for the memories that have none stored.
+ * One returned memory of a logged recall.
  */
-export type LoadStage = "reading" | "similar";
+export type LoggedHit = { id: string, score: number, };
 
 /**
  * Everything a person needs to judge one memory: its fields, its explained ForgetScore,
@@ -246,6 +281,28 @@ export type ProcedurePatchArgs = { content?: string, taskGoal?: string, steps?: 
 
 export type QuarantineItem = { id: string, type: Tier, preview: string, reason: string | null, forget_score: number | null, deleted_at: string | null, days_left: number, };
 
+/**
+ * The caller's context of a recall, as it asked.
+ */
+export type RecallContext = { session: string | null, project: string | null, workflow: string | null, tags: Array<string>, task_kind: string | null, };
+
+/**
+ * The Recall view's query: what an agent would pass, plus the weights the person tries.
+ */
+export type RecallExplainArgs = { query: string, limit?: number, session?: string, project?: string, workflow?: string, tags?: Array<string>, weights?: RecallWeights, now?: string, };
+
+export type RecallExplained = { recall_mode: string, results: Array<ExplainedHit>, declined: Array<Declined>, weights: RecallWeights, };
+
+/**
+ * A logged recall.
+ */
+export type RecallLogEntry = { id: number, actor: string, at: string, query: string, context: RecallContext, results: Array<LoggedHit>, };
+
+/**
+ * A page of the recall log and every actor in it (for the filter).
+ */
+export type RecallLogPage = { items: Array<RecallLogEntry>, actors: Array<string>, };
+
 export type RecallResults = { results: Array<Hit>, 
 /**
  * "semantic + lexical (model fingerprint)" or "lexical recall only: why".
@@ -258,13 +315,6 @@ export type RecallWeights = { similarity: number, recency: number, scene: number
  * A lesson appended to a procedural memory after a failure.
  */
 export type ReflectionNote = { failure_type: FailureType, failure_description: string, lessons_learned?: string | null, suggested_improvements?: string | null, timestamp?: string | null, actor?: string | null, };
-
-/**
- * Payload of `scoring://progress` while the scoring snapshot loads (opening a file, after
- * many changes, before a dry run or what-if): every few thousand rows read, then once per
- * neighbour search.
- */
-export type ScoringProgress = { stage: LoadStage, done: number, total: number, };
 
 /**
  * The setting `secrets`.
@@ -313,7 +363,20 @@ pii: PiiMode,
 /**
  * Half-life of task logs (an ended session's working memories, issue #21) in recall.
  */
-task_log_half_life_days: number, };
+task_log_half_life_days: number, 
+/**
+ * How many agent recalls the recall log keeps (oldest dropped); 0 keeps none.
+ */
+recall_log_max_rows: number, };
+
+/**
+ * A neighbour of a memory as its detail lists it.
+ */
+export type SimilarMemory = { id: string, type: Tier, preview: string, similarity: number, 
+/**
+ * "same words" or "same meaning".
+ */
+kind: string, };
 
 /**
  * Sort orders of [`list`].

@@ -6,7 +6,7 @@ import * as api from './api';
 /** What the top bar's indicator says: the watcher's state, or that the file is still opening. */
 export type Live = LiveState | 'opening';
 
-export type View = 'overview' | 'memories' | 'quarantine' | 'workflows' | 'audit' | 'decay' | 'sessions';
+export type View = 'overview' | 'memories' | 'recall' | 'quarantine' | 'workflows' | 'audit' | 'decay' | 'sessions';
 
 export interface Toast {
   id: number;
@@ -15,7 +15,7 @@ export interface Toast {
   action?: () => void | Promise<void>;
 }
 
-const VIEWS: View[] = ['overview', 'memories', 'quarantine', 'workflows', 'audit', 'decay', 'sessions'];
+const VIEWS: View[] = ['overview', 'memories', 'recall', 'quarantine', 'workflows', 'audit', 'decay', 'sessions'];
 const VIEW_KEY = 'lethe.view';
 
 /** The view the window showed when it was last closed (kept in the webview's storage). */

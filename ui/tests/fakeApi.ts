@@ -186,6 +186,7 @@ export const DEFAULT_SETTINGS: Settings = {
   secrets: 'redact',
   pii: 'tag',
   task_log_half_life_days: 30,
+  recall_log_max_rows: 10000,
 };
 
 /** Pages through `total` synthetic rows like list_memories would. */
@@ -217,6 +218,9 @@ export const api = {
   stats: vi.fn(),
   listMemories: vi.fn(),
   recall: vi.fn(),
+  recallExplain: vi.fn(),
+  recallLog: vi.fn(),
+  similarMemories: vi.fn(),
   showMemory: vi.fn(),
   pinMemory: vi.fn(),
   unpinMemory: vi.fn(),
@@ -281,6 +285,9 @@ export function resetFake() {
   api.stats.mockResolvedValue(makeStats());
   api.listMemories.mockImplementation(pagedList(250));
   api.recall.mockResolvedValue({ results: [] });
+  api.recallLog.mockResolvedValue({ items: [], actors: [] });
+  api.similarMemories.mockResolvedValue({ items: [] });
+  api.recallExplain.mockResolvedValue({ results: [], declined: [], weights: { similarity: 0.7, recency: 0.1, scene: 0.1, priority: 0.1 }, recall_mode: 'lexical' });
   api.showMemory.mockImplementation(async (id: string) => makeDetail(id));
   api.pinMemory.mockImplementation(async (id: string) => makeDetail(id, { pinned: true }));
   api.unpinMemory.mockImplementation(async (id: string) => makeDetail(id, { pinned: false }));

@@ -148,6 +148,16 @@ pub enum Command {
     Settings { key: Option<String>, value: Option<String> },
     /// Ranked search with a breakdown per result (hits go to meta-memory statistics only).
     Recall(RecallArgs),
+    /// The recall log: agents' recalls newest first (all, one actor's, or those that
+    /// returned one memory).
+    RecallLog {
+        #[arg(long)]
+        actor: Option<String>,
+        #[arg(long)]
+        memory: Option<String>,
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+    },
     /// The nearest active memories of a memory, by meaning and by words.
     Similar {
         id: String,
@@ -231,6 +241,11 @@ pub struct RecallArgs {
     /// The caller's task kind: task logs of this kind are recalled too (never without it).
     #[arg(long)]
     pub task_kind: Option<String>,
+    /// Explain: each result with its age, plus `declined` (the next candidates that ranked
+    /// out and the matches excluded by state, each with its reason). Reads only: not counted
+    /// in the recall statistics.
+    #[arg(long)]
+    pub explain: bool,
 }
 
 #[derive(Args, Debug)]
@@ -324,6 +339,7 @@ fn writes(command: &Command) -> bool {
         | Command::Sessions { .. }
         | Command::Meta { .. }
         | Command::Similar { .. }
+        | Command::RecallLog { .. }
         | Command::History { .. }
         | Command::Export
         | Command::Fixture { .. }
@@ -681,6 +697,11 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
                 weights: a.weights.as_deref().map(recall::parse_weights).transpose()?,
                 task_kind: a.task_kind.clone(),
             };
+            if a.explain {
+                let mut v = to_json(&recall::explain(conn, &q, now, recall::DECLINED)?)?;
+                v["recall_mode"] = json!(lethe_engine::embed::status());
+                return Ok(Some(v));
+            }
             let hits = recall::recall(conn, &q, now)?;
             // A one-shot process has nothing to coalesce with: its hits go out in one
             // transaction of additive upserts, the same path the flusher uses.
@@ -700,7 +721,9 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
                 for d in deltas.values_mut() {
                     d.last_recalled_at = Some(clock.clone());
                 }
-                meta::write_deltas(conn, &deltas)?;
+                // The recall log entry goes in the same transaction as the statistics.
+                let entry = lethe_engine::recall_log::NewEntry::of(actor, &clock, &q, &hits);
+                meta::write_batch(conn, &deltas, &[entry])?;
             }
             let mut v = json!({ "results": hits, "recall_mode": lethe_engine::embed::status() });
             let dropped = recall::dropped_words(&a.query);
@@ -713,6 +736,11 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
                 ));
             }
             v
+        }
+        Command::RecallLog { actor, memory, limit } => {
+            let f =
+                lethe_engine::recall_log::LogFilter { actor: actor.clone(), memory_id: memory.clone(), limit: *limit };
+            json!({ "items": lethe_engine::recall_log::list(conn, &f)? })
         }
         Command::Similar { id, limit } => {
             json!({ "items": lethe_engine::semantic::similar(conn, id, *limit)?, "recall_mode": lethe_engine::embed::status() })

@@ -22,6 +22,7 @@ pub mod model;
 pub mod neighbours;
 pub mod procedural;
 pub mod recall;
+pub mod recall_log;
 pub mod redact;
 pub mod scan;
 pub mod semantic;

@@ -759,6 +759,7 @@ pub(crate) fn hard_delete_tx(
         "DELETE FROM lethe_review WHERE memory_id = ?1",
         "DELETE FROM lethe_task_log WHERE memory_id = ?1",
         "DELETE FROM lethe_session_rule WHERE memory_id = ?1",
+        "DELETE FROM lethe_recall_log_hit WHERE memory_id = ?1",
         "DELETE FROM memory_item WHERE id = ?1",
     ] {
         tx.prepare_cached(sql)?.execute([id])?;

@@ -167,10 +167,21 @@ fn overview_of(stats: Vec<MetaStats>) -> MetaOverview {
 /// Writes deltas in one transaction; each UPSERT adds to what is stored, so two processes
 /// flushing the same memory both count.
 pub fn write_deltas(conn: &mut Connection, deltas: &HashMap<String, Delta>) -> Result<()> {
-    if deltas.is_empty() {
+    write_batch(conn, deltas, &[])
+}
+
+/// Writes deltas and recall-log entries in one transaction (what the flusher does each tick,
+/// and what a one-shot CLI recall does once).
+pub fn write_batch(
+    conn: &mut Connection,
+    deltas: &HashMap<String, Delta>,
+    log: &[crate::recall_log::NewEntry],
+) -> Result<()> {
+    if deltas.is_empty() && log.is_empty() {
         return Ok(());
     }
     store::write_tx(conn, |tx| {
+        crate::recall_log::append_tx(tx, log)?;
         let mut stmt = tx.prepare_cached(
             "INSERT INTO meta_memory_stats (memory_id, recall_count, success_count, failure_count, avg_confidence, last_recalled_at) \
              VALUES (?1, ?2, ?3, ?4, ?5 / ?2, ?6) \
@@ -205,6 +216,10 @@ struct Shared {
     /// and by readers around their read of the table, so a read never counts a delta twice
     /// or misses one.
     in_flight: Mutex<HashMap<String, Delta>>,
+    /// Recalls to log, not yet taken by the flusher (bounded: see [`MAX_PENDING_LOG`]).
+    pending_log: Mutex<Vec<crate::recall_log::NewEntry>>,
+    /// Log entries taken by the flusher and not yet committed (kept for the next tick on failure).
+    in_flight_log: Mutex<Vec<crate::recall_log::NewEntry>>,
     control: Mutex<Control>,
     wake: Condvar,
 }
@@ -219,6 +234,10 @@ struct Control {
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// At most this many recall-log entries wait in memory; when the file cannot be written for
+/// long, the oldest waiting ones are dropped (the log is bounded anyway, statistics are not).
+pub const MAX_PENDING_LOG: usize = 10_000;
 
 /// The coalescing buffer with its fixed-interval flusher thread.
 pub struct MetaBuffer {
@@ -254,6 +273,16 @@ impl MetaBuffer {
             last_recalled_at: Some(time::format(now)),
         };
         lock(&self.shared.pending).entry(memory_id.to_string()).or_default().add(&d);
+    }
+
+    /// Queues one recall for the recall log; the flusher writes it with the next tick's
+    /// statistics. Never blocks on the file.
+    pub fn record_recall(&self, entry: crate::recall_log::NewEntry) {
+        let mut log = lock(&self.shared.pending_log);
+        if log.len() >= MAX_PENDING_LOG {
+            log.remove(0);
+        }
+        log.push(entry);
     }
 
     /// Stored statistics plus what is still buffered.
@@ -332,19 +361,26 @@ fn flusher(shared: &Shared, conn: &mut Connection, interval: Duration) {
         for (k, d) in std::mem::take(&mut *lock(&shared.pending)) {
             in_flight.entry(k).or_default().add(&d);
         }
-        let result = write_deltas(conn, &in_flight);
+        let mut log = lock(&shared.in_flight_log);
+        log.append(&mut lock(&shared.pending_log));
+        let result = write_batch(conn, &in_flight, &log);
         let mut c = lock(&shared.control);
         match result {
             Ok(()) => {
-                if !in_flight.is_empty() {
+                if !in_flight.is_empty() || !log.is_empty() {
                     c.flushes += 1;
                 }
                 in_flight.clear();
+                log.clear();
             }
-            // Keep the deltas for the next tick: added back, never lost.
+            // Keep the deltas and entries for the next tick: added back, never lost.
             Err(_) => c.failures += 1,
         }
-        if stop && ((in_flight.is_empty() && lock(&shared.pending).is_empty()) || c.failures > 100) {
+        let drained = in_flight.is_empty()
+            && log.is_empty()
+            && lock(&shared.pending).is_empty()
+            && lock(&shared.pending_log).is_empty();
+        if stop && (drained || c.failures > 100) {
             return;
         }
     }
@@ -402,5 +438,31 @@ mod tests {
         assert_eq!((one.memories, one.total_recalls), (1, 0), "duplicates and unknown ids count once / not at all");
         crate::lifecycle::soft_delete(&mut conn, &ids[0], None, "user", now).unwrap();
         assert_eq!(overview(&conn, None, &pending).unwrap().memories, 1, "quarantined memories are left out");
+    }
+
+    #[test]
+    fn logged_recalls_go_out_with_the_statistics_through_the_flusher() {
+        let dir = std::env::temp_dir().join(format!("lethe-meta-log-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("log.db");
+        let _ = std::fs::remove_file(&path);
+        let conn = store::open(&path).unwrap();
+        let now = time::parse("2026-06-01T00:00:00Z").unwrap();
+        let buffer = MetaBuffer::start(&path, Duration::from_millis(20)).unwrap();
+        let q = crate::recall::RecallQuery { text: "alpha".into(), project: Some("p".into()), ..Default::default() };
+        buffer.record_hit("mem_a", 0.7, now);
+        buffer.record_recall(crate::recall_log::NewEntry::of("agent:x", "2026-06-01T00:00:00.000Z", &q, &[]));
+        let listed = |conn: &Connection| crate::recall_log::list(conn, &Default::default()).unwrap();
+        let start = std::time::Instant::now();
+        while listed(&conn).is_empty() && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let log = listed(&conn);
+        assert_eq!(log.len(), 1, "the flusher wrote the entry on its tick, not at shutdown");
+        assert_eq!((log[0].actor.as_str(), log[0].context.project.as_deref()), ("agent:x", Some("p")));
+        assert_eq!(read_stored(&conn, "mem_a").unwrap().unwrap().recall_count, 1, "with the statistics");
+        buffer.record_recall(crate::recall_log::NewEntry::of("agent:y", "2026-06-01T00:00:01.000Z", &q, &[]));
+        buffer.shutdown();
+        assert_eq!(listed(&conn).len(), 2, "what is still buffered is flushed at shutdown");
     }
 }

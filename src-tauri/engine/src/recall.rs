@@ -122,6 +122,197 @@ pub fn recall(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<Hi
     crate::store::read_tx(conn, || recall_in_tx(conn, q, now))
 }
 
+/// How many declined candidates of each kind [`explain`] lists unless told otherwise.
+pub const DECLINED: usize = 10;
+
+/// A result of [`explain`]: the hit as [`recall`] returns it, and its age.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct ExplainedHit {
+    #[serde(flatten)]
+    pub hit: Hit,
+    /// Days from `created_at` to `now`; None when the stored time is unreadable.
+    pub age_days: Option<f64>,
+}
+
+/// Why a candidate is not among the results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum DeclineKind {
+    /// Eligible, but scored below the last result.
+    RankedOut,
+    /// Matched the query but recall leaves it out by its state.
+    Excluded,
+}
+
+/// A memory recall did not return, with the reason a person can read.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Declined {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub tier: Tier,
+    pub preview: String,
+    pub kind: DeclineKind,
+    /// Its score and breakdown (ranked out only: an excluded memory is not scored).
+    pub score: Option<f64>,
+    pub breakdown: Option<Breakdown>,
+    pub age_days: Option<f64>,
+    /// The weighted term that fell furthest short of the last result's: similarity, recency,
+    /// scene or priority (ranked out only).
+    pub component: Option<String>,
+    /// E.g. "recency 0.02 — 14 months old", "in quarantine", "superseded by mem_…".
+    pub reason: String,
+    /// The memory that supersedes it, when that is why it is excluded.
+    pub superseded_by: Option<String>,
+}
+
+/// What [`explain`] answers: the results (exactly [`recall`]'s), the next candidates that
+/// ranked out, then the matches excluded by state, and the weights that ranked them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Explained {
+    pub results: Vec<ExplainedHit>,
+    pub declined: Vec<Declined>,
+    pub weights: RecallWeights,
+}
+
+/// [`recall`] with its reasons: the same results in the same order with the same breakdowns,
+/// plus up to `declined` candidates that ranked out and up to `declined` matches excluded by
+/// state (in quarantine, superseded, archived, a task log of another kind). Reads only: it
+/// records no meta-memory statistics (callers must not either) and writes nothing.
+pub fn explain(conn: &Connection, q: &RecallQuery, now: Instant, declined: usize) -> Result<Explained> {
+    crate::store::read_tx(conn, || {
+        let ranked = rank(conn, q, now, true)?;
+        let Ranked { limit, weights, mut hits, excluded } = ranked;
+        let below: Vec<(i64, Hit, Why)> = hits.split_off(limit.min(hits.len())).into_iter().take(declined).collect();
+        let cut = hits.last().map(|(_, h, _)| h.breakdown);
+        let ages: Vec<Option<f64>> = hits.iter().map(|(_, _, w)| w.age_days).collect();
+        let results = fill(conn, hits.into_iter().map(|(rowid, h, _)| (rowid, h)).collect())?
+            .into_iter()
+            .zip(ages)
+            .map(|(hit, age_days)| ExplainedHit { hit, age_days })
+            .collect();
+        let mut out = Vec::with_capacity(below.len() + excluded.len().min(declined));
+        let mut preview = conn.prepare_cached("SELECT id, content FROM memory_item WHERE rowid = ?1")?;
+        for (rowid, h, why) in below {
+            let (id, content): (String, String) = preview.query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            let (component, reason) = match cut {
+                Some(cut) => ranked_out_reason(&h.breakdown, &cut, &weights, why),
+                None => (None, String::new()),
+            };
+            out.push(Declined {
+                id,
+                tier: h.tier,
+                preview: crate::model::preview(&content, 200),
+                kind: DeclineKind::RankedOut,
+                score: Some(h.score),
+                breakdown: Some(h.breakdown),
+                age_days: why.age_days,
+                component,
+                reason,
+                superseded_by: None,
+            });
+        }
+        let task_logs = crate::session::has_tables(conn)?;
+        let mut state = conn.prepare_cached(&format!(
+            "SELECT m.id, m.type, m.content, COALESCE(m.is_deleted, 0), m.created_at, \
+             (SELECT s.new_id FROM lethe_supersede s WHERE s.old_id = m.id ORDER BY s.created_at LIMIT 1), \
+             (SELECT a.archive_no FROM lethe_archive a WHERE a.memory_id = m.id AND a.restored_at IS NULL LIMIT 1), {} \
+             FROM memory_item m WHERE m.rowid = ?1",
+            if task_logs { "(SELECT t.task_kind FROM lethe_task_log t WHERE t.memory_id = m.id)" } else { "NULL" }
+        ))?;
+        for rowid in excluded.into_iter().take(declined) {
+            let mut rows = state.query([rowid])?;
+            let Some(r) = rows.next()? else { continue };
+            let Ok(tier) = r.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?.parse::<Tier>() else { continue };
+            let id: String = r.get(0)?;
+            let content: String = r.get(2)?;
+            let deleted = crate::model::lenient::flag(r, 3)?;
+            let created = time::parse_opt(r.get_ref(4)?.as_str_or_null().map_err(rusqlite::Error::from)?);
+            let superseded_by: Option<String> = r.get(5)?;
+            let archive_no: Option<i64> = r.get(6)?;
+            let task_kind: Option<String> = r.get(7)?;
+            let reason = if deleted {
+                "in quarantine".to_string()
+            } else if let Some(new) = &superseded_by {
+                format!("superseded by {new}")
+            } else if let Some(n) = archive_no {
+                format!("archived (#{n})")
+            } else if let Some(k) = &task_kind {
+                format!("task log of {k}: recalled only for that task kind")
+            } else {
+                "excluded".to_string()
+            };
+            out.push(Declined {
+                id,
+                tier,
+                preview: crate::model::preview(&content, 200),
+                kind: DeclineKind::Excluded,
+                score: None,
+                breakdown: None,
+                age_days: created.map(|t| time::days_between(t, now)),
+                component: None,
+                reason,
+                superseded_by: if deleted { None } else { superseded_by },
+            });
+        }
+        Ok(Explained { results, declined: out, weights })
+    })
+}
+
+/// Which weighted term of a ranked-out candidate fell furthest short of the last result's,
+/// and the sentence that says so.
+fn ranked_out_reason(b: &Breakdown, cut: &Breakdown, w: &RecallWeights, why: Why) -> (Option<String>, String) {
+    let gaps = [
+        ("similarity", w.similarity * (cut.similarity - b.similarity)),
+        ("recency", w.recency * (cut.recency - b.recency)),
+        ("scene", w.scene * (cut.scene - b.scene)),
+        ("priority", w.priority * (cut.priority - b.priority)),
+    ];
+    let (name, gap) = gaps.iter().copied().fold(("", 0.0_f64), |best, g| if g.1 > best.1 { g } else { best });
+    if gap <= 0.0 {
+        return (None, "ties the last result; ranked below it by BM25".to_string());
+    }
+    let reason = match name {
+        "similarity" => match b.semantic {
+            Some(sem) => format!("similarity {:.2} — lexical {:.2}, semantic {:.2}", b.similarity, b.lexical, sem),
+            None => format!("similarity {:.2} — lexical {:.2}", b.similarity, b.lexical),
+        },
+        "recency" => match why.age_days {
+            Some(age) => format!("recency {:.2} — {}", b.recency, age_words(age)),
+            None => format!("recency {:.2} — no readable creation time", b.recency),
+        },
+        "scene" if b.scene == 0.0 => "scene 0.00 — matches none of the context".to_string(),
+        "scene" => {
+            format!("scene {:.2} — matches less of the context than the last result ({:.2})", b.scene, cut.scene)
+        }
+        _ => format!(
+            "priority {:.2} — importance {:.2}, {}",
+            b.priority,
+            why.importance,
+            if why.pinned { "pinned" } else { "not pinned" }
+        ),
+    };
+    (Some(name.to_string()), reason)
+}
+
+/// An age in the unit a person would say it in: "3 days old", "14 months old", "2.5 years old".
+pub fn age_words(days: f64) -> String {
+    let days = days.max(0.0);
+    if days < 1.0 {
+        "less than a day old".to_string()
+    } else if days < 61.0 {
+        let d = days.floor() as i64;
+        format!("{d} day{} old", if d == 1 { "" } else { "s" })
+    } else if days < 730.0 {
+        format!("{} months old", (days / 30.44).round() as i64)
+    } else {
+        format!("{:.1} years old", days / 365.25)
+    }
+}
+
 /// A candidate: the columns the ranking needs, its BM25 (when a word matched) and cosine.
 struct Cand {
     rowid: i64,
@@ -138,10 +329,63 @@ struct Cand {
     task_kind: Option<String>,
 }
 
+/// What the ranking knows of a candidate beyond its hit: enough to say why it ranked where
+/// it did.
+#[derive(Debug, Clone, Copy)]
+struct Why {
+    age_days: Option<f64>,
+    importance: f64,
+    pinned: bool,
+}
+
+/// Every eligible candidate of a query, best first, plus (when asked) the rowids of matches
+/// left out by their state, in the order the searches met them.
+struct Ranked {
+    limit: usize,
+    weights: RecallWeights,
+    hits: Vec<(i64, Hit, Why)>,
+    excluded: Vec<i64>,
+}
+
+/// The effective number of results of a query.
+fn effective_limit(q: &RecallQuery) -> usize {
+    if q.limit == 0 {
+        10
+    } else {
+        q.limit.min(1000)
+    }
+}
+
 fn recall_in_tx(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<Hit>> {
-    let limit = if q.limit == 0 { 10 } else { q.limit.min(1000) };
+    let mut ranked = rank(conn, q, now, false)?;
+    ranked.hits.truncate(ranked.limit);
+    fill(conn, ranked.hits.into_iter().map(|(rowid, h, _)| (rowid, h)).collect())
+}
+
+/// Id and content are read only for the memories returned, not for every candidate.
+fn fill(conn: &Connection, hits: Vec<(i64, Hit)>) -> Result<Vec<Hit>> {
+    let mut content = conn.prepare_cached("SELECT id, content FROM memory_item WHERE rowid = ?1")?;
+    hits.into_iter()
+        .map(|(rowid, mut h)| {
+            (h.id, h.content) = content.query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            Ok(h)
+        })
+        .collect()
+}
+
+/// What the candidate lookup found at a rowid.
+enum Looked {
+    Eligible(Box<Cand>),
+    /// Deleted (in quarantine), superseded, archived, or a task log of another kind.
+    Excluded,
+    /// Left out by the caller's tier or pinned filter (or an unreadable tier).
+    Filtered,
+}
+
+fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool) -> Result<Ranked> {
+    let limit = effective_limit(q);
     let Some(any) = match_expression(&q.text) else {
-        return Ok(Vec::new());
+        return Ok(Ranked { limit, weights: RecallWeights::default(), hits: Vec::new(), excluded: Vec::new() });
     };
     let settings = Settings::load(conn)?;
     let w = q.weights.clone().unwrap_or_else(|| settings.recall_weights.clone());
@@ -181,26 +425,29 @@ fn recall_in_tx(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<
     );
     let mut row_stmt = conn.prepare_cached(&sql)?;
     // The eligible candidate at `rowid`, or None when deleted, excluded or filtered out.
-    let mut candidate = |rowid: i64, bm25: f64| -> Result<Option<Cand>> {
+    let mut candidate = |rowid: i64, bm25: f64| -> Result<Looked> {
         let mut rows = row_stmt.query(rusqlite::params![rowid, fingerprint])?;
-        let Some(r) = rows.next()? else { return Ok(None) };
+        let Some(r) = rows.next()? else { return Ok(Looked::Filtered) };
         let Ok(tier) = r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?.parse::<Tier>() else {
-            return Ok(None);
+            return Ok(Looked::Filtered);
         };
         let pinned = crate::model::lenient::flag(r, 3)?;
         let deleted = crate::model::lenient::flag(r, 4)?;
         let task_kind: Option<String> = r.get(11)?;
         // A task log is recalled only for a caller doing the same kind of task.
         let excluded = r.get::<_, bool>(9)? || task_kind.as_ref().is_some_and(|k| q.task_kind.as_ref() != Some(k));
-        if deleted || excluded || q.tier.is_some_and(|t| t != tier) || q.pinned.is_some_and(|p| p != pinned) {
-            return Ok(None);
+        if deleted || excluded {
+            return Ok(Looked::Excluded);
+        }
+        if q.tier.is_some_and(|t| t != tier) || q.pinned.is_some_and(|p| p != pinned) {
+            return Ok(Looked::Filtered);
         }
         let cosine = match (&qvec, r.get_ref(10)?.as_blob_or_null().map_err(rusqlite::Error::from)?) {
             (Some(qv), Some(b)) => crate::embed::Vector::from_bytes(b).map(|v| f64::from(qv.cosine(&v))),
             _ => None,
         };
         let tags: Option<String> = r.get(8)?;
-        Ok(Some(Cand {
+        Ok(Looked::Eligible(Box::new(Cand {
             rowid,
             bm25,
             cosine,
@@ -213,7 +460,14 @@ fn recall_in_tx(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<
             workflow: r.get(7)?,
             tags: parse_tags(tags.as_deref()),
             task_kind,
-        }))
+        })))
+    };
+    let mut excluded: Vec<i64> = Vec::new();
+    let mut excluded_seen: std::collections::HashSet<i64> = std::collections::HashSet::new();
+    let mut note_excluded = |rowid: i64| {
+        if collect_excluded && excluded_seen.insert(rowid) {
+            excluded.push(rowid);
+        }
     };
     let mut cands: Vec<Cand> = Vec::new();
     let mut seen: std::collections::HashSet<i64> = std::collections::HashSet::new();
@@ -241,10 +495,14 @@ fn recall_in_tx(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<
                 if seen.contains(&rowid) {
                     continue;
                 }
-                if let Some(c) = candidate(rowid, -rank)? {
-                    seen.insert(rowid);
-                    cands.push(c);
-                    eligible += 1;
+                match candidate(rowid, -rank)? {
+                    Looked::Eligible(c) => {
+                        seen.insert(rowid);
+                        cands.push(*c);
+                        eligible += 1;
+                    }
+                    Looked::Excluded => note_excluded(rowid),
+                    Looked::Filtered => {}
                 }
             }
             // Deleted, superseded or filtered-out rows crowded the first matches out: the
@@ -273,10 +531,14 @@ fn recall_in_tx(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<
             if seen.contains(&rowid) {
                 continue;
             }
-            if let Some(c) = candidate(rowid, 0.0)? {
-                seen.insert(rowid);
-                cands.push(c);
-                eligible += 1;
+            match candidate(rowid, 0.0)? {
+                Looked::Eligible(c) => {
+                    seen.insert(rowid);
+                    cands.push(*c);
+                    eligible += 1;
+                }
+                Looked::Excluded => note_excluded(rowid),
+                Looked::Filtered => {}
             }
         }
     }
@@ -285,7 +547,7 @@ fn recall_in_tx(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<
     let best_bm25 = cands.iter().map(|c| c.bm25).fold(0.0_f64, f64::max);
     let best_cos = cands.iter().filter_map(|c| c.cosine).fold(0.0_f64, f64::max);
     let semantic_on = qvec.is_some();
-    let mut hits: Vec<(i64, Hit)> = cands
+    let mut hits: Vec<(i64, Hit, Why)> = cands
         .into_iter()
         .map(|c| {
             let lexical = if best_bm25 > 0.0 { (c.bm25 / best_bm25).clamp(0.0, 1.0) } else { 0.0 };
@@ -301,6 +563,7 @@ fn recall_in_tx(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<
                 Some(s) => LEXICAL_SHARE * lexical + (1.0 - LEXICAL_SHARE) * s,
                 None => lexical,
             };
+            let age_days = c.created.map(|t| time::days_between(t, now));
             let rec = c
                 .created
                 .map(|t| {
@@ -330,19 +593,16 @@ fn recall_in_tx(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<
             let score = w.similarity * sim + w.recency * rec + w.scene * scene + w.priority * pri;
             let breakdown =
                 Breakdown { similarity: sim, lexical, semantic, cosine: c.cosine, recency: rec, scene, priority: pri };
-            (c.rowid, Hit { id: String::new(), tier: c.tier, content: String::new(), score, bm25: -c.bm25, breakdown })
+            let why = Why { age_days, importance: c.importance, pinned: c.pinned };
+            (
+                c.rowid,
+                Hit { id: String::new(), tier: c.tier, content: String::new(), score, bm25: -c.bm25, breakdown },
+                why,
+            )
         })
         .collect();
     hits.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.1.bm25.total_cmp(&b.1.bm25)).then(a.0.cmp(&b.0)));
-    hits.truncate(limit);
-    // Id and content are read only for the memories returned, not for every candidate.
-    let mut content = conn.prepare_cached("SELECT id, content FROM memory_item WHERE rowid = ?1")?;
-    hits.into_iter()
-        .map(|(rowid, mut h)| {
-            (h.id, h.content) = content.query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            Ok(h)
-        })
-        .collect()
+    Ok(Ranked { limit, weights: w, hits, excluded })
 }
 
 #[cfg(test)]
@@ -609,6 +869,123 @@ mod tests {
         for bad in ["", "1,0,0", "1,0,0,0,0", "a,0,0,0", "1;0;0;0", "-0.1,0,0,0", "NaN,0,0,0", "inf,0,0,0", "1,,0,0"] {
             let err = parse_weights(bad).unwrap_err();
             assert!(matches!(err, Error::Invalid(_)), "{bad:?} is invalid input, got {err}");
+        }
+    }
+
+    /// Everything a read could have changed: the data version the watcher follows, the rows
+    /// of meta statistics and of the audit.
+    fn fingerprint(conn: &Connection) -> (i64, i64, i64) {
+        conn.query_row(
+            "SELECT (SELECT total_changes()), (SELECT COUNT(*) FROM meta_memory_stats), \
+             (SELECT COUNT(*) FROM lethe_action)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn explain_returns_recalls_results_and_writes_nothing() {
+        let mut conn = store::open_in_memory().unwrap();
+        let now = time::parse("2026-06-01T00:00:00Z").unwrap();
+        for (i, age) in [0.0, 10.0, 100.0, 400.0, 800.0, 3.0].iter().enumerate() {
+            let mut m = NewMemory::new(Tier::Episodic, format!("postgres vacuum run {i} {}", "vacuum ".repeat(i)));
+            m.created_at = Some(time::add_days(now, -age));
+            m.project_id = Some(if i % 2 == 0 { "db" } else { "web" }.into());
+            put(&mut conn, m, now);
+        }
+        let q =
+            RecallQuery { text: "postgres vacuum".into(), limit: 3, project: Some("db".into()), ..Default::default() };
+        let before = fingerprint(&conn);
+        let e = explain(&conn, &q, now, DECLINED).unwrap();
+        assert_eq!(fingerprint(&conn), before, "explain wrote nothing, counted no statistics");
+        let plain = recall(&conn, &q, now).unwrap();
+        assert_eq!(
+            e.results.iter().map(|r| r.hit.clone()).collect::<Vec<_>>(),
+            plain,
+            "the same results, order, scores and breakdowns as recall"
+        );
+        assert_eq!(e.weights, Settings::default().recall_weights, "the stored weights ranked them");
+        let ranked_out: Vec<&Declined> = e.declined.iter().filter(|d| d.kind == DeclineKind::RankedOut).collect();
+        assert_eq!(ranked_out.len(), 3, "the three candidates below the cut of 3");
+        let cut = e.results.last().unwrap().hit.score;
+        for d in &ranked_out {
+            assert!(d.score.unwrap() <= cut, "a declined candidate scored at most the last result");
+            assert!(!plain.iter().any(|h| h.id == d.id), "declined ones are not results");
+            let c = d.component.as_deref().unwrap();
+            assert!(d.reason.starts_with(c), "the reason {:?} names the component {c}", d.reason);
+        }
+        assert!(ranked_out.windows(2).all(|p| p[0].score >= p[1].score), "declined in rank order");
+        let ages: Vec<f64> = e.results.iter().map(|r| r.age_days.unwrap()).collect();
+        assert!(ages.iter().all(|a| [0.0, 10.0, 100.0, 400.0, 800.0, 3.0].contains(a)), "ages in days: {ages:?}");
+        let few = explain(&conn, &q, now, 1).unwrap();
+        assert_eq!(few.declined.len(), 1, "at most the number of declined asked for");
+    }
+
+    #[test]
+    fn an_old_memory_ranked_out_by_recency_says_how_old() {
+        let mut conn = store::open_in_memory().unwrap();
+        let now = time::parse("2026-06-01T00:00:00Z").unwrap();
+        let fresh = put(&mut conn, NewMemory::new(Tier::Episodic, "the nightly backup job"), now);
+        let mut old = NewMemory::new(Tier::Episodic, "the nightly backup job, as before");
+        old.created_at = Some(time::add_days(now, -426.0));
+        let old = put(&mut conn, old, now);
+        let q = RecallQuery {
+            text: "nightly backup job".into(),
+            limit: 1,
+            weights: Some(RecallWeights { similarity: 0.5, recency: 0.5, scene: 0.0, priority: 0.0 }),
+            ..Default::default()
+        };
+        let e = explain(&conn, &q, now, DECLINED).unwrap();
+        assert_eq!(e.results[0].hit.id, fresh);
+        let d = &e.declined[0];
+        assert_eq!(
+            (d.id.as_str(), d.kind, d.component.as_deref()),
+            (old.as_str(), DeclineKind::RankedOut, Some("recency"))
+        );
+        // R = exp(−ln2 · 426 / 30) ≈ 0.00005.
+        assert_eq!(d.reason, "recency 0.00 — 14 months old");
+    }
+
+    #[test]
+    fn matches_excluded_by_state_are_declined_with_their_reason() {
+        let mut conn = store::open_in_memory().unwrap();
+        let now = time::parse("2026-06-01T00:00:00Z").unwrap();
+        let quarantined = put(&mut conn, NewMemory::new(Tier::Semantic, "grafana alert routes go to oncall"), now);
+        lifecycle::soft_delete(&mut conn, &quarantined, None, "user", now).unwrap();
+        let old = put(&mut conn, NewMemory::new(Tier::Semantic, "grafana alert routes go to the ops channel"), now);
+        let mut newer = NewMemory::new(Tier::Semantic, "grafana alert routes now go to pagerduty");
+        newer.supersedes = vec![old.clone()];
+        let newer = put(&mut conn, newer, now);
+        let mut obs = NewMemory::new(Tier::Episodic, "tool output: grafana alert routes dump, 400 lines");
+        obs.source = Some("tool:grafana".into());
+        let obs = put(&mut conn, obs, now);
+        let receipt = crate::archive::archive(&mut conn, &obs, "grafana alert routes dump", "user", now).unwrap();
+        let q = RecallQuery { text: "grafana alert routes".into(), limit: 10, ..Default::default() };
+        let e = explain(&conn, &q, now, DECLINED).unwrap();
+        assert_eq!(e.results.iter().map(|r| r.hit.id.clone()).collect::<Vec<_>>(), vec![newer.clone()]);
+        let reason = |id: &str| {
+            let d = e.declined.iter().find(|d| d.id == id).unwrap_or_else(|| panic!("{id} is declined"));
+            assert_eq!(d.kind, DeclineKind::Excluded);
+            assert_eq!(d.score, None, "an excluded memory is not scored");
+            (d.reason.clone(), d.superseded_by.clone())
+        };
+        assert_eq!(reason(&quarantined), ("in quarantine".to_string(), None));
+        assert_eq!(reason(&old), (format!("superseded by {newer}"), Some(newer.clone())));
+        assert_eq!(reason(&obs), (format!("archived (#{})", receipt.archive_no), None));
+        assert_eq!(e.declined.len(), 3, "nothing else is declined");
+    }
+
+    #[test]
+    fn ages_are_said_in_the_unit_a_person_would_use() {
+        for (days, words) in [
+            (0.2, "less than a day old"),
+            (1.5, "1 day old"),
+            (45.0, "45 days old"),
+            (426.0, "14 months old"),
+            (1000.0, "2.7 years old"),
+        ] {
+            assert_eq!(age_words(days), words, "{days} days");
         }
     }
 }

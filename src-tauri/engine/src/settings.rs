@@ -100,6 +100,8 @@ pub struct Settings {
     pub pii: crate::redact::PiiMode,
     /// Half-life of task logs (an ended session's working memories, issue #21) in recall.
     pub task_log_half_life_days: f64,
+    /// How many agent recalls the recall log keeps (oldest dropped); 0 keeps none.
+    pub recall_log_max_rows: i64,
 }
 
 impl Default for Settings {
@@ -139,6 +141,7 @@ impl Default for Settings {
             secrets: crate::redact::SecretsMode::default(),
             pii: crate::redact::PiiMode::default(),
             task_log_half_life_days: 30.0,
+            recall_log_max_rows: 10_000,
         }
     }
 }
@@ -193,6 +196,12 @@ impl Settings {
         }
         if self.max_content_bytes == 0 || self.max_content_bytes > 64 * 1024 * 1024 {
             return Err(Error::invalid("max_content_bytes must be in 1..=64 MiB"));
+        }
+        if !(0..=10_000_000).contains(&self.recall_log_max_rows) {
+            return Err(Error::invalid(format!(
+                "recall_log_max_rows must be in 0..=10000000, got {}",
+                self.recall_log_max_rows
+            )));
         }
         if !(0.0..=1.0).contains(&self.duplicate_reason_above) {
             return Err(Error::invalid("duplicate_reason_above must be in [0, 1]"));

@@ -44,9 +44,14 @@ const MIGRATIONS: &[Migration] = &[
         name: "derived-on-change",
         apply: |c| Ok(c.execute_batch(include_str!("migrations/006_derived_on_change.sql"))?),
     },
+    Migration {
+        version: 7,
+        name: "recall-log",
+        apply: |c| Ok(c.execute_batch(include_str!("migrations/007_recall_log.sql"))?),
+    },
 ];
 
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long [`with_retry`] keeps retrying BUSY/LOCKED before giving up with `Error::Busy`.
 pub const RETRY_DEADLINE: Duration = Duration::from_secs(15);

@@ -465,7 +465,7 @@ impl LetheMcp {
         annotations(title = "Recall", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn recall(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
-        self.run("recall", &peer, args, |a: RecallArgs, c, buffer, _, now| {
+        self.run("recall", &peer, args, |a: RecallArgs, c, buffer, actor, now| {
             let q = recall::RecallQuery {
                 text: a.query,
                 limit: a.limit.unwrap_or(10) as usize,
@@ -483,6 +483,7 @@ impl LetheMcp {
             for h in &hits {
                 buffer.record_hit(&h.id, h.score, now);
             }
+            buffer.record_recall(lethe_engine::recall_log::NewEntry::of(actor, &time::format(now), &q, &hits));
             let mut out = json!({ "results": hits, "recall_mode": lethe_engine::embed::status() });
             if !dropped.is_empty() {
                 out["dropped_words"] = json!(dropped);
