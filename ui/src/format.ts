@@ -111,6 +111,11 @@ function describeChanges(before: unknown, after: unknown, paths: string[], max =
   return paths.map((p) => `${p} ${fmtValue(valueAt(before, p))} → ${fmtValue(valueAt(after, p))}`).join(', ');
 }
 
+/** Each setting a proposal changes, in words: "threshold 0.6 → 0.65" (empty: no change). */
+export function settingsChanges(before: unknown, after: unknown): string[] {
+  return changedPaths(before, after).map((p) => `${p} ${fmtValue(valueAt(before, p))} → ${fmtValue(valueAt(after, p))}`);
+}
+
 const FIELD_WORDS: Record<string, string> = {
   task_goal: 'goal',
   steps: 'steps',
