@@ -271,3 +271,12 @@ export function splitIds(text: string): { text: string; id: boolean }[] {
   if (last < text.length) out.push({ text: text.slice(last), id: false });
   return out;
 }
+
+/**
+ * The size to ask a chart for: the shown width in steps of 40 px (a resize does not ask
+ * for a new chart at every pixel) and the screen's pixel ratio; empty before layout.
+ */
+export function chartFit(width: number, dpr: number = globalThis.devicePixelRatio || 1): { width?: number; dpr?: number } {
+  if (!(width > 0)) return {};
+  return { width: Math.max(240, Math.floor(width / 40) * 40), dpr: Math.round(Math.min(4, Math.max(1, dpr)) * 4) / 4 };
+}

@@ -15,14 +15,14 @@ describe('decay', () => {
   it('shows at-risk count and the chart with the chosen horizon', async () => {
     await renderAt('decay');
     await waitFor(() => expect(screen.getByTestId('at-risk-count').textContent).toBe('17'));
-    await waitFor(() => expect(api.chartDecay).toHaveBeenLastCalledWith(365, 'light'));
+    await waitFor(() => expect(api.chartDecay).toHaveBeenLastCalledWith(365, 'light', {}));
     await fireEvent.change(screen.getByTestId('horizon-select'), { target: { value: '90' } });
-    await waitFor(() => expect(api.chartDecay).toHaveBeenLastCalledWith(90, 'light'));
+    await waitFor(() => expect(api.chartDecay).toHaveBeenLastCalledWith(90, 'light', {}));
   });
 
   it('exports a chart (the shell asks where) and shows the distribution', async () => {
     await renderAt('decay');
-    await waitFor(() => expect(api.chartDistribution).toHaveBeenCalledWith('light', undefined));
+    await waitFor(() => expect(api.chartDistribution).toHaveBeenCalledWith('light', undefined, {}));
     const buttons = await screen.findAllByTestId('chart-export');
     await fireEvent.click(buttons[0]);
     await waitFor(() =>

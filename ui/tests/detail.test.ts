@@ -57,7 +57,7 @@ describe('memory detail', () => {
     const img = screen.getAllByTestId('chart')[0] as HTMLImageElement;
     const b64 = img.getAttribute('src')!.split(',')[1];
     expect(new TextDecoder().decode(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)))).toBe(SVG);
-    expect(api.chartProjection).toHaveBeenCalledWith('mem_c', 'light', undefined);
+    expect(api.chartProjection).toHaveBeenCalledWith('mem_c', 'light', undefined, {});
   });
 
   it('explains in words when a memory can never be forgotten', async () => {
