@@ -196,7 +196,9 @@ fn draw_decay<DB: DrawingBackend>(
                 .draw_series(LineSeries::new(recency_series(h, horizon_days, 240), c.stroke_width(px(2.0, k))))
                 .map_err(plot_err)?
                 .label(format!("{t} (half-life {h} d)"))
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + px(16.0, k) as i32, y)], c.stroke_width(px(2.0, k))));
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + px(16.0, k) as i32, y)], c.stroke_width(px(2.0, k)))
+                });
             if h <= horizon_days {
                 chart.draw_series(std::iter::once(Circle::new((h, 0.5), px(4.0, k), c.filled()))).map_err(plot_err)?;
             }
@@ -289,32 +291,41 @@ fn draw_projection<DB: DrawingBackend>(
             .map_err(plot_err)?;
         let th = p.threshold;
         chart
-            .draw_series(LineSeries::new([(0.0, s.threshold), (horizon_days, s.threshold)], th.stroke_width(px(2.0, k))))
+            .draw_series(LineSeries::new(
+                [(0.0, s.threshold), (horizon_days, s.threshold)],
+                th.stroke_width(px(2.0, k)),
+            ))
             .map_err(plot_err)?
             .label(format!("threshold {}", s.threshold))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + px(16.0, k) as i32, y)], th.stroke_width(px(2.0, k))));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + px(16.0, k) as i32, y)], th.stroke_width(px(2.0, k)))
+            });
         let fg = p.fg;
-        chart
-            .draw_series(LineSeries::new(base, fg.stroke_width(px(2.0, k))))
-            .map_err(plot_err)?
-            .label("as is")
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + px(16.0, k) as i32, y)], fg.stroke_width(px(2.0, k))));
+        chart.draw_series(LineSeries::new(base, fg.stroke_width(px(2.0, k)))).map_err(plot_err)?.label("as is").legend(
+            move |(x, y)| PathElement::new(vec![(x, y), (x + px(16.0, k) as i32, y)], fg.stroke_width(px(2.0, k))),
+        );
         let blue = RGBColor(52, 152, 219);
         chart
             .draw_series(LineSeries::new(with_cite, blue.stroke_width(px(1.0, k))))
             .map_err(plot_err)?
             .label("one more cite today")
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + px(16.0, k) as i32, y)], blue.stroke_width(px(1.0, k))));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + px(16.0, k) as i32, y)], blue.stroke_width(px(1.0, k)))
+            });
         let green = RGBColor(39, 174, 96);
         chart
             .draw_series(LineSeries::new(with_pin, green.stroke_width(px(1.0, k))))
             .map_err(plot_err)?
             .label("if pinned")
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + px(16.0, k) as i32, y)], green.stroke_width(px(1.0, k))));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + px(16.0, k) as i32, y)], green.stroke_width(px(1.0, k)))
+            });
         if let Some(at) = decay::projected_forget_at(m, s, now) {
             let d = time::days_between(now, at);
             if d <= horizon_days {
-                chart.draw_series(std::iter::once(Circle::new((d, s.threshold), px(5.0, k), th.filled()))).map_err(plot_err)?;
+                chart
+                    .draw_series(std::iter::once(Circle::new((d, s.threshold), px(5.0, k), th.filled())))
+                    .map_err(plot_err)?;
             }
         }
         chart
@@ -383,7 +394,10 @@ fn draw_distribution<DB: DrawingBackend>(
     let x_hi = BIN_LO + BIN_WIDTH * BINS as f64;
     root.fill(&p.bg).map_err(plot_err)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption("ForgetScore distribution per tier (active memories)", ("sans-serif", 15.0 * k).into_font().color(&p.fg))
+        .caption(
+            "ForgetScore distribution per tier (active memories)",
+            ("sans-serif", 15.0 * k).into_font().color(&p.fg),
+        )
         .margin(px(10.0, k))
         .x_label_area_size(px(30.0, k))
         .y_label_area_size(px(44.0, k))
@@ -493,7 +507,9 @@ pub fn encode(spec: &ChartSpec<'_>, format: ChartFormat, size: (u32, u32), theme
             {
                 let area = BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area();
                 match spec {
-                    ChartSpec::Decay { settings, horizon_days } => draw_decay(area, settings, *horizon_days, theme, 1.0)?,
+                    ChartSpec::Decay { settings, horizon_days } => {
+                        draw_decay(area, settings, *horizon_days, theme, 1.0)?
+                    }
                     ChartSpec::Projection { input, settings, now, horizon_days } => {
                         draw_projection(area, input, settings, *now, *horizon_days, theme, 1.0)?
                     }
@@ -572,6 +588,39 @@ mod tests {
         assert_eq!((semantic[1], semantic[BINS - 1]), (1, 1), "−0.45 in bin 1, 5.0 clamped into the last");
         let svg = render_distribution(&scores, &Settings::default(), (600, 300), Theme::Dark).unwrap();
         assert!(svg.contains("threshold 0.6"));
+    }
+
+    #[test]
+    fn a_fitted_chart_is_drawn_at_width_times_dpr_with_text_scaled_and_no_minor_grid() {
+        let s = Settings::default();
+        let svg = render_decay_fit(&s, 365.0, Fit::new(500.0, 2.0), Theme::Dark).unwrap();
+        assert!(svg.contains(r#"width="1000""#), "drawn 1000 px wide for 500 CSS px at dpr 2");
+        assert!(svg.contains(r#"height="474""#), "the window's aspect: 1000 × 360/760");
+        // Text is written at 2 × its CSS size, so it shows at its size after the 1:2 scale.
+        assert!(svg.contains(r#"font-size="24""#), "axis labels at 12 px × 2");
+        let plain = render_decay(&s, 365.0, (760, 360), Theme::Dark).unwrap();
+        let lines = |svg: &str| svg.matches("<line").count() + svg.matches("<polyline").count();
+        assert!(lines(&svg) <= lines(&plain), "the fitted chart draws no more lines than before (no minor grid)");
+        assert_eq!(Fit::new(10.0, 9.0), Fit { width: 240.0, dpr: 4.0 }, "sizes are kept in range");
+        assert_eq!(Fit::new(f64::NAN, f64::INFINITY), Fit { width: 760.0, dpr: 1.0 });
+    }
+
+    #[test]
+    fn axis_numbers_never_read_minus_zero() {
+        assert_eq!(axis_num(-0.0, 1), "0.0");
+        assert_eq!(axis_num(-0.00001, 1), "0.0");
+        assert_eq!(axis_num(-0.04, 0), "0");
+        assert_eq!(axis_num(-0.25, 1), "-0.2");
+        assert_eq!(axis_num(0.5, 1), "0.5");
+    }
+
+    #[test]
+    fn the_distribution_is_drawn_as_bars() {
+        let scores = [(Tier::Working, 0.61), (Tier::Semantic, 0.1), (Tier::Semantic, 0.12)];
+        let svg = render_distribution_fit(&scores, &Settings::default(), Fit::new(600.0, 1.0), Theme::Light).unwrap();
+        // One bar per tier and non-empty bin, in the tier's colour (#7a5bd1 is semantic).
+        assert!(svg.to_lowercase().contains("#7a5bd1"), "semantic bar drawn");
+        assert!(svg.matches("<rect").count() >= 3, "bars are rectangles");
     }
 
     #[test]
