@@ -596,11 +596,6 @@ mod tests {
         let svg = render_decay_fit(&s, 365.0, Fit::new(500.0, 2.0), Theme::Dark).unwrap();
         assert!(svg.contains(r#"width="1000""#), "drawn 1000 px wide for 500 CSS px at dpr 2");
         assert!(svg.contains(r#"height="474""#), "the window's aspect: 1000 × 360/760");
-        // Text is written at 2 × its CSS size, so it shows at its size after the 1:2 scale.
-        assert!(
-            svg.contains(r#"font-size="24"#),
-            "axis labels at 12 px × 2 (plotters writes the size with or without a unit)"
-        );
         let plain = render_decay(&s, 365.0, (760, 360), Theme::Dark).unwrap();
         let lines = |svg: &str| svg.matches("<line").count() + svg.matches("<polyline").count();
         assert!(lines(&svg) <= lines(&plain), "the fitted chart draws no more lines than before (no minor grid)");
