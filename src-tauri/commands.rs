@@ -596,12 +596,34 @@ pub async fn load_demo(app: AppHandle) -> ApiResult<lethe_engine::demo::DemoCoun
 }
 
 #[tauri::command]
-pub async fn chart_decay(app: AppHandle, horizon_days: f64, theme: Option<String>) -> ApiResult<String> {
+pub async fn chart_decay(
+    app: AppHandle,
+    horizon_days: f64,
+    theme: Option<String>,
+    width: Option<f64>,
+    dpr: Option<f64>,
+    settings: Option<Settings>,
+) -> ApiResult<String> {
     let theme = theme.as_deref().unwrap_or("light").parse()?;
+    let fit = fit_of(width, dpr);
     blocking(app, move |st| {
-        st.with_db(|db| lethe_engine::chart::render_decay(&Settings::load(&db.conn)?, horizon_days, (760, 360), theme))
+        st.with_db(|db| {
+            let s = match settings {
+                Some(s) => s,
+                None => Settings::load(&db.conn)?,
+            };
+            match fit {
+                Some(f) => lethe_engine::chart::render_decay_fit(&s, horizon_days, f, theme),
+                None => lethe_engine::chart::render_decay(&s, horizon_days, (760, 360), theme),
+            }
+        })
     })
     .await
+}
+
+/// The window's chart size: `width` CSS pixels at `dpr` device pixels each (both optional).
+fn fit_of(width: Option<f64>, dpr: Option<f64>) -> Option<lethe_engine::chart::Fit> {
+    width.map(|w| lethe_engine::chart::Fit::new(w, dpr.unwrap_or(1.0)))
 }
 
 #[tauri::command]
@@ -610,18 +632,33 @@ pub async fn chart_projection(
     id: String,
     theme: Option<String>,
     now: Option<String>,
+    width: Option<f64>,
+    dpr: Option<f64>,
 ) -> ApiResult<String> {
     let now = at(&now)?;
     let theme = theme.as_deref().unwrap_or("light").parse()?;
-    blocking(app, move |st| st.with_db(|db| lethe_engine::projection_chart(&db.conn, &id, now, theme))).await
+    let fit = fit_of(width, dpr);
+    blocking(app, move |st| st.with_db(|db| lethe_engine::projection_chart_fit(&db.conn, &id, now, theme, fit))).await
 }
 
 #[tauri::command]
-pub async fn chart_distribution(app: AppHandle, theme: Option<String>, now: Option<String>) -> ApiResult<String> {
+pub async fn chart_distribution(
+    app: AppHandle,
+    theme: Option<String>,
+    now: Option<String>,
+    width: Option<f64>,
+    dpr: Option<f64>,
+    settings: Option<Settings>,
+) -> ApiResult<String> {
     let now = at(&now)?;
     let theme = theme.as_deref().unwrap_or("light").parse()?;
-    blocking(app, move |st| st.with_snapshot(|db, snap| lethe_engine::distribution_chart(&db.conn, snap, now, theme)))
-        .await
+    let fit = fit_of(width, dpr);
+    blocking(app, move |st| {
+        st.with_snapshot(|db, snap| {
+            lethe_engine::distribution_chart_fit(&db.conn, snap, now, theme, settings.as_ref(), fit)
+        })
+    })
+    .await
 }
 
 /// Asks in the native save dialog where to write a chart (`.svg` or `.png`) and writes it

@@ -51,7 +51,7 @@ async function selectMemory(driver, id) {
   await waitFor(
     async () => {
       // textContent, not getText(): WebKitWebDriver returns '' for the ellipsised id heading.
-      const t = await driver.executeScript(`return document.querySelector('[data-testid="memory-detail"] h2')?.textContent ?? null`);
+      const t = await driver.executeScript(`return document.querySelector('[data-testid="memory-detail"] [data-testid="detail-id"]')?.textContent ?? null`);
       if (t !== null && t.trim() === id) return true;
       // A live update can reorder the rows between locating the row and the click landing
       // (the click then selects its neighbour): click the row again.

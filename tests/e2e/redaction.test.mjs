@@ -33,6 +33,8 @@ test('redacted badge, redacted filter, pii tags and the two settings', { timeout
     assert.equal(await tag.getText(), 'pii:email');
 
     // The filter: only the redacted memory remains; off again, all three are back.
+    // (The filters sit in the Filters popover.)
+    await (await byTestId(driver, 'filters-button')).click();
     await (await byTestId(driver, 'filter-redacted')).click();
     await waitFor(async () => {
       const ids = await visibleIds(driver);

@@ -72,7 +72,7 @@ try {
   const pick = details[0];
   console.log(`memory-detail: ${pick.id} (${pick.type}) components=${JSON.stringify(pick.components)}`);
   await (await driver.findElement(css(`[data-testid="memory-row"][data-id="${pick.id}"] .preview`))).click();
-  await waitFor(async () => (await text(driver, '[data-testid="memory-detail"] h2')).trim() === pick.id, 10000, 'detail');
+  await waitFor(async () => (await text(driver, '[data-testid="memory-detail"] [data-testid="detail-id"]')).trim() === pick.id, 10000, 'detail');
   await byTestId(driver, 'forget-breakdown');
   await waitFor(async () => await chartReady(driver, '[data-testid="memory-detail"] [data-testid="chart"]'), 10000, 'projection chart').catch(
     () => console.log('  (no projection chart appeared)'),

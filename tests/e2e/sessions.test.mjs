@@ -55,6 +55,7 @@ test('the Sessions view shows an ended session, its task logs and rules', { time
     // Needs extraction: only the rule that reads like dialogue.
     await nav(driver, 'memories');
     await waitFor(async () => (await driver.findElements(css(rowSel(clean.id)))).length === 1, 15000, 'memories listed');
+    await (await byTestId(driver, 'filters-button')).click();
     await (await byTestId(driver, 'filter-needs-extraction')).click();
     await waitFor(async () => {
       const shown = await attrs(await driver.findElements(css('[data-testid="memory-row"]')), 'data-id');

@@ -116,12 +116,21 @@ export const getSettings = () => call<Settings>('get_settings');
 export const setSettings = (settings: Settings) => call<Settings>('set_settings', { settings });
 export const whatIf = (settings: Settings, now?: string) =>
   call<WhatIf>('what_if', compact({ settings, now }));
-export const chartDecay = (horizonDays: number, theme: Theme) =>
-  call<string>('chart_decay', { horizonDays, theme });
-export const chartProjection = (id: string, theme: Theme, now?: string) =>
-  call<string>('chart_projection', compact({ id, theme, now }));
-export const chartDistribution = (theme: Theme, now?: string) =>
-  call<string>('chart_distribution', compact({ theme, now }));
+/**
+ * How big the window shows a chart: `width` CSS pixels on a screen of `dpr` device pixels per
+ * CSS pixel, so the engine draws it 1:1 (crisp, text at its size). Empty: the default size.
+ */
+export interface ChartFit {
+  width?: number;
+  dpr?: number;
+}
+export const chartDecay = (horizonDays: number, theme: Theme, fit: ChartFit = {}, settings?: Settings) =>
+  call<string>('chart_decay', compact({ horizonDays, theme, ...fit, settings }));
+export const chartProjection = (id: string, theme: Theme, now?: string, fit: ChartFit = {}) =>
+  call<string>('chart_projection', compact({ id, theme, now, ...fit }));
+/** With `settings`, the distribution under that (proposed) policy instead of the stored one. */
+export const chartDistribution = (theme: Theme, now?: string, fit: ChartFit = {}, settings?: Settings) =>
+  call<string>('chart_distribution', compact({ theme, now, ...fit, settings }));
 
 /** What a chart export draws: the same charts the views show. */
 export type ChartExport =

@@ -111,6 +111,11 @@ function describeChanges(before: unknown, after: unknown, paths: string[], max =
   return paths.map((p) => `${p} ${fmtValue(valueAt(before, p))} → ${fmtValue(valueAt(after, p))}`).join(', ');
 }
 
+/** Each setting a proposal changes, in words: "threshold 0.6 → 0.65" (empty: no change). */
+export function settingsChanges(before: unknown, after: unknown): string[] {
+  return changedPaths(before, after).map((p) => `${p} ${fmtValue(valueAt(before, p))} → ${fmtValue(valueAt(after, p))}`);
+}
+
 const FIELD_WORDS: Record<string, string> = {
   task_goal: 'goal',
   steps: 'steps',
@@ -226,4 +231,52 @@ export function projectedForget(d: {
   if (d.never_forgettable) return 'never';
   if (d.would_forget || d.forget_score >= d.threshold) return 'already due (score ≥ threshold)';
   return d.projected_forget_at ? fmtDate(d.projected_forget_at) : 'never';
+}
+
+/**
+ * A count with thousands separators that does not depend on the system locale (under a C
+ * locale `toLocaleString` groups nothing): 100000 → "100,000".
+ */
+export function fmtInt(n: number | null | undefined): string {
+  if (typeof n !== 'number' || !Number.isFinite(n)) return '—';
+  const r = Math.round(n);
+  const s = String(Math.abs(r)).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  return r < 0 ? `−${s}` : s;
+}
+
+/** A duration in milliseconds as a person reads it: "0.42 ms", "10 ms", "1.3 s". */
+export function fmtMs(ms: number | null | undefined): string {
+  if (typeof ms !== 'number' || !Number.isFinite(ms)) return '—';
+  if (ms >= 1000) return `${(ms / 1000).toFixed(1)} s`;
+  if (ms >= 10) return `${fmtInt(ms)} ms`;
+  return `${ms.toFixed(ms >= 1 ? 1 : 2)} ms`;
+}
+
+/** "1 note", "2 notes", "1,204 memories": the count and the right form of its noun. */
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${fmtInt(n)} ${n === 1 ? one : many}`;
+}
+
+/** The ids of memories a text names ("duplicate of mem_…"), split out so each can be shown with its preview. */
+export function splitIds(text: string): { text: string; id: boolean }[] {
+  const out: { text: string; id: boolean }[] = [];
+  const re = /mem_[0-9a-zA-Z_-]+/g;
+  let last = 0;
+  for (const m of text.matchAll(re)) {
+    const at = m.index ?? 0;
+    if (at > last) out.push({ text: text.slice(last, at), id: false });
+    out.push({ text: m[0], id: true });
+    last = at + m[0].length;
+  }
+  if (last < text.length) out.push({ text: text.slice(last), id: false });
+  return out;
+}
+
+/**
+ * The size to ask a chart for: the shown width in steps of 40 px (a resize does not ask
+ * for a new chart at every pixel) and the screen's pixel ratio; empty before layout.
+ */
+export function chartFit(width: number, dpr: number = globalThis.devicePixelRatio || 1): { width?: number; dpr?: number } {
+  if (!(width > 0)) return {};
+  return { width: Math.max(240, Math.floor(width / 40) * 40), dpr: Math.round(Math.min(4, Math.max(1, dpr)) * 4) / 4 };
 }

@@ -2,6 +2,8 @@
 // change of the time-travel offset, the DB or a live event re-runs exactly their fetches.
 import type { DbInfo, LiveState, ScoringProgress, Stats, Theme } from './types';
 import * as api from './api';
+import { invalidate, lookup, quote } from './memref.svelte';
+import { plural } from './format';
 
 /** What the top bar's indicator says: the watcher's state, or that the file is still opening. */
 export type Live = LiveState | 'opening';
@@ -11,11 +13,14 @@ export type View = 'overview' | 'memories' | 'recall' | 'quarantine' | 'workflow
 export interface Toast {
   id: number;
   message: string;
+  /** An error is shown in the danger colour (and stays a little longer). */
+  kind?: 'info' | 'error';
   actionLabel?: string;
   action?: () => void | Promise<void>;
 }
 
-const VIEWS: View[] = ['overview', 'memories', 'recall', 'quarantine', 'workflows', 'audit', 'decay', 'sessions'];
+/** The views in the order the side navigation lists them; digit keys 1–9 open them in this order. */
+export const VIEWS: View[] = ['overview', 'memories', 'quarantine', 'workflows', 'audit', 'decay', 'sessions', 'recall'];
 const VIEW_KEY = 'lethe.view';
 
 /** The view the window showed when it was last closed (kept in the webview's storage). */
@@ -53,7 +58,6 @@ export const app = $state({
   stats: null as Stats | null,
   theme: 'light' as Theme,
   toast: null as Toast | null,
-  error: null as string | null,
   /** The meaning-vector back-fill of the open file while it runs (done of total). */
   vectors: null as { done: number; total: number } | null,
   /** The newest report of a scoring snapshot load (scoring://progress), for progress bars. */
@@ -71,6 +75,8 @@ export function nowIso(offsetDays: number = app.offsetDays): string | undefined 
 }
 
 export function notifyChanged(ids: string[] | null): void {
+  // What is known of these memories by id (previews in lists and toasts) is read again.
+  invalidate(ids);
   app.change = { seq: app.change.seq + 1, ids };
 }
 
@@ -78,13 +84,25 @@ let toastTimer: ReturnType<typeof setTimeout> | undefined;
 let toastSeq = 0;
 export const TOAST_MS = 8000;
 
-export function showToast(message: string, actionLabel?: string, action?: Toast['action']): void {
+export function showToast(message: string, actionLabel?: string, action?: Toast['action'], kind: Toast['kind'] = 'info'): void {
   clearTimeout(toastTimer);
   const id = ++toastSeq;
-  app.toast = { id, message, actionLabel, action };
-  toastTimer = setTimeout(() => {
-    if (app.toast?.id === id) app.toast = null;
-  }, TOAST_MS);
+  app.toast = { id, message, actionLabel, action, kind };
+  toastTimer = setTimeout(
+    () => {
+      if (app.toast?.id === id) app.toast = null;
+    },
+    kind === 'error' ? TOAST_MS * 1.5 : TOAST_MS,
+  );
+}
+
+/**
+ * An engine error in words for a person: without the internal code and the "invalid
+ * input:" prefix (the code stays in the tooltip of the toast's text).
+ */
+export function errorText(message: string): string {
+  const m = message.replace(/^(invalid input|internal error|not found|conflict):\s*/i, '').trim();
+  return m ? m[0].toUpperCase() + m.slice(1) : 'Something went wrong';
 }
 
 export function dismissToast(): void {
@@ -102,7 +120,8 @@ export function reportError(e: unknown): void {
   // While the DB problem screen or the "file is gone" banner is up, every fetch fails the
   // same way; the window already says why, so these do not pile up as error banners.
   if (err.code === 'db_unavailable' && dbUnusable()) return;
-  app.error = `${err.message} (${err.code})`;
+  // A toast, not a banner: it does not push the view down, and it goes away by itself.
+  showToast(errorText(err.message), undefined, undefined, 'error');
 }
 
 /**
@@ -116,7 +135,7 @@ export function applyDbInfo(info: DbInfo): boolean {
   app.live = info.error ? 'error' : info.loading ? 'opening' : info.exists ? 'live' : 'missing';
   app.liveMessage = info.error;
   // An error from before we knew the DB is unusable is explained by the problem screen.
-  if (info.error) app.error = null;
+  if (info.error && app.toast?.kind === 'error') app.toast = null;
   return true;
 }
 
@@ -157,7 +176,6 @@ async function switchDb(open: () => Promise<DbInfo | null>): Promise<void> {
   // The counts shown are the old file's until the new one answers: show none instead.
   app.stats = null;
   app.selectedId = null;
-  app.error = null;
   notifyChanged(null);
 }
 
@@ -170,9 +188,11 @@ export const openRecentDb = (index: number) => switchDb(() => api.openRecent(ind
 /** The current file again, after it could not be opened. */
 export const reopenDb = () => switchDb(api.reopenDb);
 
-/** Soft-deletes and offers an Undo that restores every id. */
+/** Soft-deletes and offers an Undo that restores every id; one memory is named by its text. */
 export async function softDelete(ids: string[], reason = 'deleted by user'): Promise<void> {
   const done: string[] = [];
+  // Read before the delete: the toast names what was moved, not its id.
+  const one = ids.length === 1 ? await lookup(ids[0]) : null;
   try {
     for (const id of ids) {
       await api.deleteMemory(id, reason);
@@ -183,12 +203,15 @@ export async function softDelete(ids: string[], reason = 'deleted by user'): Pro
   }
   if (done.length === 0) return;
   notifyChanged(done);
-  const label = done.length === 1 ? `Moved ${done[0]} to quarantine` : `Moved ${done.length} memories to quarantine`;
+  const label =
+    done.length === 1
+      ? `Moved ${one ? quote(one.preview) : 'the memory'} to quarantine`
+      : `Moved ${plural(done.length, 'memory', 'memories')} to quarantine`;
   showToast(label, 'Undo', async () => {
     try {
       for (const id of done) await api.restoreMemory(id);
       notifyChanged(done);
-      showToast(done.length === 1 ? 'Restored' : `Restored ${done.length} memories`);
+      showToast(done.length === 1 ? `Restored ${one ? quote(one.preview) : 'the memory'}` : `Restored ${plural(done.length, 'memory', 'memories')}`);
     } catch (e) {
       reportError(e);
     }

@@ -5,8 +5,8 @@ import type { Components, Features, Tier } from './bindings';
 
 export type * from './bindings';
 
-/** The tiers in the order the window lists them. */
-export const TIERS: Tier[] = ['working', 'episodic', 'semantic', 'procedural'];
+/** The tiers in the order the window lists them: the engine's order (Tier::ALL), as in charts and the CLI. */
+export const TIERS: Tier[] = ['working', 'episodic', 'procedural', 'semantic'];
 
 /** The five parts of a ForgetScore: `features` (raw) and `components` (signed) share them. */
 export type ScoreParts = Features & Components;

@@ -28,6 +28,9 @@ describe('api.ts', () => {
     expect(invoke).toHaveBeenLastCalledWith('chart_decay', { horizonDays: 365, theme: 'dark' });
     await api.chartProjection('mem_1', 'light', '2025-01-01T00:00:00.000Z');
     expect(invoke).toHaveBeenLastCalledWith('chart_projection', { id: 'mem_1', theme: 'light', now: '2025-01-01T00:00:00.000Z' });
+    // Drawn at the shown size: width and pixel ratio travel as separate arguments.
+    await api.chartDecay(90, 'light', { width: 520, dpr: 2 });
+    expect(invoke).toHaveBeenLastCalledWith('chart_decay', { horizonDays: 90, theme: 'light', width: 520, dpr: 2 });
     await api.runForget(true);
     expect(invoke).toHaveBeenLastCalledWith('run_forget', { dryRun: true });
     await api.stats();

@@ -52,9 +52,11 @@ describe('audit log', () => {
     expect(settings).toHaveTextContent('policy changed: threshold 0.6 → 0.65');
     expect(restore).toHaveTextContent('restored');
     for (const row of screen.getAllByTestId('audit-row')) expect(row.textContent).not.toMatch(/[{}]/);
-    const link = remember.querySelector('button.link') as HTMLElement;
-    expect(link.textContent).toBe(long);
+    // The memory is named by its text; the whole id is in the tooltip and the data, shortened after the text.
+    const link = remember.querySelector('[data-testid="audit-memory-ref"]') as HTMLElement;
+    await waitFor(() => expect(link).toHaveTextContent(`content of ${long}`));
     expect(link).toHaveAttribute('title', long);
-    expect(link.classList.contains('id-link')).toBe(true);
+    expect(link).toHaveAttribute('data-id', long);
+    expect(restore.querySelector('[data-testid="audit-memory-ref"]')).toHaveTextContent('content of');
   });
 });

@@ -39,7 +39,7 @@ describe('a database that cannot be opened', () => {
     expect(screen.queryByTestId('at-risk-list')).toBeNull();
     await flush();
     expect(document.querySelector('.banner.error')).toBeNull();
-    expect(app.error).toBeNull();
+    expect(app.toast?.kind).not.toBe('error');
     // The File menu is still there.
     expect(screen.getByTestId('file-menu')).toBeInTheDocument();
     expect(screen.getByTestId('live-indicator')).toHaveAttribute('data-state', 'error');
@@ -105,12 +105,14 @@ describe('opening a file that turns out to be unusable', () => {
     expect(api.stats.mock.calls.length).toBe(calls);
   });
 
-  it('an error that leaves the current database open is reported once as a banner', async () => {
+  it('an error that leaves the current database open is reported once, as a toast', async () => {
     await renderAt('overview');
     api.newDb.mockRejectedValue({ code: 'invalid_input', message: '/tmp/new.db already exists; use Open' });
     await fireEvent.click(screen.getByTestId('file-menu'));
     await fireEvent.click(screen.getByTestId('new-db'));
-    await waitFor(() => expect(document.querySelector('.banner.error')).toHaveTextContent('already exists; use Open'));
+    await waitFor(() => expect(screen.getByTestId('toast')).toHaveTextContent('already exists; use Open'));
+    expect(screen.getByTestId('toast')).toHaveAttribute('data-kind', 'error');
+    expect(document.querySelector('.banner.error')).toBeNull();
     expect(screen.queryByTestId('db-problem')).toBeNull();
   });
 });

@@ -15,14 +15,14 @@ describe('decay', () => {
   it('shows at-risk count and the chart with the chosen horizon', async () => {
     await renderAt('decay');
     await waitFor(() => expect(screen.getByTestId('at-risk-count').textContent).toBe('17'));
-    await waitFor(() => expect(api.chartDecay).toHaveBeenLastCalledWith(365, 'light'));
+    await waitFor(() => expect(api.chartDecay).toHaveBeenLastCalledWith(365, 'light', {}));
     await fireEvent.change(screen.getByTestId('horizon-select'), { target: { value: '90' } });
-    await waitFor(() => expect(api.chartDecay).toHaveBeenLastCalledWith(90, 'light'));
+    await waitFor(() => expect(api.chartDecay).toHaveBeenLastCalledWith(90, 'light', {}));
   });
 
   it('exports a chart (the shell asks where) and shows the distribution', async () => {
     await renderAt('decay');
-    await waitFor(() => expect(api.chartDistribution).toHaveBeenCalledWith('light', undefined));
+    await waitFor(() => expect(api.chartDistribution).toHaveBeenCalledWith('light', undefined, {}));
     const buttons = await screen.findAllByTestId('chart-export');
     await fireEvent.click(buttons[0]);
     await waitFor(() =>
@@ -87,25 +87,36 @@ describe('decay', () => {
   it('what-if compares counts and lists newly forgotten ids; apply and reset', async () => {
     await renderAt('decay');
     await waitFor(() => expect(screen.getByTestId('threshold')).toBeInTheDocument());
-    await fireEvent.input(screen.getByTestId('threshold'), { target: { value: '0.5' } });
+    await fireEvent.input(screen.getByTestId('threshold'), { target: { value: '0.55' } });
+    // Nothing runs until Preview.
+    await flush();
+    expect(api.whatIf).not.toHaveBeenCalled();
     await fireEvent.click(screen.getByTestId('what-if-run'));
     await waitFor(() => expect(screen.getByTestId('what-if-proposed').textContent).toBe('3'));
     expect(screen.getByTestId('what-if-current').textContent).toBe('2');
-    expect(screen.getAllByTestId('newly-forgotten-id').map((b) => b.textContent)).toEqual(['mem_7']);
+    expect(screen.getAllByTestId('newly-forgotten-id').map((b) => b.dataset.id)).toEqual(['mem_7']);
+    // Named by their text, not by id alone.
+    await waitFor(() => expect(screen.getByTestId('newly-forgotten-id')).toHaveTextContent('content of mem_7'));
     const sent = api.whatIf.mock.calls.at(-1)![0];
-    expect(sent.threshold).toBe(0.5);
+    expect(sent.threshold).toBe(0.55);
     // Unknown settings survive the round trip.
     expect(sent.working_window_hours).toBe(48);
 
     // When the engine names the newly forgotten ids itself, those are shown.
     api.whatIf.mockResolvedValue({ current: { count: 1, ids: ['mem_1'] }, proposed: { count: 1, ids: ['mem_9'] }, newly_forgotten: ['mem_9'], spared: ['mem_1'] });
     await fireEvent.click(screen.getByTestId('what-if-run'));
-    await waitFor(() => expect(screen.getAllByTestId('newly-forgotten-id').map((b) => b.textContent)).toEqual(['mem_9']));
+    await waitFor(() => expect(screen.getAllByTestId('newly-forgotten-id').map((b) => b.dataset.id)).toEqual(['mem_9']));
 
+    // Apply asks first, naming the change.
     await fireEvent.click(screen.getByTestId('what-if-apply'));
-    await waitFor(() => expect(api.setSettings).toHaveBeenCalledWith(expect.objectContaining({ threshold: 0.5 })));
+    expect(screen.getByTestId('apply-changes')).toHaveTextContent('threshold 0.6 → 0.55');
+    expect(api.setSettings).not.toHaveBeenCalled();
+    await fireEvent.click(screen.getByTestId('confirm-yes'));
+    await waitFor(() => expect(api.setSettings).toHaveBeenCalledWith(expect.objectContaining({ threshold: 0.55 })));
 
     await fireEvent.click(screen.getByTestId('what-if-reset'));
+    await flush();
+    await fireEvent.click(screen.getByTestId('what-if-run'));
     await flush();
     expect((screen.getByTestId('threshold') as HTMLInputElement).value).toBe('0.6');
     expect((screen.getByTestId('half-life-semantic') as HTMLInputElement).value).toBe('180');
@@ -115,5 +126,14 @@ describe('decay', () => {
     const last = api.whatIf.mock.calls.at(-1)![0];
     expect(last.half_life_days).toEqual({ working: 2, episodic: 30, semantic: 180, procedural: 90 });
     expect(last.weights).toEqual({ recency: 0.35, usage: 0.25, duplication: 0.2, importance: 0.15, pinned: 0.3 });
+  });
+
+  it('refuses a threshold at or below the review band, saying why', async () => {
+    await renderAt('decay');
+    await waitFor(() => expect(screen.getByTestId('threshold')).toBeInTheDocument());
+    await fireEvent.input(screen.getByTestId('threshold'), { target: { value: '0.5' } });
+    expect(screen.getByTestId('what-if-problem')).toHaveTextContent('must be above the start of the review band (0.5)');
+    expect(screen.getByTestId('what-if-run')).toBeDisabled();
+    expect(screen.getByTestId('what-if-apply')).toBeDisabled();
   });
 });

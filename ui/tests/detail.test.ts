@@ -33,7 +33,9 @@ describe('memory detail', () => {
     expect(screen.getByTestId('forget-score')).toHaveTextContent('0.147');
     const neg = screen.getByTestId('breakdown-pinned').querySelector('.bar-fill') as HTMLElement;
     expect(neg.classList.contains('neg')).toBe(true);
-    expect(parseFloat(neg.style.left)).toBeLessThan(50);
+    // A waterfall on one axis: the pinned part ends where the total ends.
+    const total = screen.getByTestId("forget-score").querySelector(".bar-fill") as HTMLElement;
+    expect(parseFloat(neg.style.left)).toBeCloseTo(parseFloat(total.style.left) + parseFloat(total.style.width), 1);
   });
 
   it('shows hostile content as literal text, never as markup', async () => {
@@ -55,7 +57,7 @@ describe('memory detail', () => {
     const img = screen.getAllByTestId('chart')[0] as HTMLImageElement;
     const b64 = img.getAttribute('src')!.split(',')[1];
     expect(new TextDecoder().decode(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)))).toBe(SVG);
-    expect(api.chartProjection).toHaveBeenCalledWith('mem_c', 'light', undefined);
+    expect(api.chartProjection).toHaveBeenCalledWith('mem_c', 'light', undefined, {});
   });
 
   it('explains in words when a memory can never be forgotten', async () => {

@@ -95,3 +95,50 @@ describe('breakdown and projection text', () => {
     expect(projectedForget({ ...d, never_forgettable: true })).toBe('never');
   });
 });
+
+describe('polish formatting (#25)', () => {
+  it('groups thousands whatever the locale, rounds milliseconds, pluralises', async () => {
+    const { fmtInt, fmtMs, plural, splitIds, chartFit } = await import('../src/format');
+    expect(fmtInt(100000)).toBe('100,000');
+    expect(fmtInt(999)).toBe('999');
+    expect(fmtInt(-1234)).toBe('−1,234');
+    expect(fmtMs(10.455575999999999)).toBe('10 ms');
+    expect(fmtMs(3.14159)).toBe('3.1 ms');
+    expect(fmtMs(0.4219)).toBe('0.42 ms');
+    expect(fmtMs(1530)).toBe('1.5 s');
+    expect(plural(1, 'note')).toBe('1 note');
+    expect(plural(2, 'note')).toBe('2 notes');
+    expect(plural(1200, 'memory', 'memories')).toBe('1,200 memories');
+    expect(splitIds('duplicate of mem_ab12-cd (same words)')).toEqual([
+      { text: 'duplicate of ', id: false },
+      { text: 'mem_ab12-cd', id: true },
+      { text: ' (same words)', id: false },
+    ]);
+    expect(chartFit(0)).toEqual({});
+    expect(chartFit(517, 2)).toEqual({ width: 480, dpr: 2 });
+    expect(chartFit(100, 1.3)).toEqual({ width: 240, dpr: 1.25 });
+  });
+
+  it('keys: only text entry swallows shortcuts; digits map onto the view order', async () => {
+    const { isTextEntry, viewForKey } = await import('../src/keys');
+    const el = (tag: string, type?: string) => {
+      const e = document.createElement(tag);
+      if (type) (e as HTMLInputElement).type = type;
+      return e;
+    };
+    expect(isTextEntry(el('input', 'range'))).toBe(false);
+    expect(isTextEntry(el('input', 'checkbox'))).toBe(false);
+    expect(isTextEntry(el('select'))).toBe(false);
+    expect(isTextEntry(el('button'))).toBe(false);
+    expect(isTextEntry(el('input', 'text'))).toBe(true);
+    expect(isTextEntry(el('input', 'search'))).toBe(true);
+    expect(isTextEntry(el('input', 'number'))).toBe(true);
+    expect(isTextEntry(el('textarea'))).toBe(true);
+    const views = ['a', 'b', 'c'];
+    expect(viewForKey('1', views)).toBe('a');
+    expect(viewForKey('3', views)).toBe('c');
+    expect(viewForKey('4', views)).toBeNull();
+    expect(viewForKey('0', views)).toBeNull();
+    expect(viewForKey('j', views)).toBeNull();
+  });
+});

@@ -13,7 +13,7 @@ export function resetApp(): void {
   app.liveMessage = null;
   app.change = { seq: 0, ids: null };
   app.stats = null;
-  app.error = null;
+  app.toast = null;
   app.modal = false;
   app.dialog = null;
   localStorage.clear();

@@ -1,7 +1,7 @@
 import { describe, it, expect, vi, beforeEach } from 'vitest';
 import { fireEvent, screen, waitFor, within } from '@testing-library/svelte';
 import userEvent from '@testing-library/user-event';
-import { api, emitChanged, pagedList, resetFake, HOSTILE, makeDetail } from './fakeApi';
+import { api, emitChanged, pagedList, resetFake, HOSTILE, makeDetail, makeRow } from './fakeApi';
 import { renderAt, ids, rows, flush } from './helpers';
 import { app } from '../src/state.svelte';
 
@@ -87,7 +87,7 @@ describe('memories table', () => {
     const user = userEvent.setup();
     await user.type(screen.getByTestId('memory-search'), 'rust');
     await waitFor(() => expect(ids()).toEqual(['mem_r']));
-    expect(api.recall).toHaveBeenLastCalledWith('rust', expect.objectContaining({ limit: 500 }));
+    expect(api.recall).toHaveBeenLastCalledWith('rust', expect.objectContaining({ limit: 200 }));
     expect(rows()[0]).toHaveTextContent('0.910');
     await user.clear(screen.getByTestId('memory-search'));
     await waitFor(() => expect(ids()[0]).toBe('mem_0'));
@@ -137,19 +137,84 @@ describe('keyboard', () => {
     await waitFor(() => expect(api.unpinMemory).toHaveBeenCalledWith('mem_1'));
   });
 
+  it('after p moves the row in the sort, the order holds so j goes to the next row of the original order', async () => {
+    const order = ['mem_0', 'mem_1', 'mem_2', 'mem_3', 'mem_4'];
+    let pinned = false;
+    api.listMemories.mockImplementation(async () => {
+      // Pinning mem_1 lowers its score: the engine now lists it last.
+      const now = pinned ? ['mem_0', 'mem_2', 'mem_3', 'mem_4', 'mem_1'] : order;
+      return { total: 5, items: now.map((id) => makeRow(Number(id.slice(4)), { pinned: pinned && id === 'mem_1' })) };
+    });
+    api.pinMemory.mockImplementation(async (id: string) => {
+      pinned = true;
+      return makeDetail(id, { pinned: true });
+    });
+    await openMemories();
+    await fireEvent.click(rows()[1]);
+    await fireEvent.keyDown(window, { key: 'p' });
+    await waitFor(() => expect(screen.getByTestId('order-held')).toBeTruthy());
+    expect(ids()).toEqual(order);
+    await fireEvent.keyDown(window, { key: 'j' });
+    await waitFor(() => expect(rows()[2]).toHaveAttribute('aria-selected', 'true'));
+    expect(rows()[2]).toHaveAttribute('data-id', 'mem_2');
+    // Re-sort shows the engine's order again.
+    await fireEvent.click(screen.getByTestId('resort'));
+    await waitFor(() => expect(ids()).toEqual(['mem_0', 'mem_2', 'mem_3', 'mem_4', 'mem_1']));
+    expect(screen.queryByTestId('order-held')).toBeNull();
+  });
+
   it('d soft-deletes with an Undo toast that restores; r restores', async () => {
     await openMemories();
     await fireEvent.click(rows()[3]);
     await fireEvent.keyDown(window, { key: 'd' });
     await waitFor(() => expect(api.deleteMemory).toHaveBeenCalledWith('mem_3', expect.any(String)));
+    // The toast names the memory by its text, not by its id.
     const toast = await screen.findByTestId('toast');
-    expect(toast).toHaveTextContent('mem_3');
+    expect(toast).toHaveTextContent('content of mem_3');
+    expect(toast).not.toHaveTextContent('mem_3 ');
     await fireEvent.click(within(toast).getByTestId('toast-action'));
     await waitFor(() => expect(api.restoreMemory).toHaveBeenCalledWith('mem_3'));
+  });
 
+  it('r restores a quarantined memory and does nothing on an active one', async () => {
+    await openMemories();
+    await fireEvent.click(rows()[3]);
     api.restoreMemory.mockClear();
     await fireEvent.keyDown(window, { key: 'r' });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(api.restoreMemory).not.toHaveBeenCalled();
+    expect(screen.queryByTestId('toast')).toBeNull();
+
+    api.showMemory.mockImplementation(async (id: string) => makeDetail(id, { is_deleted: true }));
+    api.listMemories.mockImplementation(async (q) => ({
+      total: 5,
+      items: Array.from({ length: 5 }, (_, i) => makeRow(i, { is_deleted: true })).slice(q.offset ?? 0),
+    }));
+    await fireEvent.click(screen.getByTestId('quarantined-filter'));
+    await waitFor(() => expect(rows()[3]).toBeTruthy());
+    await fireEvent.click(rows()[3]);
+    await fireEvent.keyDown(window, { key: 'r' });
     await waitFor(() => expect(api.restoreMemory).toHaveBeenCalledWith('mem_3'));
+  });
+
+  it('keys work after the importance slider and a row checkbox; Esc clears the selection, then closes the detail', async () => {
+    await openMemories();
+    await fireEvent.click(rows()[1]);
+    const slider = await screen.findByTestId('importance-slider');
+    slider.focus();
+    await fireEvent.keyDown(slider, { key: 'j' });
+    await waitFor(() => expect(rows()[2]).toHaveAttribute('aria-selected', 'true'));
+    const box = screen.getAllByTestId('row-check')[2];
+    await fireEvent.click(box);
+    box.focus();
+    await fireEvent.keyDown(box, { key: 'k' });
+    await waitFor(() => expect(rows()[1]).toHaveAttribute('aria-selected', 'true'));
+    expect(screen.getByTestId('bulk-bar')).toBeTruthy();
+    await fireEvent.keyDown(window, { key: 'Escape' });
+    expect(screen.queryByTestId('bulk-bar')).toBeNull();
+    expect(screen.getByTestId('memory-detail')).toBeTruthy();
+    await fireEvent.keyDown(window, { key: 'Escape' });
+    await waitFor(() => expect(screen.queryByTestId('memory-detail')).toBeNull());
   });
 
   it('/ focuses the search box, and typing there does not trigger shortcuts', async () => {

@@ -89,6 +89,45 @@ pub fn projection_series(
         .collect()
 }
 
+/// How the window shows a chart: `width` CSS pixels wide on a screen with `dpr` device pixels
+/// per CSS pixel. The chart is drawn at `width × dpr` with every length (text, margins,
+/// strokes) times `dpr`, so it is shown 1:1 — crisp, and its text at the size it is written.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fit {
+    pub width: f64,
+    pub dpr: f64,
+}
+
+impl Fit {
+    /// Widths below 240 or above 4000 CSS px and ratios outside 1–4 are brought into range.
+    pub fn new(width: f64, dpr: f64) -> Self {
+        let width = if width.is_finite() { width.clamp(240.0, 4000.0) } else { 760.0 };
+        let dpr = if dpr.is_finite() { dpr.clamp(1.0, 4.0) } else { 1.0 };
+        Fit { width, dpr }
+    }
+
+    /// The drawing size for a chart `aspect` (height / width) tall, and the scale of lengths.
+    fn size(&self, aspect: f64) -> ((u32, u32), f64) {
+        let w = (self.width * self.dpr).round();
+        (((w as u32), (w * aspect).round() as u32), self.dpr)
+    }
+}
+
+/// Sizes of the window's charts at the window's default width (height / width).
+const DECAY_ASPECT: f64 = 360.0 / 760.0;
+const PROJECTION_ASPECT: f64 = 260.0 / 560.0;
+const DISTRIBUTION_ASPECT: f64 = 340.0 / 760.0;
+
+/// An axis number that never reads "-0.0": a value that rounds to zero is written as zero.
+fn axis_num(v: f64, decimals: usize) -> String {
+    let t = format!("{v:.decimals$}");
+    if t.trim_start_matches('-').chars().all(|c| c == '0' || c == '.') {
+        t.trim_start_matches('-').to_string()
+    } else {
+        t
+    }
+}
+
 fn plot_err<E: std::fmt::Debug>(e: E) -> Error {
     Error::Io(std::io::Error::other(format!("chart rendering failed: {e:?}")))
 }
@@ -96,8 +135,21 @@ fn plot_err<E: std::fmt::Debug>(e: E) -> Error {
 /// Per-tier recency curves over `horizon_days`, with half-life markers and the 0.5 line.
 pub fn render_decay(s: &Settings, horizon_days: f64, size: (u32, u32), theme: Theme) -> Result<String> {
     let mut svg = String::new();
-    draw_decay(SVGBackend::with_string(&mut svg, size).into_drawing_area(), s, horizon_days, theme)?;
+    draw_decay(SVGBackend::with_string(&mut svg, size).into_drawing_area(), s, horizon_days, theme, 1.0)?;
     Ok(svg)
+}
+
+/// [`render_decay`] at the size the window shows it.
+pub fn render_decay_fit(s: &Settings, horizon_days: f64, fit: Fit, theme: Theme) -> Result<String> {
+    let (size, k) = fit.size(DECAY_ASPECT);
+    let mut svg = String::new();
+    draw_decay(SVGBackend::with_string(&mut svg, size).into_drawing_area(), s, horizon_days, theme, k)?;
+    Ok(svg)
+}
+
+/// A length (pixels at scale 1) at scale `k`.
+fn px(v: f64, k: f64) -> u32 {
+    (v * k).round().max(1.0) as u32
 }
 
 fn draw_decay<DB: DrawingBackend>(
@@ -105,6 +157,7 @@ fn draw_decay<DB: DrawingBackend>(
     s: &Settings,
     horizon_days: f64,
     theme: Theme,
+    k: f64,
 ) -> Result<()> {
     if !(horizon_days.is_finite() && horizon_days > 0.0 && horizon_days <= 3650.0) {
         return Err(Error::invalid("horizon must be in (0, 3650] days"));
@@ -113,44 +166,49 @@ fn draw_decay<DB: DrawingBackend>(
     {
         root.fill(&p.bg).map_err(plot_err)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption("Recency R = exp(−ln2 · age / half-life)", ("sans-serif", 16).into_font().color(&p.fg))
-            .margin(12)
-            .x_label_area_size(34)
-            .y_label_area_size(44)
+            .caption("Recency R = exp(−ln2 · age / half-life)", ("sans-serif", 16.0 * k).into_font().color(&p.fg))
+            .margin(px(12.0, k))
+            .x_label_area_size(px(34.0, k))
+            .y_label_area_size(px(44.0, k))
             .build_cartesian_2d(0.0..horizon_days, 0.0..1.0)
             .map_err(plot_err)?;
+        // No minor grid: at this density it shimmers (moiré) on a dark background.
         chart
             .configure_mesh()
             .x_desc("age (days)")
-            .x_label_formatter(&|d| format!("{d:.0}"))
+            .x_label_formatter(&|d| axis_num(*d, 0))
+            .y_label_formatter(&|y| axis_num(*y, 1))
             .y_desc("recency")
-            .axis_desc_style(("sans-serif", 13).into_font().color(&p.fg))
-            .label_style(("sans-serif", 12).into_font().color(&p.fg))
-            .light_line_style(p.grid.mix(0.35))
-            .bold_line_style(p.grid)
-            .axis_style(p.fg)
+            .axis_desc_style(("sans-serif", 13.0 * k).into_font().color(&p.fg))
+            .label_style(("sans-serif", 12.0 * k).into_font().color(&p.fg))
+            .max_light_lines(0)
+            .bold_line_style(p.grid.stroke_width(px(1.0, k)))
+            .axis_style(p.fg.stroke_width(px(1.0, k)))
             .draw()
             .map_err(plot_err)?;
         chart
-            .draw_series(LineSeries::new([(0.0, 0.5), (horizon_days, 0.5)], p.grid.stroke_width(2)))
+            .draw_series(LineSeries::new([(0.0, 0.5), (horizon_days, 0.5)], p.grid.stroke_width(px(2.0, k))))
             .map_err(plot_err)?;
         for t in Tier::ALL {
             let h = s.half_life_days.get(t);
             let c = tier_color(t);
             chart
-                .draw_series(LineSeries::new(recency_series(h, horizon_days, 240), c.stroke_width(2)))
+                .draw_series(LineSeries::new(recency_series(h, horizon_days, 240), c.stroke_width(px(2.0, k))))
                 .map_err(plot_err)?
                 .label(format!("{t} (half-life {h} d)"))
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + px(16.0, k) as i32, y)], c.stroke_width(px(2.0, k)))
+                });
             if h <= horizon_days {
-                chart.draw_series(std::iter::once(Circle::new((h, 0.5), 4, c.filled()))).map_err(plot_err)?;
+                chart.draw_series(std::iter::once(Circle::new((h, 0.5), px(4.0, k), c.filled()))).map_err(plot_err)?;
             }
         }
         chart
             .configure_series_labels()
             .background_style(p.bg.mix(0.85))
             .border_style(p.grid)
-            .label_font(("sans-serif", 12).into_font().color(&p.fg))
+            .legend_area_size(px(24.0, k))
+            .label_font(("sans-serif", 12.0 * k).into_font().color(&p.fg))
             .position(SeriesLabelPosition::UpperRight)
             .draw()
             .map_err(plot_err)?;
@@ -170,7 +228,22 @@ pub fn render_projection(
     theme: Theme,
 ) -> Result<String> {
     let mut svg = String::new();
-    draw_projection(SVGBackend::with_string(&mut svg, size).into_drawing_area(), m, s, now, horizon_days, theme)?;
+    draw_projection(SVGBackend::with_string(&mut svg, size).into_drawing_area(), m, s, now, horizon_days, theme, 1.0)?;
+    Ok(svg)
+}
+
+/// [`render_projection`] at the size the window shows it.
+pub fn render_projection_fit(
+    m: &ScoreInput,
+    s: &Settings,
+    now: Instant,
+    horizon_days: f64,
+    fit: Fit,
+    theme: Theme,
+) -> Result<String> {
+    let (size, k) = fit.size(PROJECTION_ASPECT);
+    let mut svg = String::new();
+    draw_projection(SVGBackend::with_string(&mut svg, size).into_drawing_area(), m, s, now, horizon_days, theme, k)?;
     Ok(svg)
 }
 
@@ -181,6 +254,7 @@ fn draw_projection<DB: DrawingBackend>(
     now: Instant,
     horizon_days: f64,
     theme: Theme,
+    k: f64,
 ) -> Result<()> {
     let p = palette(theme);
     let base = projection_series(m, s, now, horizon_days, 200);
@@ -197,58 +271,69 @@ fn draw_projection<DB: DrawingBackend>(
     {
         root.fill(&p.bg).map_err(plot_err)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption("Projected ForgetScore", ("sans-serif", 15).into_font().color(&p.fg))
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(40)
+            .caption("Projected ForgetScore", ("sans-serif", 15.0 * k).into_font().color(&p.fg))
+            .margin(px(10.0, k))
+            .x_label_area_size(px(30.0, k))
+            .y_label_area_size(px(40.0, k))
             .build_cartesian_2d(0.0..horizon_days, lo..hi)
             .map_err(plot_err)?;
         chart
             .configure_mesh()
             .x_desc("days from now")
-            .x_label_formatter(&|d| format!("{d:.0}"))
-            .axis_desc_style(("sans-serif", 12).into_font().color(&p.fg))
-            .label_style(("sans-serif", 11).into_font().color(&p.fg))
-            .light_line_style(p.grid.mix(0.35))
-            .bold_line_style(p.grid)
-            .axis_style(p.fg)
+            .x_label_formatter(&|d| axis_num(*d, 0))
+            .y_label_formatter(&|y| axis_num(*y, 1))
+            .axis_desc_style(("sans-serif", 12.0 * k).into_font().color(&p.fg))
+            .label_style(("sans-serif", 11.0 * k).into_font().color(&p.fg))
+            .max_light_lines(0)
+            .bold_line_style(p.grid.stroke_width(px(1.0, k)))
+            .axis_style(p.fg.stroke_width(px(1.0, k)))
             .draw()
             .map_err(plot_err)?;
         let th = p.threshold;
         chart
-            .draw_series(LineSeries::new([(0.0, s.threshold), (horizon_days, s.threshold)], th.stroke_width(2)))
+            .draw_series(LineSeries::new(
+                [(0.0, s.threshold), (horizon_days, s.threshold)],
+                th.stroke_width(px(2.0, k)),
+            ))
             .map_err(plot_err)?
             .label(format!("threshold {}", s.threshold))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], th.stroke_width(2)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + px(16.0, k) as i32, y)], th.stroke_width(px(2.0, k)))
+            });
         let fg = p.fg;
-        chart
-            .draw_series(LineSeries::new(base, fg.stroke_width(2)))
-            .map_err(plot_err)?
-            .label("as is")
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], fg.stroke_width(2)));
+        chart.draw_series(LineSeries::new(base, fg.stroke_width(px(2.0, k)))).map_err(plot_err)?.label("as is").legend(
+            move |(x, y)| PathElement::new(vec![(x, y), (x + px(16.0, k) as i32, y)], fg.stroke_width(px(2.0, k))),
+        );
         let blue = RGBColor(52, 152, 219);
         chart
-            .draw_series(LineSeries::new(with_cite, blue.stroke_width(1)))
+            .draw_series(LineSeries::new(with_cite, blue.stroke_width(px(1.0, k))))
             .map_err(plot_err)?
             .label("one more cite today")
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], blue.stroke_width(1)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + px(16.0, k) as i32, y)], blue.stroke_width(px(1.0, k)))
+            });
         let green = RGBColor(39, 174, 96);
         chart
-            .draw_series(LineSeries::new(with_pin, green.stroke_width(1)))
+            .draw_series(LineSeries::new(with_pin, green.stroke_width(px(1.0, k))))
             .map_err(plot_err)?
             .label("if pinned")
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], green.stroke_width(1)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + px(16.0, k) as i32, y)], green.stroke_width(px(1.0, k)))
+            });
         if let Some(at) = decay::projected_forget_at(m, s, now) {
             let d = time::days_between(now, at);
             if d <= horizon_days {
-                chart.draw_series(std::iter::once(Circle::new((d, s.threshold), 5, th.filled()))).map_err(plot_err)?;
+                chart
+                    .draw_series(std::iter::once(Circle::new((d, s.threshold), px(5.0, k), th.filled())))
+                    .map_err(plot_err)?;
             }
         }
         chart
             .configure_series_labels()
             .background_style(p.bg.mix(0.85))
             .border_style(p.grid)
-            .label_font(("sans-serif", 11).into_font().color(&p.fg))
+            .legend_area_size(px(24.0, k))
+            .label_font(("sans-serif", 11.0 * k).into_font().color(&p.fg))
             .position(SeriesLabelPosition::LowerRight)
             .draw()
             .map_err(plot_err)?;
@@ -283,7 +368,15 @@ pub fn score_histogram(scores: &[(Tier, f64)]) -> Vec<(Tier, Vec<usize>)> {
 /// The ForgetScore distribution per tier, with the threshold and the review band marked.
 pub fn render_distribution(scores: &[(Tier, f64)], s: &Settings, size: (u32, u32), theme: Theme) -> Result<String> {
     let mut svg = String::new();
-    draw_distribution(SVGBackend::with_string(&mut svg, size).into_drawing_area(), scores, s, theme)?;
+    draw_distribution(SVGBackend::with_string(&mut svg, size).into_drawing_area(), scores, s, theme, 1.0)?;
+    Ok(svg)
+}
+
+/// [`render_distribution`] at the size the window shows it.
+pub fn render_distribution_fit(scores: &[(Tier, f64)], s: &Settings, fit: Fit, theme: Theme) -> Result<String> {
+    let (size, k) = fit.size(DISTRIBUTION_ASPECT);
+    let mut svg = String::new();
+    draw_distribution(SVGBackend::with_string(&mut svg, size).into_drawing_area(), scores, s, theme, k)?;
     Ok(svg)
 }
 
@@ -292,31 +385,35 @@ fn draw_distribution<DB: DrawingBackend>(
     scores: &[(Tier, f64)],
     s: &Settings,
     theme: Theme,
+    k: f64,
 ) -> Result<()> {
     let p = palette(theme);
     let hist = score_histogram(scores);
-    let top = hist.iter().flat_map(|(_, b)| b.iter().copied()).max().unwrap_or(0).max(1) as f64 * 1.15;
+    // Bars stacked per bin: the tallest stack sets the height.
+    let top = (0..BINS).map(|i| hist.iter().map(|(_, b)| b[i]).sum::<usize>()).max().unwrap_or(0).max(1) as f64 * 1.15;
     let x_hi = BIN_LO + BIN_WIDTH * BINS as f64;
     root.fill(&p.bg).map_err(plot_err)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption("ForgetScore distribution per tier (active memories)", ("sans-serif", 15).into_font().color(&p.fg))
-        .margin(10)
-        .x_label_area_size(30)
-        .y_label_area_size(44)
+        .caption(
+            "ForgetScore distribution per tier (active memories)",
+            ("sans-serif", 15.0 * k).into_font().color(&p.fg),
+        )
+        .margin(px(10.0, k))
+        .x_label_area_size(px(30.0, k))
+        .y_label_area_size(px(44.0, k))
         .build_cartesian_2d(BIN_LO..x_hi, 0.0..top)
         .map_err(plot_err)?;
     chart
         .configure_mesh()
         .x_desc("ForgetScore")
         .y_desc("memories")
-        // `+ 0.0` turns −0.0 into 0.0 so the axis never reads "-0.0".
-        .x_label_formatter(&|x| format!("{:.1}", x + 0.0))
-        .y_label_formatter(&|y| format!("{y:.0}"))
-        .axis_desc_style(("sans-serif", 12).into_font().color(&p.fg))
-        .label_style(("sans-serif", 11).into_font().color(&p.fg))
-        .light_line_style(p.grid)
-        .bold_line_style(p.grid)
-        .axis_style(p.fg)
+        .x_label_formatter(&|x| axis_num(*x, 1))
+        .y_label_formatter(&|y| axis_num(*y, 0))
+        .axis_desc_style(("sans-serif", 12.0 * k).into_font().color(&p.fg))
+        .label_style(("sans-serif", 11.0 * k).into_font().color(&p.fg))
+        .max_light_lines(0)
+        .bold_line_style(p.grid.stroke_width(px(1.0, k)))
+        .axis_style(p.fg.stroke_width(px(1.0, k)))
         .draw()
         .map_err(plot_err)?;
     let band = p.threshold.mix(0.12);
@@ -325,25 +422,40 @@ fn draw_distribution<DB: DrawingBackend>(
         .map_err(plot_err)?;
     let th = p.threshold;
     chart
-        .draw_series(LineSeries::new([(s.threshold, 0.0), (s.threshold, top)], th.stroke_width(2)))
+        .draw_series(LineSeries::new([(s.threshold, 0.0), (s.threshold, top)], th.stroke_width(px(2.0, k))))
         .map_err(plot_err)?
         .label(format!("threshold {}", s.threshold))
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], th.stroke_width(2)));
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + px(16.0, k) as i32, y)], th.stroke_width(px(2.0, k))));
+    // A histogram as bars: per bin, the tiers stacked in their usual order.
+    let mut below = vec![0usize; BINS];
+    let gap = BIN_WIDTH * 0.08;
     for (t, bins) in &hist {
         let c = tier_color(*t);
-        let pts: Vec<(f64, f64)> =
-            bins.iter().enumerate().map(|(i, n)| (BIN_LO + BIN_WIDTH * (i as f64 + 0.5), *n as f64)).collect();
+        let bars: Vec<_> = bins
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(i, n)| {
+                let x0 = BIN_LO + BIN_WIDTH * i as f64;
+                Rectangle::new([(x0 + gap, below[i] as f64), (x0 + BIN_WIDTH - gap, (below[i] + n) as f64)], c.filled())
+            })
+            .collect();
+        for (i, n) in bins.iter().enumerate() {
+            below[i] += n;
+        }
+        let side = px(10.0, k) as i32;
         chart
-            .draw_series(LineSeries::new(pts, c.stroke_width(2)))
+            .draw_series(bars)
             .map_err(plot_err)?
             .label(t.to_string())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
+            .legend(move |(x, y)| Rectangle::new([(x, y - side / 2), (x + side, y + side / 2)], c.filled()));
     }
     chart
         .configure_series_labels()
         .background_style(p.bg.mix(0.85))
         .border_style(p.grid)
-        .label_font(("sans-serif", 11).into_font().color(&p.fg))
+        .legend_area_size(px(24.0, k))
+        .label_font(("sans-serif", 11.0 * k).into_font().color(&p.fg))
         .position(SeriesLabelPosition::UpperLeft)
         .draw()
         .map_err(plot_err)?;
@@ -395,11 +507,15 @@ pub fn encode(spec: &ChartSpec<'_>, format: ChartFormat, size: (u32, u32), theme
             {
                 let area = BitMapBackend::with_buffer(&mut rgb, size).into_drawing_area();
                 match spec {
-                    ChartSpec::Decay { settings, horizon_days } => draw_decay(area, settings, *horizon_days, theme)?,
-                    ChartSpec::Projection { input, settings, now, horizon_days } => {
-                        draw_projection(area, input, settings, *now, *horizon_days, theme)?
+                    ChartSpec::Decay { settings, horizon_days } => {
+                        draw_decay(area, settings, *horizon_days, theme, 1.0)?
                     }
-                    ChartSpec::Distribution { scores, settings } => draw_distribution(area, scores, settings, theme)?,
+                    ChartSpec::Projection { input, settings, now, horizon_days } => {
+                        draw_projection(area, input, settings, *now, *horizon_days, theme, 1.0)?
+                    }
+                    ChartSpec::Distribution { scores, settings } => {
+                        draw_distribution(area, scores, settings, theme, 1.0)?
+                    }
                 }
             }
             let mut png = Vec::new();
@@ -472,6 +588,37 @@ mod tests {
         assert_eq!((semantic[1], semantic[BINS - 1]), (1, 1), "−0.45 in bin 1, 5.0 clamped into the last");
         let svg = render_distribution(&scores, &Settings::default(), (600, 300), Theme::Dark).unwrap();
         assert!(svg.contains("threshold 0.6"));
+    }
+
+    #[test]
+    fn a_fitted_chart_is_drawn_at_width_times_dpr_with_text_scaled_and_no_minor_grid() {
+        let s = Settings::default();
+        let svg = render_decay_fit(&s, 365.0, Fit::new(500.0, 2.0), Theme::Dark).unwrap();
+        assert!(svg.contains(r#"width="1000""#), "drawn 1000 px wide for 500 CSS px at dpr 2");
+        assert!(svg.contains(r#"height="474""#), "the window's aspect: 1000 × 360/760");
+        let plain = render_decay(&s, 365.0, (760, 360), Theme::Dark).unwrap();
+        let lines = |svg: &str| svg.matches("<line").count() + svg.matches("<polyline").count();
+        assert!(lines(&svg) <= lines(&plain), "the fitted chart draws no more lines than before (no minor grid)");
+        assert_eq!(Fit::new(10.0, 9.0), Fit { width: 240.0, dpr: 4.0 }, "sizes are kept in range");
+        assert_eq!(Fit::new(f64::NAN, f64::INFINITY), Fit { width: 760.0, dpr: 1.0 });
+    }
+
+    #[test]
+    fn axis_numbers_never_read_minus_zero() {
+        assert_eq!(axis_num(-0.0, 1), "0.0");
+        assert_eq!(axis_num(-0.00001, 1), "0.0");
+        assert_eq!(axis_num(-0.04, 0), "0");
+        assert_eq!(axis_num(-0.25, 1), "-0.2");
+        assert_eq!(axis_num(0.5, 1), "0.5");
+    }
+
+    #[test]
+    fn the_distribution_is_drawn_as_bars() {
+        let scores = [(Tier::Working, 0.61), (Tier::Semantic, 0.1), (Tier::Semantic, 0.12)];
+        let svg = render_distribution_fit(&scores, &Settings::default(), Fit::new(600.0, 1.0), Theme::Light).unwrap();
+        // One bar per tier and non-empty bin, in the tier's colour (#7a5bd1 is semantic).
+        assert!(svg.to_lowercase().contains("#7a5bd1"), "semantic bar drawn");
+        assert!(svg.matches("<rect").count() >= 3, "bars are rectangles");
     }
 
     #[test]

@@ -122,8 +122,9 @@ pub fn load(conn: &mut Connection, seed: u32, count: usize, now: Instant) -> Res
     let mut rng = Lcg(seed);
     let mut c = DemoCounts::default();
     let mut ids = Vec::new();
+    // Each memory is remembered at its own date, so its audit history is dated like it.
     let store = |conn: &mut Connection, m: NewMemory, c: &mut DemoCounts| -> Result<Option<String>> {
-        match lifecycle::remember(conn, &m, "agent:demo", now)? {
+        match lifecycle::remember(conn, &m, "agent:demo", m.created_at.unwrap_or(now))? {
             lifecycle::RememberOutcome::Stored { id, .. } => {
                 c.stored += 1;
                 Ok(Some(id))
@@ -183,7 +184,8 @@ pub fn load(conn: &mut Connection, seed: u32, count: usize, now: Instant) -> Res
             skill_name: Some(if n == 1 { "docker".into() } else { "operations".into() }),
         };
         m.importance = Some(0.7);
-        m.created_at = Some(days_ago(120.0 - 40.0 * n as f64));
+        let created_days_ago = 120.0 - 40.0 * n as f64;
+        m.created_at = Some(days_ago(created_days_ago));
         let Some(id) = store(conn, m, &mut c)? else { continue };
         c.procedures += 1;
         if n == 0 {
@@ -213,7 +215,8 @@ pub fn load(conn: &mut Connection, seed: u32, count: usize, now: Instant) -> Res
                 note,
                 None,
                 if k % 2 == 0 { "agent:claude-code" } else { "agent:cursor" },
-                time::add_days(now, -(50.0 - 10.0 * k as f64)),
+                // After the procedure's first version: 10, 20, 30 days after it was written.
+                days_ago(created_days_ago - 10.0 * (k as f64 + 1.0)),
             )?;
             c.reflection_notes += 1;
         }

@@ -88,11 +88,25 @@ fn links(conn: &Connection, sql: &str, id: &str) -> Result<Vec<String>> {
 
 /// The projected-ForgetScore chart of one memory.
 pub fn projection_chart(conn: &Connection, id: &str, now: time::Instant, theme: chart::Theme) -> Result<String> {
+    projection_chart_fit(conn, id, now, theme, None)
+}
+
+/// [`projection_chart`] drawn at the size the window shows it (`None`: the default size).
+pub fn projection_chart_fit(
+    conn: &Connection,
+    id: &str,
+    now: time::Instant,
+    theme: chart::Theme,
+    fit: Option<chart::Fit>,
+) -> Result<String> {
     let d = detail(conn, id, now, None)?;
     let settings = Settings::load(conn)?;
     let input = input_of(&d.memory, &d.score, d.task_kind.is_some())?;
     let horizon = projection_horizon(&input, &settings, now, d.memory.tier);
-    chart::render_projection(&input, &settings, now, horizon, (560, 260), theme)
+    match fit {
+        Some(f) => chart::render_projection_fit(&input, &settings, now, horizon, f, theme),
+        None => chart::render_projection(&input, &settings, now, horizon, (560, 260), theme),
+    }
 }
 
 /// Which chart to export (see [`export_chart`]).
@@ -110,9 +124,28 @@ pub fn distribution_chart(
     now: time::Instant,
     theme: chart::Theme,
 ) -> Result<String> {
-    let settings = Settings::load(conn)?;
+    distribution_chart_fit(conn, snap, now, theme, None, None)
+}
+
+/// [`distribution_chart`] under `settings` (`None`: the stored policy; a what-if passes its
+/// proposal) and at the size the window shows it (`None`: the default size).
+pub fn distribution_chart_fit(
+    conn: &Connection,
+    snap: &forgetting::Snapshot,
+    now: time::Instant,
+    theme: chart::Theme,
+    settings: Option<&Settings>,
+    fit: Option<chart::Fit>,
+) -> Result<String> {
+    let settings = match settings {
+        Some(s) => s.clone(),
+        None => Settings::load(conn)?,
+    };
     let scores = active_scores(snap, &settings, now);
-    chart::render_distribution(&scores, &settings, (760, 340), theme)
+    match fit {
+        Some(f) => chart::render_distribution_fit(&scores, &settings, f, theme),
+        None => chart::render_distribution(&scores, &settings, (760, 340), theme),
+    }
 }
 
 fn active_scores(snap: &forgetting::Snapshot, settings: &Settings, now: time::Instant) -> Vec<(Tier, f64)> {
