@@ -67,7 +67,8 @@ struct Args {
     /// depend on N). The JSON says how many recalls ran.
     #[arg(long, default_value_t = 60.0)]
     storm_max_secs: f64,
-    /// Phases to skip (for profiling): remember, dedup, recall, storm, forget.
+    /// Phases to skip (for profiling): remember, floor (the SQLite floor of remember), dedup,
+    /// recall, storm, forget.
     #[arg(long, value_delimiter = ',')]
     skip: Vec<String>,
     /// Experiment only: set `PRAGMA cache_size` (MiB) on the bench's connections instead of
