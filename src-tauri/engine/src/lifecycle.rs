@@ -306,13 +306,128 @@ pub struct Prepared {
 
 /// Guard, validation, write-time trivial filter, hash, band keys and embedding of a new memory.
 pub fn prepare_new(m: &NewMemory, settings: &Settings, now: Instant) -> Result<Prepared> {
+    prepare_timed(m, settings, now, &mut StepClock::off())
+}
+
+fn prepare_timed(m: &NewMemory, settings: &Settings, now: Instant, clock: &mut StepClock) -> Result<Prepared> {
     let (guarded, redactions) = guard_new(m, settings)?;
+    clock.lap(Step::Guard);
     validate_new(&guarded, settings, now)?;
     let trivial = is_trivial(&guarded.content, settings);
+    clock.lap(Step::Validate);
     let hash = dedup::content_hash(&guarded.content);
     let bands = dedup::band_keys(&guarded.content);
+    clock.lap(Step::Signature);
     let vector = if trivial { None } else { crate::embed::shared().map(|e| e.embed(&guarded.content)) };
+    clock.lap(Step::Embed);
     Ok(Prepared { memory: guarded, redactions, trivial, hash, bands, vector })
+}
+
+/// The steps of one `remember` call, in the order they run (issue #19: each is measured by
+/// `lethe-bench`, which prints their cost per call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// The actor check and reading the policy settings.
+    Settings,
+    /// The secrets and personal-data guard over every text field.
+    Guard,
+    /// Validation and the trivial-phrase filter.
+    Validate,
+    /// Content hash and MinHash band keys.
+    Signature,
+    /// The sentence embedding.
+    Embed,
+    /// `BEGIN IMMEDIATE` (the write lock).
+    Begin,
+    /// The exact-duplicate lookup and the supersede checks.
+    DuplicateCheck,
+    /// The `memory_item` row with its indexes and triggers (both full-text indexes, the change
+    /// journal).
+    Row,
+    /// The signature and vector rows.
+    Derived,
+    /// The audit row (and the supersede links and their audit rows).
+    Audit,
+    /// The vector-cache keys read inside the transaction (so the process cache can be patched).
+    CacheKeys,
+    /// `COMMIT`: the WAL frames of every page the transaction changed, and a checkpoint when
+    /// the WAL has grown past `wal_autocheckpoint`.
+    Commit,
+    /// Patching the process's vector cache and the write-time `similar` scan.
+    Similar,
+}
+
+impl Step {
+    pub const ALL: [Step; 13] = [
+        Step::Settings,
+        Step::Guard,
+        Step::Validate,
+        Step::Signature,
+        Step::Embed,
+        Step::Begin,
+        Step::DuplicateCheck,
+        Step::Row,
+        Step::Derived,
+        Step::Audit,
+        Step::CacheKeys,
+        Step::Commit,
+        Step::Similar,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Step::Settings => "settings",
+            Step::Guard => "guard",
+            Step::Validate => "validate",
+            Step::Signature => "hash_and_bands",
+            Step::Embed => "embed",
+            Step::Begin => "begin",
+            Step::DuplicateCheck => "duplicate_check",
+            Step::Row => "row_and_triggers",
+            Step::Derived => "signature_and_vector_rows",
+            Step::Audit => "audit",
+            Step::CacheKeys => "cache_keys",
+            Step::Commit => "commit",
+            Step::Similar => "similar",
+        }
+    }
+}
+
+/// Time spent per [`Step`], summed over the calls given to [`remember_timed`].
+#[derive(Debug, Clone, Default)]
+pub struct StepTimes {
+    pub total: [std::time::Duration; 13],
+}
+
+impl StepTimes {
+    pub fn of(&self, s: Step) -> std::time::Duration {
+        self.total[s as usize]
+    }
+}
+
+/// Adds the time since the previous lap to a step, when timing is on (off for every caller but
+/// the benchmark, so the write path pays nothing for it).
+pub(crate) struct StepClock<'a> {
+    times: Option<&'a mut StepTimes>,
+    last: std::time::Instant,
+}
+
+impl<'a> StepClock<'a> {
+    pub(crate) fn off() -> StepClock<'static> {
+        StepClock { times: None, last: std::time::Instant::now() }
+    }
+
+    fn on(times: &'a mut StepTimes) -> StepClock<'a> {
+        StepClock { times: Some(times), last: std::time::Instant::now() }
+    }
+
+    fn lap(&mut self, s: Step) {
+        if let Some(t) = self.times.as_deref_mut() {
+            let now = std::time::Instant::now();
+            t.total[s as usize] += now - self.last;
+            self.last = now;
+        }
+    }
 }
 
 /// Why a prepared memory was not stored: (reason, existing id).
@@ -327,7 +442,7 @@ pub fn insert_prepared_tx(
     actor: &str,
     now: Instant,
 ) -> Result<std::result::Result<String, NotStored>> {
-    insert_tx(tx, p, actor, now).map(|r| r.map(|(id, _)| id))
+    insert_tx(tx, p, actor, now, &mut StepClock::off()).map(|r| r.map(|(id, _)| id))
 }
 
 fn insert_tx(
@@ -335,6 +450,7 @@ fn insert_tx(
     p: &Prepared,
     actor: &str,
     now: Instant,
+    clock: &mut StepClock,
 ) -> Result<std::result::Result<(String, i64), NotStored>> {
     let m = &p.memory;
     if p.trivial {
@@ -355,7 +471,8 @@ fn insert_tx(
     }
     for old in &m.supersedes {
         let found: Option<i64> = tx
-            .query_row("SELECT COALESCE(is_deleted, 0) FROM memory_item WHERE id = ?1", [old], |r| r.get(0))
+            .prepare_cached("SELECT COALESCE(is_deleted, 0) FROM memory_item WHERE id = ?1")?
+            .query_row([old], |r| r.get(0))
             .optional()?;
         match found {
             None => return Err(Error::NotFound(format!("memory {old} (named in supersedes)"))),
@@ -363,6 +480,7 @@ fn insert_tx(
             Some(_) => {}
         }
     }
+    clock.lap(Step::DuplicateCheck);
     let id = model::new_memory_id();
     let created = time::format(m.created_at.unwrap_or(now));
     let tags = serde_json::to_string(&m.tags)?;
@@ -393,17 +511,19 @@ fn insert_tx(
         m.project_id,
     ])?;
     let rowid = tx.last_insert_rowid();
+    clock.lap(Step::Row);
     tx.prepare_cached("INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3)")?
         .execute(params![id, p.hash, p.bands])?;
     if let (Some(e), Some(v)) = (crate::embed::shared(), &p.vector) {
         crate::semantic::store_vector(tx, e.fingerprint(), &id, v)?;
     }
+    clock.lap(Step::Derived);
     audit::record_action(tx, Some(&id), "remember", actor, None, Some(&remember_audit(m, &created, now)), now)?;
     for old in &m.supersedes {
-        tx.execute(
+        tx.prepare_cached(
             "INSERT OR IGNORE INTO lethe_supersede (old_id, new_id, actor, created_at) VALUES (?1, ?2, ?3, ?4)",
-            params![old, id, actor, time::format(now)],
-        )?;
+        )?
+        .execute(params![old, id, actor, time::format(now)])?;
         audit::record_action(
             tx,
             Some(old),
@@ -414,13 +534,36 @@ fn insert_tx(
             now,
         )?;
     }
+    clock.lap(Step::Audit);
     Ok(Ok((id, rowid)))
 }
 
 pub fn remember(conn: &mut Connection, m: &NewMemory, actor: &str, now: Instant) -> Result<RememberOutcome> {
+    remember_with(conn, m, actor, now, &mut StepClock::off())
+}
+
+/// [`remember`], adding the time of each [`Step`] to `times` (for the benchmark).
+pub fn remember_timed(
+    conn: &mut Connection,
+    m: &NewMemory,
+    actor: &str,
+    now: Instant,
+    times: &mut StepTimes,
+) -> Result<RememberOutcome> {
+    remember_with(conn, m, actor, now, &mut StepClock::on(times))
+}
+
+fn remember_with(
+    conn: &mut Connection,
+    m: &NewMemory,
+    actor: &str,
+    now: Instant,
+    clock: &mut StepClock,
+) -> Result<RememberOutcome> {
     model::validate_actor(actor)?;
     let settings = Settings::load(conn)?;
-    let p = prepare_new(m, &settings, now)?;
+    clock.lap(Step::Settings);
+    let p = prepare_timed(m, &settings, now, clock)?;
     if p.trivial {
         return Ok(RememberOutcome::Skipped {
             stored: false,
@@ -433,21 +576,31 @@ pub fn remember(conn: &mut Connection, m: &NewMemory, actor: &str, now: Instant)
     let embedder = crate::embed::shared();
     let vector = &p.vector;
     let path = conn.path().unwrap_or("").to_string();
-    // (cache key before, cache key after, rowid) of the vector this call writes.
+    // (cache key before, cache key after) of the vector this call writes, and its memory's rowid.
     type Key = (i64, i64);
-    let mut written: Option<(Key, Key, i64)> = None;
-    write_tx(conn, |tx| {
+    let mut written: Option<(Key, Key)> = None;
+    let mut new_rowid = 0i64;
+    // write_tx's retry on BUSY, spelled out so that BEGIN and COMMIT are timed on their own.
+    crate::store::with_retry(|| {
         written = None;
-        let before = if vector.is_some() { Some(crate::semantic::cache_key(tx)?) } else { None };
-        let (id, rowid) = match insert_tx(tx, &p, actor, now)? {
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        clock.lap(Step::Begin);
+        let before = if vector.is_some() { Some(crate::semantic::cache_key(&tx)?) } else { None };
+        clock.lap(Step::CacheKeys);
+        let (id, rowid) = match insert_tx(&tx, &p, actor, now, clock)? {
             Ok(x) => x,
             Err((reason, existing_id)) => {
+                tx.commit()?;
                 return Ok(Err(RememberOutcome::Skipped { stored: false, reason, existing_id }));
             }
         };
+        new_rowid = rowid;
         if let Some(before) = before {
-            written = Some((before, crate::semantic::cache_key(tx)?, rowid));
+            written = Some((before, crate::semantic::cache_key(&tx)?));
         }
+        clock.lap(Step::CacheKeys);
+        tx.commit()?;
+        clock.lap(Step::Commit);
         Ok(Ok(id))
     })
     .and_then(|stored| {
@@ -455,12 +608,12 @@ pub fn remember(conn: &mut Connection, m: &NewMemory, actor: &str, now: Instant)
             Ok(id) => id,
             Err(skipped) => return Ok(skipped),
         };
-        if let (Some(e), Some(v), Some((before, after, rowid))) = (embedder, vector, written) {
+        if let (Some(e), Some(v), Some((before, after))) = (embedder, vector, written) {
             let w = crate::semantic::Written {
                 path: &path,
                 before,
                 after,
-                rowid,
+                rowid: new_rowid,
                 tier: m.tier,
                 pinned: m.pinned,
                 vector: v,
@@ -469,8 +622,15 @@ pub fn remember(conn: &mut Connection, m: &NewMemory, actor: &str, now: Instant)
         }
         // Read after the commit (the write lock is not held for the scan); the new memory
         // itself is left out.
-        let similar =
-            crate::semantic::similar_on_write(conn, &m.content, vector.as_ref(), Some(&id), 5, SIMILAR_ON_WRITE)?;
+        let similar = crate::semantic::similar_on_write(
+            conn,
+            &m.content,
+            vector.as_ref(),
+            Some((&id, new_rowid)),
+            5,
+            SIMILAR_ON_WRITE,
+        )?;
+        clock.lap(Step::Similar);
         Ok(RememberOutcome::Stored {
             id,
             stored: true,

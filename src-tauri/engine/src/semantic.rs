@@ -444,34 +444,9 @@ pub fn similar_to_text(
     limit: usize,
     min_similarity: f64,
 ) -> Result<Vec<Similar>> {
-    similar_scan(conn, text, None, exclude, limit, min_similarity, false)
-}
-
-/// `remember`'s write-time neighbours: the same, over the index's coarse cells when a
-/// long-running process has built them (approximate: see `Coarse`).
-pub fn similar_on_write(
-    conn: &Connection,
-    text: &str,
-    vector: Option<&Vector>,
-    exclude: Option<&str>,
-    limit: usize,
-    min_similarity: f64,
-) -> Result<Vec<Similar>> {
-    similar_scan(conn, text, vector, exclude, limit, min_similarity, true)
-}
-
-fn similar_scan(
-    conn: &Connection,
-    text: &str,
-    vector: Option<&Vector>,
-    exclude: Option<&str>,
-    limit: usize,
-    min_similarity: f64,
-    approx: bool,
-) -> Result<Vec<Similar>> {
-    let Some(e) = embed::shared() else { return similar_lexical(conn, text, exclude, limit, min_similarity) };
-    let q = vector.cloned().unwrap_or_else(|| e.embed(text));
-    let ix = index(conn, e)?;
+    if embed::shared().is_none() {
+        return similar_lexical(conn, text, exclude, limit, min_similarity);
+    }
     let exclude_rowid: Option<i64> = match exclude {
         Some(id) => conn
             .query_row("SELECT rowid FROM memory_item WHERE id = ?1", [id], |r| r.get(0))
@@ -479,6 +454,38 @@ fn similar_scan(
             .or_else(|e| if matches!(e, rusqlite::Error::QueryReturnedNoRows) { Ok(None) } else { Err(e) })?,
         None => None,
     };
+    similar_scan(conn, text, None, exclude, exclude_rowid, limit, min_similarity, false)
+}
+
+/// `remember`'s write-time neighbours: the same, over the index's coarse cells when a
+/// long-running process has built them (approximate: see `Coarse`). `exclude` is the memory
+/// just written, by id and rowid (the writer knows both; no lookup).
+pub fn similar_on_write(
+    conn: &Connection,
+    text: &str,
+    vector: Option<&Vector>,
+    exclude: Option<(&str, i64)>,
+    limit: usize,
+    min_similarity: f64,
+) -> Result<Vec<Similar>> {
+    let (id, rowid) = (exclude.map(|e| e.0), exclude.map(|e| e.1));
+    similar_scan(conn, text, vector, id, rowid, limit, min_similarity, true)
+}
+
+#[allow(clippy::too_many_arguments)] // The two public entry points differ only in these.
+fn similar_scan(
+    conn: &Connection,
+    text: &str,
+    vector: Option<&Vector>,
+    exclude: Option<&str>,
+    exclude_rowid: Option<i64>,
+    limit: usize,
+    min_similarity: f64,
+    approx: bool,
+) -> Result<Vec<Similar>> {
+    let Some(e) = embed::shared() else { return similar_lexical(conn, text, exclude, limit, min_similarity) };
+    let q = vector.cloned().unwrap_or_else(|| e.embed(text));
+    let ix = index(conn, e)?;
     // The nearest by meaning, then the word overlap of each decides the kind and may raise it.
     let keep = |i: usize| Some(ix.rowids[i]) != exclude_rowid;
     let n = limit.max(1) * 4;

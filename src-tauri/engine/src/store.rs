@@ -459,6 +459,51 @@ pub fn checkpoint_truncate(conn: &Connection) -> Result<bool> {
     }
 }
 
+/// Moves a long-running process's WAL checkpoints off its writer (issue #19).
+///
+/// By default SQLite checkpoints inside the `COMMIT` that takes the WAL past
+/// `wal_autocheckpoint` (1,000 pages): that one call then copies the WAL into the database and
+/// syncs both files (`synchronous = NORMAL` syncs at checkpoints), which stalls the writer for
+/// milliseconds every few dozen writes. After this call the writer's commits only nudge a
+/// thread, which runs a `PASSIVE` checkpoint on its own connection (it never takes the write
+/// lock and never waits for readers), every [`CHECKPOINT_EVERY_COMMITS`] commits. The writer
+/// keeps an automatic checkpoint at [`WRITER_FALLBACK_PAGES`] in case the thread falls behind,
+/// so the WAL stays bounded. The thread lives as long as the writer's commit hook (this call
+/// replaces any commit hook the connection had): it ends when the connection closes. Other
+/// processes keep SQLite's default. A database in memory needs none; nothing is done.
+pub fn checkpoint_off_the_writer(writer: &Connection) -> Result<()> {
+    let path = match writer.path() {
+        Some(p) if !p.is_empty() => p.to_string(),
+        _ => return Ok(()),
+    };
+    let conn = open(&path)?;
+    let (nudge, wake) = std::sync::mpsc::sync_channel::<()>(1);
+    std::thread::Builder::new().name("lethe-checkpoint".into()).spawn(move || {
+        while wake.recv().is_ok() {
+            // BUSY (another checkpoint running, e.g. another process's) is no failure: the next
+            // nudge tries again.
+            let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(0));
+        }
+    })?;
+    writer.pragma_update(None, "wal_autocheckpoint", WRITER_FALLBACK_PAGES)?;
+    let mut commits = 0u32;
+    writer.commit_hook(Some(move || {
+        commits = commits.wrapping_add(1);
+        if commits.is_multiple_of(CHECKPOINT_EVERY_COMMITS) {
+            // Full: a checkpoint is pending already and will take this commit too.
+            let _ = nudge.try_send(());
+        }
+        false
+    }));
+    Ok(())
+}
+
+/// Commits of the writer between two nudges of the checkpoint thread.
+pub const CHECKPOINT_EVERY_COMMITS: u32 = 16;
+/// The writer's own automatic checkpoint once [`checkpoint_off_the_writer`] runs (pages of
+/// 4 KiB: 80 MiB).
+pub const WRITER_FALLBACK_PAGES: i64 = 20_000;
+
 /// A SQLite file with tables but neither Lethe's nor memento's belongs to another program:
 /// migrating it would add Lethe's schema to someone else's data (and switch it to WAL), so it
 /// is refused before anything is written.

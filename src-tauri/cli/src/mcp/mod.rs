@@ -361,6 +361,8 @@ impl LetheMcp {
             let never = std::sync::atomic::AtomicBool::new(false);
             lethe_engine::semantic::backfill(&mut conn, e, |_, _| {}, &never)?;
         }
+        // A long-running writer: its commits never wait for a checkpoint (issue #19).
+        store::checkpoint_off_the_writer(&conn)?;
         let buffer = meta::MetaBuffer::start(&path, Duration::from_millis(100))?;
         Ok(LetheMcp { conn: Arc::new(Mutex::new(conn)), buffer: Arc::new(buffer), tool_router: Self::tool_router() })
     }
