@@ -226,6 +226,12 @@ needsExtraction?: boolean, limit?: number, offset?: number, now?: string, };
 export type LiveState = "live" | "missing" | "error";
 
 /**
+ * What a snapshot load is doing, for a progress bar: reading the rows (`done` of `total`
+ * rowids), or searching neighbours for the memories that have none stored.
+ */
+export type LoadStage = "reading" | "similar";
+
+/**
  * One returned memory of a logged recall.
  */
 export type LoggedHit = { id: string, score: number, };
@@ -315,6 +321,13 @@ export type RecallWeights = { similarity: number, recency: number, scene: number
  * A lesson appended to a procedural memory after a failure.
  */
 export type ReflectionNote = { failure_type: FailureType, failure_description: string, lessons_learned?: string | null, suggested_improvements?: string | null, timestamp?: string | null, actor?: string | null, };
+
+/**
+ * Payload of `scoring://progress` while the scoring snapshot loads (opening a file, after
+ * many changes, before a dry run or what-if): every few thousand rows read, then once per
+ * neighbour search.
+ */
+export type ScoringProgress = { stage: LoadStage, done: number, total: number, };
 
 /**
  * The setting `secrets`.

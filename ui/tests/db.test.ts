@@ -146,7 +146,7 @@ describe('a file that takes a while to open', () => {
     api.dbInfo.mockImplementation(() => new Promise((r) => (answer = r)));
     await renderAt('overview');
     await waitFor(() => expect(api.dbInfo).toHaveBeenCalled());
-    expect(listenerCount()).toBe(5);
+    expect(listenerCount()).toBe(6);
     emitOpened(newer);
     await waitFor(() => expect(screen.getByTestId('live-indicator')).toHaveAttribute('data-state', 'live'));
     answer(older);
