@@ -241,7 +241,7 @@ impl Scanned {
         let mut seen = 0usize;
         while let Some(r) = iter.next()? {
             seen += 1;
-            if seen % REPORT_EVERY == 0 {
+            if seen.is_multiple_of(REPORT_EVERY) {
                 job.check()?;
                 job.report(LoadStage::Reading, r.get::<_, i64>(0)?.clamp(0, total) as usize, total as usize);
             }
@@ -972,7 +972,7 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
 
     // 3. Scores.
     for (i, r) in snap.rows.iter().enumerate() {
-        if i % REPORT_EVERY == 0 && opts.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+        if i.is_multiple_of(REPORT_EVERY) && opts.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
             return Err(Error::Cancelled);
         }
         if r.is_deleted {

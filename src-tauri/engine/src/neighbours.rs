@@ -470,7 +470,7 @@ pub fn derive_with(
             .map(|(x, cands)| {
                 if let Some(p) = progress {
                     let n = searched_so_far.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                    if n % REPORT_EVERY == 0 {
+                    if n.is_multiple_of(REPORT_EVERY) {
                         p(n, cands_of.len());
                     }
                 }
