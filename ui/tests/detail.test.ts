@@ -86,7 +86,7 @@ describe('memory detail', () => {
     await openDetail('mem_a');
     expect(await screen.findByTestId('never-forgettable')).toHaveTextContent('can only approach 0.432');
 
-    const why = "Even if never used again, this memory's score can only approach 0.3950, below the threshold 0.60, because it is pinned (−0.30).";
+    const why = "Even if never used again, this memory's score can only approach 0.395, below the threshold 0.600, because it is pinned (−0.300).";
     api.showMemory.mockResolvedValue(makeDetail('mem_b', { never_forgettable: true, never_forgettable_why: why }));
     app.selectedId = 'mem_b';
     await waitFor(() => expect(screen.getByTestId('never-forgettable').textContent).toBe(why));

@@ -223,17 +223,17 @@ pub fn explain_never_forgettable(m: &ScoreInput, s: &Settings) -> Option<String>
     }
     let mut why = Vec::new();
     if m.pinned {
-        why.push(format!("it is pinned (−{:.2})", s.weights.pinned));
+        why.push(format!("it is pinned (−{:.3})", s.weights.pinned));
     }
     if m.importance > 0.0 {
-        why.push(format!("its importance {:.2} subtracts {:.3}", m.importance, s.weights.importance * m.importance));
+        why.push(format!("its importance {:.3} subtracts {:.3}", m.importance, s.weights.importance * m.importance));
     }
     let ul = usage_log(m.views, m.cites, m.edits);
     if ul > 0.0 {
         why.push(format!("its past use keeps usage at least {ul:.3}"));
     }
     Some(format!(
-        "Even if never used again, this memory's score can only approach {:.4}, below the threshold {:.2}, because {}.",
+        "Even if never used again, this memory's score can only approach {:.3}, below the threshold {:.3}, because {}.",
         f.asymptote,
         s.threshold,
         why.join(" and ")
