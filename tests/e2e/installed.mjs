@@ -12,7 +12,7 @@ test('the installed lethe-app shows its first view, About and Connect', { timeou
   assert.ok(APP.startsWith('/usr/bin/'), `the installed app, not a build: ${APP}`);
   const driver = await openApp(db);
   try {
-    await waitFor(async () => Number((await (await byTestId(driver, 'tier-count-semantic', 30000)).getText()).trim()) > 0, 30000, 'the demo data on the Overview');
+    await waitFor(async () => Number((await (await byTestId(driver, 'tier-count-semantic', 30000)).getText()).replace(/,/g, '').trim()) > 0, 30000, 'the demo data on the Overview');
 
     await (await byTestId(driver, 'file-menu')).click();
     await (await byTestId(driver, 'menu-about')).click();

@@ -90,7 +90,7 @@ test(`8 agents x ${PER_WRITER} writes and a recall loop with the window open`, {
     assert.deepEqual(readErrors.slice(0, 3), [], 'no recall failed');
     assert.equal(lethe(db, 'stats').tiers.episodic.active, 8 * PER_WRITER, 'every write is present');
     const el = await byTestId(driver, 'tier-count-episodic');
-    await waitFor(async () => (await el.getText()).trim() === String(8 * PER_WRITER), 30000, 'the window shows every write');
+    await waitFor(async () => (await el.getText()).replace(/,/g, '').trim() === String(8 * PER_WRITER), 30000, 'the window shows every write');
     const problems = await driver.executeScript(`return document.querySelectorAll('[data-testid="db-problem"], [data-testid="db-status-banner"], .banner.error').length`);
     assert.equal(problems, 0, 'no error surfaced in the window');
   } finally {
