@@ -494,7 +494,7 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
     let actor = resolve_actor(cli.actor.as_deref(), on_terminal)?;
     let actor = actor.as_str();
     if let Command::Fixture { kind, path } = &cli.command {
-        lethe_engine::fixtures::build_memento(path, kind.parse()?)?;
+        lethe_testkit::fixtures::build_memento(path, kind.parse()?)?;
         return Ok(Some(json!({ "fixture": kind, "path": path })));
     }
     if let Command::Mcp = cli.command {

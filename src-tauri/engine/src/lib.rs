@@ -2,37 +2,38 @@
 //!
 //! Pure functions take `now` as an argument; nothing here reads the clock except where a
 //! caller passes `chrono::Utc::now()`.
+//!
+//! The crate's folders are its layers, bottom up:
+//! - foundation: `error`, `time`, `model` (the row types), `actor` (who writes);
+//! - [`storage`]: the SQLite backend and its watcher;
+//! - [`similarity`]: same words, same meaning, neighbour lists;
+//! - [`policy`]: settings, decay, forgetting, the redaction guard, the dialogue lint;
+//! - [`ops`]: the memory operations people and agents call;
+//! - [`io`]: import, export, demo data; `chart`: the plotters charts;
+//! - this file: the memory detail and the charts of one memory, built from all of them.
+//!
+//! Benchmark and test support (workloads, memento fixture files) lives in the
+//! `lethe-testkit` crate, not here. The modules are also re-exported at the crate root
+//! (`lethe_engine::lifecycle`, `lethe_engine::store`, …): those are the paths the CLI, the
+//! app and the tests use.
 
 pub mod actor;
-pub mod archive;
-pub mod audit;
 pub mod chart;
-pub mod decay;
-pub mod dedup;
-pub mod demo;
-pub mod dialogue;
-pub mod embed;
 pub mod error;
-#[doc(hidden)]
-pub mod fixtures;
-pub mod forgetting;
-pub mod lifecycle;
-pub mod meta;
+pub mod io;
 pub mod model;
-pub mod neighbours;
-pub mod procedural;
-pub mod recall;
-pub mod recall_log;
-pub mod redact;
-pub mod scan;
-pub mod semantic;
-pub mod session;
-pub mod settings;
-pub mod store;
+pub mod ops;
+pub mod policy;
+pub mod similarity;
+pub mod storage;
 pub mod time;
-pub mod transfer;
-pub mod watch;
-pub mod workload;
+
+pub use io::{demo, transfer};
+pub use ops::{archive, audit, lifecycle, meta, procedural, recall, recall_log, scan, session};
+pub use policy::{decay, dialogue, forgetting, redact, settings};
+pub use similarity::{dedup, embed, neighbours, semantic};
+pub use storage::sqlite as store;
+pub use storage::watch;
 
 /// `f` over the two halves of `items`, the second half on another thread when `parallel`
 /// (this machine class has two cores); the results concatenated in order.

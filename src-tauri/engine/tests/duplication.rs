@@ -6,8 +6,8 @@
 //! Run with `-- --nocapture` to see the figures.
 
 use lethe_engine::forgetting::{self, Snapshot};
-use lethe_engine::workload::realistic::RealisticGenerator;
 use lethe_engine::{dedup, embed, neighbours, semantic, store, time, transfer, Settings};
+use lethe_testkit::workload::realistic::RealisticGenerator;
 
 fn now() -> time::Instant {
     time::parse("2026-06-01T00:00:00.000Z").unwrap()

@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use lethe_engine::lifecycle;
-use lethe_engine::{audit, decay, fixtures, forgetting, meta, procedural, store, time, Settings, Tier};
+use lethe_engine::{audit, decay, forgetting, meta, procedural, store, time, Settings, Tier};
+use lethe_testkit::fixtures;
 use rusqlite::{params, Connection};
 
 fn temp_db(name: &str) -> PathBuf {
@@ -485,7 +486,7 @@ fn a_lethe_file_from_schema_2_gets_memento_s_trigger_names_and_a_consistent_inde
              DELETE FROM lethe_schema WHERE version >= 3;",
         )
         .unwrap();
-        let old_triggers: String = include_str!("../src/migrations/001_fts.sql")
+        let old_triggers: String = include_str!("../src/storage/sqlite/migrations/001_fts.sql")
             .split("CREATE TRIGGER")
             .skip(1)
             .map(|t| format!("CREATE TRIGGER{t}"))
@@ -521,7 +522,7 @@ fn the_index_check_catches_double_indexing() {
     let conn = memento_conn(&path);
     // The schema and rows of the 1.36 fixture, without its sqlite-vec parts.
     conn.execute_batch(include_str!("fixtures/memento_1_36.sql")).unwrap();
-    let old_triggers: String = include_str!("../src/migrations/001_fts.sql")
+    let old_triggers: String = include_str!("../src/storage/sqlite/migrations/001_fts.sql")
         .split("CREATE TRIGGER")
         .skip(1)
         .map(|t| format!("CREATE TRIGGER{t}"))

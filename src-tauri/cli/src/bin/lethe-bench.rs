@@ -19,9 +19,9 @@ use lethe_engine::forgetting::{self, BatchOptions, Snapshot};
 use lethe_engine::meta::MetaBuffer;
 use lethe_engine::recall::{self, RecallQuery};
 use lethe_engine::time::{self, Instant};
-use lethe_engine::workload::realistic::{self, RealisticGenerator, RealisticItem};
-use lethe_engine::workload::{self, Generator, WorkItem};
 use lethe_engine::{dedup, lifecycle, store, transfer};
+use lethe_testkit::workload::realistic::{self, RealisticGenerator, RealisticItem};
+use lethe_testkit::workload::{self, Generator, WorkItem};
 use serde_json::{json, Value};
 
 #[derive(Parser, Debug, Clone)]

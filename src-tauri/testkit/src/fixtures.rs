@@ -7,8 +7,8 @@ use std::path::Path;
 use rusqlite::functions::FunctionFlags;
 use rusqlite::Connection;
 
-use crate::error::{Error, Result};
-use crate::store;
+use lethe_engine::error::{Error, Result};
+use lethe_engine::store;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MementoKind {
@@ -52,11 +52,11 @@ pub fn build_memento(path: &Path, kind: MementoKind) -> Result<()> {
     }
     let conn = memento_connection(path)?;
     match kind {
-        MementoKind::Early => conn.execute_batch(include_str!("../tests/fixtures/memento_0_1.sql"))?,
+        MementoKind::Early => conn.execute_batch(include_str!("../../engine/tests/fixtures/memento_0_1.sql"))?,
         MementoKind::V136 => {
             conn.execute_batch("PRAGMA journal_mode = WAL")?;
-            conn.execute_batch(include_str!("../tests/fixtures/memento_1_36.sql"))?;
-            conn.execute_batch(include_str!("../tests/fixtures/memento_1_36_vec.sql"))?;
+            conn.execute_batch(include_str!("../../engine/tests/fixtures/memento_1_36.sql"))?;
+            conn.execute_batch(include_str!("../../engine/tests/fixtures/memento_1_36_vec.sql"))?;
         }
     }
     // One self-contained file, as a memento installation leaves it after a checkpoint.

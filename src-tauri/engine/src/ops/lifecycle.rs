@@ -5,116 +5,23 @@
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use serde::Serialize;
 
-use crate::audit::{self, EventSpec, ForgettingEvent};
+use crate::audit::{self, ForgettingEvent};
 use crate::dedup;
 use crate::error::{Error, Result};
-use crate::model::{self, Memory, Tier, MEMORY_COLUMNS};
+use crate::model::{self, Memory, Tier};
 use crate::redact::{Finding, Guard, Policy};
 use crate::settings::Settings;
 use crate::store::write_tx;
 use crate::time::{self, Instant};
 
-/// Procedural fields (DESIGN §5); all optional, validated when present.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ProcedureFields {
-    pub task_goal: Option<String>,
-    pub steps: Option<serde_json::Value>,
-    pub trigger_conditions: Option<serde_json::Value>,
-    pub workflow_name: Option<String>,
-    pub skill_name: Option<String>,
-}
-
-impl ProcedureFields {
-    pub fn is_empty(&self) -> bool {
-        self == &ProcedureFields::default()
-    }
-
-    pub fn validate(&self) -> Result<()> {
-        if let Some(steps) = &self.steps {
-            let arr = steps.as_array().ok_or_else(|| Error::invalid("steps must be a JSON array of strings"))?;
-            if arr.is_empty() {
-                return Err(Error::invalid("steps must not be empty"));
-            }
-            if arr.len() > 200 {
-                return Err(Error::invalid("steps: at most 200 steps"));
-            }
-            for (i, s) in arr.iter().enumerate() {
-                let s = s.as_str().ok_or_else(|| Error::invalid(format!("steps[{i}] must be a string")))?;
-                if s.trim().is_empty() || s.len() > 10_000 {
-                    return Err(Error::invalid(format!("steps[{i}] must be 1–10000 bytes of text")));
-                }
-            }
-        }
-        if let Some(tc) = &self.trigger_conditions {
-            if !tc.is_object() {
-                return Err(Error::invalid("trigger_conditions must be a JSON object"));
-            }
-            if tc.to_string().len() > 64 * 1024 {
-                return Err(Error::invalid("trigger_conditions: at most 64 KiB"));
-            }
-            check_depth(tc, 0)?;
-        }
-        for (name, v) in
-            [("task_goal", &self.task_goal), ("workflow_name", &self.workflow_name), ("skill_name", &self.skill_name)]
-        {
-            if let Some(v) = v {
-                if v.trim().is_empty() || v.len() > 10_000 {
-                    return Err(Error::invalid(format!("{name} must be 1–10000 bytes of text")));
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-fn check_depth(v: &serde_json::Value, depth: usize) -> Result<()> {
-    if depth > 32 {
-        return Err(Error::invalid("JSON nested deeper than 32 levels"));
-    }
-    match v {
-        serde_json::Value::Array(a) => a.iter().try_for_each(|x| check_depth(x, depth + 1)),
-        serde_json::Value::Object(o) => o.values().try_for_each(|x| check_depth(x, depth + 1)),
-        _ => Ok(()),
-    }
-}
-
-/// What an agent or a person asks to remember.
-#[derive(Debug, Clone)]
-pub struct NewMemory {
-    pub tier: Tier,
-    pub content: String,
-    pub importance: Option<f64>,
-    pub tags: Vec<String>,
-    pub source: Option<String>,
-    pub pinned: bool,
-    pub privacy_scope: Option<String>,
-    pub owner_id: Option<String>,
-    pub session_id: Option<String>,
-    pub project_id: Option<String>,
-    pub created_at: Option<Instant>,
-    pub procedure: ProcedureFields,
-    pub supersedes: Vec<String>,
-}
-
-impl NewMemory {
-    pub fn new(tier: Tier, content: impl Into<String>) -> Self {
-        NewMemory {
-            tier,
-            content: content.into(),
-            importance: None,
-            tags: Vec::new(),
-            source: None,
-            pinned: false,
-            privacy_scope: None,
-            owner_id: None,
-            session_id: None,
-            project_id: None,
-            created_at: None,
-            procedure: ProcedureFields::default(),
-            supersedes: Vec::new(),
-        }
-    }
-}
+pub use crate::forgetting::{ListQuery, MemoryRow, Page, SortBy};
+pub use crate::ops::rows::get;
+pub(crate) use crate::ops::rows::{get_tx, hard_delete_tx, soft_delete_tx};
+pub use crate::ops::validate::{
+    guard_new, validate_content, validate_importance, validate_tags, NewMemory, ProcedureFields, Redactions,
+    FUTURE_SLACK_SECS,
+};
+pub(crate) use crate::ops::validate::{is_trivial, validate_new};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
@@ -147,134 +54,8 @@ impl RememberOutcome {
     }
 }
 
-pub fn validate_content(content: &str, s: &Settings) -> Result<()> {
-    if content.trim().is_empty() {
-        return Err(Error::invalid("content is empty"));
-    }
-    if content.len() > s.max_content_bytes {
-        return Err(Error::invalid(format!(
-            "content is {} bytes, more than the limit of {} bytes",
-            content.len(),
-            s.max_content_bytes
-        )));
-    }
-    if content.contains('\0') {
-        return Err(Error::invalid("content contains a NUL character"));
-    }
-    Ok(())
-}
-
-pub fn validate_importance(v: f64) -> Result<()> {
-    if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
-        return Err(Error::invalid(format!("importance must be a number in [0, 1], got {v}")));
-    }
-    Ok(())
-}
-
-fn validate_label(name: &str, v: &Option<String>) -> Result<()> {
-    if let Some(v) = v {
-        if v.is_empty() || v.len() > 200 || v.chars().any(char::is_control) {
-            return Err(Error::invalid(format!("{name} must be 1–200 printable characters")));
-        }
-    }
-    Ok(())
-}
-
-pub fn validate_tags(tags: &[String]) -> Result<()> {
-    if tags.len() > 64 {
-        return Err(Error::invalid("at most 64 tags"));
-    }
-    for t in tags {
-        if t.trim().is_empty() || t.len() > 100 || t.chars().any(char::is_control) {
-            return Err(Error::invalid(format!("tag {t:?} must be 1–100 printable characters")));
-        }
-    }
-    Ok(())
-}
-
-pub(crate) fn validate_new(m: &NewMemory, s: &Settings, now: Instant) -> Result<()> {
-    validate_content(&m.content, s)?;
-    if let Some(i) = m.importance {
-        validate_importance(i)?;
-    }
-    validate_tags(&m.tags)?;
-    validate_label("source", &m.source)?;
-    validate_label("owner_id", &m.owner_id)?;
-    validate_label("session_id", &m.session_id)?;
-    validate_label("project_id", &m.project_id)?;
-    if let Some(p) = &m.privacy_scope {
-        if !["private", "team", "public"].contains(&p.as_str()) {
-            return Err(Error::invalid("privacy_scope must be private, team or public"));
-        }
-    }
-    if let Some(c) = m.created_at {
-        // Lethe stores ISO-8601 with a four-digit year; an earlier instant would be written in
-        // a form no reader parses back, and the memory would fail every later read.
-        if !(0..=9999).contains(&chrono::Datelike::year(&c)) {
-            return Err(Error::invalid("created_at must lie between the years 0000 and 9999"));
-        }
-        // A minute of slack for clocks of two programs; beyond it a future date would keep
-        // a memory young for ever.
-        if (c - now).num_seconds() > FUTURE_SLACK_SECS {
-            return Err(Error::invalid("created_at lies in the future; a memory can only be dated now or earlier"));
-        }
-    }
-    if !m.procedure.is_empty() && m.tier != Tier::Procedural {
-        return Err(Error::invalid(
-            "task_goal, steps, trigger_conditions, workflow_name and skill_name are for procedural memories",
-        ));
-    }
-    m.procedure.validate()
-}
-
-pub(crate) fn is_trivial(content: &str, s: &Settings) -> bool {
-    let n = dedup::normalized(content);
-    s.trivial_phrases.iter().any(|p| dedup::normalized(p) == n)
-}
-
 /// How similar an existing memory must be to be named in `remember`'s answer.
 pub const SIMILAR_ON_WRITE: f64 = 0.5;
-
-/// What the secrets and personal-data guard did to one write (never the values): the spans
-/// replaced by `[REDACTED:<kind>]` and the `pii:<kind>` tags added.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Redactions {
-    pub redacted: Vec<Finding>,
-    pub pii_tags: Vec<String>,
-}
-
-impl Redactions {
-    pub fn of(g: &Guard) -> Redactions {
-        Redactions {
-            redacted: g.findings.iter().filter(|f| f.action == "redacted").cloned().collect(),
-            pii_tags: g.pii_kinds.iter().map(|k| format!("pii:{k}")).collect(),
-        }
-    }
-}
-
-/// The memory as it may be written: every text field through the guard of the settings'
-/// `secrets` and `pii` policy (issue #17). Runs before validation, the duplicate check and
-/// the embedding, so neither an error message nor a row nor a vector sees an original secret.
-pub fn guard_new(m: &NewMemory, s: &Settings) -> Result<(NewMemory, Redactions)> {
-    let mut g = Guard::new(Policy::of(s));
-    let mut out = m.clone();
-    out.content = g.text("content", &m.content)?;
-    out.source = g.opt("source", &m.source)?;
-    out.procedure = guard_procedure(&mut g, &m.procedure)?;
-    let tags = g.tags(&m.tags)?;
-    out.tags = g.with_pii_tags(tags);
-    Ok((out, Redactions::of(&g)))
-}
-
-pub(crate) fn guard_procedure(g: &mut Guard, p: &ProcedureFields) -> Result<ProcedureFields> {
-    Ok(ProcedureFields {
-        task_goal: g.opt("task_goal", &p.task_goal)?,
-        steps: g.opt_json("steps", &p.steps)?,
-        trigger_conditions: g.opt_json("trigger_conditions", &p.trigger_conditions)?,
-        workflow_name: g.opt("workflow_name", &p.workflow_name)?,
-        skill_name: g.opt("skill_name", &p.skill_name)?,
-    })
-}
 
 /// Stores a memory, or explains why it was not stored (trivial, exact duplicate).
 /// What the audit keeps of a new memory; a memory dated earlier than its writing says so,
@@ -286,10 +67,6 @@ fn remember_audit(m: &NewMemory, created: &str, now: Instant) -> serde_json::Val
     }
     v
 }
-
-/// How far a caller's `created_at` may lie ahead of the clock (clock differences between
-/// programs); anything later is refused.
-pub const FUTURE_SLACK_SECS: i64 = 60;
 
 /// A memory ready to be written: guarded, validated, hashed and embedded, all before a
 /// write transaction opens (so the write lock is never held for the model).
@@ -642,18 +419,6 @@ fn remember_with(
     })
 }
 
-/// Reads one memory (does not count as usage).
-pub fn get(conn: &Connection, id: &str) -> Result<Memory> {
-    conn.prepare_cached(&format!("SELECT {MEMORY_COLUMNS} FROM memory_item WHERE id = ?1"))?
-        .query_row([id], Memory::from_row)
-        .optional()?
-        .ok_or_else(|| Error::NotFound(format!("memory {id}")))
-}
-
-pub(crate) fn get_tx(tx: &Transaction, id: &str) -> Result<Memory> {
-    get(tx, id)
-}
-
 fn snapshot(m: &Memory) -> serde_json::Value {
     serde_json::json!({
         "pinned": m.pinned, "importance": m.importance, "is_deleted": m.is_deleted,
@@ -807,64 +572,6 @@ pub fn view(conn: &mut Connection, id: &str, now: Instant) -> Result<Memory> {
     })
 }
 
-/// Soft delete inside an open transaction: the memory leaves recall at once and is kept in
-/// quarantine. Used by people, agents and the policy batch.
-#[allow(clippy::too_many_arguments)] // Each argument is a distinct column of the audit event.
-pub(crate) fn soft_delete_tx(
-    tx: &Transaction,
-    id: &str,
-    reason: &str,
-    policy: &str,
-    score: Option<f64>,
-    actor: &str,
-    settings: &Settings,
-    now: Instant,
-) -> Result<ForgettingEvent> {
-    let n = tx
-        .prepare_cached(
-            "UPDATE memory_item SET is_deleted = 1, deleted_at = ?2 WHERE id = ?1 AND COALESCE(is_deleted, 0) = 0",
-        )?
-        .execute(params![id, time::format(now)])?;
-    if n == 0 {
-        let exists: Option<i64> =
-            tx.query_row("SELECT 1 FROM memory_item WHERE id = ?1", [id], |r| r.get(0)).optional()?;
-        return Err(match exists {
-            None => Error::NotFound(format!("memory {id}")),
-            Some(_) => Error::invalid(format!("memory {id} is already in quarantine")),
-        });
-    }
-    tx.prepare_cached("DELETE FROM lethe_review WHERE memory_id = ?1")?.execute([id])?;
-    soft_event(tx, id, reason, policy, score, actor, settings, now)
-}
-
-/// The audit event of a move to quarantine (the actor goes in the metadata: the table has no
-/// actor column).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn soft_event(
-    tx: &Transaction,
-    id: &str,
-    reason: &str,
-    policy: &str,
-    score: Option<f64>,
-    actor: &str,
-    settings: &Settings,
-    now: Instant,
-) -> Result<ForgettingEvent> {
-    audit::record_event(
-        tx,
-        EventSpec {
-            memory_id: id,
-            action: "soft",
-            reason: Some(reason),
-            policy: Some(policy),
-            forget_score: score,
-            ttl_days: Some(settings.quarantine_days.round() as i64),
-            metadata: Some(serde_json::json!({ "actor": actor })),
-        },
-        now,
-    )
-}
-
 /// A person or agent moves a memory to quarantine.
 pub fn soft_delete(
     conn: &mut Connection,
@@ -895,58 +602,6 @@ pub fn restore(conn: &mut Connection, id: &str, actor: &str, now: Instant) -> Re
     })
 }
 
-/// Removes the row and every trace (FTS via trigger, stats, archive, signature, links,
-/// versions, vectors, neighbours) and the text of its earlier audit rows; the new `hard`
-/// event keeps who, when, why and the content's SHA-256 and length. The caller then drops
-/// the deleted entries from the full-text indexes ([`crate::store::purge_deleted_index_entries`])
-/// and truncates the WAL ([`crate::store::checkpoint_truncate`]).
-pub(crate) fn hard_delete_tx(
-    tx: &Transaction,
-    id: &str,
-    reason: &str,
-    policy: &str,
-    actor: &str,
-    now: Instant,
-) -> Result<ForgettingEvent> {
-    let m = get_tx(tx, id)?;
-    for sql in [
-        "DELETE FROM meta_memory_stats WHERE memory_id = ?1",
-        "DELETE FROM lethe_archive WHERE memory_id = ?1",
-        "DELETE FROM lethe_signature WHERE memory_id = ?1",
-        "DELETE FROM lethe_vector WHERE memory_id = ?1",
-        "DELETE FROM lethe_supersede WHERE old_id = ?1 OR new_id = ?1",
-        "DELETE FROM lethe_procedure_version WHERE memory_id = ?1",
-        "DELETE FROM lethe_review WHERE memory_id = ?1",
-        "DELETE FROM lethe_task_log WHERE memory_id = ?1",
-        "DELETE FROM lethe_session_rule WHERE memory_id = ?1",
-        "DELETE FROM lethe_recall_log_hit WHERE memory_id = ?1",
-        "DELETE FROM memory_item WHERE id = ?1",
-    ] {
-        tx.prepare_cached(sql)?.execute([id])?;
-    }
-    // The earlier audit rows of this memory lose their text in the same transaction; the
-    // new event keeps only facts and the content's hash and length.
-    audit::scrub_memory(tx, id)?;
-    audit::record_event(
-        tx,
-        EventSpec {
-            memory_id: id,
-            action: "hard",
-            reason: Some(reason),
-            policy: Some(policy),
-            forget_score: None,
-            ttl_days: None,
-            metadata: Some(serde_json::json!({
-                "actor": actor,
-                "type": m.tier,
-                "content_sha256": audit::sha256_hex(&m.content),
-                "content_bytes": m.content.len(),
-            })),
-        },
-        now,
-    )
-}
-
 pub fn hard_delete(
     conn: &mut Connection,
     id: &str,
@@ -974,77 +629,4 @@ pub fn hard_delete(
     })?;
     crate::store::checkpoint_truncate(conn)?;
     Ok(event)
-}
-
-/// Sort orders of [`list`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename_all = "lowercase"))]
-pub enum SortBy {
-    #[default]
-    Created,
-    Importance,
-    Score,
-}
-
-impl std::str::FromStr for SortBy {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "created" => Ok(SortBy::Created),
-            "importance" => Ok(SortBy::Importance),
-            "score" => Ok(SortBy::Score),
-            o => Err(Error::invalid(format!("unknown sort {o:?} (expected score, created or importance)"))),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct ListQuery {
-    pub tier: Option<Tier>,
-    /// Some(true): quarantine only; Some(false) or None: active only.
-    pub deleted: Option<bool>,
-    pub pinned: Option<bool>,
-    pub sort: SortBy,
-    pub min_score: Option<f64>,
-    pub max_score: Option<f64>,
-    pub session: Option<String>,
-    pub project: Option<String>,
-    /// Some(true): only memories whose text holds a `[REDACTED:` placeholder.
-    pub redacted: Option<bool>,
-    /// Some(true): only semantic and procedural memories that read like dialogue (issue #21).
-    pub needs_extraction: Option<bool>,
-    pub limit: usize,
-    pub offset: usize,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub struct MemoryRow {
-    pub id: String,
-    #[serde(rename = "type")]
-    pub tier: Tier,
-    pub preview: String,
-    pub importance: f64,
-    pub pinned: bool,
-    pub created_at: String,
-    pub last_accessed: Option<String>,
-    pub is_deleted: bool,
-    pub deleted_at: Option<String>,
-    pub forget_score: f64,
-    pub would_forget: bool,
-    pub session_id: Option<String>,
-    pub project_id: Option<String>,
-    pub workflow_name: Option<String>,
-    pub tags: Vec<String>,
-    /// The text holds a `[REDACTED:<kind>]` placeholder (the window's "redacted" badge).
-    pub redacted: bool,
-    /// A semantic or procedural memory that reads like dialogue (the lint flags it).
-    pub needs_extraction: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub struct Page {
-    pub total: usize,
-    pub items: Vec<MemoryRow>,
 }

@@ -6,8 +6,9 @@ use serde::Serialize;
 
 use crate::audit;
 use crate::error::{Error, Result};
-use crate::lifecycle::{self, ProcedureFields};
 use crate::model::{self, Memory, ReflectionNote, Tier};
+use crate::ops::rows;
+use crate::ops::validate::{self, ProcedureFields};
 use crate::redact::{Finding, Guard, Policy};
 use crate::settings::Settings;
 use crate::store::write_tx;
@@ -77,21 +78,21 @@ pub fn update_guarded(
     patch: &ProcedurePatch,
     actor: &str,
     now: Instant,
-) -> Result<(Memory, lifecycle::Redactions)> {
+) -> Result<(Memory, validate::Redactions)> {
     model::validate_actor(actor)?;
     let settings = Settings::load(conn)?;
     let mut g = Guard::new(Policy::of(&settings));
     let patch = &ProcedurePatch {
         content: g.opt("content", &patch.content)?,
-        fields: lifecycle::guard_procedure(&mut g, &patch.fields)?,
+        fields: validate::guard_procedure(&mut g, &patch.fields)?,
     };
-    let redactions = lifecycle::Redactions::of(&g);
+    let redactions = validate::Redactions::of(&g);
     patch.fields.validate()?;
     if let Some(c) = &patch.content {
-        lifecycle::validate_content(c, &settings)?;
+        validate::validate_content(c, &settings)?;
     }
     write_tx(conn, |tx| {
-        let m = lifecycle::get(tx, id)?;
+        let m = rows::get(tx, id)?;
         if m.tier != Tier::Procedural {
             return Err(Error::invalid(format!("memory {id} is {} , not procedural", m.tier)));
         }
@@ -121,7 +122,7 @@ pub fn update_guarded(
             return Err(Error::Conflict {
                 id: id.to_string(),
                 expected: expected_version,
-                current: lifecycle::get(tx, id)?.version,
+                current: rows::get(tx, id)?.version,
             });
         }
         if let Some(c) = &patch.content {
@@ -132,7 +133,7 @@ pub fn update_guarded(
             )?;
             crate::semantic::refresh(tx, id, c)?;
         }
-        let after = lifecycle::get(tx, id)?;
+        let after = rows::get(tx, id)?;
         audit::record_action(
             tx,
             Some(id),
@@ -149,9 +150,9 @@ pub fn update_guarded(
                     tags.push(t.clone());
                 }
             }
-            lifecycle::validate_tags(&tags)?;
+            validate::validate_tags(&tags)?;
             tx.execute("UPDATE memory_item SET tags = ?2 WHERE id = ?1", params![id, serde_json::to_string(&tags)?])?;
-            return Ok((lifecycle::get(tx, id)?, redactions.clone()));
+            return Ok((rows::get(tx, id)?, redactions.clone()));
         }
         Ok((after, redactions.clone()))
     })
@@ -159,7 +160,7 @@ pub fn update_guarded(
 
 /// Every version oldest first, the current state last.
 pub fn history(conn: &Connection, id: &str) -> Result<Vec<Version>> {
-    let m = lifecycle::get(conn, id)?;
+    let m = rows::get(conn, id)?;
     let mut stmt = conn.prepare(
         "SELECT version, snapshot_json, actor, created_at FROM lethe_procedure_version WHERE memory_id = ?1 AND version < ?2 ORDER BY version",
     )?;
@@ -287,7 +288,7 @@ pub fn reflect(
     }
     note.actor = Some(actor.to_string());
     write_tx(conn, |tx| {
-        let m = lifecycle::get(tx, id)?;
+        let m = rows::get(tx, id)?;
         if m.tier != Tier::Procedural {
             return Err(Error::invalid(format!(
                 "memory {id} is not procedural; reflection notes belong to procedures"
@@ -321,7 +322,7 @@ pub fn reflect(
                     tags.push(t.clone());
                 }
             }
-            lifecycle::validate_tags(&tags)?;
+            validate::validate_tags(&tags)?;
             tx.execute("UPDATE memory_item SET tags = ?2 WHERE id = ?1", params![id, serde_json::to_string(&tags)?])?;
         }
         audit::record_action(tx, Some(id), "reflect", actor, None, Some(&serde_json::to_value(&note)?), now)?;
@@ -337,7 +338,7 @@ pub fn reflect(
 
 /// The notes oldest first.
 pub fn notes(conn: &Connection, id: &str) -> Result<Vec<serde_json::Value>> {
-    let m = lifecycle::get(conn, id)?;
+    let m = rows::get(conn, id)?;
     Ok(match m.reflection_notes {
         Some(serde_json::Value::Array(a)) => a,
         Some(other) => vec![other],

@@ -23,20 +23,20 @@ fn known() -> &'static HashMap<String, Vec<String>> {
             // Lethe, each shipped migration in order (003 replaces 001's FTS trigger names, so
             // a file from before 003 holds the old ones until it is migrated).
             &[
-                include_str!("../migrations/001_core.sql"),
-                include_str!("../migrations/001_fts.sql"),
-                include_str!("../migrations/002_indexes.sql"),
-                include_str!("../migrations/003_fts_memento_names.sql"),
-                include_str!("../migrations/004_semantic.sql"),
-                include_str!("../migrations/005_sessions.sql"),
-                include_str!("../migrations/006_derived_on_change.sql"),
+                include_str!("migrations/001_core.sql"),
+                include_str!("migrations/001_fts.sql"),
+                include_str!("migrations/002_indexes.sql"),
+                include_str!("migrations/003_fts_memento_names.sql"),
+                include_str!("migrations/004_semantic.sql"),
+                include_str!("migrations/005_sessions.sql"),
+                include_str!("migrations/006_derived_on_change.sql"),
             ],
             // memento's schema (its DDL as the fixtures reproduce it), with sqlite-vec.
             &[
-                include_str!("../../tests/fixtures/memento_1_36.sql"),
-                include_str!("../../tests/fixtures/memento_1_36_vec.sql"),
+                include_str!("../../../tests/fixtures/memento_1_36.sql"),
+                include_str!("../../../tests/fixtures/memento_1_36_vec.sql"),
             ],
-            &[include_str!("../../tests/fixtures/memento_0_1.sql")],
+            &[include_str!("../../../tests/fixtures/memento_0_1.sql")],
         ];
         for steps in scripts {
             let conn = Connection::open_in_memory().expect("an in-memory database");

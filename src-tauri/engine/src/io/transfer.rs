@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::dedup;
 use crate::error::{Error, Result};
-use crate::lifecycle::{self, NewMemory, ProcedureFields};
 use crate::model::{self, Memory, Tier, MEMORY_COLUMNS};
+use crate::ops::validate::{self, NewMemory, ProcedureFields};
 use crate::procedural;
 use crate::redact::{Guard, Policy};
 use crate::settings::Settings;
@@ -129,7 +129,7 @@ pub fn export(conn: &Connection, out: &mut impl Write) -> Result<usize> {
 /// invent future ones (a future date would keep a memory from decaying).
 fn past_instant(name: &str, raw: &str, now: time::Instant) -> Result<time::Instant> {
     let t = time::parse(raw).map_err(|e| Error::invalid(format!("{name}: {e}")))?;
-    if (t - now).num_seconds() > lifecycle::FUTURE_SLACK_SECS {
+    if (t - now).num_seconds() > validate::FUTURE_SLACK_SECS {
         return Err(Error::invalid(format!("{name} {raw} lies in the future")));
     }
     Ok(t)
@@ -242,8 +242,8 @@ fn memory_of(l: ImportLine, s: &Settings, now: time::Instant, report: &mut Impor
         },
         supersedes: Vec::new(),
     };
-    lifecycle::validate_new(&as_new, s, now)?;
-    if lifecycle::is_trivial(&m.content, s) {
+    validate::validate_new(&as_new, s, now)?;
+    if validate::is_trivial(&m.content, s) {
         return Ok(None);
     }
     report.quarantined += usize::from(deleted);

@@ -19,7 +19,7 @@ pub const DIMS: usize = 256;
 pub const VECTOR_BYTES: usize = 4 + DIMS;
 
 /// `sha256  file` lines, as `sha256sum -c` reads them (the Makefile checks the same file).
-const PINNED: &str = include_str!("../model.sha256");
+const PINNED: &str = include_str!("../../model.sha256");
 const FILES: [&str; 3] = ["model.safetensors", "tokenizer.json", "config.json"];
 
 /// A verified model. Its files are checked against the pinned sums when it is found; the

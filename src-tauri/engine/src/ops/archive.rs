@@ -7,7 +7,6 @@ use sha2::{Digest, Sha256};
 
 use crate::audit;
 use crate::error::{Error, Result};
-use crate::lifecycle;
 use crate::model::{self, Memory};
 use crate::store::write_tx;
 use crate::time::{self, Instant};
@@ -119,7 +118,7 @@ fn archive_tx(
     actor: &str,
     now: Instant,
 ) -> Result<ArchiveReceipt> {
-    let m = lifecycle::get_tx(tx, memory_id)?;
+    let m = crate::ops::rows::get_tx(tx, memory_id)?;
     if !is_tool_observation(m.source.as_deref()) {
         return Err(Error::invalid(format!(
             "protected: memory {memory_id} is not a tool observation (source {:?}); system, user and assistant text cannot be archived",
@@ -283,6 +282,6 @@ pub fn unarchive(conn: &mut Connection, archive_no: i64, actor: &str, now: Insta
             Some(&serde_json::json!({"archive_no": archive_no, "sha256": sha})),
             now,
         )?;
-        lifecycle::get_tx(tx, &memory_id)
+        crate::ops::rows::get_tx(tx, &memory_id)
     })
 }

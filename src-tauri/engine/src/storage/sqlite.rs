@@ -26,28 +26,28 @@ const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 2,
         name: "indexes",
-        apply: |c| Ok(c.execute_batch(include_str!("migrations/002_indexes.sql"))?),
+        apply: |c| Ok(c.execute_batch(include_str!("sqlite/migrations/002_indexes.sql"))?),
     },
     Migration { version: 3, name: "fts-memento-names", apply: migrate_fts_memento_names },
     Migration {
         version: 4,
         name: "semantic",
-        apply: |c| Ok(c.execute_batch(include_str!("migrations/004_semantic.sql"))?),
+        apply: |c| Ok(c.execute_batch(include_str!("sqlite/migrations/004_semantic.sql"))?),
     },
     Migration {
         version: 5,
         name: "sessions",
-        apply: |c| Ok(c.execute_batch(include_str!("migrations/005_sessions.sql"))?),
+        apply: |c| Ok(c.execute_batch(include_str!("sqlite/migrations/005_sessions.sql"))?),
     },
     Migration {
         version: 6,
         name: "derived-on-change",
-        apply: |c| Ok(c.execute_batch(include_str!("migrations/006_derived_on_change.sql"))?),
+        apply: |c| Ok(c.execute_batch(include_str!("sqlite/migrations/006_derived_on_change.sql"))?),
     },
     Migration {
         version: 7,
         name: "recall-log",
-        apply: |c| Ok(c.execute_batch(include_str!("migrations/007_recall_log.sql"))?),
+        apply: |c| Ok(c.execute_batch(include_str!("sqlite/migrations/007_recall_log.sql"))?),
     },
 ];
 
@@ -118,7 +118,7 @@ fn migrate_core(conn: &Connection) -> Result<()> {
         // Before 001 so that its IF NOT EXISTS finds memento's shapes, not Lethe's.
         conn.execute_batch(MEMENTO_TABLES)?;
     }
-    conn.execute_batch(include_str!("migrations/001_core.sql"))?;
+    conn.execute_batch(include_str!("sqlite/migrations/001_core.sql"))?;
     if had_memory_table {
         // A file created by memento: remember that, and add what an older memento lacks.
         conn.execute("INSERT OR REPLACE INTO lethe_meta (key, value) VALUES ('origin', 'memento')", [])?;
@@ -141,7 +141,7 @@ fn migrate_core(conn: &Connection) -> Result<()> {
         conn.execute("INSERT OR REPLACE INTO lethe_meta (key, value) VALUES ('origin', 'lethe')", [])?;
     }
     if !table_exists(conn, "memory_item_fts")? {
-        conn.execute_batch(include_str!("migrations/001_fts.sql"))?;
+        conn.execute_batch(include_str!("sqlite/migrations/001_fts.sql"))?;
     }
     Ok(())
 }
@@ -155,7 +155,7 @@ fn migrate_core(conn: &Connection) -> Result<()> {
 /// (its triggers, Lethe's absent) is left as it is.
 fn migrate_fts_memento_names(conn: &Connection) -> Result<()> {
     if trigger_exists(conn, "memory_item_fts_ai")? {
-        conn.execute_batch(include_str!("migrations/003_fts_memento_names.sql"))?;
+        conn.execute_batch(include_str!("sqlite/migrations/003_fts_memento_names.sql"))?;
     }
     Ok(())
 }

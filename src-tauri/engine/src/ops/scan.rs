@@ -119,7 +119,7 @@ pub fn redact_in_place(conn: &mut Connection, confirm: bool, actor: &str, now: I
 }
 
 fn redact_one(tx: &Transaction, id: &str, policy: Policy, actor: &str, now: Instant) -> Result<bool> {
-    let m = crate::lifecycle::get_tx(tx, id)?;
+    let m = crate::ops::rows::get_tx(tx, id)?;
     let mut g = Guard::new(policy);
     let new = guard_memory(&mut g, &m)?;
     let json = |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string());

@@ -12,12 +12,85 @@ use crate::audit::{self, EventSpec};
 use crate::decay::{self, ForgetScore, ScoreInput};
 use crate::dedup;
 use crate::error::{Error, Result};
-use crate::lifecycle::{self, ListQuery, MemoryRow, Page, SortBy};
 use crate::model::{self, Tier};
 use crate::neighbours;
+use crate::ops::rows;
 use crate::settings::Settings;
 use crate::store::write_tx;
 use crate::time::{self, Instant};
+
+/// Sort orders of [`list`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename_all = "lowercase"))]
+pub enum SortBy {
+    #[default]
+    Created,
+    Importance,
+    Score,
+}
+
+impl std::str::FromStr for SortBy {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "created" => Ok(SortBy::Created),
+            "importance" => Ok(SortBy::Importance),
+            "score" => Ok(SortBy::Score),
+            o => Err(Error::invalid(format!("unknown sort {o:?} (expected score, created or importance)"))),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ListQuery {
+    pub tier: Option<Tier>,
+    /// Some(true): quarantine only; Some(false) or None: active only.
+    pub deleted: Option<bool>,
+    pub pinned: Option<bool>,
+    pub sort: SortBy,
+    pub min_score: Option<f64>,
+    pub max_score: Option<f64>,
+    pub session: Option<String>,
+    pub project: Option<String>,
+    /// Some(true): only memories whose text holds a `[REDACTED:` placeholder.
+    pub redacted: Option<bool>,
+    /// Some(true): only semantic and procedural memories that read like dialogue (issue #21).
+    pub needs_extraction: Option<bool>,
+    pub limit: usize,
+    pub offset: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct MemoryRow {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub tier: Tier,
+    pub preview: String,
+    pub importance: f64,
+    pub pinned: bool,
+    pub created_at: String,
+    pub last_accessed: Option<String>,
+    pub is_deleted: bool,
+    pub deleted_at: Option<String>,
+    pub forget_score: f64,
+    pub would_forget: bool,
+    pub session_id: Option<String>,
+    pub project_id: Option<String>,
+    pub workflow_name: Option<String>,
+    pub tags: Vec<String>,
+    /// The text holds a `[REDACTED:<kind>]` placeholder (the window's "redacted" badge).
+    pub redacted: bool,
+    /// A semantic or procedural memory that reads like dialogue (the lint flags it).
+    pub needs_extraction: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Page {
+    pub total: usize,
+    pub items: Vec<MemoryRow>,
+}
 
 /// One memory as the scorer sees it (no content).
 #[derive(Debug, Clone)]
@@ -1088,7 +1161,7 @@ fn apply(tx: &rusqlite::Transaction, p: &Planned, s: &Settings, now: Instant) ->
                 .query_row(params![p.rowid, id], |r| r.get(0))
                 .optional()?;
             if still.is_some() {
-                lifecycle::hard_delete_tx(
+                rows::hard_delete_tx(
                     tx,
                     id,
                     &format!("quarantine older than {} days", s.quarantine_days),
@@ -1127,7 +1200,7 @@ fn apply(tx: &rusqlite::Transaction, p: &Planned, s: &Settings, now: Instant) ->
     Ok(())
 }
 
-/// The batch's soft delete: the same row change and event as [`lifecycle::soft_delete_tx`],
+/// The batch's soft delete: the same row change and event as [`rows::soft_delete_tx`],
 /// addressed by rowid, and a no-op when the row is no longer active (checked by the UPDATE
 /// itself instead of a separate query).
 #[allow(clippy::too_many_arguments)]
@@ -1153,7 +1226,7 @@ fn soft(
     if p.in_band {
         tx.prepare_cached("DELETE FROM lethe_review WHERE memory_id = ?1")?.execute([id])?;
     }
-    lifecycle::soft_event(tx, id, reason, policy, Some(score), "policy", s, now)?;
+    rows::soft_event(tx, id, reason, policy, Some(score), "policy", s, now)?;
     Ok(())
 }
 

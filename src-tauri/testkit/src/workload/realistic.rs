@@ -27,8 +27,8 @@
 use std::collections::VecDeque;
 
 use super::Lcg;
-use crate::model::{Memory, Tier};
-use crate::time::{self, Instant};
+use lethe_engine::model::{Memory, Tier};
+use lethe_engine::time::{self, Instant};
 
 pub const SEED: u32 = 0x5EA1_1571;
 pub const QUERY_SEED: u32 = 0x0BE7_0A11;
@@ -982,8 +982,8 @@ impl RealisticItem {
     }
 
     /// What an agent would pass to `remember` (access, views and cites are later usage).
-    pub fn to_new_memory(&self, now: Instant) -> crate::lifecycle::NewMemory {
-        let mut m = crate::lifecycle::NewMemory::new(self.tier, self.content.clone());
+    pub fn to_new_memory(&self, now: Instant) -> lethe_engine::lifecycle::NewMemory {
+        let mut m = lethe_engine::lifecycle::NewMemory::new(self.tier, self.content.clone());
         m.importance = Some(self.importance);
         m.tags = self.tags.clone();
         m.pinned = self.pinned;

@@ -16,8 +16,8 @@
 //! [`realistic`] is a second workload beside this one: templated notes in heavy-tailed clusters
 //! of near-copies plus dialogue turns, the shape real agent memory has.
 
-use crate::model::{Memory, Tier};
-use crate::time::{self, Instant};
+use lethe_engine::model::{Memory, Tier};
+use lethe_engine::time::{self, Instant};
 
 pub mod realistic;
 
@@ -208,8 +208,8 @@ impl WorkItem {
 
     /// What an agent would pass to `remember` (created_at = now − age; access and views
     /// cannot be given to remember, they are usage that happens later).
-    pub fn to_new_memory(&self, now: Instant) -> crate::lifecycle::NewMemory {
-        let mut m = crate::lifecycle::NewMemory::new(self.tier, self.content.clone());
+    pub fn to_new_memory(&self, now: Instant) -> lethe_engine::lifecycle::NewMemory {
+        let mut m = lethe_engine::lifecycle::NewMemory::new(self.tier, self.content.clone());
         m.importance = Some(self.importance);
         m.tags = self.tags();
         m.created_at = Some(self.created_at(now));

@@ -1,0 +1,16 @@
+//! The memory operations people and agents call: remember, edit, pin, quarantine, restore,
+//! erase (`lifecycle`, over the shared row changes in `rows` and the write rules in
+//! `validate`), procedural memory with compare-and-swap and reflection notes, the reversible
+//! archive, recall and its log, recall statistics, the audit, sessions, the secrets scan.
+
+pub mod archive;
+pub mod audit;
+pub mod lifecycle;
+pub mod meta;
+pub mod procedural;
+pub mod recall;
+pub mod recall_log;
+pub mod rows;
+pub mod scan;
+pub mod session;
+pub mod validate;
