@@ -233,11 +233,25 @@ pub(crate) fn train(ix: &semantic::VectorIndex) -> Vec<f32> {
     cent
 }
 
+/// A dot product in eight independent lanes, which the compiler turns into SIMD (a single
+/// running f32 sum must stay sequential); deterministic for given inputs.
+fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
+    let mut lanes = [0.0_f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
+    for (x, y) in ca.zip(cb) {
+        for ((s, x), y) in lanes.iter_mut().zip(x).zip(y) {
+            *s += x * y;
+        }
+    }
+    lanes.iter().sum::<f32>() + tail
+}
+
 /// The `p` centroids nearest to `v`, nearest first.
 fn nearest(cent: &[f32], v: &[f32], p: usize) -> Vec<u16> {
     let mut best: Vec<(f32, u16)> = Vec::with_capacity(p + 1);
     for (k, c) in cent.chunks_exact(DIMS).enumerate() {
-        let d: f32 = c.iter().zip(v).map(|(a, b)| a * b).sum();
+        let d = dot_f32(c, v);
         let at = best.partition_point(|&(s, _)| s >= d);
         if at < p {
             best.insert(at, (d, k as u16));
@@ -266,14 +280,19 @@ fn quantize_centroids(cent: &[f32]) -> Vec<i8> {
     cent.chunks_exact(DIMS).flat_map(|c| Vector::quantize(c).q).collect()
 }
 
-/// The centroids of this model: stored ones, else trained now (and stored when `store`).
-fn centroids(conn: &Connection, e: &Embedder, ix: &semantic::VectorIndex) -> Result<Option<Vec<f32>>> {
+/// The centroids this file stores for this model (`lethe_centroid`), if any.
+pub fn stored_centroids(conn: &Connection, e: &Embedder) -> Result<Option<Vec<f32>>> {
     let stored: Option<Vec<u8>> = conn
         .query_row("SELECT data FROM lethe_centroid WHERE model = ?1", [e.fingerprint()], |r| r.get(0))
         .map(Some)
         .or_else(|err| if matches!(err, rusqlite::Error::QueryReturnedNoRows) { Ok(None) } else { Err(err) })?;
-    if let Some(b) = stored {
-        return Ok(Some(b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()));
+    Ok(stored.map(|b| b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()))
+}
+
+/// The centroids of this model: stored ones, else trained now (and stored when `store`).
+fn centroids(conn: &Connection, e: &Embedder, ix: &semantic::VectorIndex) -> Result<Option<Vec<f32>>> {
+    if let Some(c) = stored_centroids(conn, e)? {
+        return Ok(Some(c));
     }
     if ix.len() < SMALL {
         return Ok(None);

@@ -126,9 +126,10 @@ pub const COARSE_MIN: usize = 4096;
 pub const COARSE_AFTER: usize = 8;
 
 impl Coarse {
-    fn build(ix: &VectorIndex) -> Coarse {
-        let centroids: Vec<i8> =
-            crate::neighbours::train(ix).chunks_exact(DIMS).flat_map(|c| Vector::quantize(c).q).collect();
+    /// Over `trained` centroids (the file's stored ones), else over centroids trained now.
+    fn build(ix: &VectorIndex, trained: Option<Vec<f32>>) -> Coarse {
+        let trained = trained.filter(|c| c.len() == CELLS * DIMS).unwrap_or_else(|| crate::neighbours::train(ix));
+        let centroids: Vec<i8> = trained.chunks_exact(DIMS).flat_map(|c| Vector::quantize(c).q).collect();
         let mut c = Coarse { cells: Vec::with_capacity(ix.len()), centroids };
         for row in ix.data.chunks_exact(DIMS) {
             let cell = c.nearest(row, 1)[0];
@@ -229,10 +230,17 @@ impl VectorIndex {
         self.coarse.is_some()
     }
 
-    /// Builds the coarse cells now (when there are at least `COARSE_MIN` rows).
+    /// Builds the coarse cells now (when there are at least `COARSE_MIN` rows), over
+    /// centroids trained on this index.
     pub fn build_coarse(&mut self) {
+        self.build_coarse_over(None);
+    }
+
+    /// [`build_coarse`](Self::build_coarse) over given centroids (`CELLS` unit vectors of
+    /// `DIMS`, such as the file's stored duplication centroids); trained now when `None`.
+    pub fn build_coarse_over(&mut self, centroids: Option<Vec<f32>>) {
         if self.len() >= COARSE_MIN {
-            self.coarse = Some(Coarse::build(self));
+            self.coarse = Some(Coarse::build(self, centroids));
         }
     }
 }
@@ -392,7 +400,9 @@ pub fn index(conn: &Connection, e: &Embedder) -> Result<Arc<VectorIndex>> {
                         ix.apply(conn, &ids, c.key.1)?;
                     }
                     if coarse_due {
-                        ix.build_coarse();
+                        // The duplication search's centroids, trained once per model and
+                        // file: no k-means of its own in a writer (≈ 1 s at 4,096 samples).
+                        ix.build_coarse_over(crate::neighbours::stored_centroids(conn, e)?);
                     }
                     c.index = Arc::new(ix);
                     c.key = key;
