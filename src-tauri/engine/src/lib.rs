@@ -11,11 +11,13 @@ pub mod decay;
 pub mod dedup;
 pub mod demo;
 pub mod dialogue;
+pub mod duplicates;
 pub mod embed;
 pub mod error;
 #[doc(hidden)]
 pub mod fixtures;
 pub mod forgetting;
+pub mod health;
 pub mod lifecycle;
 pub mod meta;
 pub mod model;
