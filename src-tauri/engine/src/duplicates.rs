@@ -47,6 +47,8 @@ pub struct ClusterMember {
     pub created_at: String,
     pub importance: f64,
     pub pinned: bool,
+    pub forget_score: f64,
+    pub would_forget: bool,
     /// Whether the dominance rule keeps this one (exactly one per cluster).
     pub dominant: bool,
     /// Similarity to the dominant member (its strongest link into the cluster when it has no
@@ -156,6 +158,7 @@ pub fn clusters(conn: &Connection, snap: &Snapshot, s: &Settings, now: Instant, 
         .collect();
     found.sort_by(|x, y| y.1.total_cmp(&x.1).then_with(|| rows[x.0 as usize].id.cmp(&rows[y.0 as usize].id)));
     let total = found.len();
+    let scores = if total == 0 { Vec::new() } else { snap.scores(s, now) };
     let mut stmt = conn.prepare_cached(
         "SELECT content, created_at FROM memory_item WHERE rowid = ?1 AND id = ?2 AND COALESCE(is_deleted, 0) = 0",
     )?;
@@ -184,6 +187,8 @@ pub fn clusters(conn: &Connection, snap: &Snapshot, s: &Settings, now: Instant, 
                 created_at,
                 importance: r.importance,
                 pinned: r.pinned,
+                forget_score: scores[i as usize],
+                would_forget: crate::decay::would_forget(scores[i as usize], s),
                 dominant: k == 0,
                 similarity: if k == 0 { 1.0 } else { sim },
                 kind: if k == 0 { String::new() } else { neighbours::kind_name(kind).to_string() },

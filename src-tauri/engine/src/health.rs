@@ -38,8 +38,12 @@ pub struct HealthItem {
     #[serde(rename = "type")]
     pub tier: Tier,
     pub preview: String,
+    pub created_at: String,
     pub age_days: f64,
+    pub importance: f64,
+    pub pinned: bool,
     pub forget_score: f64,
+    pub would_forget: bool,
     pub recall_count: i64,
     pub avg_confidence: Option<f64>,
     /// Days until the ForgetScore reaches the threshold (`forget_soon` only).
@@ -65,7 +69,10 @@ pub struct Health {
 /// The four health lists at `now`.
 pub fn health(conn: &Connection, snap: &Snapshot, s: &Settings, now: Instant) -> Result<Health> {
     let stats = recall_stats(conn)?;
-    let scores = snap.scores(s, now);
+    // One duplication pass for `now` (scores and, for the few listed, the projected date) and
+    // one for a week later.
+    let inputs = snap.inputs(s, now);
+    let scores: Vec<f64> = inputs.iter().map(|m| decay::score_value(m, s, now)).collect();
     let later = snap.scores(s, time::add_days(now, SOON_DAYS));
     let age = |i: usize| time::days_between(snap.rows[i].created_at, now);
     let recalls = |i: usize| stats.get(snap.rows[i].id.as_str()).map_or(0, |x| x.0);
@@ -106,10 +113,7 @@ pub fn health(conn: &Connection, snap: &Snapshot, s: &Settings, now: Instant) ->
                 preview.query_row(params![r.rowid, r.id], |q| model::lenient::text(q, 0)).optional()?;
             let stat = stats.get(r.id.as_str());
             let crosses_in_days = if soon_list {
-                snap.score_of(&r.id, s, now)
-                    .and_then(|f| f.projected_forget_at)
-                    .and_then(|at| time::parse(&at).ok())
-                    .map(|at| time::days_between(now, at))
+                decay::projected_forget_at(&inputs[i], s, now).map(|at| time::days_between(now, at))
             } else {
                 None
             };
@@ -117,8 +121,12 @@ pub fn health(conn: &Connection, snap: &Snapshot, s: &Settings, now: Instant) ->
                 id: r.id.clone(),
                 tier: r.tier,
                 preview: model::preview(content.flatten().as_deref().unwrap_or(""), 160),
+                created_at: time::format(r.created_at),
                 age_days: age(i),
+                importance: r.importance,
+                pinned: r.pinned,
                 forget_score: scores[i],
+                would_forget: decay::would_forget(scores[i], s),
                 recall_count: stat.map_or(0, |x| x.0),
                 avg_confidence: stat.and_then(|x| x.1),
                 crosses_in_days,
