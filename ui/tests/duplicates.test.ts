@@ -58,7 +58,7 @@ async function open() {
   await waitFor(() => expect(ids('duplicate-cluster')).toEqual(['mem_a', 'mem_x']));
 }
 
-const key = (k: string, target: EventTarget = window) => fireEvent.keyDown(target, { key: k });
+const key = (k: string, target: Element | Window = window) => fireEvent.keyDown(target, { key: k });
 
 describe('duplicates review', () => {
   it('is the last view, so its digit key follows the others', () => {
@@ -103,8 +103,9 @@ describe('duplicates review', () => {
     expect(cl()[1].getAttribute('aria-current')).toBe('true');
     await key('k');
     expect(cl()[0].getAttribute('aria-current')).toBe('true');
-    // Compare with mem_c instead (a click on its card), then supersede: the engine picks the older.
-    await fireEvent.click(within(cl()[0]).getAllByTestId('duplicate-member')[2]);
+    // Compare with mem_c instead (its Compare button), then supersede: the engine picks the older.
+    expect(within(cl()[1]).queryByTestId('duplicate-compare')).toBeNull();
+    await fireEvent.click(within(cl()[0]).getAllByTestId('duplicate-compare')[1]);
     expect(within(cl()[0]).getByTestId('duplicate-supersede').dataset.old).toBe('mem_c');
     await key('s');
     await waitFor(() => expect(api.supersedeDuplicate).toHaveBeenCalledWith('mem_a', 'mem_c'));
