@@ -35,6 +35,10 @@ fn render() -> String {
     out.add::<RecallExplained>();
     out.add::<RecallLogPage>();
     out.add::<Items<SimilarMemory>>();
+    out.add::<lethe_engine::duplicates::Clusters>();
+    out.add::<lethe_engine::duplicates::Dismissal>();
+    out.add::<lethe_engine::duplicates::Superseded>();
+    out.add::<lethe_engine::health::Health>();
     out.add::<lethe_engine::MemoryDetail>();
     out.add::<audit::ForgettingEvent>();
     out.add::<Items<forgetting::QuarantineItem>>();

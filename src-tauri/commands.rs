@@ -725,3 +725,53 @@ pub async fn test_connection(app: AppHandle) -> ApiResult<crate::connect::Connec
     })
     .await
 }
+
+/// The duplicates review (issue #18): clusters of near-duplicates at `now`, the dominant
+/// member first, from the window's cached snapshot.
+#[tauri::command]
+pub async fn duplicates(
+    app: AppHandle,
+    limit: Option<usize>,
+    now: Option<String>,
+) -> ApiResult<lethe_engine::duplicates::Clusters> {
+    let now = at(&now)?;
+    let limit = limit.unwrap_or(lethe_engine::duplicates::DEFAULT_LIMIT);
+    blocking(app, move |st| {
+        st.with_snapshot(|db, snap| {
+            lethe_engine::duplicates::clusters(&db.conn, snap, &Settings::load(&db.conn)?, now, limit)
+        })
+    })
+    .await
+}
+
+/// "Keep both": the pair is dismissed (no cluster, no duplication), audited.
+#[tauri::command]
+pub async fn keep_both(app: AppHandle, a: String, b: String) -> ApiResult<lethe_engine::duplicates::Dismissal> {
+    blocking(app, move |st| {
+        st.with_db(|db| lethe_engine::duplicates::dismiss(&mut db.conn, &a, &b, ACTOR, chrono::Utc::now()))
+    })
+    .await
+}
+
+/// Supersedes the older of the two memories by the newer, audited.
+#[tauri::command]
+pub async fn supersede_duplicate(
+    app: AppHandle,
+    a: String,
+    b: String,
+) -> ApiResult<lethe_engine::duplicates::Superseded> {
+    blocking(app, move |st| {
+        st.with_db(|db| lethe_engine::duplicates::supersede(&mut db.conn, &a, &b, ACTOR, chrono::Utc::now()))
+    })
+    .await
+}
+
+/// The Overview's health lists at `now`, from the window's cached snapshot.
+#[tauri::command]
+pub async fn health(app: AppHandle, now: Option<String>) -> ApiResult<lethe_engine::health::Health> {
+    let now = at(&now)?;
+    blocking(app, move |st| {
+        st.with_snapshot(|db, snap| lethe_engine::health::health(&db.conn, snap, &Settings::load(&db.conn)?, now))
+    })
+    .await
+}

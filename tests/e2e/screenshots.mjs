@@ -1,6 +1,6 @@
 // README screenshots of the real window on a demo database (not part of the test suite).
 //   cd tests/e2e && xvfb-run -a -s "-screen 0 1400x900x24" node screenshots.mjs
-// Writes docs/screenshots/{overview,connect,memory-detail,quarantine,workflows,decay,what-if}.png.
+// Writes docs/screenshots/{overview,connect,memory-detail,quarantine,workflows,decay,what-if,recall,duplicates}.png.
 // SHOTS=connect,overview takes only those (LETHE_APP=/usr/bin/lethe-app: the installed one).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -120,6 +120,22 @@ try {
   await byTestId(driver, 'what-if-proposed', 15000);
   await driver.executeScript(`document.querySelector('[data-testid="what-if"]').scrollIntoView({ block: 'start' })`);
   await shot(driver, 'what-if');
+
+  // Recall: a query with results and something declined.
+  await nav(driver, 'recall');
+  await byTestId(driver, 'recall-weight-recency', 15000);
+  await driver.executeScript(
+    'const q = arguments[0]; q.value = arguments[1]; q.dispatchEvent(new Event("input", { bubbles: true }));',
+    await byTestId(driver, 'recall-query'),
+    process.env.RECALL_QUERY ?? 'deploy rollback',
+  );
+  await byTestId(driver, 'recall-result', 15000);
+  await shot(driver, 'recall');
+
+  // Duplicates: the clusters of the demo data, the first in focus.
+  await nav(driver, 'duplicates');
+  await waitFor(async () => (await driver.findElements(css('[data-testid="duplicate-cluster"], [data-testid="duplicates-empty"]'))).length > 0, 30000, 'duplicates');
+  await shot(driver, 'duplicates');
 } finally {
   await closeApp(driver);
 }

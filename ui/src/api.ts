@@ -9,14 +9,17 @@ import type {
   ApiError,
   AuditEvent,
   BatchReport,
+  Clusters,
   ConnectInfo,
   ConnectionTest,
   DbChanged,
   DbInfo,
   DbStatus,
   DemoCounts,
+  Dismissal,
   ForgetProgress,
   ForgettingEvent,
+  Health,
   Items,
   ListArgs,
   MemoryDetail,
@@ -33,6 +36,7 @@ import type {
   SimilarMemory,
   Settings,
   Stats,
+  Superseded,
   Theme,
   Tier,
   VectorsProgress,
@@ -87,6 +91,14 @@ export const recallLog = (q: { actor?: string; memoryId?: string; limit?: number
   call<RecallLogPage>('recall_log', compact({ ...q }));
 /** The five nearest active memories of `id`, each with its similarity and kind. */
 export const similarMemories = (id: string) => call<Items<SimilarMemory>>('similar_memories', { id });
+/** The duplicates review: clusters of near-duplicates, the dominant member first. */
+export const duplicates = (limit?: number, now?: string) => call<Clusters>('duplicates', compact({ limit, now }));
+/** "Keep both": the pair is no near-duplicate any more (audited; again is a no-op). */
+export const keepBoth = (a: string, b: string) => call<Dismissal>('keep_both', { a, b });
+/** Supersedes the older of the two by the newer (audited). */
+export const supersedeDuplicate = (a: string, b: string) => call<Superseded>('supersede_duplicate', { a, b });
+/** The Overview's health lists. */
+export const health = (now?: string) => call<Health>('health', compact({ now }));
 export const showMemory = (id: string, now?: string) =>
   call<MemoryDetail>('show_memory', compact({ id, now }));
 export const pinMemory = (id: string) => call<MemoryDetail>('pin_memory', { id });

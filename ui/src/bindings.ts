@@ -58,6 +58,59 @@ semantic: number | null,
 cosine: number | null, recency: number, scene: number, priority: number, };
 
 /**
+ * A connected group of near-duplicates.
+ */
+export type Cluster = { 
+/**
+ * The dominant member's id (also `members[0]`).
+ */
+dominant: string, 
+/**
+ * The largest similarity between two members.
+ */
+similarity: number, 
+/**
+ * How many memories the cluster has (members lists at most [`MEMBERS_SHOWN`]).
+ */
+size: number, 
+/**
+ * The dominant member first, then the others by similarity to it, most similar first.
+ */
+members: Array<ClusterMember>, };
+
+/**
+ * One memory of a cluster as the review shows it.
+ */
+export type ClusterMember = { id: string, type: Tier, 
+/**
+ * The text, on one line, at most [`TEXT_CHARS`] characters.
+ */
+text: string, created_at: string, importance: number, pinned: boolean, forget_score: number, would_forget: boolean, 
+/**
+ * Whether the dominance rule keeps this one (exactly one per cluster).
+ */
+dominant: boolean, 
+/**
+ * Similarity to the dominant member (its strongest link into the cluster when it has no
+ * direct link to the dominant one), and that link's kind: "same words" or "same meaning".
+ */
+similarity: number, kind: string, };
+
+export type Clusters = { 
+/**
+ * Clusters in the file (the list holds at most the requested number).
+ */
+total: number, 
+/**
+ * The similarity a pair must be above (the setting `duplicate_reason_above`).
+ */
+threshold: number, 
+/**
+ * Most similar first; of equal ones, by the dominant member's id.
+ */
+items: Array<Cluster>, };
+
+/**
  * Signed contributions; they add up to the ForgetScore.
  */
 export type Components = { recency: number, usage: number, duplication: number, importance: number, pinned: number, };
@@ -155,6 +208,19 @@ export type DialogueLint = { score: number, flagged: boolean,
 reasons: Array<string>, };
 
 /**
+ * What "keep both" did.
+ */
+export type Dismissal = { 
+/**
+ * The pair, ordered (`a < b`).
+ */
+a: string, b: string, 
+/**
+ * False when the pair was already dismissed (nothing was written).
+ */
+dismissed: boolean, actor: string, at: string, };
+
+/**
  * The closed set of error codes the window tells apart.
  */
 export type ErrorCode = "invalid_input" | "conflict" | "not_found" | "confirmation_required" | "forbidden" | "db_unavailable" | "internal";
@@ -183,6 +249,27 @@ export type ForgetProgress = { done: number, total: number, };
 export type ForgettingEvent = { id: string, memory_id: string, action: string, reason: string | null, policy: string | null, forget_score: number | null, ttl_days: number | null, created_at: string, metadata: JsonValue | null, };
 
 export type HalfLives = { working: number, episodic: number, procedural: number, semantic: number, };
+
+export type Health = { lists: Array<HealthList>, };
+
+/**
+ * One memory of a health list.
+ */
+export type HealthItem = { id: string, type: Tier, preview: string, created_at: string, age_days: number, importance: number, pinned: boolean, forget_score: number, would_forget: boolean, recall_count: number, avg_confidence: number | null, 
+/**
+ * Days until the ForgetScore reaches the threshold (`forget_soon` only).
+ */
+crosses_in_days: number | null, };
+
+export type HealthList = { 
+/**
+ * `never_recalled`, `forget_soon`, `pinned_never_recalled` or `low_confidence`.
+ */
+name: string, 
+/**
+ * How many memories the list has (items holds at most [`LIST_LIMIT`]).
+ */
+total: number, items: Array<HealthItem>, };
 
 export type Hit = { id: string, type: Tier, content: string, score: number, bm25: number, breakdown: Breakdown, };
 
@@ -405,6 +492,15 @@ at_risk: number,
  * Active memories the batch would forget now.
  */
 would_forget: number, meta: MetaSummary, };
+
+/**
+ * What "supersede" did: `old` (the older of the two) is superseded by `new`.
+ */
+export type Superseded = { old: string, new: string, 
+/**
+ * False when `new` already superseded `old` (nothing was written).
+ */
+superseded: boolean, };
 
 /**
  * A task kind and its task logs, newest first.

@@ -44,6 +44,11 @@ export function toRef(d: MemoryDetail): MemoryRef {
   };
 }
 
+/** Keeps a reference a command already returned in list form (saves a `show_memory` each). */
+export function know(r: MemoryRef): void {
+  refs[r.id] = { ...r, preview: r.preview.length > PREVIEW_CHARS ? `${r.preview.slice(0, PREVIEW_CHARS - 1)}…` : r.preview };
+}
+
 /** Keeps what a command already returned (saves a lookup). */
 export function remember(d: MemoryDetail): void {
   refs[d.id] = toRef(d);

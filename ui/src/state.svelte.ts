@@ -8,7 +8,7 @@ import { plural } from './format';
 /** What the top bar's indicator says: the watcher's state, or that the file is still opening. */
 export type Live = LiveState | 'opening';
 
-export type View = 'overview' | 'memories' | 'recall' | 'quarantine' | 'workflows' | 'audit' | 'decay' | 'sessions';
+export type View = 'overview' | 'memories' | 'recall' | 'quarantine' | 'workflows' | 'audit' | 'decay' | 'sessions' | 'duplicates';
 
 export interface Toast {
   id: number;
@@ -20,7 +20,7 @@ export interface Toast {
 }
 
 /** The views in the order the side navigation lists them; digit keys 1–9 open them in this order. */
-export const VIEWS: View[] = ['overview', 'memories', 'quarantine', 'workflows', 'audit', 'decay', 'sessions', 'recall'];
+export const VIEWS: View[] = ['overview', 'memories', 'quarantine', 'workflows', 'audit', 'decay', 'sessions', 'recall', 'duplicates'];
 const VIEW_KEY = 'lethe.view';
 
 /** The view the window showed when it was last closed (kept in the webview's storage). */

@@ -18,6 +18,14 @@ describe('api.ts', () => {
   it('uses the IPC command names and camelCase args', async () => {
     await api.listMemories({ tier: 'semantic', limit: 100, offset: 200, minScore: 0.5, now: undefined });
     expect(invoke).toHaveBeenLastCalledWith('list_memories', { query: { tier: 'semantic', limit: 100, offset: 200, minScore: 0.5 } });
+    await api.duplicates(undefined, '2026-01-01T00:00:00.000Z');
+    expect(invoke).toHaveBeenLastCalledWith('duplicates', { now: '2026-01-01T00:00:00.000Z' });
+    await api.keepBoth('mem_a', 'mem_b');
+    expect(invoke).toHaveBeenLastCalledWith('keep_both', { a: 'mem_a', b: 'mem_b' });
+    await api.supersedeDuplicate('mem_a', 'mem_b');
+    expect(invoke).toHaveBeenLastCalledWith('supersede_duplicate', { a: 'mem_a', b: 'mem_b' });
+    await api.health();
+    expect(invoke).toHaveBeenLastCalledWith('health', {});
     await api.hardDeleteMemory('mem_1', true);
     expect(invoke).toHaveBeenLastCalledWith('hard_delete_memory', { id: 'mem_1', confirm: true });
     await api.updateProcedure('mem_1', 3, { taskGoal: 'g', steps: ['a'] });

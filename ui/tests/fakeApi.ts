@@ -221,6 +221,10 @@ export const api = {
   recallExplain: vi.fn(),
   recallLog: vi.fn(),
   similarMemories: vi.fn(),
+  duplicates: vi.fn(),
+  keepBoth: vi.fn(),
+  supersedeDuplicate: vi.fn(),
+  health: vi.fn(),
   showMemory: vi.fn(),
   pinMemory: vi.fn(),
   unpinMemory: vi.fn(),
@@ -287,6 +291,10 @@ export function resetFake() {
   api.recall.mockResolvedValue({ results: [] });
   api.recallLog.mockResolvedValue({ items: [], actors: [] });
   api.similarMemories.mockResolvedValue({ items: [] });
+  api.duplicates.mockResolvedValue({ total: 0, threshold: 0.7, items: [] });
+  api.keepBoth.mockImplementation(async (a: string, b: string) => ({ a, b, dismissed: true, actor: 'user', at: '2025-03-03T00:00:00.000Z' }));
+  api.supersedeDuplicate.mockImplementation(async (a: string, b: string) => ({ old: a, new: b, superseded: true }));
+  api.health.mockResolvedValue({ lists: [] });
   api.recallExplain.mockResolvedValue({ results: [], declined: [], weights: { similarity: 0.7, recency: 0.1, scene: 0.1, priority: 0.1 }, recall_mode: 'lexical' });
   api.showMemory.mockImplementation(async (id: string) => makeDetail(id));
   api.pinMemory.mockImplementation(async (id: string) => makeDetail(id, { pinned: true }));

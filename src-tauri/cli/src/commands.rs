@@ -158,6 +158,19 @@ pub enum Command {
         #[arg(long, default_value_t = 100)]
         limit: usize,
     },
+    /// The duplicates review: clusters of near-duplicates, the dominant member first; `dismiss A
+    /// B` keeps both (the pair is no duplicate any more), `supersede A B` supersedes the older
+    /// of the two by the newer.
+    Duplicates {
+        #[command(subcommand)]
+        action: Option<DuplicatesAction>,
+        /// How many clusters to list.
+        #[arg(long, default_value_t = lethe_engine::duplicates::DEFAULT_LIMIT)]
+        limit: usize,
+    },
+    /// The health lists: never recalled and older than 30 days, crossing the forget threshold
+    /// within 7 days, pinned but never recalled, often recalled with low confidence.
+    Health,
     /// The nearest active memories of a memory, by meaning and by words.
     Similar {
         id: String,
@@ -340,6 +353,8 @@ fn writes(command: &Command) -> bool {
         | Command::Meta { .. }
         | Command::Similar { .. }
         | Command::RecallLog { .. }
+        | Command::Duplicates { action: None, .. }
+        | Command::Health
         | Command::History { .. }
         | Command::Export
         | Command::Fixture { .. }
@@ -348,6 +363,7 @@ fn writes(command: &Command) -> bool {
         Command::Scan { redact, .. } => *redact,
         Command::Settings { value, .. } => value.is_some(),
         Command::Unarchive { lines, bytes, .. } => lines.is_none() && bytes.is_none(),
+        Command::Duplicates { action: Some(_), .. } => true,
         Command::Remember(_)
         | Command::Delete { .. }
         | Command::Restore { .. }
@@ -742,6 +758,20 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
                 lethe_engine::recall_log::LogFilter { actor: actor.clone(), memory_id: memory.clone(), limit: *limit };
             json!({ "items": lethe_engine::recall_log::list(conn, &f)? })
         }
+        Command::Duplicates { action: None, limit } => {
+            let snap = forgetting::Snapshot::load(conn)?;
+            to_json(&lethe_engine::duplicates::clusters(conn, &snap, &Settings::load(conn)?, now, *limit)?)?
+        }
+        Command::Duplicates { action: Some(DuplicatesAction::Dismiss { a, b }), .. } => {
+            to_json(&lethe_engine::duplicates::dismiss(conn, a, b, actor, now)?)?
+        }
+        Command::Duplicates { action: Some(DuplicatesAction::Supersede { a, b }), .. } => {
+            to_json(&lethe_engine::duplicates::supersede(conn, a, b, actor, now)?)?
+        }
+        Command::Health => {
+            let snap = forgetting::Snapshot::load(conn)?;
+            to_json(&lethe_engine::health::health(conn, &snap, &Settings::load(conn)?, now)?)?
+        }
         Command::Similar { id, limit } => {
             json!({ "items": lethe_engine::semantic::similar(conn, id, *limit)?, "recall_mode": lethe_engine::embed::status() })
         }
@@ -898,4 +928,14 @@ fn scoring_snapshot(conn: &mut store::Connection, read_only: bool) -> Result<for
         snap.persist(conn)?;
     }
     Ok(snap)
+}
+
+/// What `lethe duplicates` does besides listing.
+#[derive(Debug, Subcommand)]
+pub enum DuplicatesAction {
+    /// Keep both: the pair is no near-duplicate any more (not listed, not counted in
+    /// duplication); audited; dismissing again writes nothing.
+    Dismiss { a: String, b: String },
+    /// Supersede the older of the two by the newer: the older leaves recall; audited.
+    Supersede { a: String, b: String },
 }

@@ -29,7 +29,7 @@ pub mod storage;
 pub mod time;
 
 pub use io::{demo, transfer};
-pub use ops::{archive, audit, lifecycle, meta, procedural, recall, recall_log, scan, session};
+pub use ops::{archive, audit, duplicates, health, lifecycle, meta, procedural, recall, recall_log, scan, session};
 pub use policy::{decay, dialogue, forgetting, redact, settings};
 pub use similarity::{dedup, embed, neighbours, semantic};
 pub use storage::sqlite as store;

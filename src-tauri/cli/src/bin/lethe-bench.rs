@@ -37,6 +37,13 @@ struct Args {
     /// this path, which must not exist yet, and exit.
     #[arg(long, value_name = "PATH")]
     make_db: Option<PathBuf>,
+    /// Measure the window's review reads on an existing database (e.g. one `--make-db` wrote)
+    /// and exit: the duplicates list (snapshot load + clusters, and clusters on a loaded
+    /// snapshot), the health lists, and the Recall view's `explain` over `--queries` queries
+    /// of the workload. Stores the neighbour lists first when the file lacks them, as the
+    /// window's first forget run would; otherwise writes nothing.
+    #[arg(long, value_name = "PATH")]
+    review_db: Option<PathBuf>,
     /// Comma-separated sizes (N memories), e.g. 10000,100000,1000000.
     #[arg(long, default_value = "10000,100000", value_delimiter = ',')]
     sizes: Vec<String>,
@@ -238,11 +245,78 @@ fn make_db(path: &Path, args: &Args, now: Instant) -> Result<()> {
     Ok(())
 }
 
+/// `--review-db`: the duplicates review, the health lists and the Recall view on one file.
+fn review_db(path: &Path, args: &Args, now: Instant) -> Result<()> {
+    if !path.exists() {
+        bail!("{} does not exist", path.display());
+    }
+    let mut conn = open_db(path, args)?;
+    let settings = lethe_engine::Settings::load(&conn)?;
+    let ms = |t: Clock| t.elapsed().as_secs_f64() * 1000.0;
+    let t = Clock::now();
+    let first = Snapshot::load(&conn)?;
+    let first_load_ms = ms(t);
+    let searched = first.searched;
+    let stored_lists = first.persist(&mut conn)?;
+    drop(first);
+    // The list as the window opens it: a snapshot loaded from the stored lists (what the
+    // window does once per change of many memories), then the clusters; and the clusters alone
+    // on the snapshot the window keeps (what reopening the view costs).
+    let (mut cold, mut warm, mut health_ms) = (Vec::new(), Vec::new(), Vec::new());
+    let mut clusters = None;
+    for _ in 0..5 {
+        let t = Clock::now();
+        let snap = Snapshot::load(&conn)?;
+        let load = ms(t);
+        let t = Clock::now();
+        let c =
+            lethe_engine::duplicates::clusters(&conn, &snap, &settings, now, lethe_engine::duplicates::DEFAULT_LIMIT)?;
+        let list = ms(t);
+        cold.push(load + list);
+        warm.push(list);
+        let t = Clock::now();
+        std::hint::black_box(lethe_engine::health::health(&conn, &snap, &settings, now)?);
+        health_ms.push(ms(t));
+        clusters = Some(c);
+    }
+    let clusters = clusters.expect("five runs");
+    let n: usize = conn.query_row("SELECT COUNT(*) FROM memory_item", [], |r| r.get::<_, i64>(0))? as usize;
+    let queries = args.workload.queries(n, args.queries.max(1));
+    let q_of = |text: &str| RecallQuery { text: text.to_string(), limit: 10, ..Default::default() };
+    for text in queries.iter().take(20) {
+        std::hint::black_box(recall::explain(&conn, &q_of(text), now, recall::DECLINED)?);
+    }
+    let mut explain = Vec::with_capacity(queries.len());
+    for text in &queries {
+        let t = Clock::now();
+        std::hint::black_box(recall::explain(&conn, &q_of(text), now, recall::DECLINED)?);
+        explain.push(ms(t));
+    }
+    for v in [&mut cold, &mut warm, &mut health_ms, &mut explain] {
+        v.sort_by(f64::total_cmp);
+    }
+    let stats = |v: &[f64]| json!({ "median_ms": round3(percentile(v, 50.0)), "p95_ms": round3(percentile(v, 95.0)), "max_ms": round3(*v.last().unwrap_or(&0.0)) });
+    let v = json!({
+        "db": path.display().to_string(), "n": n, "now": args.now, "workload_queries": args.workload.name(),
+        "model": lethe_engine::embed::status(), "loadavg": loadavg(),
+        "first_load": { "ms": round3(first_load_ms), "searched": searched, "lists_stored": stored_lists },
+        "duplicates_open_cold": stats(&cold), "duplicates_on_loaded_snapshot": stats(&warm),
+        "clusters": { "total": clusters.total, "listed": clusters.items.len(), "threshold": clusters.threshold },
+        "health_on_loaded_snapshot": stats(&health_ms),
+        "recall_explain": { "queries": explain.len(), "limit": 10, "mean_ms": round3(explain.iter().sum::<f64>() / explain.len().max(1) as f64), "p50_ms": round3(percentile(&explain, 50.0)), "p95_ms": round3(percentile(&explain, 95.0)), "max_ms": round3(*explain.last().unwrap_or(&0.0)) },
+    });
+    println!("{}", serde_json::to_string_pretty(&v)?);
+    Ok(())
+}
+
 fn main() -> Result<()> {
     let args = Args::parse();
     let now = time::parse(&args.now).map_err(|e| anyhow::anyhow!("--now: {e}"))?;
     if let Some(path) = &args.make_db {
         return make_db(path, &args, now);
+    }
+    if let Some(path) = &args.review_db {
+        return review_db(path, &args, now);
     }
     if let Some(n) = args.child {
         let result = run_size(n, &args, now)?;

@@ -297,22 +297,29 @@ fn insert_tx(
     clock.lap(Step::Derived);
     audit::record_action(tx, Some(&id), "remember", actor, None, Some(&remember_audit(m, &created, now)), now)?;
     for old in &m.supersedes {
-        tx.prepare_cached(
-            "INSERT OR IGNORE INTO lethe_supersede (old_id, new_id, actor, created_at) VALUES (?1, ?2, ?3, ?4)",
-        )?
-        .execute(params![old, id, actor, time::format(now)])?;
-        audit::record_action(
-            tx,
-            Some(old),
-            "superseded",
-            actor,
-            None,
-            Some(&serde_json::json!({"superseded_by": id})),
-            now,
-        )?;
+        link_supersede_tx(tx, old, &id, actor, now)?;
     }
     clock.lap(Step::Audit);
     Ok(Ok((id, rowid)))
+}
+
+/// The supersede link `old` → `new` and its audit row (the one supersede path: `remember
+/// --supersedes` and the duplicates review both write it). The caller checked both memories.
+pub(crate) fn link_supersede_tx(tx: &Transaction, old: &str, new: &str, actor: &str, now: Instant) -> Result<()> {
+    tx.prepare_cached(
+        "INSERT OR IGNORE INTO lethe_supersede (old_id, new_id, actor, created_at) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![old, new, actor, time::format(now)])?;
+    audit::record_action(
+        tx,
+        Some(old),
+        "superseded",
+        actor,
+        None,
+        Some(&serde_json::json!({"superseded_by": new})),
+        now,
+    )?;
+    Ok(())
 }
 
 pub fn remember(conn: &mut Connection, m: &NewMemory, actor: &str, now: Instant) -> Result<RememberOutcome> {

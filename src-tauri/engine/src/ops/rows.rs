@@ -101,6 +101,7 @@ pub(crate) fn hard_delete_tx(
         "DELETE FROM lethe_signature WHERE memory_id = ?1",
         "DELETE FROM lethe_vector WHERE memory_id = ?1",
         "DELETE FROM lethe_supersede WHERE old_id = ?1 OR new_id = ?1",
+        "DELETE FROM lethe_dismissed_pair WHERE a_id = ?1 OR b_id = ?1",
         "DELETE FROM lethe_procedure_version WHERE memory_id = ?1",
         "DELETE FROM lethe_review WHERE memory_id = ?1",
         "DELETE FROM lethe_task_log WHERE memory_id = ?1",

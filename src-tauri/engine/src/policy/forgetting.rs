@@ -373,7 +373,9 @@ impl Snapshot {
             let starts = std::iter::once(0).chain(ends.iter().copied());
             let lists = starts.zip(&ends).map(|(s, &e)| &raw[s as usize..e as usize]);
             let links = links_of(&rows, lists);
-            return Ok(Snapshot { rows, links, mistyped, ..Default::default() });
+            let mut snap = Snapshot { rows, links, mistyped, ..Default::default() };
+            snap.drop_dismissed(conn)?;
+            return Ok(snap);
         }
         job.check()?;
         let members = neighbours::members(conn)?;
@@ -395,6 +397,7 @@ impl Snapshot {
             trained: derived.trained,
         };
         snap.rebuild_pairs();
+        snap.drop_dismissed(conn)?;
         Ok(snap)
     }
 
@@ -457,7 +460,7 @@ impl Snapshot {
                 if let Some(links) = stored_links(conn, &self.rows)? {
                     self.links = links;
                     self.searched = 0;
-                    return Ok(());
+                    return self.drop_dismissed(conn);
                 }
             }
             // Members are few fields per memory; reloading them all keeps the neighbour search
@@ -468,8 +471,53 @@ impl Snapshot {
             self.lists = d.lists;
             self.trained = d.trained;
             self.rebuild_pairs();
-            Ok(())
+            self.drop_dismissed(conn)
         })
+    }
+
+    /// Drops the links of the pairs a person dismissed ("keep both" in the duplicates review,
+    /// [`crate::duplicates::dismiss`]): such a pair is no near-duplicate any more, so it counts
+    /// neither in the review nor in either memory's duplication.
+    fn drop_dismissed(&mut self, conn: &Connection) -> Result<()> {
+        let pairs = crate::duplicates::dismissed_pairs(conn)?;
+        if pairs.is_empty() || self.links.offsets.len() != self.rows.len() + 1 {
+            return Ok(());
+        }
+        let wanted: HashSet<&str> = pairs.iter().flat_map(|(a, b)| [a.as_str(), b.as_str()]).collect();
+        let index: HashMap<&str, u32> = self
+            .rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| wanted.contains(r.id.as_str()))
+            .map(|(i, r)| (r.id.as_str(), i as u32))
+            .collect();
+        let dropped: HashSet<(u32, u32)> = pairs
+            .iter()
+            .filter_map(|(a, b)| {
+                let (x, y) = (*index.get(a.as_str())?, *index.get(b.as_str())?);
+                Some((x.min(y), x.max(y)))
+            })
+            .collect();
+        if dropped.is_empty() {
+            return Ok(());
+        }
+        let old = std::mem::take(&mut self.links);
+        let mut links = Links { offsets: Vec::with_capacity(old.offsets.len()), ..Default::default() };
+        links.offsets.push(0);
+        for a in 0..self.rows.len() {
+            for k in old.of(a) {
+                let b = old.to[k];
+                if dropped.contains(&((a as u32).min(b), (a as u32).max(b))) {
+                    continue;
+                }
+                links.to.push(b);
+                links.sim.push(old.sim[k]);
+                links.kind.push(old.kind[k]);
+            }
+            links.offsets.push(links.to.len() as u32);
+        }
+        self.links = links;
+        Ok(())
     }
 
     /// Stores what this load computed and the file lacks (signatures, the neighbours it

@@ -49,9 +49,14 @@ const MIGRATIONS: &[Migration] = &[
         name: "recall-log",
         apply: |c| Ok(c.execute_batch(include_str!("sqlite/migrations/007_recall_log.sql"))?),
     },
+    Migration {
+        version: 8,
+        name: "dismissed-pairs",
+        apply: |c| Ok(c.execute_batch(include_str!("sqlite/migrations/008_dismissed_pairs.sql"))?),
+    },
 ];
 
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long [`with_retry`] keeps retrying BUSY/LOCKED before giving up with `Error::Busy`.
 pub const RETRY_DEADLINE: Duration = Duration::from_secs(15);

@@ -1,0 +1,372 @@
+//! The duplicates review (issue #18): clusters of near-duplicates for a person to judge, and
+//! the two decisions that are not a plain delete — keep both (dismiss the pair) and supersede
+//! (the older by the newer).
+//!
+//! Clusters come from the scoring snapshot's links (the stored neighbour lists, DESIGN §3):
+//! two active memories are near-duplicates when their similarity is above the setting
+//! `duplicate_reason_above` (the same line above which a ForgetScore says "duplicate of"), and
+//! a cluster is a connected group of such pairs. A memory superseded by another leaves recall,
+//! so it leaves the review too. Its dominant member is the one the dominance rule keeps (it
+//! carries no duplication): pinned, else more important, else more used, else older, else
+//! written first.
+//!
+//! A dismissed pair (`lethe_dismissed_pair`, migration 008) is dropped from the snapshot's links
+//! ([`crate::forgetting::Snapshot`]), so it is neither a cluster edge nor part of either
+//! memory's duplication D any more: "keep both" means the policy stops counting one against the
+//! other. `similar` still names the pair — it says what is alike, not what a person decided.
+
+use std::collections::{HashMap, HashSet};
+
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::Serialize;
+
+use crate::audit;
+use crate::error::{Error, Result};
+use crate::forgetting::{self, Snapshot};
+use crate::model::{self, Tier};
+use crate::neighbours;
+use crate::settings::Settings;
+use crate::store::write_tx;
+use crate::time::{self, Instant};
+
+/// Clusters a review lists by default, and members shown per cluster.
+pub const DEFAULT_LIMIT: usize = 50;
+pub const MEMBERS_SHOWN: usize = 8;
+/// Characters of each member's text in the review (the whole text is in the memory's detail).
+pub const TEXT_CHARS: usize = 1200;
+
+/// One memory of a cluster as the review shows it.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct ClusterMember {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub tier: Tier,
+    /// The text, on one line, at most [`TEXT_CHARS`] characters.
+    pub text: String,
+    pub created_at: String,
+    pub importance: f64,
+    pub pinned: bool,
+    pub forget_score: f64,
+    pub would_forget: bool,
+    /// Whether the dominance rule keeps this one (exactly one per cluster).
+    pub dominant: bool,
+    /// Similarity to the dominant member (its strongest link into the cluster when it has no
+    /// direct link to the dominant one), and that link's kind: "same words" or "same meaning".
+    pub similarity: f64,
+    pub kind: String,
+}
+
+/// A connected group of near-duplicates.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Cluster {
+    /// The dominant member's id (also `members[0]`).
+    pub dominant: String,
+    /// The largest similarity between two members.
+    pub similarity: f64,
+    /// How many memories the cluster has (members lists at most [`MEMBERS_SHOWN`]).
+    pub size: usize,
+    /// The dominant member first, then the others by similarity to it, most similar first.
+    pub members: Vec<ClusterMember>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Clusters {
+    /// Clusters in the file (the list holds at most the requested number).
+    pub total: usize,
+    /// The similarity a pair must be above (the setting `duplicate_reason_above`).
+    pub threshold: f64,
+    /// Most similar first; of equal ones, by the dominant member's id.
+    pub items: Vec<Cluster>,
+}
+
+/// The clusters of near-duplicates at `now` (dominance depends on usage, which decays), at most
+/// `limit`. Reads only; the same snapshot and settings give the same clusters in the same order.
+pub fn clusters(conn: &Connection, snap: &Snapshot, s: &Settings, now: Instant, limit: usize) -> Result<Clusters> {
+    let threshold = s.duplicate_reason_above;
+    let superseded = superseded_rows(conn, snap)?;
+    let pairs: Vec<forgetting::Pair> = snap
+        .pairs()
+        .into_iter()
+        .filter(|p| p.2 > threshold && !superseded.contains(&p.0) && !superseded.contains(&p.1))
+        .collect();
+    // Union-find over the rows that take part.
+    let mut parent: HashMap<u32, u32> = HashMap::new();
+    fn find(parent: &mut HashMap<u32, u32>, x: u32) -> u32 {
+        let mut r = x;
+        while let Some(&p) = parent.get(&r) {
+            if p == r {
+                break;
+            }
+            r = p;
+        }
+        let mut c = x;
+        while c != r {
+            let next = parent[&c];
+            parent.insert(c, r);
+            c = next;
+        }
+        r
+    }
+    for &(a, b, _, _) in &pairs {
+        parent.entry(a).or_insert(a);
+        parent.entry(b).or_insert(b);
+        let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
+        if ra != rb {
+            parent.insert(ra.max(rb), ra.min(rb));
+        }
+    }
+    let mut groups: HashMap<u32, Vec<u32>> = HashMap::new();
+    let nodes: Vec<u32> = parent.keys().copied().collect();
+    for x in nodes {
+        let r = find(&mut parent, x);
+        groups.entry(r).or_default().push(x);
+    }
+    let mut edges: HashMap<u32, Vec<(u32, f64, u8)>> = HashMap::new();
+    for &(a, b, sim, kind) in &pairs {
+        edges.entry(a).or_default().push((b, sim, kind));
+        edges.entry(b).or_default().push((a, sim, kind));
+    }
+    let rows = &snap.rows;
+    let mut found: Vec<(u32, f64, Vec<(u32, f64, u8)>)> = groups
+        .into_values()
+        .map(|members| {
+            let dominant = members
+                .iter()
+                .copied()
+                .reduce(|w, x| if forgetting::dominates(&rows[x as usize], &rows[w as usize], s, now) { x } else { w })
+                .expect("a group has members");
+            let mut best = 0.0f64;
+            let mut list: Vec<(u32, f64, u8)> = members
+                .iter()
+                .filter(|&&m| m != dominant)
+                .map(|&m| {
+                    let e = &edges[&m];
+                    best = e.iter().fold(best, |b, x| b.max(x.1));
+                    let direct = e.iter().filter(|x| x.0 == dominant).max_by(|x, y| x.1.total_cmp(&y.1));
+                    let strongest = e.iter().max_by(|x, y| x.1.total_cmp(&y.1)).expect("a member has a link");
+                    let (_, sim, kind) = *direct.unwrap_or(strongest);
+                    (m, sim, kind)
+                })
+                .collect();
+            list.sort_by(|x, y| y.1.total_cmp(&x.1).then_with(|| rows[x.0 as usize].id.cmp(&rows[y.0 as usize].id)));
+            list.insert(0, (dominant, 1.0, neighbours::SAME_WORDS));
+            (dominant, best, list)
+        })
+        .collect();
+    found.sort_by(|x, y| y.1.total_cmp(&x.1).then_with(|| rows[x.0 as usize].id.cmp(&rows[y.0 as usize].id)));
+    let total = found.len();
+    let scores = if total == 0 { Vec::new() } else { snap.scores(s, now) };
+    let mut stmt = conn.prepare_cached(
+        "SELECT content, created_at FROM memory_item WHERE rowid = ?1 AND id = ?2 AND COALESCE(is_deleted, 0) = 0",
+    )?;
+    let mut items = Vec::with_capacity(limit.min(total));
+    for (dominant, similarity, list) in found.into_iter().take(limit) {
+        let size = list.len();
+        let mut members = Vec::with_capacity(size.min(MEMBERS_SHOWN));
+        for (k, &(i, sim, kind)) in list.iter().take(MEMBERS_SHOWN).enumerate() {
+            let r = &rows[i as usize];
+            // Read in its own statement: a memory deleted since the snapshot is left out.
+            let Some((content, created_at)) = stmt
+                .query_row(params![r.rowid, r.id], |q| {
+                    Ok((
+                        model::lenient::text(q, 0)?.unwrap_or_default(),
+                        model::lenient::text(q, 1)?.unwrap_or_default(),
+                    ))
+                })
+                .optional()?
+            else {
+                continue;
+            };
+            members.push(ClusterMember {
+                id: r.id.clone(),
+                tier: r.tier,
+                text: model::preview(&content, TEXT_CHARS),
+                created_at,
+                importance: r.importance,
+                pinned: r.pinned,
+                forget_score: scores[i as usize],
+                would_forget: crate::decay::would_forget(scores[i as usize], s),
+                dominant: k == 0,
+                similarity: if k == 0 { 1.0 } else { sim },
+                kind: if k == 0 { String::new() } else { neighbours::kind_name(kind).to_string() },
+            });
+        }
+        if members.len() < 2 || !members[0].dominant {
+            continue;
+        }
+        items.push(Cluster { dominant: rows[dominant as usize].id.clone(), similarity, size, members });
+    }
+    Ok(Clusters { total, threshold, items })
+}
+
+/// Rows of the snapshot that another memory supersedes (they left recall).
+fn superseded_rows(conn: &Connection, snap: &Snapshot) -> Result<HashSet<u32>> {
+    let mut stmt = conn.prepare_cached("SELECT DISTINCT old_id FROM lethe_supersede")?;
+    let old: HashSet<String> = stmt.query_map([], |r| r.get(0))?.collect::<std::result::Result<_, _>>()?;
+    if old.is_empty() {
+        return Ok(HashSet::new());
+    }
+    Ok(snap.rows.iter().enumerate().filter(|(_, r)| old.contains(&r.id)).map(|(i, _)| i as u32).collect())
+}
+
+/// The ordered key of a pair.
+fn ordered<'a>(a: &'a str, b: &'a str) -> (&'a str, &'a str) {
+    if a < b {
+        (a, b)
+    } else {
+        (b, a)
+    }
+}
+
+/// What "keep both" did.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Dismissal {
+    /// The pair, ordered (`a < b`).
+    pub a: String,
+    pub b: String,
+    /// False when the pair was already dismissed (nothing was written).
+    pub dismissed: bool,
+    pub actor: String,
+    pub at: String,
+}
+
+/// Checks that `id` names a memory in the file and returns whether it is active.
+fn existing(conn: &Connection, id: &str) -> Result<bool> {
+    let deleted: Option<bool> = conn
+        .prepare_cached("SELECT COALESCE(is_deleted, 0) FROM memory_item WHERE id = ?1")?
+        .query_row([id], |r| model::lenient::flag(r, 0))
+        .optional()?;
+    match deleted {
+        None => Err(Error::NotFound(format!("memory {id}"))),
+        Some(d) => Ok(!d),
+    }
+}
+
+fn distinct(a: &str, b: &str) -> Result<()> {
+    if a == b {
+        return Err(Error::invalid(format!("a pair needs two different memories, got {a} twice")));
+    }
+    Ok(())
+}
+
+/// Marks the change of both memories in the change journal, so every window (and the scoring
+/// snapshot it caches) reads them again.
+fn journal(tx: &Connection, ids: [&str; 2], kind: &str) -> Result<()> {
+    let mut stmt = tx.prepare_cached("INSERT INTO lethe_change (memory_id, kind) VALUES (?1, ?2)")?;
+    for id in ids {
+        stmt.execute(params![id, kind])?;
+    }
+    Ok(())
+}
+
+/// "Keep both": the pair is no longer a near-duplicate for the review or for duplication D.
+/// Idempotent (a second call writes nothing and says so); audited on both memories as
+/// `keep_both`. An unknown id is `not_found` and the same id twice `invalid_input`, with
+/// nothing written.
+pub fn dismiss(conn: &mut Connection, a: &str, b: &str, actor: &str, now: Instant) -> Result<Dismissal> {
+    model::validate_actor(actor)?;
+    distinct(a, b)?;
+    let (a, b) = ordered(a, b);
+    write_tx(conn, |tx| {
+        existing(tx, a)?;
+        existing(tx, b)?;
+        let at = time::format(now);
+        let n = tx
+            .prepare_cached(
+                "INSERT OR IGNORE INTO lethe_dismissed_pair (a_id, b_id, actor, created_at) VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![a, b, actor, at])?;
+        if n == 0 {
+            let (actor, at): (String, String) = tx.query_row(
+                "SELECT actor, created_at FROM lethe_dismissed_pair WHERE a_id = ?1 AND b_id = ?2",
+                [a, b],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            return Ok(Dismissal { a: a.into(), b: b.into(), dismissed: false, actor, at });
+        }
+        for (id, other) in [(a, b), (b, a)] {
+            audit::record_action(
+                tx,
+                Some(id),
+                "keep_both",
+                actor,
+                None,
+                Some(&serde_json::json!({ "kept_with": other })),
+                now,
+            )?;
+        }
+        journal(tx, [a, b], "dismiss")?;
+        Ok(Dismissal { a: a.into(), b: b.into(), dismissed: true, actor: actor.into(), at })
+    })
+}
+
+/// The dismissed pairs of the file (empty before migration 008 ran, e.g. read-only).
+pub fn dismissed_pairs(conn: &Connection) -> Result<Vec<(String, String)>> {
+    if !crate::store::table_exists(conn, "lethe_dismissed_pair")? {
+        return Ok(Vec::new());
+    }
+    let mut stmt = conn.prepare_cached("SELECT a_id, b_id FROM lethe_dismissed_pair ORDER BY a_id, b_id")?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<std::result::Result<_, _>>()?)
+}
+
+/// What "supersede" did: `old` (the older of the two) is superseded by `new`.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Superseded {
+    pub old: String,
+    pub new: String,
+    /// False when `new` already superseded `old` (nothing was written).
+    pub superseded: bool,
+}
+
+/// Supersedes the older of two active memories by the newer (older: created first, else
+/// written first), through the one supersede path (`remember --supersedes` writes the same
+/// link and audit row): the older leaves recall and stays visible with the link. Both must be
+/// active; an unknown id is `not_found`, a quarantined one or the same id twice
+/// `invalid_input`, and nothing is written then.
+pub fn supersede(conn: &mut Connection, a: &str, b: &str, actor: &str, now: Instant) -> Result<Superseded> {
+    model::validate_actor(actor)?;
+    distinct(a, b)?;
+    write_tx(conn, |tx| {
+        for id in [a, b] {
+            if !existing(tx, id)? {
+                return Err(Error::invalid(format!(
+                    "memory {id} is in quarantine and cannot take part in a supersede"
+                )));
+            }
+        }
+        let order = |id: &str| -> Result<(i64, i64)> {
+            let (created, rowid): (Option<String>, i64) =
+                tx.query_row("SELECT created_at, rowid FROM memory_item WHERE id = ?1", [id], |r| {
+                    Ok((model::lenient::text(r, 0)?, r.get(1)?))
+                })?;
+            let ms = time::parse_opt(created.as_deref()).map_or(i64::MAX, |t| t.timestamp_millis());
+            Ok((ms, rowid))
+        };
+        let (old, new) = if order(a)? <= order(b)? { (a, b) } else { (b, a) };
+        let already: bool = tx.query_row(
+            "SELECT EXISTS (SELECT 1 FROM lethe_supersede WHERE old_id = ?1 AND new_id = ?2)",
+            [old, new],
+            |r| r.get(0),
+        )?;
+        if already {
+            return Ok(Superseded { old: old.into(), new: new.into(), superseded: false });
+        }
+        let cycle: bool = tx.query_row(
+            "SELECT EXISTS (SELECT 1 FROM lethe_supersede WHERE old_id = ?1 AND new_id = ?2)",
+            [new, old],
+            |r| r.get(0),
+        )?;
+        if cycle {
+            return Err(Error::invalid(format!("memory {old} already supersedes {new}")));
+        }
+        crate::lifecycle::link_supersede_tx(tx, old, new, actor, now)?;
+        journal(tx, [old, new], "supersede")?;
+        Ok(Superseded { old: old.into(), new: new.into(), superseded: true })
+    })
+}
