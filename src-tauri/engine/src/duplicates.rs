@@ -82,6 +82,9 @@ pub struct Clusters {
     pub items: Vec<Cluster>,
 }
 
+/// A member's link: the other row, the similarity and its kind.
+type Link = (u32, f64, u8);
+
 /// The clusters of near-duplicates at `now` (dominance depends on usage, which decays), at most
 /// `limit`. Reads only; the same snapshot and settings give the same clusters in the same order.
 pub fn clusters(conn: &Connection, snap: &Snapshot, s: &Settings, now: Instant, limit: usize) -> Result<Clusters> {
@@ -124,13 +127,13 @@ pub fn clusters(conn: &Connection, snap: &Snapshot, s: &Settings, now: Instant, 
         let r = find(&mut parent, x);
         groups.entry(r).or_default().push(x);
     }
-    let mut edges: HashMap<u32, Vec<(u32, f64, u8)>> = HashMap::new();
+    let mut edges: HashMap<u32, Vec<Link>> = HashMap::new();
     for &(a, b, sim, kind) in &pairs {
         edges.entry(a).or_default().push((b, sim, kind));
         edges.entry(b).or_default().push((a, sim, kind));
     }
     let rows = &snap.rows;
-    let mut found: Vec<(u32, f64, Vec<(u32, f64, u8)>)> = groups
+    let mut found: Vec<(u32, f64, Vec<Link>)> = groups
         .into_values()
         .map(|members| {
             let dominant = members
@@ -139,7 +142,7 @@ pub fn clusters(conn: &Connection, snap: &Snapshot, s: &Settings, now: Instant, 
                 .reduce(|w, x| if forgetting::dominates(&rows[x as usize], &rows[w as usize], s, now) { x } else { w })
                 .expect("a group has members");
             let mut best = 0.0f64;
-            let mut list: Vec<(u32, f64, u8)> = members
+            let mut list: Vec<Link> = members
                 .iter()
                 .filter(|&&m| m != dominant)
                 .map(|&m| {
