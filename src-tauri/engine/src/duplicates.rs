@@ -15,7 +15,7 @@
 //! memory's duplication D any more: "keep both" means the policy stops counting one against the
 //! other. `similar` still names the pair — it says what is alike, not what a person decided.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
