@@ -15,7 +15,7 @@
 //! memory's duplication D any more: "keep both" means the policy stops counting one against the
 //! other. `similar` still names the pair — it says what is alike, not what a person decided.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
@@ -82,56 +82,64 @@ pub struct Clusters {
     pub items: Vec<Cluster>,
 }
 
+/// A member's link: the other row, the similarity and its kind.
+type Link = (u32, f64, u8);
+
 /// The clusters of near-duplicates at `now` (dominance depends on usage, which decays), at most
 /// `limit`. Reads only; the same snapshot and settings give the same clusters in the same order.
 pub fn clusters(conn: &Connection, snap: &Snapshot, s: &Settings, now: Instant, limit: usize) -> Result<Clusters> {
     let threshold = s.duplicate_reason_above;
     let superseded = superseded_rows(conn, snap)?;
     let pairs: Vec<forgetting::Pair> = snap
-        .pairs()
+        .pairs_above(threshold)
         .into_iter()
-        .filter(|p| p.2 > threshold && !superseded.contains(&p.0) && !superseded.contains(&p.1))
+        .filter(|p| !superseded.contains(&p.0) && !superseded.contains(&p.1))
         .collect();
-    // Union-find over the rows that take part.
-    let mut parent: HashMap<u32, u32> = HashMap::new();
-    fn find(parent: &mut HashMap<u32, u32>, x: u32) -> u32 {
-        let mut r = x;
-        while let Some(&p) = parent.get(&r) {
-            if p == r {
-                break;
-            }
-            r = p;
+    // Union-find over row indices (vectors, not maps: at 100k memories the pairs above the
+    // threshold are in the hundreds of thousands).
+    let n = snap.rows.len();
+    let mut parent: Vec<u32> = (0..n as u32).collect();
+    fn find(parent: &mut [u32], mut x: u32) -> u32 {
+        while parent[x as usize] != x {
+            let up = parent[parent[x as usize] as usize];
+            parent[x as usize] = up;
+            x = up;
         }
-        let mut c = x;
-        while c != r {
-            let next = parent[&c];
-            parent.insert(c, r);
-            c = next;
-        }
-        r
+        x
     }
+    // Each row's links above the threshold, in one allocation (`adj[start[r]..start[r + 1]]`).
+    let mut degree = vec![0u32; n + 1];
     for &(a, b, _, _) in &pairs {
-        parent.entry(a).or_insert(a);
-        parent.entry(b).or_insert(b);
+        degree[a as usize + 1] += 1;
+        degree[b as usize + 1] += 1;
         let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
         if ra != rb {
-            parent.insert(ra.max(rb), ra.min(rb));
+            parent[ra.max(rb) as usize] = ra.min(rb);
         }
     }
-    let mut groups: HashMap<u32, Vec<u32>> = HashMap::new();
-    let nodes: Vec<u32> = parent.keys().copied().collect();
-    for x in nodes {
-        let r = find(&mut parent, x);
-        groups.entry(r).or_default().push(x);
+    for i in 0..n {
+        degree[i + 1] += degree[i];
     }
-    let mut edges: HashMap<u32, Vec<(u32, f64, u8)>> = HashMap::new();
+    let start = degree;
+    let mut fill = start.clone();
+    let mut adj: Vec<Link> = vec![(0, 0.0, 0); pairs.len() * 2];
     for &(a, b, sim, kind) in &pairs {
-        edges.entry(a).or_default().push((b, sim, kind));
-        edges.entry(b).or_default().push((a, sim, kind));
+        adj[fill[a as usize] as usize] = (b, sim, kind);
+        fill[a as usize] += 1;
+        adj[fill[b as usize] as usize] = (a, sim, kind);
+        fill[b as usize] += 1;
     }
+    let links_of = |r: u32| &adj[start[r as usize] as usize..start[r as usize + 1] as usize];
+    let mut grouped: Vec<(u32, u32)> = (0..n as u32)
+        .filter(|&r| start[r as usize] != start[r as usize + 1])
+        .map(|r| (find(&mut parent, r), r))
+        .collect();
+    grouped.sort_unstable();
+    let groups: Vec<Vec<u32>> =
+        grouped.chunk_by(|x, y| x.0 == y.0).map(|g| g.iter().map(|&(_, r)| r).collect()).collect();
     let rows = &snap.rows;
-    let mut found: Vec<(u32, f64, Vec<(u32, f64, u8)>)> = groups
-        .into_values()
+    let mut found: Vec<(u32, f64, Vec<Link>)> = groups
+        .into_iter()
         .map(|members| {
             let dominant = members
                 .iter()
@@ -139,11 +147,11 @@ pub fn clusters(conn: &Connection, snap: &Snapshot, s: &Settings, now: Instant, 
                 .reduce(|w, x| if forgetting::dominates(&rows[x as usize], &rows[w as usize], s, now) { x } else { w })
                 .expect("a group has members");
             let mut best = 0.0f64;
-            let mut list: Vec<(u32, f64, u8)> = members
+            let mut list: Vec<Link> = members
                 .iter()
                 .filter(|&&m| m != dominant)
                 .map(|&m| {
-                    let e = &edges[&m];
+                    let e = links_of(m);
                     best = e.iter().fold(best, |b, x| b.max(x.1));
                     let direct = e.iter().filter(|x| x.0 == dominant).max_by(|x, y| x.1.total_cmp(&y.1));
                     let strongest = e.iter().max_by(|x, y| x.1.total_cmp(&y.1)).expect("a member has a link");

@@ -420,11 +420,21 @@ impl Snapshot {
 
     /// The similar pairs among active rows, each once with its larger similarity, sorted.
     pub fn pairs(&self) -> Vec<Pair> {
-        let mut pairs: Vec<Pair> = Vec::with_capacity(self.links.to.len());
+        self.pairs_above(f64::NEG_INFINITY)
+    }
+
+    /// [`Snapshot::pairs`] with a similarity above `min` (the duplicates review asks for the few
+    /// above its threshold without sorting every link).
+    pub fn pairs_above(&self, min: f64) -> Vec<Pair> {
+        let mut pairs: Vec<Pair> = Vec::new();
         for a in 0..self.rows.len() {
             for k in self.links.of(a) {
+                let sim = f64::from(self.links.sim[k]);
+                if sim <= min {
+                    continue;
+                }
                 let (a, b) = (a as u32, self.links.to[k]);
-                pairs.push((a.min(b), a.max(b), f64::from(self.links.sim[k]), self.links.kind[k]));
+                pairs.push((a.min(b), a.max(b), sim, self.links.kind[k]));
             }
         }
         pairs.sort_unstable_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)).then(y.2.total_cmp(&x.2)).then(x.3.cmp(&y.3)));
