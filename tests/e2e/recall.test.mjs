@@ -92,6 +92,19 @@ test('results and breakdown equal the CLI, a quarantined match is declined, rece
       assert.ok(Math.abs(r.parts.recency - b.recency) < 1e-5, `recency of ${r.id}: ${r.parts.recency} vs ${b.recency}`);
       assert.ok(Math.abs(r.score - cli.results[i].score) < 1e-5, `score of ${r.id}`);
     });
+    // Each bar is drawn, as long as its value is of its track (a stray global style once left
+    // them 0 px high while the numbers showed).
+    const drawn = JSON.parse(
+      await driver.executeScript(`return JSON.stringify([...document.querySelectorAll('[data-testid^="recall-breakdown-"]')].map((b) => {
+        const fill = b.children[1].firstElementChild.getBoundingClientRect(), track = b.children[1].getBoundingClientRect();
+        return { value: Number(b.dataset.value || 0), fill: fill.width / track.width, high: fill.height };
+      }))`),
+    );
+    assert.ok(drawn.length >= 5 * win.length, `${drawn.length} bars`);
+    for (const d of drawn) {
+      assert.ok(Math.abs(d.fill - d.value) <= 0.02, `a bar of value ${d.value} fills ${d.fill.toFixed(3)} of its track`);
+      assert.ok(d.value === 0 || d.high >= 4, `a bar of value ${d.value} is ${d.high} px high`);
+    }
 
     // The quarantined memory matches, and is declined with its reason.
     const declined = await waitFor(
