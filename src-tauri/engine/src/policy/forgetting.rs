@@ -1187,7 +1187,7 @@ fn write_decisions(
                     if is_changed(p.decision.id()) {
                         part_skipped.push(p);
                     } else {
-                        apply(tx, p, &s, now)?;
+                        apply(tx, p, s, now)?;
                     }
                 }
                 Ok((seen_now, fresh, part_skipped))
