@@ -247,6 +247,26 @@ fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
     lanes.iter().sum::<f32>() + tail
 }
 
+/// The candidates of member `x` (one entry per shared bucket) that share the most buckets with
+/// it, a MinHash estimate of similarity, at most [`CANDIDATES`], in member order; the nearer
+/// in member order first among equals. The result holds exactly its length: a million
+/// pending memories keep one list each until they are compared, and a list collected in
+/// place from the counted pairs kept their whole capacity (18 KB each, 18 GB at 1M).
+fn top_candidates(mut cands: Vec<u32>, x: usize) -> Vec<u32> {
+    cands.sort_unstable();
+    let mut counted: Vec<(u32, u32)> = cands.chunk_by(|a, b| a == b).map(|g| (g.len() as u32, g[0])).collect();
+    if counted.len() > CANDIDATES {
+        counted.sort_unstable_by(|a, b| {
+            b.0.cmp(&a.0).then((a.1 as i64 - x as i64).abs().cmp(&(b.1 as i64 - x as i64).abs()))
+        });
+        counted.truncate(CANDIDATES);
+    }
+    let mut out = Vec::with_capacity(counted.len());
+    out.extend(counted.iter().map(|&(_, i)| i));
+    out.sort_unstable();
+    out
+}
+
 /// The `p` centroids nearest to `v`, nearest first.
 fn nearest(cent: &[f32], v: &[f32], p: usize) -> Vec<u16> {
     let mut best: Vec<(f32, u16)> = Vec::with_capacity(p + 1);
@@ -433,20 +453,7 @@ pub fn derive_with(
                     let lo = hi.saturating_sub(WINDOW + 1);
                     cands.extend(bucket[lo..hi].iter().map(|&(_, i)| i).filter(|&i| i as usize != x));
                 }
-                // The candidates sharing the most buckets with it (a MinHash estimate of
-                // similarity) are compared exactly, at most CANDIDATES of them.
-                cands.sort_unstable();
-                let mut counted: Vec<(u32, u32)> =
-                    cands.chunk_by(|a, b| a == b).map(|g| (g.len() as u32, g[0])).collect();
-                if counted.len() > CANDIDATES {
-                    counted.sort_unstable_by(|a, b| {
-                        b.0.cmp(&a.0).then((a.1 as i64 - x as i64).abs().cmp(&(b.1 as i64 - x as i64).abs()))
-                    });
-                    counted.truncate(CANDIDATES);
-                }
-                let mut cands: Vec<u32> = counted.into_iter().map(|(_, i)| i).collect();
-                cands.sort_unstable();
-                (x, cands)
+                (x, top_candidates(cands, x))
             })
             .collect()
     };
@@ -655,5 +662,25 @@ mod tests {
         ];
         assert_eq!(decode(&encode(&l)), l);
         assert_eq!(decode_keys(&encode_keys(&[3, 65535])), vec![3, 65535]);
+    }
+
+    #[test]
+    fn top_candidates_keeps_the_most_shared_and_no_spare_room() {
+        // Member 5000's candidates: 3000 others once each, 2000..2300 twice (they share two
+        // buckets with it), 100 three times.
+        let mut cands: Vec<u32> = (0..3000).collect();
+        cands.extend(2000..2300);
+        cands.extend([100, 100]);
+        let top = top_candidates(cands, 5000);
+        assert_eq!(top.len(), CANDIDATES);
+        assert_eq!(top.capacity(), CANDIDATES, "the list holds no more than its entries");
+        assert!(top.contains(&100), "the most shared bucket count comes first");
+        assert!(top.windows(2).all(|w| w[0] < w[1]), "in member order");
+        // The rest of the room goes to the twice-shared nearest to 5000 in member order.
+        assert!(top.iter().filter(|&&c| c != 100).all(|&c| (2045..2300).contains(&c)), "{top:?}");
+        // Few candidates: all of them, once each.
+        let few = top_candidates(vec![9, 3, 9, 4], 0);
+        assert_eq!(few, vec![3, 4, 9]);
+        assert_eq!(few.capacity(), 3);
     }
 }
