@@ -352,7 +352,11 @@ impl Snapshot {
     /// [`Snapshot::load`] that reports its progress and can be cancelled.
     pub fn load_with(conn: &Connection, job: &Job<'_>) -> Result<Snapshot> {
         // One read transaction: a consistent view of the file.
-        crate::store::read_tx(conn, || Self::load_in_tx(conn, job))
+        crate::store::read_tx(conn, || {
+            let mut snap = Self::load_in_tx(conn, job)?;
+            snap.drop_dismissed(conn)?;
+            Ok(snap)
+        })
     }
 
     fn load_in_tx(conn: &Connection, job: &Job<'_>) -> Result<Snapshot> {
@@ -373,9 +377,7 @@ impl Snapshot {
             let starts = std::iter::once(0).chain(ends.iter().copied());
             let lists = starts.zip(&ends).map(|(s, &e)| &raw[s as usize..e as usize]);
             let links = links_of(&rows, lists);
-            let mut snap = Snapshot { rows, links, mistyped, ..Default::default() };
-            snap.drop_dismissed(conn)?;
-            return Ok(snap);
+            return Ok(Snapshot { rows, links, mistyped, ..Default::default() });
         }
         job.check()?;
         let members = neighbours::members(conn)?;
@@ -397,7 +399,6 @@ impl Snapshot {
             trained: derived.trained,
         };
         snap.rebuild_pairs();
-        snap.drop_dismissed(conn)?;
         Ok(snap)
     }
 
@@ -451,38 +452,44 @@ impl Snapshot {
             return Ok(());
         }
         crate::store::read_tx(conn, || {
-            let changed: HashSet<&str> = ids.iter().map(String::as_str).collect();
-            self.rows.retain(|r| !changed.contains(r.id.as_str()));
-            let mut stmt = conn.prepare_cached(&format!("{} WHERE m.id = ?1", row_sql(conn)?))?;
-            let mut done: HashSet<&str> = HashSet::with_capacity(changed.len());
-            for id in ids {
-                if !done.insert(id.as_str()) {
-                    continue;
-                }
-                if let Some(Some(row)) = stmt.query_row([id], read_row).optional()? {
-                    self.rows.push(row);
-                }
-            }
-            // A Lethe writer stores the list of what it writes (and hands it to the lists of its
-            // candidates): when every active row has a stored list, the links come from the
-            // lists alone, as in a fresh load, without reading the members or searching.
-            if self.members.is_none() {
-                if let Some(links) = stored_links(conn, &self.rows)? {
-                    self.links = links;
-                    self.searched = 0;
-                    return self.drop_dismissed(conn);
-                }
-            }
-            // Members are few fields per memory; reloading them all keeps the neighbour search
-            // identical to a fresh load's.
-            let members = neighbours::members(conn)?;
-            let d = neighbours::derive(conn, &members)?;
-            self.members = Some(members);
-            self.lists = d.lists;
-            self.trained = d.trained;
-            self.rebuild_pairs();
+            self.reload_changed(conn, ids)?;
             self.drop_dismissed(conn)
         })
+    }
+
+    /// [`Snapshot::apply_changes`] before the dismissed pairs are dropped.
+    fn reload_changed(&mut self, conn: &Connection, ids: &[String]) -> Result<()> {
+        let changed: HashSet<&str> = ids.iter().map(String::as_str).collect();
+        self.rows.retain(|r| !changed.contains(r.id.as_str()));
+        let mut stmt = conn.prepare_cached(&format!("{} WHERE m.id = ?1", row_sql(conn)?))?;
+        let mut done: HashSet<&str> = HashSet::with_capacity(changed.len());
+        for id in ids {
+            if !done.insert(id.as_str()) {
+                continue;
+            }
+            if let Some(Some(row)) = stmt.query_row([id], read_row).optional()? {
+                self.rows.push(row);
+            }
+        }
+        // A Lethe writer stores the list of what it writes (and hands it to the lists of its
+        // candidates): when every active row has a stored list, the links come from the
+        // lists alone, as in a fresh load, without reading the members or searching.
+        if self.members.is_none() {
+            if let Some(links) = stored_links(conn, &self.rows)? {
+                self.links = links;
+                self.searched = 0;
+                return Ok(());
+            }
+        }
+        // Members are few fields per memory; reloading them all keeps the neighbour search
+        // identical to a fresh load's.
+        let members = neighbours::members(conn)?;
+        let d = neighbours::derive(conn, &members)?;
+        self.members = Some(members);
+        self.lists = d.lists;
+        self.trained = d.trained;
+        self.rebuild_pairs();
+        Ok(())
     }
 
     /// Drops the links of the pairs a person dismissed ("keep both" in the duplicates review,
