@@ -363,6 +363,7 @@ impl LetheMcp {
         }
         // A long-running writer: its commits never wait for a checkpoint (issue #19).
         store::checkpoint_off_the_writer(&conn)?;
+        store::serve_many_reads(&conn)?;
         let buffer = meta::MetaBuffer::start(&path, Duration::from_millis(100))?;
         Ok(LetheMcp { conn: Arc::new(Mutex::new(conn)), buffer: Arc::new(buffer), tool_router: Self::tool_router() })
     }

@@ -107,10 +107,17 @@ pub fn parse_weights(raw: &str) -> Result<RecallWeights> {
 }
 
 /// How many candidates each of the two searches (stemmed BM25, cosine) contributes.
-const CANDIDATES: usize = 100;
+pub const CANDIDATES: usize = 100;
 /// How many top BM25 matches FTS5 hands over before filters apply (all of them are fetched
 /// when filters leave too few).
-const INNER: i64 = 400;
+pub const INNER: i64 = 400;
+/// From this many vectors on, recall scans them on a second thread while FTS5 ranks (below,
+/// starting a thread costs more than the ~0.5 ms scan it overlaps).
+pub const PARALLEL_SCAN_MIN: usize = 20_000;
+/// The lexical search: the best stemmed-BM25 matches of a MATCH expression (`?1`), ranked
+/// inside FTS5, at most `?2` (-1: all).
+pub const LEXICAL_SQL: &str = "SELECT rowid, bm25(lethe_fts, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5) FROM lethe_fts \
+     WHERE lethe_fts MATCH ?1 ORDER BY bm25(lethe_fts, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5) LIMIT ?2";
 /// The lexical share of S when a model is loaded: `S = α·lexical + (1−α)·semantic`. Chosen on
 /// LoCoMo's dev conversations against reciprocal-rank fusion (BENCHMARKS.md, "Recall by
 /// meaning"); 0.5 is the round value in the flat optimum (0.4–0.5).
@@ -409,11 +416,17 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
         && conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM lethe_task_log)")?.query_row([], |r| r.get(0))?;
     let embedder = crate::embed::shared();
     let qvec = embedder.map(|e| e.embed(&q.text));
-    let fingerprint = embedder.map(|e| e.fingerprint().to_string()).unwrap_or_default();
-    // One candidate's columns by rowid, with its stored vector of this model.
+    // The process's index of this model's vectors, brought up to date in this transaction: it
+    // gives every candidate's cosine (lexical ones too) without reading its vector row.
+    let ix = match embedder {
+        Some(e) => Some(crate::semantic::index(conn, e)?),
+        None => None,
+    };
+    // The candidates' columns, for a batch of rowids at once (one statement per batch, not
+    // per candidate: a statement's own cost was a tenth of a recall at 10k).
     let sql = format!(
-        "SELECT m.type, m.created_at, m.importance, m.pinned, COALESCE(m.is_deleted, 0), {}, {}, v.vec, {} \
-         FROM memory_item m LEFT JOIN lethe_vector v ON v.memory_id = m.id AND v.model = ?2 WHERE m.rowid = ?1",
+        "SELECT m.type, m.created_at, m.importance, m.pinned, COALESCE(m.is_deleted, 0), {}, {}, {}, m.rowid \
+         FROM memory_item m WHERE m.rowid IN (SELECT value FROM json_each(?1))",
         if ctx_size > 0 { "m.session_id, m.project_id, m.workflow_name, m.tags" } else { "NULL, NULL, NULL, NULL" },
         if excluding {
             "EXISTS (SELECT 1 FROM lethe_supersede s WHERE s.old_id = m.id) \
@@ -424,16 +437,14 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
         if task_logs { "(SELECT t.task_kind FROM lethe_task_log t WHERE t.memory_id = m.id)" } else { "NULL" },
     );
     let mut row_stmt = conn.prepare_cached(&sql)?;
-    // The eligible candidate at `rowid`, or None when deleted, excluded or filtered out.
-    let mut candidate = |rowid: i64, bm25: f64| -> Result<Looked> {
-        let mut rows = row_stmt.query(rusqlite::params![rowid, fingerprint])?;
-        let Some(r) = rows.next()? else { return Ok(Looked::Filtered) };
+    // What one row of that statement says of its candidate.
+    let candidate = |r: &rusqlite::Row, rowid: i64| -> Result<Looked> {
         let Ok(tier) = r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?.parse::<Tier>() else {
             return Ok(Looked::Filtered);
         };
         let pinned = crate::model::lenient::flag(r, 3)?;
         let deleted = crate::model::lenient::flag(r, 4)?;
-        let task_kind: Option<String> = r.get(11)?;
+        let task_kind: Option<String> = r.get(10)?;
         // A task log is recalled only for a caller doing the same kind of task.
         let excluded = r.get::<_, bool>(9)? || task_kind.as_ref().is_some_and(|k| q.task_kind.as_ref() != Some(k));
         if deleted || excluded {
@@ -442,14 +453,14 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
         if q.tier.is_some_and(|t| t != tier) || q.pinned.is_some_and(|p| p != pinned) {
             return Ok(Looked::Filtered);
         }
-        let cosine = match (&qvec, r.get_ref(10)?.as_blob_or_null().map_err(rusqlite::Error::from)?) {
-            (Some(qv), Some(b)) => crate::embed::Vector::from_bytes(b).map(|v| f64::from(qv.cosine(&v))),
+        let cosine = match (&qvec, &ix) {
+            (Some(qv), Some(ix)) => ix.position(rowid).map(|p| f64::from(ix.cosine_at(qv, p))),
             _ => None,
         };
         let tags: Option<String> = r.get(8)?;
         Ok(Looked::Eligible(Box::new(Cand {
             rowid,
-            bm25,
+            bm25: 0.0,
             cosine,
             tier,
             created: time::parse_opt(r.get_ref(1)?.as_str_or_null().map_err(rusqlite::Error::from)?),
@@ -461,6 +472,46 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
             tags: parse_tags(tags.as_deref()),
             task_kind,
         })))
+    };
+    // The candidates at `rowids`, in their order (a rowid without a row is filtered out).
+    let mut look_up = |rowids: &[i64]| -> Result<Vec<Looked>> {
+        let list = format!("[{}]", rowids.iter().map(i64::to_string).collect::<Vec<_>>().join(","));
+        let mut found: std::collections::HashMap<i64, Looked> = std::collections::HashMap::with_capacity(rowids.len());
+        let mut rows = row_stmt.query([list])?;
+        while let Some(r) = rows.next()? {
+            let rowid: i64 = r.get(11)?;
+            found.insert(rowid, candidate(r, rowid)?);
+        }
+        Ok(rowids.iter().map(|r| found.remove(r).unwrap_or(Looked::Filtered)).collect())
+    };
+    // Takes the eligible ones of `fresh` (rowids not yet candidates, each with its BM25), in
+    // order, until `eligible` reaches CANDIDATES: each batch is as large as the number still
+    // wanted, so exactly the rows a one-by-one walk would look at are looked at.
+    let mut take = |fresh: &[(i64, f64)],
+                    eligible: &mut usize,
+                    cands: &mut Vec<Cand>,
+                    seen: &mut std::collections::HashSet<i64>,
+                    excluded: &mut dyn FnMut(i64)|
+     -> Result<()> {
+        let mut at = 0;
+        while *eligible < CANDIDATES && at < fresh.len() {
+            let batch = &fresh[at..(at + CANDIDATES - *eligible).min(fresh.len())];
+            at += batch.len();
+            let rowids: Vec<i64> = batch.iter().map(|&(r, _)| r).collect();
+            for (&(rowid, bm25), looked) in batch.iter().zip(look_up(&rowids)?) {
+                match looked {
+                    Looked::Eligible(mut c) => {
+                        c.bm25 = bm25;
+                        seen.insert(rowid);
+                        cands.push(*c);
+                        *eligible += 1;
+                    }
+                    Looked::Excluded => excluded(rowid),
+                    Looked::Filtered => {}
+                }
+            }
+        }
+        Ok(())
     };
     let mut excluded: Vec<i64> = Vec::new();
     let mut excluded_seen: std::collections::HashSet<i64> = std::collections::HashSet::new();
@@ -475,72 +526,54 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
     // word first; only when they are fewer than asked for does the search widen to any word
     // (bm25() sums over all the query's words either way, so a memory scores the same under
     // both; ranking every match of a common word costs ~15× more at 10k).
-    let mut fts = conn.prepare_cached(
-        "SELECT rowid, bm25(lethe_fts, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5) FROM lethe_fts WHERE lethe_fts MATCH ?1 \
-         ORDER BY bm25(lethe_fts, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5) LIMIT ?2",
-    )?;
+    let mut fts = conn.prepare_cached(LEXICAL_SQL)?;
     let all = match_all_expression(&q.text).unwrap_or_else(|| any.clone());
     let exprs: Vec<&str> = if all == any { vec![&any] } else { vec![&all, &any] };
-    for expr in exprs {
-        let mut eligible = cands.len();
-        for inner in [INNER, -1] {
-            let matches: Vec<(i64, f64)> = fts
-                .query_map(rusqlite::params![expr, inner], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<std::result::Result<_, _>>()?;
-            let raw = matches.len();
-            for (rowid, rank) in matches {
-                if eligible == CANDIDATES {
+    // The vector scan needs nothing of the lexical search: on a large index it runs on a
+    // second thread meanwhile (at 100k it takes ~3 ms of a ~8 ms recall).
+    let scan = |ix: &crate::semantic::VectorIndex, qv: &crate::embed::Vector| {
+        ix.top(qv, CANDIDATES * 2, |i| {
+            q.tier.is_none_or(|t| t == ix.tiers[i]) && q.pinned.is_none_or(|p| p == ix.pinned[i])
+        })
+    };
+    let scanned = std::thread::scope(|scope| -> Result<Option<Vec<(usize, f32)>>> {
+        let aside = match (&ix, &qvec) {
+            (Some(ix), Some(qv)) if ix.len() >= PARALLEL_SCAN_MIN => Some(scope.spawn(|| scan(ix, qv))),
+            _ => None,
+        };
+        for expr in exprs {
+            let mut eligible = cands.len();
+            for inner in [INNER, -1] {
+                let matches: Vec<(i64, f64)> = fts
+                    .query_map(rusqlite::params![expr, inner], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<std::result::Result<_, _>>()?;
+                let raw = matches.len();
+                let fresh: Vec<(i64, f64)> =
+                    matches.into_iter().filter(|(r, _)| !seen.contains(r)).map(|(r, rank)| (r, -rank)).collect();
+                take(&fresh, &mut eligible, &mut cands, &mut seen, &mut note_excluded)?;
+                // Deleted, superseded or filtered-out rows crowded the first matches out: the
+                // whole match set is used.
+                if eligible == CANDIDATES || (raw as i64) < INNER || inner < 0 {
                     break;
                 }
-                if seen.contains(&rowid) {
-                    continue;
-                }
-                match candidate(rowid, -rank)? {
-                    Looked::Eligible(c) => {
-                        seen.insert(rowid);
-                        cands.push(*c);
-                        eligible += 1;
-                    }
-                    Looked::Excluded => note_excluded(rowid),
-                    Looked::Filtered => {}
-                }
             }
-            // Deleted, superseded or filtered-out rows crowded the first matches out: the
-            // whole match set is used.
-            if eligible == CANDIDATES || (raw as i64) < INNER || inner < 0 {
+            if cands.len() >= limit {
                 break;
             }
         }
-        if cands.len() >= limit {
-            break;
-        }
-    }
+        Ok(match (aside, &ix, &qvec) {
+            (Some(h), _, _) => Some(h.join().map_err(|_| Error::invalid("the vector scan failed"))?),
+            (None, Some(ix), Some(qv)) => Some(scan(ix, qv)),
+            _ => None,
+        })
+    })?;
     // 2. Semantic: the nearest stored vectors (exact scan), filtered by tier and pin in the
     // scan; deleted memories are not in the index.
-    if let (Some(e), Some(qv)) = (embedder, &qvec) {
-        let ix = crate::semantic::index(conn, e)?;
-        let top = ix.top(qv, CANDIDATES * 2, |i| {
-            q.tier.is_none_or(|t| t == ix.tiers[i]) && q.pinned.is_none_or(|p| p == ix.pinned[i])
-        });
+    if let (Some(ix), Some(top)) = (&ix, scanned) {
         let mut eligible = 0;
-        for (i, _) in top {
-            if eligible == CANDIDATES {
-                break;
-            }
-            let rowid = ix.rowids[i];
-            if seen.contains(&rowid) {
-                continue;
-            }
-            match candidate(rowid, 0.0)? {
-                Looked::Eligible(c) => {
-                    seen.insert(rowid);
-                    cands.push(*c);
-                    eligible += 1;
-                }
-                Looked::Excluded => note_excluded(rowid),
-                Looked::Filtered => {}
-            }
-        }
+        let fresh: Vec<(i64, f64)> =
+            top.into_iter().map(|(i, _)| (ix.rowids[i], 0.0)).filter(|(r, _)| !seen.contains(r)).collect();
+        take(&fresh, &mut eligible, &mut cands, &mut seen, &mut note_excluded)?;
     }
     // S: BM25 normalised by the best lexical candidate, cosine by the best semantic one,
     // mixed with LEXICAL_SHARE (lexical alone without a model).

@@ -102,6 +102,9 @@ pub struct VectorIndex {
     /// Coarse cells for the approximate scan of `remember`'s write-time `similar`; built by
     /// [`index`] once a process has scanned one file's index `COARSE_AFTER` times.
     coarse: Option<Coarse>,
+    /// Each rowid's position, built on first use by [`position`](Self::position) and dropped
+    /// whenever rows move.
+    positions: std::sync::OnceLock<std::collections::HashMap<i64, u32>>,
 }
 
 /// An inverted-file quantiser over the index: `CELLS` k-means centroids and each row's
@@ -149,6 +152,30 @@ impl Coarse {
     }
 }
 
+/// A scored row: greater is better (higher cosine, then lower position).
+#[derive(Debug, Clone, Copy)]
+struct Ranked(f32, usize);
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Ranked {}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0).then(other.1.cmp(&self.1))
+    }
+}
+
 impl VectorIndex {
     pub fn load(conn: &Connection, fingerprint: &str) -> Result<VectorIndex> {
         let mut ix = VectorIndex { fingerprint: fingerprint.to_string(), ..Default::default() };
@@ -173,32 +200,50 @@ impl VectorIndex {
         self.rowids.len()
     }
 
+    /// Where the memory at `rowid` is held (`None` when it has no vector of this model or is
+    /// deleted).
+    pub fn position(&self, rowid: i64) -> Option<usize> {
+        let map = self.positions.get_or_init(|| self.rowids.iter().enumerate().map(|(p, &r)| (r, p as u32)).collect());
+        map.get(&rowid).map(|&p| p as usize)
+    }
+
+    /// Cosine of `q` with the row at `position`.
+    pub fn cosine_at(&self, q: &Vector, position: usize) -> f32 {
+        let row = &self.data[position * DIMS..(position + 1) * DIMS];
+        embed::dot_q(&q.q, row) as f32 * q.inv_norm * self.inv_norms[position]
+    }
+
     pub fn is_empty(&self) -> bool {
         self.rowids.is_empty()
     }
 
     /// The `k` rows most similar to `q` (cosine, best first) among those `keep` accepts.
+    /// Ties go to the lower position. The `k` best are kept in a heap whose root is the worst
+    /// of them (a sorted list shifted its tail on every insertion: a tenth of a recall at 10k).
     pub fn top(&self, q: &Vector, k: usize, keep: impl Fn(usize) -> bool) -> Vec<(usize, f32)> {
-        let mut best: Vec<(usize, f32)> = Vec::with_capacity(k + 1);
-        let mut floor = f32::NEG_INFINITY;
+        if k == 0 {
+            return Vec::new();
+        }
+        let mut best: std::collections::BinaryHeap<std::cmp::Reverse<Ranked>> =
+            std::collections::BinaryHeap::with_capacity(k + 1);
         let mut dots = Vec::new();
         embed::dots(&q.q, &self.data, &mut dots);
         for (i, &d) in dots.iter().enumerate() {
             let c = d as f32 * q.inv_norm * self.inv_norms[i];
-            if best.len() == k && c <= floor {
+            // A later position never beats an equal score.
+            if best.len() == k && best.peek().is_some_and(|w| c.total_cmp(&w.0 .0).is_le()) {
                 continue;
             }
             if !keep(i) {
                 continue;
             }
-            let at = best.partition_point(|&(_, s)| s >= c);
-            best.insert(at, (i, c));
-            best.truncate(k);
-            if best.len() == k {
-                floor = best[k - 1].1;
+            best.push(std::cmp::Reverse(Ranked(c, i)));
+            if best.len() > k {
+                best.pop();
             }
         }
-        best
+        // Ascending `Reverse` order is best first.
+        best.into_sorted_vec().into_iter().map(|std::cmp::Reverse(Ranked(c, i))| (i, c)).collect()
     }
 
     /// Like [`top`](Self::top), but only over the rows of the query's nearest cells once the
@@ -284,6 +329,7 @@ impl VectorIndex {
         }
         rowids.sort_unstable();
         rowids.dedup();
+        self.positions = std::sync::OnceLock::new();
         // Deleted memories' rows are found by position: every row of a changed memory leaves,
         // and the changed memories that are active with a vector come back.
         // A memory written since has a rowid above every row held: nothing of it to remove,
@@ -361,6 +407,9 @@ pub fn patch_cache(e: &Embedder, w: Written) {
         return;
     }
     let mut ix = Arc::try_unwrap(std::mem::take(&mut c.index)).unwrap_or_else(|shared| (*shared).clone());
+    if let Some(map) = ix.positions.get_mut() {
+        map.insert(w.rowid, ix.rowids.len() as u32);
+    }
     ix.rowids.push(w.rowid);
     ix.tiers.push(w.tier);
     ix.pinned.push(w.pinned);
@@ -561,4 +610,67 @@ pub fn similar(conn: &Connection, id: &str, limit: usize) -> Result<Vec<Similar>
             e => Error::Db(e),
         })?;
     similar_to_text(conn, &content, Some(id), limit, 0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An index of `n` rows cycling through a few distinct vectors, so that many scores tie.
+    fn index_with_ties(n: usize) -> VectorIndex {
+        let mut ix = VectorIndex::default();
+        for i in 0..n {
+            let mut v = [0i8; DIMS];
+            for (d, x) in v.iter_mut().enumerate() {
+                *x = (((i % 7) * 31 + d * 17) % 255) as i8;
+            }
+            ix.rowids.push(1000 + i as i64 * 3);
+            ix.tiers.push(if i % 2 == 0 { Tier::Episodic } else { Tier::Semantic });
+            ix.pinned.push(false);
+            ix.inv_norms.push(1.0 / (1.0 + (i % 7) as f32));
+            ix.data.extend_from_slice(&v);
+        }
+        ix
+    }
+
+    #[test]
+    fn top_equals_a_full_sort_ties_going_to_the_lower_position() {
+        let ix = index_with_ties(500);
+        let mut q = [0i8; DIMS];
+        for (d, x) in q.iter_mut().enumerate() {
+            *x = (((d * 5) % 200) as i32 - 100) as i8;
+        }
+        let q = Vector { inv_norm: 0.01, q };
+        let even = |i: usize| ix.tiers[i] == Tier::Episodic;
+        for k in [0, 1, 5, 70, 499, 503] {
+            for only_even in [false, true] {
+                let keep = |i: usize| !only_even || even(i);
+                let mut all: Vec<(usize, f32)> = (0..ix.len())
+                    .filter(|&i| keep(i))
+                    .map(|i| {
+                        (
+                            i,
+                            embed::dot_q(&q.q, &ix.data[i * DIMS..(i + 1) * DIMS]) as f32
+                                * q.inv_norm
+                                * ix.inv_norms[i],
+                        )
+                    })
+                    .collect();
+                all.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                all.truncate(k);
+                assert_eq!(ix.top(&q, k, keep), all, "k = {k}, only even = {only_even}");
+            }
+        }
+    }
+
+    #[test]
+    fn position_finds_every_row_and_nothing_else() {
+        let ix = index_with_ties(50);
+        for (p, &r) in ix.rowids.iter().enumerate() {
+            assert_eq!(ix.position(r), Some(p));
+            assert!((ix.cosine_at(&Vector { inv_norm: 1.0, q: [1; DIMS] }, p)).is_finite());
+        }
+        assert_eq!(ix.position(1001), None);
+        assert_eq!(ix.position(-1), None);
+    }
 }

@@ -503,6 +503,19 @@ pub fn checkpoint_off_the_writer(writer: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// Pages a long-running process keeps in SQLite's cache per connection: [`serve_many_reads`].
+pub const LONG_RUNNING_CACHE_MIB: i64 = 64;
+
+/// For a connection that serves many requests (`lethe mcp`, the window): SQLite's default
+/// page cache (2 MiB) holds a small part of a 10k-memory file, so every recall re-read its
+/// candidates' pages through `pread` (a fifth of a recall's time at 10k). The cache grows
+/// only as pages are read, up to [`LONG_RUNNING_CACHE_MIB`]; one-shot CLI commands keep the
+/// default, since a scan that fills a big cache once costs more than it saves.
+pub fn serve_many_reads(conn: &Connection) -> Result<()> {
+    conn.pragma_update(None, "cache_size", -LONG_RUNNING_CACHE_MIB * 1024)?;
+    Ok(())
+}
+
 /// Commits of the writer between two nudges of the checkpoint thread.
 pub const CHECKPOINT_EVERY_COMMITS: u32 = 16;
 /// The writer's own automatic checkpoint once [`checkpoint_off_the_writer`] runs (pages of
