@@ -79,7 +79,8 @@ struct Args {
     #[arg(long, value_delimiter = ',')]
     skip: Vec<String>,
     /// Experiment only: set `PRAGMA cache_size` (MiB) on the bench's connections instead of
-    /// a long-running server's (`store::serve_many_reads`). Recorded in the JSON; never used for the reported figures.
+    /// a long-running server's (`store::serve_many_reads`). Recorded in the JSON; never used
+    /// for the reported figures.
     #[arg(long, hide = true)]
     cache_mb: Option<i64>,
     /// Experiment only: extra `PRAGMA key=value` on the bench's connections (repeatable).
