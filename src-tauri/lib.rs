@@ -94,7 +94,14 @@ fn open_file(path: &Path, mode: OpenMode) -> lethe_engine::Result<lethe_engine::
             }
         }
     }
-    lethe_engine::store::open(path)
+    open_for_the_window(path)
+}
+
+/// The window's connection: a long-running reader, so it keeps a server's page cache.
+fn open_for_the_window(path: &Path) -> lethe_engine::Result<lethe_engine::store::Connection> {
+    let conn = lethe_engine::store::open(path)?;
+    lethe_engine::store::serve_many_reads(&conn)?;
+    Ok(conn)
 }
 
 /// Watches the file of `generation`; watcher callbacks become small events.
@@ -114,7 +121,7 @@ fn watch_file(app: &AppHandle, generation: u64, path: &Path) -> Option<watch::Db
             WatchEvent::Back => {
                 // Reopen on the new file (without holding any lock while opening), then tell
                 // the UI to re-read everything.
-                if let Ok(conn) = lethe_engine::store::open(&reopen) {
+                if let Ok(conn) = open_for_the_window(&reopen) {
                     if let Some(st) = handle.try_state::<AppState>() {
                         st.reconnect(generation, conn);
                     }
