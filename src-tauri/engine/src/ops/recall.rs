@@ -562,7 +562,8 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
             }
         }
         Ok(match (aside, &ix, &qvec) {
-            (Some(h), _, _) => Some(h.join().map_err(|_| Error::invalid("the vector scan failed"))?),
+            // A panic in the scan is the same panic as on this thread.
+            (Some(h), _, _) => Some(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))),
             (None, Some(ix), Some(qv)) => Some(scan(ix, qv)),
             _ => None,
         })

@@ -209,8 +209,7 @@ impl VectorIndex {
 
     /// Cosine of `q` with the row at `position`.
     pub fn cosine_at(&self, q: &Vector, position: usize) -> f32 {
-        let row = &self.data[position * DIMS..(position + 1) * DIMS];
-        embed::dot_q(&q.q, row) as f32 * q.inv_norm * self.inv_norms[position]
+        embed::cosine_q(&q.q, q.inv_norm, &self.data[position * DIMS..(position + 1) * DIMS], self.inv_norms[position])
     }
 
     pub fn is_empty(&self) -> bool {
@@ -645,17 +644,8 @@ mod tests {
         for k in [0, 1, 5, 70, 499, 503] {
             for only_even in [false, true] {
                 let keep = |i: usize| !only_even || even(i);
-                let mut all: Vec<(usize, f32)> = (0..ix.len())
-                    .filter(|&i| keep(i))
-                    .map(|i| {
-                        (
-                            i,
-                            embed::dot_q(&q.q, &ix.data[i * DIMS..(i + 1) * DIMS]) as f32
-                                * q.inv_norm
-                                * ix.inv_norms[i],
-                        )
-                    })
-                    .collect();
+                let mut all: Vec<(usize, f32)> =
+                    (0..ix.len()).filter(|&i| keep(i)).map(|i| (i, ix.cosine_at(&q, i))).collect();
                 all.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
                 all.truncate(k);
                 assert_eq!(ix.top(&q, k, keep), all, "k = {k}, only even = {only_even}");
