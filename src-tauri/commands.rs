@@ -52,10 +52,9 @@ async fn act_on<R>(
 ) -> ApiResult<MemoryDetail> {
     let now = chrono::Utc::now();
     blocking(app, move |st| {
-        st.with_db(|db| {
-            f(&mut db.conn, &id, now)?;
-            lethe_engine::detail(&db.conn, &id, now, None)
-        })
+        st.with_db(|db| f(&mut db.conn, &id, now).map(drop))?;
+        // The kept snapshot, patched for this change from the change journal.
+        st.with_snapshot(|db, snap| lethe_engine::detail_in(&db.conn, snap, &id, now, None))
     })
     .await
 }
@@ -164,7 +163,7 @@ pub async fn list_memories(app: AppHandle, query: ListArgs) -> ApiResult<Page> {
 #[tauri::command]
 pub async fn show_memory(app: AppHandle, id: String, now: Option<String>) -> ApiResult<MemoryDetail> {
     let now = at(&now)?;
-    blocking(app, move |st| st.with_db(|db| lethe_engine::detail(&db.conn, &id, now, None))).await
+    blocking(app, move |st| st.with_snapshot(|db, snap| lethe_engine::detail_in(&db.conn, snap, &id, now, None))).await
 }
 
 #[tauri::command]
@@ -521,13 +520,13 @@ pub async fn recall_log(
 pub async fn workflows(app: AppHandle) -> ApiResult<Items<MemoryDetail>> {
     let now = chrono::Utc::now();
     blocking(app, move |st| {
-        st.with_db(|db| {
+        st.with_snapshot(|db, snap| {
             let ids: Vec<String> = db
                 .conn
                 .prepare("SELECT id FROM memory_item WHERE type = 'procedural' AND COALESCE(is_deleted, 0) = 0 ORDER BY workflow_name, skill_name, created_at")?
                 .query_map([], |r| r.get(0))?
                 .collect::<Result<_, _>>()?;
-            let items = ids.iter().map(|id| lethe_engine::detail(&db.conn, id, now, None)).collect::<lethe_engine::Result<_>>()?;
+            let items = ids.iter().map(|id| lethe_engine::detail_in(&db.conn, snap, id, now, None)).collect::<lethe_engine::Result<_>>()?;
             Ok(Items { items })
         })
     })
@@ -583,9 +582,9 @@ pub async fn update_procedure(
     };
     blocking(app, move |st| {
         st.with_db(|db| {
-            lethe_engine::procedural::update(&mut db.conn, &id, expected_version, &p, ACTOR, now)?;
-            lethe_engine::detail(&db.conn, &id, now, None)
-        })
+            lethe_engine::procedural::update(&mut db.conn, &id, expected_version, &p, ACTOR, now).map(drop)
+        })?;
+        st.with_snapshot(|db, snap| lethe_engine::detail_in(&db.conn, snap, &id, now, None))
     })
     .await
 }
@@ -638,7 +637,10 @@ pub async fn chart_projection(
     let now = at(&now)?;
     let theme = theme.as_deref().unwrap_or("light").parse()?;
     let fit = fit_of(width, dpr);
-    blocking(app, move |st| st.with_db(|db| lethe_engine::projection_chart_fit(&db.conn, &id, now, theme, fit))).await
+    blocking(app, move |st| {
+        st.with_snapshot(|db, snap| lethe_engine::projection_chart_in(&db.conn, snap, &id, now, theme, fit))
+    })
+    .await
 }
 
 #[tauri::command]

@@ -100,7 +100,20 @@ pub fn projection_chart_fit(
     theme: chart::Theme,
     fit: Option<chart::Fit>,
 ) -> Result<String> {
-    let d = detail(conn, id, now, None)?;
+    projection_chart_in(conn, &forgetting::Snapshot::load(conn)?, id, now, theme, fit)
+}
+
+/// [`projection_chart_fit`] scored from a snapshot the caller keeps (the window's), so one
+/// chart does not load the whole store.
+pub fn projection_chart_in(
+    conn: &Connection,
+    snap: &forgetting::Snapshot,
+    id: &str,
+    now: time::Instant,
+    theme: chart::Theme,
+    fit: Option<chart::Fit>,
+) -> Result<String> {
+    let d = detail_in(conn, snap, id, now, None)?;
     let settings = Settings::load(conn)?;
     let input = input_of(&d.memory, &d.score, d.task_kind.is_some())?;
     let horizon = projection_horizon(&input, &settings, now, d.memory.tier);
@@ -233,9 +246,24 @@ pub fn detail(
     now: time::Instant,
     buffer: Option<&meta::MetaBuffer>,
 ) -> Result<MemoryDetail> {
+    // Checked first so that a missing id is "not found" without loading the store.
+    lifecycle::get(conn, id)?;
+    detail_in(conn, &forgetting::Snapshot::load(conn)?, id, now, buffer)
+}
+
+/// [`detail`] scored from a snapshot the caller keeps and that is current (the window's,
+/// patched from the change journal), instead of loading one: at 100k memories the load is
+/// most of the time of opening one memory.
+pub fn detail_in(
+    conn: &Connection,
+    snap: &forgetting::Snapshot,
+    id: &str,
+    now: time::Instant,
+    buffer: Option<&meta::MetaBuffer>,
+) -> Result<MemoryDetail> {
     let memory = lifecycle::get(conn, id)?;
     let settings = Settings::load(conn)?;
-    let score = forgetting::score_one(conn, id, &settings, now)?;
+    let score = forgetting::score_in(conn, snap, id, &settings, now)?;
     let task_kind = session::task_kind_of(conn, id)?;
     let input = input_of(&memory, &score, task_kind.is_some())?;
     let meta = match buffer {

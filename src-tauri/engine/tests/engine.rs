@@ -477,6 +477,63 @@ fn incremental_snapshot_with_a_foreign_write_equals_a_fresh_load() {
     );
 }
 
+/// The window opens a memory from the snapshot it keeps (patched from the change journal)
+/// instead of loading the store: the detail must equal the one that loads its own, after
+/// changes, and a memory written after the snapshot was taken is still scored.
+#[test]
+fn a_detail_scored_from_a_kept_snapshot_equals_one_that_loads_its_own() {
+    let path = temp_db();
+    let mut conn = store::open(&path).unwrap();
+    let base = "Deploy of billing v2.2 failed: a missing env var in the staging manifest";
+    let a = put(&mut conn, Tier::Episodic, base);
+    let b = put(&mut conn, Tier::Episodic, &format!("{base}, again"));
+    for i in 0..20 {
+        put(&mut conn, Tier::Semantic, &format!("rate limit on service {i} is {} requests per minute", i * 50));
+    }
+    let mut snap = forgetting::Snapshot::load(&conn).unwrap();
+    let seq = store::last_change_seq(&conn).unwrap();
+    lifecycle::pin(&mut conn, &a, "user", now()).unwrap();
+    lifecycle::cite(&mut conn, &b, "user", now()).unwrap();
+    let (_, ids) = store::changes_since(&conn, seq, 100).unwrap();
+    snap.apply_changes(&conn, &ids.unwrap()).unwrap();
+    let later = put(&mut conn, Tier::Episodic, &format!("{base} (third time)"));
+    fn json(v: &impl serde::Serialize) -> serde_json::Value {
+        serde_json::to_value(v).unwrap()
+    }
+    for id in [&a, &b, &later] {
+        let kept = lethe_engine::detail_in(&conn, &snap, id, now(), None).unwrap();
+        let own = lethe_engine::detail(&conn, id, now(), None).unwrap();
+        if id == &later {
+            // Not in the kept snapshot: scored from a fresh one, as `detail` does.
+            assert_eq!(json(&kept), json(&own));
+            continue;
+        }
+        // The snapshot predates `later`, which may change who dominates whom; the memory and
+        // its usage are those after the pin and the cite.
+        assert_eq!(json(&kept.memory), json(&own.memory));
+        assert_eq!(kept.score.features.usage, own.score.features.usage);
+        assert_eq!(kept.memory.pinned, id == &a);
+        assert_eq!(kept.memory.cite_count, i64::from(id == &b));
+    }
+    snap.apply_changes(&conn, std::slice::from_ref(&later)).unwrap();
+    for id in [&a, &b, &later] {
+        let kept = lethe_engine::detail_in(&conn, &snap, id, now(), None).unwrap();
+        let own = lethe_engine::detail(&conn, id, now(), None).unwrap();
+        assert_eq!(json(&kept), json(&own), "{id}");
+    }
+    let chart = |s: &forgetting::Snapshot| {
+        lethe_engine::projection_chart_in(&conn, s, &b, now(), lethe_engine::chart::Theme::Light, None).unwrap()
+    };
+    assert_eq!(
+        chart(&snap),
+        lethe_engine::projection_chart(&conn, &b, now(), lethe_engine::chart::Theme::Light).unwrap()
+    );
+    assert!(matches!(
+        lethe_engine::detail_in(&conn, &snap, "mem_missing", now(), None),
+        Err(lethe_engine::Error::NotFound(_))
+    ));
+}
+
 /// A load reports how far it has read, ending at the total, and stops when cancelled.
 #[test]
 fn a_snapshot_load_reports_progress_and_can_be_cancelled() {

@@ -758,7 +758,19 @@ fn dominates_given(a: &Row, ua: f64, b: &Row, ub: f64) -> bool {
 
 /// The explained score of one memory, with duplication against the other active memories.
 pub fn score_one(conn: &Connection, id: &str, s: &Settings, now: Instant) -> Result<ForgetScore> {
-    let snap = Snapshot::load(conn)?;
+    score_from(conn, &Snapshot::load(conn)?, id, s, now)
+}
+
+/// [`score_one`] from a snapshot the caller keeps; a memory written after that snapshot was
+/// taken is scored from a fresh one.
+pub fn score_in(conn: &Connection, snap: &Snapshot, id: &str, s: &Settings, now: Instant) -> Result<ForgetScore> {
+    match snap.score_of(id, s, now) {
+        Some(f) => Ok(f),
+        None => score_one(conn, id, s, now),
+    }
+}
+
+fn score_from(conn: &Connection, snap: &Snapshot, id: &str, s: &Settings, now: Instant) -> Result<ForgetScore> {
     if let Some(f) = snap.score_of(id, s, now) {
         return Ok(f);
     }
