@@ -194,7 +194,9 @@ pub async fn edit_memory(
 #[tauri::command]
 pub async fn delete_memory(app: AppHandle, id: String, reason: Option<String>) -> ApiResult<ForgettingEvent> {
     blocking(app, move |st| {
-        st.with_db(|db| lifecycle::soft_delete(&mut db.conn, &id, reason.as_deref(), ACTOR, chrono::Utc::now()))
+        st.with_snapshot(|db, snap| {
+            lifecycle::soft_delete_in(&mut db.conn, snap, &id, reason.as_deref(), ACTOR, chrono::Utc::now())
+        })
     })
     .await
 }

@@ -534,6 +534,38 @@ fn a_detail_scored_from_a_kept_snapshot_equals_one_that_loads_its_own() {
     ));
 }
 
+/// A soft delete scored from a kept snapshot (the window) records the score a delete that
+/// loads its own snapshot (CLI, MCP) records, and so does one of a memory written after it.
+#[test]
+fn a_soft_delete_scored_from_a_kept_snapshot_records_the_same_score() {
+    let path = temp_db();
+    let mut conn = store::open(&path).unwrap();
+    let base = "Deploy of billing v2.2 failed: a missing env var in the staging manifest";
+    let a = put(&mut conn, Tier::Episodic, base);
+    // A near-copy, so that the score has a duplication part.
+    put(&mut conn, Tier::Episodic, &format!("{base}, again"));
+    for i in 0..20 {
+        put(&mut conn, Tier::Semantic, &format!("rate limit on service {i} is {} requests per minute", i * 50));
+    }
+    let snap = forgetting::Snapshot::load(&conn).unwrap();
+    let later = put(&mut conn, Tier::Working, "scratch: the build cache key is the lockfile hash");
+    let settings = lethe_engine::settings::Settings::load(&conn).unwrap();
+    let expected: Vec<f64> = [&a, &later]
+        .iter()
+        .map(|id| forgetting::score_one(&conn, id, &settings, now()).unwrap().forget_score)
+        .collect();
+    assert!(expected[0] > 0.0, "{expected:?}");
+    let kept = lifecycle::soft_delete_in(&mut conn, &snap, &a, None, "user", now()).unwrap();
+    assert_eq!(kept.forget_score, Some(expected[0]));
+    let fresh = lifecycle::soft_delete_in(&mut conn, &snap, &later, None, "user", now()).unwrap();
+    assert_eq!(fresh.forget_score, Some(expected[1]));
+    assert!(lifecycle::get(&conn, &a).unwrap().is_deleted);
+    assert!(matches!(
+        lifecycle::soft_delete_in(&mut conn, &snap, "mem_missing", None, "user", now()),
+        Err(lethe_engine::Error::NotFound(_))
+    ));
+}
+
 /// A load reports how far it has read, ending at the total, and stops when cancelled.
 #[test]
 fn a_snapshot_load_reports_progress_and_can_be_cancelled() {

@@ -587,13 +587,37 @@ pub fn soft_delete(
     actor: &str,
     now: Instant,
 ) -> Result<ForgettingEvent> {
+    soft_delete_scored(conn, id, reason, actor, now, |conn, s| crate::forgetting::score_one(conn, id, s, now))
+}
+
+/// [`soft_delete`], scoring the memory (for its forgetting event) from a snapshot the caller
+/// keeps, as the window does, instead of loading every memory again.
+pub fn soft_delete_in(
+    conn: &mut Connection,
+    snap: &crate::forgetting::Snapshot,
+    id: &str,
+    reason: Option<&str>,
+    actor: &str,
+    now: Instant,
+) -> Result<ForgettingEvent> {
+    soft_delete_scored(conn, id, reason, actor, now, |conn, s| crate::forgetting::score_in(conn, snap, id, s, now))
+}
+
+fn soft_delete_scored(
+    conn: &mut Connection,
+    id: &str,
+    reason: Option<&str>,
+    actor: &str,
+    now: Instant,
+    score: impl FnOnce(&Connection, &Settings) -> Result<crate::decay::ForgetScore>,
+) -> Result<ForgettingEvent> {
     model::validate_actor(actor)?;
     let settings = Settings::load(conn)?;
     let reason = reason.unwrap_or("deleted by a person");
     if reason.len() > 2000 {
         return Err(Error::invalid("reason: at most 2000 bytes"));
     }
-    let score = crate::forgetting::score_one(conn, id, &settings, now).ok().map(|f| f.forget_score);
+    let score = score(conn, &settings).ok().map(|f| f.forget_score);
     let policy = if actor.starts_with("agent:") { "agent" } else { "manual" };
     write_tx(conn, |tx| soft_delete_tx(tx, id, reason, policy, score, actor, &settings, now))
 }
