@@ -56,6 +56,8 @@ impl RememberOutcome {
 
 /// How similar an existing memory must be to be named in `remember`'s answer.
 pub const SIMILAR_ON_WRITE: f64 = 0.5;
+/// How many of them at most.
+pub const SIMILAR_LIMIT: usize = 5;
 
 /// Stores a memory, or explains why it was not stored (trivial, exact duplicate).
 /// What the audit keeps of a new memory; a memory dated earlier than its writing says so,
@@ -130,12 +132,16 @@ pub enum Step {
     /// `COMMIT`: the WAL frames of every page the transaction changed, and a checkpoint when
     /// the WAL has grown past `wal_autocheckpoint`.
     Commit,
-    /// Patching the process's vector cache and the write-time `similar` scan.
+    /// Waiting, after the `COMMIT`, for the write-time `similar` scan by meaning, which runs
+    /// on a second thread from `BEGIN` on.
+    ScanWait,
+    /// Reading the process's vector index before the write, patching it after, and the
+    /// write-time `similar` candidates' words (or, without a model, the lexical scan).
     Similar,
 }
 
 impl Step {
-    pub const ALL: [Step; 13] = [
+    pub const ALL: [Step; 14] = [
         Step::Settings,
         Step::Guard,
         Step::Validate,
@@ -148,6 +154,7 @@ impl Step {
         Step::Audit,
         Step::CacheKeys,
         Step::Commit,
+        Step::ScanWait,
         Step::Similar,
     ];
 
@@ -165,6 +172,7 @@ impl Step {
             Step::Audit => "audit",
             Step::CacheKeys => "cache_keys",
             Step::Commit => "commit",
+            Step::ScanWait => "similar_scan_wait",
             Step::Similar => "similar",
         }
     }
@@ -173,7 +181,7 @@ impl Step {
 /// Time spent per [`Step`], summed over the calls given to [`remember_timed`].
 #[derive(Debug, Clone, Default)]
 pub struct StepTimes {
-    pub total: [std::time::Duration; 13],
+    pub total: [std::time::Duration; Step::ALL.len()],
 }
 
 impl StepTimes {
@@ -360,69 +368,80 @@ fn remember_with(
     let embedder = crate::embed::shared();
     let vector = &p.vector;
     let path = conn.path().unwrap_or("").to_string();
+    // The process's vector index as it is before this write (read outside the write lock; a
+    // cache hit after the first call of a long-running writer).
+    let before_write = match (embedder, vector) {
+        (Some(e), Some(_)) => Some(crate::semantic::index(conn, e)?),
+        _ => None,
+    };
+    clock.lap(Step::Similar);
     // (cache key before, cache key after) of the vector this call writes, and its memory's rowid.
     type Key = (i64, i64);
     let mut written: Option<(Key, Key)> = None;
     let mut new_rowid = 0i64;
-    // write_tx's retry on BUSY, spelled out so that BEGIN and COMMIT are timed on their own.
-    crate::store::with_retry(|| {
-        written = None;
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        clock.lap(Step::Begin);
-        let before = if vector.is_some() { Some(crate::semantic::cache_key(&tx)?) } else { None };
-        clock.lap(Step::CacheKeys);
-        let (id, rowid) = match insert_tx(&tx, &p, actor, now, clock)? {
-            Ok(x) => x,
-            Err((reason, existing_id)) => {
-                tx.commit()?;
-                return Ok(Err(RememberOutcome::Skipped { stored: false, reason, existing_id }));
-            }
-        };
-        new_rowid = rowid;
-        if let Some(before) = before {
-            written = Some((before, crate::semantic::cache_key(&tx)?));
-        }
-        clock.lap(Step::CacheKeys);
-        tx.commit()?;
-        clock.lap(Step::Commit);
-        Ok(Ok(id))
-    })
-    .and_then(|stored| {
-        let id = match stored {
-            Ok(id) => id,
-            Err(skipped) => return Ok(skipped),
-        };
-        if let (Some(e), Some(v), Some((before, after))) = (embedder, vector, written) {
-            let w = crate::semantic::Written {
-                path: &path,
-                before,
-                after,
-                rowid: new_rowid,
-                tier: m.tier,
-                pinned: m.pinned,
-                vector: v,
+    // The write-time neighbours by meaning are searched on a second thread while the
+    // transaction below runs and commits: they need only the index read above.
+    let (stored, nearest) = std::thread::scope(|scope| {
+        let scan = before_write
+            .as_deref()
+            .zip(vector.as_ref())
+            .map(|(ix, q)| scope.spawn(move || crate::semantic::nearest_on_write(ix, q, SIMILAR_LIMIT)));
+        // write_tx's retry on BUSY, spelled out so that BEGIN and COMMIT are timed on their own.
+        let stored = crate::store::with_retry(|| {
+            written = None;
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            clock.lap(Step::Begin);
+            let before = if vector.is_some() { Some(crate::semantic::cache_key(&tx)?) } else { None };
+            clock.lap(Step::CacheKeys);
+            let (id, rowid) = match insert_tx(&tx, &p, actor, now, clock)? {
+                Ok(x) => x,
+                Err((reason, existing_id)) => {
+                    tx.commit()?;
+                    return Ok(Err(RememberOutcome::Skipped { stored: false, reason, existing_id }));
+                }
             };
-            crate::semantic::patch_cache(e, w);
-        }
-        // Read after the commit (the write lock is not held for the scan); the new memory
-        // itself is left out.
-        let similar = crate::semantic::similar_on_write(
-            conn,
-            &m.content,
-            vector.as_ref(),
-            Some((&id, new_rowid)),
-            5,
-            SIMILAR_ON_WRITE,
-        )?;
-        clock.lap(Step::Similar);
-        Ok(RememberOutcome::Stored {
-            id,
-            stored: true,
-            version: 1,
-            similar,
-            redacted: redactions.redacted.clone(),
-            pii_tags: redactions.pii_tags.clone(),
-        })
+            new_rowid = rowid;
+            if let Some(before) = before {
+                written = Some((before, crate::semantic::cache_key(&tx)?));
+            }
+            clock.lap(Step::CacheKeys);
+            tx.commit()?;
+            clock.lap(Step::Commit);
+            Ok(Ok(id))
+        });
+        let nearest = scan.map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+        clock.lap(Step::ScanWait);
+        (stored, nearest)
+    });
+    // The scan's hold on the index ends here, so the patch below updates it in place.
+    drop(before_write);
+    let id = match stored? {
+        Ok(id) => id,
+        Err(skipped) => return Ok(skipped),
+    };
+    if let (Some(e), Some(v), Some((before, after))) = (embedder, vector, written) {
+        let w = crate::semantic::Written {
+            path: &path,
+            before,
+            after,
+            rowid: new_rowid,
+            tier: m.tier,
+            pinned: m.pinned,
+            vector: v,
+        };
+        crate::semantic::patch_cache(e, w);
+    }
+    // The candidates' words are read after the commit (the write lock is not held for them).
+    let similar =
+        crate::semantic::similar_on_write(conn, &m.content, nearest.as_deref(), &id, SIMILAR_LIMIT, SIMILAR_ON_WRITE)?;
+    clock.lap(Step::Similar);
+    Ok(RememberOutcome::Stored {
+        id,
+        stored: true,
+        version: 1,
+        similar,
+        redacted: redactions.redacted.clone(),
+        pii_tags: redactions.pii_tags.clone(),
     })
 }
 

@@ -502,9 +502,7 @@ pub fn similar_to_text(
     limit: usize,
     min_similarity: f64,
 ) -> Result<Vec<Similar>> {
-    if embed::shared().is_none() {
-        return similar_lexical(conn, text, exclude, limit, min_similarity);
-    }
+    let Some(e) = embed::shared() else { return similar_lexical(conn, text, exclude, limit, min_similarity) };
     let exclude_rowid: Option<i64> = match exclude {
         Some(id) => conn
             .query_row("SELECT rowid FROM memory_item WHERE id = ?1", [id], |r| r.get(0))
@@ -512,47 +510,64 @@ pub fn similar_to_text(
             .or_else(|e| if matches!(e, rusqlite::Error::QueryReturnedNoRows) { Ok(None) } else { Err(e) })?,
         None => None,
     };
-    similar_scan(conn, text, None, exclude, exclude_rowid, limit, min_similarity, false)
+    let q = e.embed(text);
+    let ix = index(conn, e)?;
+    let keep = |i: usize| Some(ix.rowids[i]) != exclude_rowid;
+    let nearest: Vec<(i64, f32)> =
+        ix.top(&q, candidates_for(limit), keep).into_iter().map(|(i, c)| (ix.rowids[i], c)).collect();
+    drop(ix);
+    judge(conn, text, &nearest, limit, min_similarity)
 }
 
-/// `remember`'s write-time neighbours: the same, over the index's coarse cells when a
-/// long-running process has built them (approximate: see `Coarse`). `exclude` is the memory
-/// just written, by id and rowid (the writer knows both; no lookup).
+/// The first half of `remember`'s write-time neighbours: the nearest rows by meaning
+/// (`(rowid, cosine)`), over the index's coarse cells once a long-running process has built
+/// them (approximate: see `Coarse`). It needs only the process's index, so the writer runs it
+/// on a second thread while its transaction commits; taken before the write, the index does
+/// not hold the memory being written.
+pub fn nearest_on_write(ix: &VectorIndex, q: &Vector, limit: usize) -> Vec<(i64, f32)> {
+    ix.top_approx(q, candidates_for(limit), |_| true).into_iter().map(|(i, c)| (ix.rowids[i], c)).collect()
+}
+
+/// `remember`'s write-time neighbours: the candidates of [`nearest_on_write`] judged by their
+/// words as well, or without a model (`nearest` is `None`) the lexical neighbours of `text`
+/// other than `exclude` (the memory just written).
 pub fn similar_on_write(
     conn: &Connection,
     text: &str,
-    vector: Option<&Vector>,
-    exclude: Option<(&str, i64)>,
+    nearest: Option<&[(i64, f32)]>,
+    exclude: &str,
     limit: usize,
     min_similarity: f64,
 ) -> Result<Vec<Similar>> {
-    let (id, rowid) = (exclude.map(|e| e.0), exclude.map(|e| e.1));
-    similar_scan(conn, text, vector, id, rowid, limit, min_similarity, true)
+    match nearest {
+        Some(nearest) => judge(conn, text, nearest, limit, min_similarity),
+        None => similar_lexical(conn, text, Some(exclude), limit, min_similarity),
+    }
 }
 
-#[allow(clippy::too_many_arguments)] // The two public entry points differ only in these.
-fn similar_scan(
+/// Candidates scanned by meaning for `limit` answers: the word overlap of each may raise it
+/// above others, so more are looked at than are returned.
+fn candidates_for(limit: usize) -> usize {
+    limit.max(1) * 4
+}
+
+/// The nearest by meaning (`(rowid, cosine)`), then the word overlap of each decides the kind
+/// and may raise it; those at `min_similarity` or above, best first. A candidate that is gone
+/// by now (another process deleted it since the index was read) is left out.
+fn judge(
     conn: &Connection,
     text: &str,
-    vector: Option<&Vector>,
-    exclude: Option<&str>,
-    exclude_rowid: Option<i64>,
+    nearest: &[(i64, f32)],
     limit: usize,
     min_similarity: f64,
-    approx: bool,
 ) -> Result<Vec<Similar>> {
-    let Some(e) = embed::shared() else { return similar_lexical(conn, text, exclude, limit, min_similarity) };
-    let q = vector.cloned().unwrap_or_else(|| e.embed(text));
-    let ix = index(conn, e)?;
-    // The nearest by meaning, then the word overlap of each decides the kind and may raise it.
-    let keep = |i: usize| Some(ix.rowids[i]) != exclude_rowid;
-    let n = limit.max(1) * 4;
-    let top = if approx { ix.top_approx(&q, n, keep) } else { ix.top(&q, n, keep) };
+    use rusqlite::OptionalExtension;
     let mine = crate::dedup::shingles(text);
     let mut content = conn.prepare_cached("SELECT id, content FROM memory_item WHERE rowid = ?1")?;
     let mut out = Vec::new();
-    for (i, cos) in top {
-        let (id, c): (String, String) = content.query_row([ix.rowids[i]], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    for &(rowid, cos) in nearest {
+        let row = content.query_row([rowid], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))).optional()?;
+        let Some((id, c)) = row else { continue };
         let j = crate::dedup::jaccard(&mine, &crate::dedup::shingles(&c));
         let (sim, kind) = pair_similarity(j, Some(f64::from(cos)));
         if sim >= min_similarity && sim > 0.0 {
