@@ -44,6 +44,16 @@ struct Args {
     /// window's first forget run would; otherwise writes nothing.
     #[arg(long, value_name = "PATH")]
     review_db: Option<PathBuf>,
+    /// Measure the window's live update on a copy of an existing database and exit: a
+    /// snapshot is kept as the window keeps it, an agent (another connection) remembers
+    /// `--live-writes` memories of the workload one at a time, and after each the time to patch
+    /// the snapshot for the change (`Snapshot::apply_changes`) and to compute the stats on it
+    /// is measured. The file itself is not written.
+    #[arg(long, value_name = "PATH")]
+    live_db: Option<PathBuf>,
+    /// Agent writes for `--live-db`.
+    #[arg(long, default_value_t = 20)]
+    live_writes: usize,
     /// Comma-separated sizes (N memories), e.g. 10000,100000,1000000.
     #[arg(long, default_value = "10000,100000", value_delimiter = ',')]
     sizes: Vec<String>,
@@ -246,6 +256,67 @@ fn make_db(path: &Path, args: &Args, now: Instant) -> Result<()> {
     Ok(())
 }
 
+/// `--live-db`: the window's work per agent write (see the flag), on a copy of the file.
+fn live_db(path: &Path, args: &Args, now: Instant) -> Result<()> {
+    if !path.exists() {
+        bail!("{} does not exist", path.display());
+    }
+    let base = args.tmp.clone().unwrap_or_else(std::env::temp_dir);
+    let dir = base.join(format!("lethe-bench-live-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let copy = dir.join("live.db");
+    store::open(path)?.execute("VACUUM INTO ?1", [copy.to_string_lossy()])?;
+    let ms = |t: Clock| t.elapsed().as_secs_f64() * 1000.0;
+    let window = open_db(&copy, args)?;
+    let mut agent = store::open(&copy)?;
+    let settings = lethe_engine::Settings::load(&window)?;
+    let n: usize = window.query_row("SELECT COUNT(*) FROM memory_item", [], |r| r.get::<_, i64>(0))? as usize;
+    let t = Clock::now();
+    let mut snap = Snapshot::load(&window)?;
+    let load_ms = ms(t);
+    let t = Clock::now();
+    std::hint::black_box(forgetting::stats(&window, &snap, &settings, now)?);
+    let first_stats_ms = ms(t);
+    let mut seq = store::last_change_seq(&window)?;
+    let (mut apply, mut stats, mut searched) = (Vec::new(), Vec::new(), Vec::new());
+    // Memories of the same workload beyond the file's own: near-copies of its templates, as
+    // an agent keeps writing them.
+    for item in args.workload.items(n + args.live_writes).skip(n).take(args.live_writes) {
+        lifecycle::remember(&mut agent, &item.to_new_memory(now), "agent:bench", now)?;
+        let t = Clock::now();
+        let (at, ids) = store::changes_since(&window, seq, 10_000)?;
+        seq = at;
+        match ids {
+            Some(ids) => snap.apply_changes(&window, &ids)?,
+            None => snap = Snapshot::load(&window)?,
+        }
+        apply.push(ms(t));
+        searched.push(snap.searched);
+        let t = Clock::now();
+        std::hint::black_box(forgetting::stats(&window, &snap, &settings, now)?);
+        stats.push(ms(t));
+    }
+    let in_order = |v: &[f64]| v.iter().map(|&x| round1(x)).collect::<Vec<_>>();
+    let (apply_in_order, stats_in_order) = (in_order(&apply), in_order(&stats));
+    for v in [&mut apply, &mut stats] {
+        v.sort_by(f64::total_cmp);
+    }
+    let summary = |v: &[f64]| json!({ "median_ms": round3(percentile(v, 50.0)), "p95_ms": round3(percentile(v, 95.0)), "max_ms": round3(*v.last().unwrap_or(&0.0)) });
+    let v = json!({
+        "db": path.display().to_string(), "n": n, "now": args.now, "workload_written": args.workload.name(),
+        "model": lethe_engine::embed::status(), "loadavg": loadavg(),
+        "snapshot_load_ms": round3(load_ms), "first_stats_ms": round3(first_stats_ms),
+        "writes": apply.len(),
+        "apply_changes": summary(&apply), "apply_changes_in_order_ms": apply_in_order,
+        "stats_after_each": summary(&stats), "stats_in_order_ms": stats_in_order,
+        "searched_after_each": searched,
+    });
+    println!("{}", serde_json::to_string_pretty(&v)?);
+    drop((window, agent));
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
 /// `--review-db`: the duplicates review, the health lists and the Recall view on one file.
 fn review_db(path: &Path, args: &Args, now: Instant) -> Result<()> {
     if !path.exists() {
@@ -315,6 +386,9 @@ fn main() -> Result<()> {
     let now = time::parse(&args.now).map_err(|e| anyhow::anyhow!("--now: {e}"))?;
     if let Some(path) = &args.make_db {
         return make_db(path, &args, now);
+    }
+    if let Some(path) = &args.live_db {
+        return live_db(path, &args, now);
     }
     if let Some(path) = &args.review_db {
         return review_db(path, &args, now);
