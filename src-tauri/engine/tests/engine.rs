@@ -477,6 +477,19 @@ fn incremental_snapshot_with_a_foreign_write_equals_a_fresh_load() {
     );
 }
 
+const DEPLOY_FAILED: &str = "Deploy of billing v2.2 failed: a missing env var in the staging manifest";
+
+/// A deploy failure and its near-copy (so that their scores have a duplication part) among 20
+/// unrelated notes; returns the two.
+fn near_copies_among_others(conn: &mut store::Connection) -> (String, String) {
+    let a = put(conn, Tier::Episodic, DEPLOY_FAILED);
+    let b = put(conn, Tier::Episodic, &format!("{DEPLOY_FAILED}, again"));
+    for i in 0..20 {
+        put(conn, Tier::Semantic, &format!("rate limit on service {i} is {} requests per minute", i * 50));
+    }
+    (a, b)
+}
+
 /// The window opens a memory from the snapshot it keeps (patched from the change journal)
 /// instead of loading the store: the detail must equal the one that loads its own, after
 /// changes, and a memory written after the snapshot was taken is still scored.
@@ -484,12 +497,8 @@ fn incremental_snapshot_with_a_foreign_write_equals_a_fresh_load() {
 fn a_detail_scored_from_a_kept_snapshot_equals_one_that_loads_its_own() {
     let path = temp_db();
     let mut conn = store::open(&path).unwrap();
-    let base = "Deploy of billing v2.2 failed: a missing env var in the staging manifest";
-    let a = put(&mut conn, Tier::Episodic, base);
-    let b = put(&mut conn, Tier::Episodic, &format!("{base}, again"));
-    for i in 0..20 {
-        put(&mut conn, Tier::Semantic, &format!("rate limit on service {i} is {} requests per minute", i * 50));
-    }
+    let (a, b) = near_copies_among_others(&mut conn);
+    let base = DEPLOY_FAILED;
     let mut snap = forgetting::Snapshot::load(&conn).unwrap();
     let seq = store::last_change_seq(&conn).unwrap();
     lifecycle::pin(&mut conn, &a, "user", now()).unwrap();
@@ -540,13 +549,7 @@ fn a_detail_scored_from_a_kept_snapshot_equals_one_that_loads_its_own() {
 fn a_soft_delete_scored_from_a_kept_snapshot_records_the_same_score() {
     let path = temp_db();
     let mut conn = store::open(&path).unwrap();
-    let base = "Deploy of billing v2.2 failed: a missing env var in the staging manifest";
-    let a = put(&mut conn, Tier::Episodic, base);
-    // A near-copy, so that the score has a duplication part.
-    put(&mut conn, Tier::Episodic, &format!("{base}, again"));
-    for i in 0..20 {
-        put(&mut conn, Tier::Semantic, &format!("rate limit on service {i} is {} requests per minute", i * 50));
-    }
+    let (a, _) = near_copies_among_others(&mut conn);
     let snap = forgetting::Snapshot::load(&conn).unwrap();
     let later = put(&mut conn, Tier::Working, "scratch: the build cache key is the lockfile hash");
     let settings = lethe_engine::settings::Settings::load(&conn).unwrap();

@@ -301,14 +301,13 @@ fn live_db(path: &Path, args: &Args, now: Instant) -> Result<()> {
     for v in [&mut apply, &mut stats] {
         v.sort_by(f64::total_cmp);
     }
-    let summary = |v: &[f64]| json!({ "median_ms": round3(percentile(v, 50.0)), "p95_ms": round3(percentile(v, 95.0)), "max_ms": round3(*v.last().unwrap_or(&0.0)) });
     let v = json!({
         "db": path.display().to_string(), "n": n, "now": args.now, "workload_written": args.workload.name(),
         "model": lethe_engine::embed::status(), "loadavg": loadavg(),
         "snapshot_load_ms": round3(load_ms), "first_stats_ms": round3(first_stats_ms),
         "writes": apply.len(),
-        "apply_changes": summary(&apply), "apply_changes_in_order_ms": apply_in_order,
-        "stats_after_each": summary(&stats), "stats_in_order_ms": stats_in_order,
+        "apply_changes": ms_summary(&apply), "apply_changes_in_order_ms": apply_in_order,
+        "stats_after_each": ms_summary(&stats), "stats_in_order_ms": stats_in_order,
         "searched_after_each": searched,
     });
     println!("{}", serde_json::to_string_pretty(&v)?);
@@ -367,14 +366,13 @@ fn review_db(path: &Path, args: &Args, now: Instant) -> Result<()> {
     for v in [&mut cold, &mut warm, &mut health_ms, &mut explain] {
         v.sort_by(f64::total_cmp);
     }
-    let stats = |v: &[f64]| json!({ "median_ms": round3(percentile(v, 50.0)), "p95_ms": round3(percentile(v, 95.0)), "max_ms": round3(*v.last().unwrap_or(&0.0)) });
     let v = json!({
         "db": path.display().to_string(), "n": n, "now": args.now, "workload_queries": args.workload.name(),
         "model": lethe_engine::embed::status(), "loadavg": loadavg(),
         "first_load": { "ms": round3(first_load_ms), "searched": searched, "lists_stored": stored_lists },
-        "duplicates_open_cold": stats(&cold), "duplicates_on_loaded_snapshot": stats(&warm),
+        "duplicates_open_cold": ms_summary(&cold), "duplicates_on_loaded_snapshot": ms_summary(&warm),
         "clusters": { "total": clusters.total, "listed": clusters.items.len(), "threshold": clusters.threshold },
-        "health_on_loaded_snapshot": stats(&health_ms),
+        "health_on_loaded_snapshot": ms_summary(&health_ms),
         "recall_explain": { "queries": explain.len(), "limit": 10, "mean_ms": round3(explain.iter().sum::<f64>() / explain.len().max(1) as f64), "p50_ms": round3(percentile(&explain, 50.0)), "p95_ms": round3(percentile(&explain, 95.0)), "max_ms": round3(*explain.last().unwrap_or(&0.0)) },
     });
     println!("{}", serde_json::to_string_pretty(&v)?);
@@ -720,6 +718,14 @@ fn sqlite_floor(dir: &Path, wl: Workload, n: usize, calls: usize, now: Instant, 
         let _ = std::fs::remove_file(format!("{}-shm", db.display()));
     }
     Ok(Value::Object(out))
+}
+
+/// Median, p95 and max of sorted millisecond timings.
+fn ms_summary(sorted: &[f64]) -> Value {
+    json!({
+        "median_ms": round3(percentile(sorted, 50.0)), "p95_ms": round3(percentile(sorted, 95.0)),
+        "max_ms": round3(*sorted.last().unwrap_or(&0.0)),
+    })
 }
 
 fn round1(x: f64) -> f64 {
