@@ -477,6 +477,52 @@ fn incremental_snapshot_with_a_foreign_write_equals_a_fresh_load() {
     );
 }
 
+/// The window's snapshot is patched for each agent write without reading every memory again
+/// (the members and the bucket index it keeps are updated for the changed ones): over many
+/// rounds of writes, edits, pins, deletes and restores among clusters of near-copies, it still
+/// equals a fresh load after every round.
+#[test]
+fn a_snapshot_patched_round_after_round_equals_a_fresh_load() {
+    let path = temp_db();
+    let mut conn = store::open(&path).unwrap();
+    let templates = [
+        "Deploy of billing v2.{} failed: a missing env var in the staging manifest",
+        "Reviewed PR {} adding retry with backoff to the search client",
+        "Rate limit on the auth API is {} requests per minute per key",
+    ];
+    let mut ids = Vec::new();
+    for i in 0..600 {
+        let text = match i % 4 {
+            3 => format!("sprint note {i}: the team discussed topic {} at length", i * 13 % 97),
+            k => templates[k].replace("{}", &i.to_string()),
+        };
+        ids.push(put(&mut conn, if i % 2 == 0 { Tier::Episodic } else { Tier::Semantic }, &text));
+    }
+    // The lists are stored (as a writer's refresh leaves them), so that a change has only a
+    // few memories to search.
+    lethe_engine::neighbours::refresh(&mut conn).unwrap();
+    let mut snap = forgetting::Snapshot::load(&conn).unwrap();
+    let mut seq = store::last_change_seq(&conn).unwrap();
+    for round in 0..8 {
+        let t = templates[round % 3];
+        put(&mut conn, Tier::Working, &t.replace("{}", &format!("{round}0")));
+        put(&mut conn, Tier::Semantic, &format!("{} (seen again in round {round})", t.replace("{}", "3")));
+        let victim = &ids[round * 7];
+        lifecycle::edit(&mut conn, &ids[round * 7 + 1], &t.replace("{}", &format!("{round} edited")), "user", now())
+            .unwrap();
+        lifecycle::pin(&mut conn, &ids[round * 7 + 2], "user", now()).unwrap();
+        lifecycle::soft_delete(&mut conn, victim, None, "user", now()).unwrap();
+        if round % 2 == 1 {
+            lifecycle::restore(&mut conn, &ids[(round - 1) * 7], "user", now()).unwrap();
+        }
+        let (at, changed) = store::changes_since(&conn, seq, 100).unwrap();
+        seq = at;
+        snap.apply_changes(&conn, &changed.unwrap()).unwrap();
+        assert!(snap.searched > 0, "round {round}: the new memories were searched by the snapshot");
+        assert_same_as_fresh(&conn, &snap);
+    }
+}
+
 const DEPLOY_FAILED: &str = "Deploy of billing v2.2 failed: a missing env var in the staging manifest";
 
 /// A deploy failure and its near-copy (so that their scores have a duplication part) among 20

@@ -189,6 +189,8 @@ pub struct Snapshot {
     pub mistyped: Vec<crate::store::Mistyped>,
     /// Every memory as the neighbour search sees it; read when a search is needed.
     members: Option<Vec<neighbours::Member>>,
+    /// The bucket index of the last search over `members`, patched by the next.
+    buckets: Option<neighbours::Buckets>,
     lists: HashMap<usize, neighbours::Entry>,
     trained: Option<Vec<f32>>,
 }
@@ -386,7 +388,8 @@ impl Snapshot {
         job.report(LoadStage::Similar, 0, pending);
         job.check()?;
         let report = |done: usize, total: usize| job.report(LoadStage::Similar, done, total);
-        let derived = neighbours::derive_with(conn, &members, job.progress.map(|_| &report as _))?;
+        let mut buckets = None;
+        let derived = neighbours::derive_kept(conn, &members, &mut buckets, &[], job.progress.map(|_| &report as _))?;
         job.report(LoadStage::Similar, pending, pending);
         let mut snap = Snapshot {
             rows,
@@ -395,6 +398,7 @@ impl Snapshot {
             links: Links::default(),
             mistyped,
             members: Some(members),
+            buckets,
             lists: derived.lists,
             trained: derived.trained,
         };
@@ -406,11 +410,21 @@ impl Snapshot {
     /// this snapshot).
     fn rebuild_pairs(&mut self) {
         let Some(members) = &self.members else { return };
-        let by_rowid: HashMap<i64, usize> = members.iter().enumerate().map(|(i, m)| (m.rowid, i)).collect();
         self.searched = self.lists.keys().filter(|&&i| members[i].derived.is_none()).count();
         let empty: &[neighbours::Neighbour] = &[];
+        // Members and rows are both in rowid order (rows are a subset): one walk pairs them.
+        let mut at = 0usize;
         let lists = self.rows.iter().map(|r| {
-            let Some(&i) = by_rowid.get(&r.rowid) else { return empty };
+            while at < members.len() && members[at].rowid < r.rowid {
+                at += 1;
+            }
+            if at == members.len() || members[at].rowid != r.rowid {
+                at = members.partition_point(|m| m.rowid < r.rowid);
+                if at == members.len() || members[at].rowid != r.rowid {
+                    return empty;
+                }
+            }
+            let i = at;
             match self.lists.get(&i) {
                 Some((_, l)) => l.as_slice(),
                 None => members[i].derived.as_ref().map_or(empty, |(_, l)| l.as_slice()),
@@ -471,6 +485,10 @@ impl Snapshot {
                 self.rows.push(row);
             }
         }
+        // In rowid order, as a load reads them (a stable sort of two sorted runs is a merge).
+        if !self.rows.is_sorted_by_key(|r| r.rowid) {
+            self.rows.sort_by_key(|r| r.rowid);
+        }
         // A Lethe writer stores the list of what it writes (and hands it to the lists of its
         // candidates): when every active row has a stored list, the links come from the
         // lists alone, as in a fresh load, without reading the members or searching.
@@ -481,10 +499,19 @@ impl Snapshot {
                 return Ok(());
             }
         }
-        // Members are few fields per memory; reloading them all keeps the neighbour search
-        // identical to a fresh load's.
-        let members = neighbours::members(conn)?;
-        let d = neighbours::derive(conn, &members)?;
+        // The members read before, brought up to date for the changed ones (and for those
+        // still without stored neighbours), and the bucket index patched for them; when that
+        // cannot equal a fresh read, all are read again.
+        let mut members = self.members.take().unwrap_or_default();
+        let dirty = if members.is_empty() { None } else { neighbours::update_members(conn, &mut members, ids)? };
+        let d = match dirty {
+            Some(dirty) => neighbours::derive_kept(conn, &members, &mut self.buckets, &dirty, None)?,
+            None => {
+                members = neighbours::members(conn)?;
+                self.buckets = None;
+                neighbours::derive_kept(conn, &members, &mut self.buckets, &[], None)?
+            }
+        };
         self.members = Some(members);
         self.lists = d.lists;
         self.trained = d.trained;

@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::embed::{self, Embedder, Vector, DIMS};
 use crate::error::Result;
@@ -140,53 +140,112 @@ impl Member {
     }
 }
 
+/// What [`members`] reads per memory (a `WHERE` or `ORDER BY` follows).
+const MEMBER_SQL: &str =
+    "SELECT m.rowid, m.id, COALESCE(m.is_deleted, 0), s.bands, s.content_hash, n.model, n.hash, n.keys, n.list, \
+     CASE WHEN s.bands IS NULL THEN m.content END, COALESCE(m.pinned, 0), COALESCE(m.importance, 0.5), m.created_at \
+     FROM memory_item m LEFT JOIN lethe_signature s ON s.memory_id = m.id \
+     LEFT JOIN lethe_neighbour n ON n.memory_rowid = m.rowid";
+
 /// Loads every memory with its band keys and its stored neighbours (current or not).
 pub fn members(conn: &Connection) -> Result<Vec<Member>> {
     let fp = fingerprint();
-    let mut stmt = conn.prepare_cached(
-        "SELECT m.rowid, m.id, COALESCE(m.is_deleted, 0), s.bands, s.content_hash, n.model, n.hash, n.keys, n.list, \
-         CASE WHEN s.bands IS NULL THEN m.content END, COALESCE(m.pinned, 0), COALESCE(m.importance, 0.5), m.created_at \
-         FROM memory_item m LEFT JOIN lethe_signature s ON s.memory_id = m.id \
-         LEFT JOIN lethe_neighbour n ON n.memory_rowid = m.rowid ORDER BY m.rowid",
-    )?;
+    let mut stmt = conn.prepare_cached(&format!("{MEMBER_SQL} ORDER BY m.rowid"))?;
     let mut out = Vec::new();
     let mut rows = stmt.query([])?;
     while let Some(r) = rows.next()? {
-        let bands: Option<Vec<u8>> = r.get(3)?;
-        let hash: Option<String> = r.get(4)?;
-        let model: Option<String> = r.get(5)?;
-        let nhash: Option<String> = r.get(6)?;
-        let current = match (model.as_deref(), nhash.as_deref(), &hash) {
-            (Some(model), Some(h), Some(hash)) => model == fp && h == hash,
-            _ => false,
-        };
-        let derived = if current {
-            let keys: Vec<u8> = r.get(7)?;
-            let list: Vec<u8> = r.get(8)?;
-            Some((decode_keys(&keys), decode(&list)))
-        } else {
-            None
-        };
-        let signed = bands.is_some();
-        let bands = match bands {
-            Some(b) => b,
-            None => dedup::band_keys(crate::model::lenient::text(r, 9)?.as_deref().unwrap_or("")),
-        };
-        use crate::model::lenient;
-        let created = lenient::text(r, 12)?;
-        let created = crate::time::parse_opt(created.as_deref()).map_or(i64::MAX, |t| t.timestamp_millis());
-        let rank = (lenient::flag(r, 10)?, lenient::real(r, 11)?.unwrap_or(0.5), created);
-        out.push(Member {
-            rowid: r.get(0)?,
-            id: r.get(1)?,
-            active: !lenient::flag(r, 2)?,
-            bands,
-            signed,
-            rank,
-            derived,
-        });
+        out.push(member_of_row(r, fp)?);
     }
     Ok(out)
+}
+
+fn member_of_row(r: &rusqlite::Row<'_>, fp: &str) -> Result<Member> {
+    let bands: Option<Vec<u8>> = r.get(3)?;
+    let hash: Option<String> = r.get(4)?;
+    let model: Option<String> = r.get(5)?;
+    let nhash: Option<String> = r.get(6)?;
+    let current = match (model.as_deref(), nhash.as_deref(), &hash) {
+        (Some(model), Some(h), Some(hash)) => model == fp && h == hash,
+        _ => false,
+    };
+    let derived = if current {
+        let keys: Vec<u8> = r.get(7)?;
+        let list: Vec<u8> = r.get(8)?;
+        Some((decode_keys(&keys), decode(&list)))
+    } else {
+        None
+    };
+    let signed = bands.is_some();
+    let bands = match bands {
+        Some(b) => b,
+        None => dedup::band_keys(crate::model::lenient::text(r, 9)?.as_deref().unwrap_or("")),
+    };
+    use crate::model::lenient;
+    let created = lenient::text(r, 12)?;
+    let created = crate::time::parse_opt(created.as_deref()).map_or(i64::MAX, |t| t.timestamp_millis());
+    let rank = (lenient::flag(r, 10)?, lenient::real(r, 11)?.unwrap_or(0.5), created);
+    Ok(Member { rowid: r.get(0)?, id: r.get(1)?, active: !lenient::flag(r, 2)?, bands, signed, rank, derived })
+}
+
+/// Brings `members` (as [`members`] read them) up to date for the memories in `ids` and for
+/// those without current neighbours (another process may have stored theirs), reading only
+/// these. Returns the indices re-read or added, or `None` when the update would not equal
+/// a fresh [`members`] by appending and replacing alone (a memory removed for good, or one
+/// whose rowid falls among the existing ones); the caller then reads them all.
+pub fn update_members(conn: &Connection, members: &mut Vec<Member>, ids: &[String]) -> Result<Option<Vec<usize>>> {
+    let fp = fingerprint();
+    let changed: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
+    // Where each changed memory is now, and every memory still waiting for its neighbours.
+    let mut at: HashMap<&str, usize> = HashMap::with_capacity(changed.len());
+    let mut dirty: Vec<usize> = Vec::new();
+    for (i, m) in members.iter().enumerate() {
+        if let Some(&id) = changed.get(m.id.as_str()) {
+            at.insert(id, i);
+        } else if m.active && m.derived.is_none() {
+            dirty.push(i);
+        }
+    }
+    if (dirty.len() + changed.len()) * 8 > members.len() {
+        // Reading most of them one by one costs more than reading all in one scan.
+        return Ok(None);
+    }
+    let mut stmt = conn.prepare_cached(&format!("{MEMBER_SQL} WHERE m.rowid = ?1"))?;
+    for &i in &dirty {
+        let Some(m) = stmt.query_row([members[i].rowid], |r| Ok(member_of_row(r, fp))).optional()? else {
+            return Ok(None);
+        };
+        members[i] = m?;
+    }
+    let mut by_id = conn.prepare_cached(&format!("{MEMBER_SQL} WHERE m.id = ?1"))?;
+    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::with_capacity(changed.len());
+    let mut new: Vec<Member> = Vec::new();
+    for id in ids {
+        if !seen.insert(id.as_str()) {
+            continue;
+        }
+        let fresh = by_id.query_row([id], |r| Ok(member_of_row(r, fp))).optional()?.transpose()?;
+        match (fresh, at.get(id.as_str())) {
+            (None, None) => {}
+            (Some(m), Some(&i)) if m.rowid == members[i].rowid => {
+                members[i] = m;
+                dirty.push(i);
+            }
+            (Some(m), None) => new.push(m),
+            _ => return Ok(None),
+        }
+    }
+    // New memories go after the others, in rowid order (the journal's order is another).
+    new.sort_by_key(|m| m.rowid);
+    if new.first().zip(members.last()).is_some_and(|(f, l)| f.rowid <= l.rowid) {
+        return Ok(None);
+    }
+    for m in new {
+        members.push(m);
+        dirty.push(members.len() - 1);
+    }
+    dirty.sort_unstable();
+    dirty.dedup();
+    Ok(Some(dirty))
 }
 
 /// K-means centroids (unit vectors) on an evenly spaced sample of the index, deterministic
@@ -348,19 +407,55 @@ pub fn derive_with(
     members: &[Member],
     progress: Option<&(dyn Fn(usize, usize) + Sync)>,
 ) -> Result<Derived> {
+    derive_in(conn, members, None, progress)
+}
+
+/// The bucket index of a search: every active member's keys (band keys, semantic keys) with
+/// its index, sorted, and what they were made with. A snapshot that is kept up to date keeps
+/// it between searches, so that a change of a few memories costs in proportion to them.
+#[derive(Debug, Clone, Default)]
+pub struct Buckets {
+    keyed: Vec<(u64, u32)>,
+    /// Per member it was made for, whether that member had a vector.
+    had_vector: Vec<bool>,
+    fingerprint: String,
+    small: bool,
+    centroids: Option<Vec<f32>>,
+}
+
+/// [`derive`] with the bucket index `kept` from an earlier search on the same members, of
+/// which those at `dirty` (and any appended since) changed, as [`update_members`] says: the
+/// index is patched for them instead of built again, and kept for the next search. The
+/// result equals [`derive`]'s.
+pub fn derive_kept(
+    conn: &Connection,
+    members: &[Member],
+    kept: &mut Option<Buckets>,
+    dirty: &[usize],
+    progress: Option<&(dyn Fn(usize, usize) + Sync)>,
+) -> Result<Derived> {
+    derive_in(conn, members, Some((kept, dirty)), progress)
+}
+
+fn derive_in(
+    conn: &Connection,
+    members: &[Member],
+    kept: Option<(&mut Option<Buckets>, &[usize])>,
+    progress: Option<&(dyn Fn(usize, usize) + Sync)>,
+) -> Result<Derived> {
     let pending: Vec<usize> =
         (0..members.len()).filter(|&i| members[i].active && members[i].derived.is_none()).collect();
     if pending.is_empty() {
+        if let Some((kept, _)) = kept {
+            // Not patched for this change: built again by the next search that needs it.
+            *kept = None;
+        }
         return Ok(Derived::default());
     }
     let e = embed::shared();
     let ix = match e {
         Some(e) => Some(semantic::index(conn, e)?),
         None => None,
-    };
-    let pos_of: HashMap<i64, usize> = match &ix {
-        Some(ix) => ix.rowids.iter().enumerate().map(|(p, &r)| (r, p)).collect(),
-        None => HashMap::new(),
     };
     let (cent, trained) = match (e, &ix) {
         (Some(e), Some(ix)) => {
@@ -376,7 +471,10 @@ pub fn derive_with(
         _ => (None, None),
     };
     // Member index → position in the vector index, looked up once.
-    let pos: Vec<Option<u32>> = members.iter().map(|m| pos_of.get(&m.rowid).map(|&p| p as u32)).collect();
+    let pos: Vec<Option<u32>> = match &ix {
+        Some(ix) => members.iter().map(|m| ix.position(m.rowid).map(|p| p as u32)).collect(),
+        None => vec![None; members.len()],
+    };
     let vector_of = |i: usize| -> Option<(&[i8], f32)> {
         let ix = ix.as_ref()?;
         let p = pos[i]? as usize;
@@ -384,61 +482,102 @@ pub fn derive_with(
     };
     let cent_q: Option<Vec<i8>> = cent.as_deref().map(quantize_centroids);
     // Semantic keys: stored for derived members, computed for the pending ones.
-    let mut sem_keys: Vec<Vec<u16>> = vec![Vec::new(); members.len()];
-    for (i, m) in members.iter().enumerate() {
-        if !m.active {
-            continue;
-        }
-        sem_keys[i] = match (&m.derived, &cent_q, vector_of(i)) {
-            (Some((k, _)), _, _) => k.clone(),
-            (None, Some(c), Some((q, inv))) => {
+    let mut computed: Vec<Vec<u16>> = vec![Vec::new(); members.len()];
+    if let Some(c) = &cent_q {
+        for &i in &pending {
+            if let Some((q, inv)) = vector_of(i) {
                 let mut v = Vector { inv_norm: inv, q: [0; DIMS] };
                 v.q.copy_from_slice(q);
-                semantic_keys(c, &v)
+                computed[i] = semantic_keys(c, &v);
             }
-            _ => Vec::new(),
-        };
+        }
     }
+    let sem_keys = |i: usize| -> &[u16] {
+        match &members[i].derived {
+            Some((k, _)) => k,
+            None => &computed[i],
+        }
+    };
     // Buckets: (key, member index) sorted, members in rowid order within a key. Semantic
     // keys live above the 32-bit band keys; a small file has one semantic bucket.
     let small = ix.as_ref().is_some_and(|_| cent.is_none());
-    let mut keyed: Vec<(u64, u32)> = Vec::new();
-    for (i, m) in members.iter().enumerate() {
+    let keys_into = |i: usize, out: &mut Vec<(u64, u32)>| {
+        let m = &members[i];
         if !m.active {
-            continue;
+            return;
         }
         for b in 0..dedup::BANDS {
             let k = dedup::band_key(&m.bands, b);
             if k != 0 {
-                keyed.push(((b as u64) << 32 | u64::from(k), i as u32));
+                out.push(((b as u64) << 32 | u64::from(k), i as u32));
             }
         }
         if small && vector_of(i).is_some() {
-            keyed.push((1 << 40, i as u32));
+            out.push((1 << 40, i as u32));
         }
-        for &c in &sem_keys[i] {
-            keyed.push(((1 << 40) | (1 << 20) | u64::from(c), i as u32));
+        for &c in sem_keys(i) {
+            out.push(((1 << 40) | (1 << 20) | u64::from(c), i as u32));
         }
-    }
-    keyed.sort_unstable();
+    };
+    let fp = fingerprint();
+    let reusable = |b: &Buckets| {
+        b.fingerprint == fp && b.small == small && b.centroids == cent && b.had_vector.len() <= members.len()
+    };
+    let had_vector: Vec<bool> = pos.iter().map(Option::is_some).collect();
+    let mut built: Option<Buckets> = None;
+    let buckets: &Buckets = match kept {
+        Some((slot, dirty)) if slot.as_ref().is_some_and(reusable) => {
+            let b = slot.as_mut().expect("a kept index");
+            // Patched: the entries of changed members go, their new ones are merged in.
+            let mut again = vec![false; members.len()];
+            for &i in dirty {
+                again[i] = true;
+            }
+            for (i, flag) in again.iter_mut().enumerate() {
+                *flag |= b.had_vector.get(i) != Some(&had_vector[i]);
+            }
+            let mut fresh: Vec<(u64, u32)> = Vec::new();
+            for (i, _) in again.iter().enumerate().filter(|(_, &a)| a) {
+                keys_into(i, &mut fresh);
+            }
+            fresh.sort_unstable();
+            let old = std::mem::take(&mut b.keyed);
+            let mut keyed = Vec::with_capacity(old.len() + fresh.len());
+            let mut fresh = fresh.into_iter().peekable();
+            for e in old.into_iter().filter(|&(_, i)| !again[i as usize]) {
+                while let Some(f) = fresh.next_if(|f| *f < e) {
+                    keyed.push(f);
+                }
+                keyed.push(e);
+            }
+            keyed.extend(fresh);
+            b.keyed = keyed;
+            b.had_vector = had_vector;
+            &*b
+        }
+        other => {
+            let mut keyed: Vec<(u64, u32)> = Vec::new();
+            for i in 0..members.len() {
+                keys_into(i, &mut keyed);
+            }
+            keyed.sort_unstable();
+            let b = Buckets { keyed, had_vector, fingerprint: fp.to_string(), small, centroids: cent.clone() };
+            match other {
+                Some((slot, _)) => &*slot.insert(b),
+                None => &*built.insert(b),
+            }
+        }
+    };
+    let keyed = &buckets.keyed;
     let bucket_of = |key: u64| -> &[(u64, u32)] {
         let lo = keyed.partition_point(|&(k, _)| k < key);
         let hi = keyed.partition_point(|&(k, _)| k <= key);
         &keyed[lo..hi]
     };
     let keys_of = |i: usize| -> Vec<u64> {
-        let m = &members[i];
-        let mut ks: Vec<u64> = (0..dedup::BANDS)
-            .filter_map(|b| {
-                let k = dedup::band_key(&m.bands, b);
-                (k != 0).then_some((b as u64) << 32 | u64::from(k))
-            })
-            .collect();
-        if small && vector_of(i).is_some() {
-            ks.push(1 << 40);
-        }
-        ks.extend(sem_keys[i].iter().map(|&c| (1 << 40) | (1 << 20) | u64::from(c)));
-        ks
+        let mut ks = Vec::new();
+        keys_into(i, &mut ks);
+        ks.into_iter().map(|(k, _)| k).collect()
     };
     // Candidates per pending memory (on both cores when there are many).
     let gather = |part: &[usize]| -> Vec<(usize, Vec<u32>)> {
@@ -532,18 +671,20 @@ pub fn derive_with(
         if ix.is_some() && vector_of(*x).is_none() {
             continue;
         }
-        out.lists.insert(*x, (sem_keys[*x].clone(), list.clone()));
+        out.lists.insert(*x, (sem_keys(*x).to_vec(), list.clone()));
     }
     // What others' lists say about a memory searched again is about its old content: those
     // entries go (the offers below put it back where it is still similar).
-    let searched: std::collections::HashSet<i64> = pending.iter().map(|&i| members[i].rowid).collect();
+    // (Pending members are in rowid order: a binary search is cheaper than hashing each entry.)
+    let searched: Vec<i64> = pending.iter().map(|&i| members[i].rowid).collect();
+    let was_searched = |rowid: i64| searched.binary_search(&rowid).is_ok();
     for (i, m) in members.iter().enumerate() {
         if out.lists.contains_key(&i) {
             continue;
         }
         if let Some((keys, list)) = &m.derived {
-            if list.iter().any(|n| searched.contains(&n.rowid)) {
-                let kept: Vec<Neighbour> = list.iter().filter(|n| !searched.contains(&n.rowid)).copied().collect();
+            if list.iter().any(|n| was_searched(n.rowid)) {
+                let kept: Vec<Neighbour> = list.iter().filter(|n| !was_searched(n.rowid)).copied().collect();
                 out.lists.insert(i, (keys.clone(), kept));
             }
         }
@@ -553,7 +694,7 @@ pub fn derive_with(
     let mut offers: Vec<(u32, usize, Neighbour)> =
         found.into_iter().flat_map(|(x, _, o)| o.into_iter().map(move |(c, n)| (c, x, n))).collect();
     offers.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
-    let member_of: HashMap<i64, usize> = members.iter().enumerate().map(|(i, m)| (m.rowid, i)).collect();
+    let member_of = |rowid: i64| members.binary_search_by_key(&rowid, |m| m.rowid).ok();
     for (c, x, n) in offers {
         let c = c as usize;
         let entry = match out.lists.entry(c) {
@@ -567,7 +708,7 @@ pub fn derive_with(
             continue;
         }
         let mut entries: Vec<(usize, Neighbour)> =
-            entry.1.iter().filter_map(|m| member_of.get(&m.rowid).map(|&i| (i, *m))).collect();
+            entry.1.iter().filter_map(|m| member_of(m.rowid).map(|i| (i, *m))).collect();
         entries.push((x, n));
         entry.1 = select(members, c, entries);
     }
