@@ -217,14 +217,10 @@ pub fn update_members(conn: &Connection, members: &mut Vec<Member>, ids: &[Strin
         members[i] = m?;
     }
     let mut by_id = conn.prepare_cached(&format!("{MEMBER_SQL} WHERE m.id = ?1"))?;
-    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::with_capacity(changed.len());
     let mut new: Vec<Member> = Vec::new();
-    for id in ids {
-        if !seen.insert(id.as_str()) {
-            continue;
-        }
+    for &id in &changed {
         let fresh = by_id.query_row([id], |r| Ok(member_of_row(r, fp))).optional()?.transpose()?;
-        match (fresh, at.get(id.as_str())) {
+        match (fresh, at.get(id)) {
             (None, None) => {}
             (Some(m), Some(&i)) if m.rowid == members[i].rowid => {
                 members[i] = m;
