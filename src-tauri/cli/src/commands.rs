@@ -221,6 +221,11 @@ pub enum Command {
     /// Test support: write a hand-made memento database (memento-0.1 | memento-1.36).
     #[command(hide = true)]
     Fixture { kind: String, path: PathBuf },
+    /// Team server administration (`--db postgres://…`, as the role that owns the database).
+    Admin {
+        #[command(subcommand)]
+        action: AdminAction,
+    },
     /// Load realistic demo data.
     Demo {
         #[arg(long, default_value_t = 120)]
@@ -364,6 +369,7 @@ fn writes(command: &Command) -> bool {
         Command::Settings { value, .. } => value.is_some(),
         Command::Unarchive { lines, bytes, .. } => lines.is_none() && bytes.is_none(),
         Command::Duplicates { action: Some(_), .. } => true,
+        Command::Admin { .. } => true,
         Command::Remember(_)
         | Command::Delete { .. }
         | Command::Restore { .. }
@@ -512,6 +518,13 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
     if let Command::Fixture { kind, path } = &cli.command {
         lethe_testkit::fixtures::build_memento(path, kind.parse()?)?;
         return Ok(Some(json!({ "fixture": kind, "path": path })));
+    }
+    if let Command::Admin { action: AdminAction::Setup } = &cli.command {
+        let db = cli.db.clone().unwrap_or_else(default_db_path);
+        let url = db.to_str().filter(|d| lethe_engine::storage::postgres::is_url(d)).ok_or_else(|| {
+            Error::invalid("`lethe admin setup` is for a team server: --db postgres://USER@HOST:PORT/DB (an SQLite file sets itself up when opened)")
+        })?;
+        return Ok(Some(to_json(&lethe_engine::storage::postgres::setup(url)?)?));
     }
     if let Command::Mcp = cli.command {
         let path = cli.db.clone().unwrap_or_else(default_db_path);
@@ -807,7 +820,9 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
             }
             return Ok(None);
         }
-        Command::Mcp | Command::Fixture { .. } => unreachable!("handled before opening the database"),
+        Command::Mcp | Command::Fixture { .. } | Command::Admin { .. } => {
+            unreachable!("handled before opening the database")
+        }
         Command::Demo { count, seed } => to_json(&lethe_engine::demo::load(conn, *seed, *count, now)?)?,
         Command::Settings { key, value } => {
             let s = Settings::load(conn)?;
@@ -928,6 +943,13 @@ fn scoring_snapshot(conn: &mut store::Connection, read_only: bool) -> Result<for
         snap.persist(conn)?;
     }
     Ok(snap)
+}
+
+/// What `lethe admin` does on a team server.
+#[derive(Debug, Subcommand)]
+pub enum AdminAction {
+    /// Create or migrate the team store's schema (idempotent; agents never need DDL rights).
+    Setup,
 }
 
 /// What `lethe duplicates` does besides listing.

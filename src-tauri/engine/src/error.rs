@@ -32,6 +32,14 @@ pub enum Error {
     Busy(String),
     #[error("database error: {0}")]
     Db(#[from] rusqlite::Error),
+    #[error("team server error: {}", pg_message(.0))]
+    Pg(#[from] postgres::Error),
+    /// A query that must return a row returned none (`.optional()` turns it into `None`).
+    #[error("the query returned no row")]
+    NoRows,
+    /// A column could not be read as the code asked (its type, its name or its position).
+    #[error("database error: {0}")]
+    Column(String),
     #[error("io error: {0}")]
     Io(#[from] std::io::Error),
     #[error("json error: {0}")]
@@ -41,6 +49,10 @@ pub enum Error {
 impl Error {
     pub fn invalid(msg: impl Into<String>) -> Self {
         Error::Invalid(msg.into())
+    }
+
+    pub fn column(msg: impl Into<String>) -> Self {
+        Error::Column(msg.into())
     }
 
     /// The stable machine-readable code used by every interface.
@@ -56,7 +68,12 @@ impl Error {
             Error::Busy(_) => "busy",
             Error::Db(e) if is_busy(e) => "busy",
             Error::Db(e) if is_not_a_db(e) => "db_unavailable",
-            Error::Db(_) | Error::Io(_) | Error::Integrity(_) => "internal",
+            Error::Pg(e) if pg_retryable(e) => "busy",
+            Error::Pg(e) if pg_state(e) == Some("42501") => "forbidden",
+            Error::Pg(e) if e.is_closed() || e.as_db_error().is_none() => "db_unavailable",
+            Error::Db(_) | Error::Pg(_) | Error::NoRows | Error::Column(_) | Error::Io(_) | Error::Integrity(_) => {
+                "internal"
+            }
         }
     }
 
@@ -78,7 +95,9 @@ impl Error {
 
     /// Only SQLITE_BUSY / SQLITE_LOCKED are worth retrying.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Error::Busy(_)) || matches!(self, Error::Db(e) if is_busy(e))
+        matches!(self, Error::Busy(_))
+            || matches!(self, Error::Db(e) if is_busy(e))
+            || matches!(self, Error::Pg(e) if pg_retryable(e))
     }
 }
 
@@ -94,4 +113,22 @@ fn is_not_a_db(e: &rusqlite::Error) -> bool {
             | Some(rusqlite::ErrorCode::CannotOpen)
             | Some(rusqlite::ErrorCode::ReadOnly)
     )
+}
+
+/// The SQLSTATE of a PostgreSQL error, when the server sent one.
+pub(crate) fn pg_state(e: &postgres::Error) -> Option<&str> {
+    e.code().map(|c| c.code())
+}
+
+/// Serialization failures and deadlocks: the transaction is run again, as SQLite's BUSY is.
+pub(crate) fn pg_retryable(e: &postgres::Error) -> bool {
+    matches!(pg_state(e), Some("40001") | Some("40P01") | Some("55P03"))
+}
+
+/// The server's own message (the driver's `Display` says only "db error").
+fn pg_message(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => e.to_string(),
+    }
 }

@@ -58,7 +58,7 @@ pub use error::{Error, Result};
 pub use model::{Memory, Tier};
 pub use settings::Settings;
 
-use rusqlite::Connection;
+use crate::storage::db::Connection;
 use serde::Serialize;
 
 /// Everything a person needs to judge one memory: its fields, its explained ForgetScore,
@@ -84,7 +84,7 @@ pub struct MemoryDetail {
 fn links(conn: &Connection, sql: &str, id: &str) -> Result<Vec<String>> {
     let mut stmt = conn.prepare_cached(sql)?;
     let rows = stmt.query_map([id], |r| r.get(0))?;
-    Ok(rows.collect::<std::result::Result<_, _>>()?)
+    rows.collect::<std::result::Result<_, _>>()
 }
 
 /// The projected-ForgetScore chart of one memory.

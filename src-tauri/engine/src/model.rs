@@ -116,11 +116,9 @@ pub fn parse_tags(raw: Option<&str>) -> Vec<String> {
 
 impl Memory {
     /// Reads a row selected with [`MEMORY_COLUMNS`].
-    pub fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Memory> {
+    pub fn from_row(r: &crate::storage::db::Row<'_>) -> crate::error::Result<Memory> {
         let tier_raw: String = r.get(1)?;
-        let tier = tier_raw
-            .parse::<Tier>()
-            .map_err(|e| rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Text, Box::new(e)))?;
+        let tier = tier_raw.parse::<Tier>().map_err(|e| crate::Error::column(format!("column type (1): {e}")))?;
         let tags: Option<String> = lenient::text(r, 8)?;
         Ok(Memory {
             id: r.get(0)?,
@@ -201,11 +199,11 @@ pub struct ReflectionNote {
 /// instead of failing the whole list, stats or export (issue #23); [`crate::store::mistyped_rows`]
 /// names such rows.
 pub mod lenient {
-    use rusqlite::types::ValueRef;
-    use rusqlite::Row;
+    use crate::storage::db::Row;
+    use crate::storage::db::ValueRef;
 
     /// An integer column: reals are truncated, numeric text parsed, anything else absent.
-    pub fn int(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<i64>> {
+    pub fn int(r: &Row<'_>, i: usize) -> crate::error::Result<Option<i64>> {
         Ok(match r.get_ref(i)? {
             ValueRef::Integer(v) => Some(v),
             ValueRef::Real(v) if v.is_finite() => Some(v.trunc().clamp(i64::MIN as f64, i64::MAX as f64) as i64),
@@ -220,7 +218,7 @@ pub mod lenient {
     }
 
     /// A real column: integers widened, numeric text parsed, anything else absent.
-    pub fn real(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<f64>> {
+    pub fn real(r: &Row<'_>, i: usize) -> crate::error::Result<Option<f64>> {
         Ok(match r.get_ref(i)? {
             ValueRef::Integer(v) => Some(v as f64),
             ValueRef::Real(v) if v.is_finite() => Some(v),
@@ -232,7 +230,7 @@ pub mod lenient {
     }
 
     /// A boolean column: non-zero numbers and the texts `true`/`1`/`yes` are true.
-    pub fn flag(r: &Row<'_>, i: usize) -> rusqlite::Result<bool> {
+    pub fn flag(r: &Row<'_>, i: usize) -> crate::error::Result<bool> {
         Ok(match r.get_ref(i)? {
             ValueRef::Integer(v) => v != 0,
             ValueRef::Real(v) => v != 0.0,
@@ -245,7 +243,7 @@ pub mod lenient {
     }
 
     /// [`text`] without a copy when the value is valid UTF-8 text.
-    pub fn text_ref<'a>(r: &'a Row<'_>, i: usize) -> rusqlite::Result<Option<std::borrow::Cow<'a, str>>> {
+    pub fn text_ref<'a>(r: &'a Row<'_>, i: usize) -> crate::error::Result<Option<std::borrow::Cow<'a, str>>> {
         Ok(match r.get_ref(i)? {
             ValueRef::Text(t) => Some(String::from_utf8_lossy(t)),
             ValueRef::Integer(v) => Some(v.to_string().into()),
@@ -255,7 +253,7 @@ pub mod lenient {
     }
 
     /// A text column: numbers printed, invalid UTF-8 replaced, blobs absent.
-    pub fn text(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<String>> {
+    pub fn text(r: &Row<'_>, i: usize) -> crate::error::Result<Option<String>> {
         Ok(match r.get_ref(i)? {
             ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
             ValueRef::Integer(v) => Some(v.to_string()),

@@ -1,7 +1,10 @@
-//! Storage: where memories live. Today one backend, SQLite (`sqlite`: the connection, its
-//! PRAGMAs, append-only migrations, transactions, the change journal; `watch`: the file
-//! watcher that notices other processes' writes). Everything above this folder reaches the
-//! rows through these modules and `ops::rows`.
+//! Storage: where memories live. `db` is the seam: one [`db::Connection`] over two backends,
+//! an SQLite file (`sqlite`: its PRAGMAs, append-only migrations, transactions, the change
+//! journal; `watch`: the file watcher that notices other processes' writes) and a PostgreSQL
+//! team server (`postgres`: connecting, `lethe admin setup`, its migrations). Everything above
+//! this folder reaches the rows through a `Connection` and `ops::rows`.
 
+pub mod db;
+pub mod postgres;
 pub mod sqlite;
 pub mod watch;

@@ -714,7 +714,7 @@ fn a_change_of_content_by_another_program_drops_its_neighbours_and_signature() {
         })
     };
     assert!(pair(&forgetting::Snapshot::load(&conn).unwrap()), "the near-copies pair up");
-    let rows_of = |conn: &store::Connection, table: &str, key: &str, v: &dyn rusqlite::ToSql| -> i64 {
+    let rows_of = |conn: &store::Connection, table: &str, key: &str, v: &dyn lethe_engine::storage::db::ToSql| -> i64 {
         conn.query_row(&format!("SELECT COUNT(*) FROM {table} WHERE {key} = ?1"), [v], |r| r.get(0)).unwrap()
     };
     let b_rowid: i64 = conn.query_row("SELECT rowid FROM memory_item WHERE id = ?1", [&b], |r| r.get(0)).unwrap();

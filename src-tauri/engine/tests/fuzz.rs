@@ -59,7 +59,7 @@ fn digest(conn: &store::Connection) -> Digest {
         .collect();
     let mut export = Vec::new();
     transfer::export(conn, &mut export).unwrap();
-    Digest { counts, export, total_changes: conn.total_changes() }
+    Digest { counts, export, total_changes: conn.sqlite().expect("an SQLite file").total_changes() }
 }
 
 /// The fixture every property works on: a file with one memory of each tier, a procedure

@@ -11,6 +11,11 @@ use lethe_engine::{audit, decay, forgetting, meta, procedural, store, time, Sett
 use lethe_testkit::fixtures;
 use rusqlite::{params, Connection};
 
+/// The SQLite connection under an engine connection (these checks read SQLite's catalogue).
+fn raw(conn: &lethe_engine::store::Connection) -> &Connection {
+    conn.sqlite().expect("an SQLite file")
+}
+
 fn temp_db(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("lethe-memento-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -274,10 +279,10 @@ fn early_memento_file_opens_scores_and_keeps_working_with_memento() {
 
     // Only columns memento's later versions define were added, and only lethe_ tables plus
     // the memento tables Lethe writes to (created as memento creates them) are new.
-    for c in columns(&conn, "memory_item") {
+    for c in columns(raw(&conn), "memory_item") {
         assert!(MEMENTO_136_COLUMNS.contains(&c.as_str()), "column {c} is not one of memento's");
     }
-    let after = schema(&conn);
+    let after = schema(raw(&conn));
     for (ty, name, sql) in after.difference(&before) {
         let ok = name.starts_with("lethe_")
             || name.starts_with("sqlite_autoindex_lethe_")
@@ -301,9 +306,9 @@ fn early_memento_file_opens_scores_and_keeps_working_with_memento() {
     assert!(forgetting_sql.contains("reason TEXT NOT NULL"), "memento's own definition: {forgetting_sql}");
 
     // No FTS in memento 0.1: Lethe built one over the existing rows, with memento's trigger names.
-    assert_eq!(fts_ids(&conn, "deploy"), vec!["mem_early_2".to_string()]);
-    assert_eq!(fts_ids(&conn, "postgresql"), vec!["mem_early_1".to_string()]);
-    assert_eq!(triggers_on_memory_item(&conn).into_iter().collect::<Vec<_>>(), EXPECTED_TRIGGERS);
+    assert_eq!(fts_ids(raw(&conn), "deploy"), vec!["mem_early_2".to_string()]);
+    assert_eq!(fts_ids(raw(&conn), "postgresql"), vec!["mem_early_1".to_string()]);
+    assert_eq!(triggers_on_memory_item(raw(&conn)).into_iter().collect::<Vec<_>>(), EXPECTED_TRIGGERS);
     assert_fts_exact(&memento_conn(&path));
 
     // Show and score: a datetime('now') timestamp reads as UTC, NULL version counts as 1.
@@ -345,7 +350,7 @@ fn memento_136_file_opens_and_its_tables_stay_memento_s() {
     assert!(store::is_memento(&conn).unwrap());
     // Nothing of memento's schema changed (every column Lethe reads exists already), the vec0
     // table was left alone, and user_version is still memento's.
-    let after = schema(&conn);
+    let after = schema(raw(&conn));
     let changed: Vec<_> = before.difference(&after).collect();
     assert!(changed.is_empty(), "Lethe changed or removed memento's {changed:?}");
     for (ty, name, sql) in after.difference(&before) {
@@ -357,10 +362,10 @@ fn memento_136_file_opens_and_its_tables_stay_memento_s() {
     assert_eq!(conn.query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0)).unwrap(), user_version);
 
     // memento's FTS is used as it is: no second set of triggers, no double indexing.
-    assert_eq!(triggers_on_memory_item(&conn).into_iter().collect::<Vec<_>>(), EXPECTED_TRIGGERS);
+    assert_eq!(triggers_on_memory_item(raw(&conn)).into_iter().collect::<Vec<_>>(), EXPECTED_TRIGGERS);
     assert_fts_exact(&memento_conn(&path));
-    assert_eq!(fts_ids(&conn, "snapshot"), vec!["mem_new_3".to_string()], "reflection notes are searchable");
-    assert_eq!(fts_ids(&conn, "timed"), vec!["mem_new_3".to_string()]);
+    assert_eq!(fts_ids(raw(&conn), "snapshot"), vec!["mem_new_3".to_string()], "reflection notes are searchable");
+    assert_eq!(fts_ids(raw(&conn), "timed"), vec!["mem_new_3".to_string()]);
 
     // Show and score, both timestamp formats.
     let d1 = lethe_engine::detail(&conn, "mem_new_1", now(), None).unwrap();
@@ -495,7 +500,10 @@ fn a_lethe_file_from_schema_2_gets_memento_s_trigger_names_and_a_consistent_inde
         // A row indexed the old way: the notes' text without key prefixes.
         conn.execute(
             "UPDATE memory_item SET reflection_notes = ?2 WHERE id = ?1",
-            params![id, r#"[{"failure_type":"tool_error","failure_description":"kubectl hung","actor":"agent:ops"}]"#],
+            lethe_engine::params![
+                id,
+                r#"[{"failure_type":"tool_error","failure_description":"kubectl hung","actor":"agent:ops"}]"#
+            ],
         )
         .unwrap();
         conn.execute("INSERT INTO memory_item_fts (memory_item_fts) VALUES ('delete-all')", []).unwrap();
@@ -509,9 +517,9 @@ fn a_lethe_file_from_schema_2_gets_memento_s_trigger_names_and_a_consistent_inde
     }
     let conn = store::open(&path).unwrap();
     assert_eq!(store::schema_version(&conn).unwrap(), store::SCHEMA_VERSION);
-    assert_eq!(triggers_on_memory_item(&conn).into_iter().collect::<Vec<_>>(), EXPECTED_TRIGGERS);
+    assert_eq!(triggers_on_memory_item(raw(&conn)).into_iter().collect::<Vec<_>>(), EXPECTED_TRIGGERS);
     assert_fts_exact(&memento_conn(&path));
-    assert_eq!(fts_ids(&conn, "kubectl").len(), 1);
+    assert_eq!(fts_ids(raw(&conn), "kubectl").len(), 1);
 }
 
 #[test]

@@ -6,8 +6,8 @@ use std::sync::atomic::AtomicBool;
 use lethe_engine::embed;
 use lethe_engine::lifecycle::{self, NewMemory, RememberOutcome};
 use lethe_engine::recall::{self, RecallQuery};
+use lethe_engine::store::Connection;
 use lethe_engine::{demo, semantic, store, Tier};
-use rusqlite::Connection;
 
 fn model() -> &'static embed::Embedder {
     embed::shared().unwrap_or_else(|| panic!("{} (run `make model`)", embed::status()))

@@ -662,7 +662,7 @@ fn sqlite_floor(dir: &Path, wl: Workload, n: usize, calls: usize, now: Instant, 
         let io0 = io_counters();
         let t = Clock::now();
         for chunk in rows.chunks(*per_tx) {
-            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let tx = conn.transaction_with_behavior(lethe_engine::storage::db::TransactionBehavior::Immediate)?;
             for r in chunk {
                 if !row_only {
                     let dup: Option<String> = tx
@@ -670,7 +670,7 @@ fn sqlite_floor(dir: &Path, wl: Workload, n: usize, calls: usize, now: Instant, 
                             "SELECT s.memory_id FROM lethe_signature s JOIN memory_item m ON m.id = s.memory_id \
                              WHERE s.content_hash = ?1 AND m.type = ?2 AND COALESCE(m.is_deleted, 0) = 0 LIMIT 1",
                         )?
-                        .query_row(rusqlite::params![r.hash, r.tier], |x| x.get(0))
+                        .query_row(lethe_engine::params![r.hash, r.tier], |x| x.get(0))
                         .ok();
                     std::hint::black_box(dup);
                 }
@@ -680,25 +680,25 @@ fn sqlite_floor(dir: &Path, wl: Workload, n: usize, calls: usize, now: Instant, 
                      version, owner_id, session_id, project_id, is_deleted, deleted_at) \
                      VALUES (?1, ?2, ?3, ?4, 'private', ?5, NULL, ?6, ?7, ?8, 0, 0, 0, NULL, NULL, NULL, NULL, NULL, NULL, 1, NULL, ?9, ?10, 0, NULL)",
                 )?
-                .execute(rusqlite::params![
+                .execute(lethe_engine::params![
                     r.id, r.tier, r.content, r.importance, r.created, r.pinned, r.tags, r.source, r.session, r.project
                 ])?;
                 if *row_only {
                     continue;
                 }
                 tx.prepare_cached("INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3)")?
-                    .execute(rusqlite::params![r.id, r.hash, r.bands])?;
+                    .execute(lethe_engine::params![r.id, r.hash, r.bands])?;
                 if let Some(v) = &r.vec {
                     tx.prepare_cached(
                         "INSERT OR REPLACE INTO lethe_vector (memory_id, model, vec) VALUES (?1, ?2, ?3)",
                     )?
-                    .execute(rusqlite::params![r.id, fingerprint, v])?;
+                    .execute(lethe_engine::params![r.id, fingerprint, v])?;
                 }
                 tx.prepare_cached(
                     "INSERT INTO lethe_action (memory_id, action, actor, before_json, after_json, created_at) \
                      VALUES (?1, 'remember', 'agent:bench', NULL, ?2, ?3)",
                 )?
-                .execute(rusqlite::params![r.id, r.audit, r.created])?;
+                .execute(lethe_engine::params![r.id, r.audit, r.created])?;
             }
             tx.commit()?;
         }
@@ -764,7 +764,7 @@ fn open_db(path: &Path, args: &Args) -> Result<store::Connection> {
     let conn = store::open(path)?;
     // The bench stands in for a long-running server (`lethe mcp`): the same page cache.
     match args.cache_mb {
-        Some(mb) => conn.pragma_update(None, "cache_size", -(mb * 1024))?,
+        Some(mb) => conn.sqlite_only("--cache-mb")?.pragma_update(None, "cache_size", -(mb * 1024))?,
         None => store::serve_many_reads(&conn)?,
     }
     for p in &args.pragma {
@@ -1146,7 +1146,8 @@ fn recall_phase(
                 let mut stmt = conn.prepare_cached(recall::LEXICAL_SQL)?;
                 let mut found = 0usize;
                 for expr in if all == any { vec![&any] } else { vec![&all, &any] } {
-                    found += stmt.query_map(rusqlite::params![expr, recall::INNER], |r| r.get::<_, i64>(0))?.count();
+                    found +=
+                        stmt.query_map(lethe_engine::params![expr, recall::INNER], |r| r.get::<_, i64>(0))?.count();
                     if found >= workload::QUERY_LIMIT {
                         break;
                     }

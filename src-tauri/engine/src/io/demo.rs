@@ -2,7 +2,7 @@
 //! rules, procedural workflows with reflection notes and several versions, near-duplicates,
 //! and quarantined memories with reasons, so every view of the inspector shows something.
 
-use rusqlite::Connection;
+use crate::storage::db::Connection;
 use serde::Serialize;
 
 use crate::error::Result;

@@ -6,8 +6,8 @@
 use std::collections::HashSet;
 use std::io::{BufRead, Write};
 
-use rusqlite::types::Value;
-use rusqlite::{params_from_iter, Connection, OptionalExtension, Transaction};
+use crate::storage::db::Value;
+use crate::storage::db::{params_from_iter, Connection, OptionalExtension, Transaction};
 use serde::{Deserialize, Serialize};
 
 use crate::dedup;
@@ -117,7 +117,7 @@ pub fn export(conn: &Connection, out: &mut impl Write) -> Result<usize> {
     let mut rows = stmt.query([])?;
     let mut n = 0;
     while let Some(r) = rows.next()? {
-        let m = Memory::from_row(r)?;
+        let m = Memory::from_row(&r)?;
         serde_json::to_writer(&mut *out, &m)?;
         out.write_all(b"\n")?;
         n += 1;

@@ -1,7 +1,7 @@
 //! Reversible archive of bulky tool observations (DESIGN §8, seed 004): the content is
 //! replaced in place by a one-line memo and the original bytes are kept with their SHA-256.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use crate::storage::db::{params, Connection, OptionalExtension};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -49,10 +49,9 @@ pub fn is_archived(conn: &Connection, memory_id: &str) -> Result<bool> {
 }
 
 pub fn active_archive_no(conn: &Connection, memory_id: &str) -> Result<Option<i64>> {
-    Ok(conn
-        .prepare_cached("SELECT archive_no FROM lethe_archive WHERE memory_id = ?1 AND restored_at IS NULL")?
+    conn.prepare_cached("SELECT archive_no FROM lethe_archive WHERE memory_id = ?1 AND restored_at IS NULL")?
         .query_row([memory_id], |r| r.get(0))
-        .optional()?)
+        .optional()
 }
 
 /// One memo, guarded and reduced to one line, before any transaction opens.
@@ -111,7 +110,7 @@ pub fn archive_batch(
 }
 
 fn archive_tx(
-    tx: &rusqlite::Transaction,
+    tx: &crate::storage::db::Transaction,
     memory_id: &str,
     memo_line: &str,
     redacted: &[crate::redact::Finding],
@@ -133,11 +132,13 @@ fn archive_tx(
     }
     let original = m.content.as_bytes().to_vec();
     let sha = sha256_hex(&original);
-    tx.prepare_cached(
-        "INSERT INTO lethe_archive (memory_id, memo, original, sha256, bytes, actor, archived_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    let no: i64 = tx.prepare_cached(
+        "INSERT INTO lethe_archive (memory_id, memo, original, sha256, bytes, actor, archived_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+         RETURNING archive_no",
     )?
-    .execute(params![memory_id, memo_line, original, sha, original.len() as i64, actor, time::format(now)])?;
-    let no = tx.last_insert_rowid();
+    .query_row(params![memory_id, memo_line, original, sha, original.len() as i64, actor, time::format(now)], |r| {
+        r.get(0)
+    })?;
     let placeholder = format!("[Archive#{no}: {memo_line}]");
     tx.prepare_cached("UPDATE memory_item SET content = ?2 WHERE id = ?1")?.execute(params![memory_id, placeholder])?;
     crate::dedup::store_signature(tx, memory_id, &placeholder)?;

@@ -1,7 +1,7 @@
 //! The two audit trails: `memory_forgetting_event` (memento's permanent table: soft, hard,
 //! review) and `lethe_action` (person and agent actions with before/after state).
 
-use rusqlite::{params, Connection, OptionalExtension};
+use crate::storage::db::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
 use crate::error::Result;
@@ -63,10 +63,20 @@ pub fn record_action(
     now: Instant,
 ) -> Result<i64> {
     conn.prepare_cached(
-        "INSERT INTO lethe_action (memory_id, action, actor, before_json, after_json, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO lethe_action (memory_id, action, actor, before_json, after_json, created_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
     )?
-    .execute(params![memory_id, action, actor, before.map(|v| v.to_string()), after.map(|v| v.to_string()), time::format(now)])?;
-    Ok(conn.last_insert_rowid())
+    .query_row(
+        params![
+            memory_id,
+            action,
+            actor,
+            before.map(|v| v.to_string()),
+            after.map(|v| v.to_string()),
+            time::format(now)
+        ],
+        |r| r.get(0),
+    )
 }
 
 /// One row of the combined audit log.
@@ -184,12 +194,12 @@ pub fn list_events(conn: &Connection, f: &EventFilter) -> Result<Vec<AuditEvent>
 
 /// The latest soft-delete event of a memory (its reason and score, for the quarantine view).
 pub fn last_soft_event(conn: &Connection, memory_id: &str) -> Result<Option<(Option<String>, Option<f64>)>> {
-    Ok(conn
+    conn
         .prepare_cached(
             "SELECT reason, forget_score FROM memory_forgetting_event WHERE memory_id = ?1 AND action = 'soft' ORDER BY created_at DESC, rowid DESC LIMIT 1",
         )?
         .query_row([memory_id], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?)
+        .optional()
 }
 
 /// When a memory's quarantine began: the later of its `deleted_at` and its newest `soft`

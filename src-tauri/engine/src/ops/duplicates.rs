@@ -17,7 +17,7 @@
 
 use std::collections::HashSet;
 
-use rusqlite::{params, Connection, OptionalExtension};
+use crate::storage::db::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
 use crate::audit;
@@ -319,7 +319,7 @@ pub fn dismissed_pairs(conn: &Connection) -> Result<Vec<(String, String)>> {
     }
     let mut stmt = conn.prepare_cached("SELECT a_id, b_id FROM lethe_dismissed_pair ORDER BY a_id, b_id")?;
     let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok(rows.collect::<std::result::Result<_, _>>()?)
+    rows.collect::<std::result::Result<_, _>>()
 }
 
 /// What "supersede" did: `old` (the older of the two) is superseded by `new`.

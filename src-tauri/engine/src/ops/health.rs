@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{params, Connection, OptionalExtension};
+use crate::storage::db::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
 use crate::decay;
@@ -150,5 +150,5 @@ fn recall_stats(conn: &Connection) -> Result<HashMap<String, (i64, Option<f64>)>
         "SELECT memory_id, recall_count, avg_confidence FROM meta_memory_stats WHERE recall_count > 0",
     )?;
     let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, (r.get(1)?, r.get(2)?))))?;
-    Ok(rows.collect::<std::result::Result<_, _>>()?)
+    rows.collect::<std::result::Result<_, _>>()
 }

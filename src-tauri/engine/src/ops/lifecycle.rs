@@ -2,7 +2,7 @@
 //! filter, read, list, edit, importance, pin, soft delete, restore, hard delete, cite, view.
 //! Every mutation commits together with its audit row.
 
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use crate::storage::db::{params, Connection, OptionalExtension, Transaction};
 use serde::Serialize;
 
 use crate::audit::{self, ForgettingEvent};
@@ -270,13 +270,13 @@ fn insert_tx(
     let created = time::format(m.created_at.unwrap_or(now));
     let tags = serde_json::to_string(&m.tags)?;
     let json = |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string());
-    tx.prepare_cached(
+    let rowid: i64 = tx.prepare_cached(
         "INSERT INTO memory_item (id, type, content, importance, privacy_scope, created_at, last_accessed, pinned, tags, source, \
          view_count, cite_count, edit_count, task_goal, steps, reflection_notes, workflow_name, skill_name, trigger_conditions, \
          version, owner_id, session_id, project_id, is_deleted, deleted_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, ?7, ?8, ?9, 0, 0, 0, ?10, ?11, NULL, ?12, ?13, ?14, 1, ?15, ?16, ?17, 0, NULL)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, ?7, ?8, ?9, 0, 0, 0, ?10, ?11, NULL, ?12, ?13, ?14, 1, ?15, ?16, ?17, 0, NULL) RETURNING rowid",
     )?
-    .execute(params![
+    .query_row(params![
         id,
         m.tier.as_str(),
         m.content,
@@ -294,8 +294,7 @@ fn insert_tx(
         m.owner_id,
         m.session_id,
         m.project_id,
-    ])?;
-    let rowid = tx.last_insert_rowid();
+    ], |r| r.get(0))?;
     clock.lap(Step::Row);
     tx.prepare_cached("INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3)")?
         .execute(params![id, p.hash, p.bands])?;
@@ -389,7 +388,7 @@ fn remember_with(
         // write_tx's retry on BUSY, spelled out so that BEGIN and COMMIT are timed on their own.
         let stored = crate::store::with_retry(|| {
             written = None;
-            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let tx = conn.transaction_with_behavior(crate::storage::db::TransactionBehavior::Immediate)?;
             clock.lap(Step::Begin);
             let before = if vector.is_some() { Some(crate::semantic::cache_key(&tx)?) } else { None };
             clock.lap(Step::CacheKeys);

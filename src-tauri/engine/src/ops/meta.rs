@@ -8,7 +8,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use rusqlite::{params, Connection, OptionalExtension};
+use crate::storage::db::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
 use crate::error::Result;
@@ -27,7 +27,7 @@ pub struct Delta {
 impl MetaStats {
     /// A row of (memory_id, recall_count, success_count, failure_count, avg_confidence,
     /// last_recalled_at); an empty time counts as none.
-    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<MetaStats> {
+    fn from_row(r: &crate::storage::db::Row<'_>) -> crate::error::Result<MetaStats> {
         Ok(MetaStats {
             memory_id: r.get(0)?,
             recall_count: r.get(1)?,
@@ -71,12 +71,13 @@ pub struct MetaSummary {
 }
 
 pub fn summary(conn: &Connection) -> Result<MetaSummary> {
-    Ok(conn.query_row(
-        "SELECT COUNT(*), COALESCE(SUM(recall_count), 0), \
-         CASE WHEN SUM(recall_count) > 0 THEN SUM(avg_confidence * recall_count) / SUM(recall_count) END FROM meta_memory_stats",
+    conn.query_row(
+        "SELECT COUNT(*), CAST(COALESCE(SUM(recall_count), 0) AS BIGINT), \
+         CASE WHEN SUM(recall_count) > 0 THEN CAST(SUM(avg_confidence * recall_count) AS DOUBLE PRECISION) / SUM(recall_count) END \
+         FROM meta_memory_stats",
         [],
         |r| Ok(MetaSummary { recalled_memories: r.get(0)?, total_recalls: r.get(1)?, avg_confidence: r.get(2)? }),
-    )?)
+    )
 }
 
 /// How many memories [`overview`] names in each of its two lists.
@@ -182,16 +183,20 @@ pub fn write_batch(
     }
     store::write_tx(conn, |tx| {
         crate::recall_log::append_tx(tx, log)?;
-        let mut stmt = tx.prepare_cached(
+        // Additive upserts: two processes (or two machines on a team server) adding to the same
+        // row both count. The later of two timestamps: SQLite's scalar MAX, PostgreSQL's GREATEST.
+        let later = if tx.is_postgres() { "GREATEST" } else { "MAX" };
+        let mut stmt = tx.prepare_cached(&format!(
             "INSERT INTO meta_memory_stats (memory_id, recall_count, success_count, failure_count, avg_confidence, last_recalled_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5 / ?2, ?6) \
+             VALUES (?1, ?2, ?3, ?4, CAST(?5 AS DOUBLE PRECISION) / ?2, ?6) \
              ON CONFLICT(memory_id) DO UPDATE SET \
-               avg_confidence = (COALESCE(avg_confidence, 0) * recall_count + ?5) / (recall_count + ?2), \
-               recall_count = recall_count + ?2, \
-               success_count = success_count + ?3, \
-               failure_count = failure_count + ?4, \
-               last_recalled_at = MAX(COALESCE(last_recalled_at, ''), COALESCE(?6, ''))",
-        )?;
+               avg_confidence = (COALESCE(meta_memory_stats.avg_confidence, 0) * meta_memory_stats.recall_count \
+                 + CAST(?5 AS DOUBLE PRECISION)) / (meta_memory_stats.recall_count + ?2), \
+               recall_count = meta_memory_stats.recall_count + ?2, \
+               success_count = meta_memory_stats.success_count + ?3, \
+               failure_count = meta_memory_stats.failure_count + ?4, \
+               last_recalled_at = {later}(COALESCE(meta_memory_stats.last_recalled_at, ''), COALESCE(CAST(?6 AS TEXT), ''))",
+        ))?;
         for (id, d) in deltas {
             stmt.execute(params![id, d.count, d.success, d.failure, d.confidence_sum, d.last_recalled_at])?;
         }
@@ -200,12 +205,12 @@ pub fn write_batch(
 }
 
 pub fn read_stored(conn: &Connection, memory_id: &str) -> Result<Option<MetaStats>> {
-    Ok(conn
+    conn
         .prepare_cached(
             "SELECT memory_id, recall_count, success_count, failure_count, avg_confidence, last_recalled_at FROM meta_memory_stats WHERE memory_id = ?1",
         )?
         .query_row([memory_id], MetaStats::from_row)
-        .optional()?)
+        .optional()
 }
 
 #[derive(Default)]

@@ -1,7 +1,7 @@
 //! Procedural memory (DESIGN §5): compare-and-swap updates on `expected_version`, version
 //! snapshots, rollback as a new version, and append-only reflection notes.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use crate::storage::db::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
 use crate::audit;

@@ -4,7 +4,7 @@
 //! result that shows the lexical and the semantic part. Any user text is a safe query: it is
 //! reduced to quoted words joined by OR.
 
-use rusqlite::Connection;
+use crate::storage::db::Connection;
 use serde::Serialize;
 
 use crate::decay;
@@ -233,11 +233,11 @@ pub fn explain(conn: &Connection, q: &RecallQuery, now: Instant, declined: usize
         for rowid in excluded.into_iter().take(declined) {
             let mut rows = state.query([rowid])?;
             let Some(r) = rows.next()? else { continue };
-            let Ok(tier) = r.get_ref(1)?.as_str().map_err(rusqlite::Error::from)?.parse::<Tier>() else { continue };
+            let Ok(tier) = r.get_ref(1)?.as_str()?.parse::<Tier>() else { continue };
             let id: String = r.get(0)?;
             let content: String = r.get(2)?;
-            let deleted = crate::model::lenient::flag(r, 3)?;
-            let created = time::parse_opt(r.get_ref(4)?.as_str_or_null().map_err(rusqlite::Error::from)?);
+            let deleted = crate::model::lenient::flag(&r, 3)?;
+            let created = time::parse_opt(r.get_ref(4)?.as_str_or_null()?);
             let superseded_by: Option<String> = r.get(5)?;
             let archive_no: Option<i64> = r.get(6)?;
             let task_kind: Option<String> = r.get(7)?;
@@ -438,8 +438,8 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
     );
     let mut row_stmt = conn.prepare_cached(&sql)?;
     // What one row of that statement says of its candidate.
-    let candidate = |r: &rusqlite::Row, rowid: i64| -> Result<Looked> {
-        let Ok(tier) = r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?.parse::<Tier>() else {
+    let candidate = |r: &crate::storage::db::Row, rowid: i64| -> Result<Looked> {
+        let Ok(tier) = r.get_ref(0)?.as_str()?.parse::<Tier>() else {
             return Ok(Looked::Filtered);
         };
         let pinned = crate::model::lenient::flag(r, 3)?;
@@ -463,7 +463,7 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
             bm25: 0.0,
             cosine,
             tier,
-            created: time::parse_opt(r.get_ref(1)?.as_str_or_null().map_err(rusqlite::Error::from)?),
+            created: time::parse_opt(r.get_ref(1)?.as_str_or_null()?),
             importance: crate::model::lenient::real(r, 2)?.unwrap_or(0.5),
             pinned,
             session: r.get(5)?,
@@ -480,7 +480,7 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
         let mut rows = row_stmt.query([list])?;
         while let Some(r) = rows.next()? {
             let rowid: i64 = r.get(11)?;
-            found.insert(rowid, candidate(r, rowid)?);
+            found.insert(rowid, candidate(&r, rowid)?);
         }
         Ok(rowids.iter().map(|r| found.remove(r).unwrap_or(Looked::Filtered)).collect())
     };
@@ -545,7 +545,7 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
             let mut eligible = cands.len();
             for inner in [INNER, -1] {
                 let matches: Vec<(i64, f64)> = fts
-                    .query_map(rusqlite::params![expr, inner], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .query_map(crate::storage::db::params![expr, inner], |r| Ok((r.get(0)?, r.get(1)?)))?
                     .collect::<std::result::Result<_, _>>()?;
                 let raw = matches.len();
                 let fresh: Vec<(i64, f64)> =

@@ -4,7 +4,7 @@
 //! coalescing flusher as the meta statistics ([`crate::meta::MetaBuffer`]), in the same
 //! transaction, so a recall never waits on the log. The window's own Recall view never logs.
 
-use rusqlite::{params, Connection, Transaction};
+use crate::storage::db::{params, Connection, Transaction};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
@@ -79,20 +79,17 @@ pub fn append_tx(tx: &Transaction<'_>, entries: &[NewEntry]) -> Result<()> {
     let max_rows = crate::settings::Settings::load(tx)?.recall_log_max_rows;
     if max_rows > 0 {
         let mut log = tx.prepare_cached(
-            "INSERT INTO lethe_recall_log (actor, at, query, context_json, results_json) VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO lethe_recall_log (actor, at, query, context_json, results_json) VALUES (?1, ?2, ?3, ?4, ?5) \
+             RETURNING id",
         )?;
         let mut hit = tx.prepare_cached(
             "INSERT OR REPLACE INTO lethe_recall_log_hit (memory_id, log_id, score) VALUES (?1, ?2, ?3)",
         )?;
         for e in entries {
-            log.execute(params![
-                e.actor,
-                e.at,
-                e.query,
-                serde_json::to_string(&e.context)?,
-                serde_json::to_string(&e.results)?
-            ])?;
-            let log_id = tx.last_insert_rowid();
+            let log_id: i64 = log.query_row(
+                params![e.actor, e.at, e.query, serde_json::to_string(&e.context)?, serde_json::to_string(&e.results)?],
+                |r| r.get(0),
+            )?;
             for h in &e.results {
                 hit.execute(params![h.id, log_id, h.score])?;
             }
@@ -101,7 +98,7 @@ pub fn append_tx(tx: &Transaction<'_>, entries: &[NewEntry]) -> Result<()> {
     // The newest `max_rows` stay: everything older than the max_rows-th newest goes.
     let cutoff: Option<i64> = if max_rows > 0 {
         tx.query_row("SELECT id FROM lethe_recall_log ORDER BY id DESC LIMIT 1 OFFSET ?1", [max_rows - 1], |r| r.get(0))
-            .or_else(|e| if matches!(e, rusqlite::Error::QueryReturnedNoRows) { Ok(None) } else { Err(e) })?
+            .or_else(|e| if matches!(e, crate::Error::NoRows) { Ok(None) } else { Err(e) })?
     } else {
         Some(i64::MAX)
     };
@@ -171,7 +168,7 @@ pub fn list(conn: &Connection, f: &LogFilter) -> Result<Vec<RecallLogEntry>> {
 pub fn actors(conn: &Connection) -> Result<Vec<String>> {
     let mut stmt = conn.prepare_cached("SELECT DISTINCT actor FROM lethe_recall_log ORDER BY actor")?;
     let rows = stmt.query_map([], |r| r.get(0))?;
-    Ok(rows.collect::<std::result::Result<_, _>>()?)
+    rows.collect::<std::result::Result<_, _>>()
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! it with every trace. `lifecycle` (people and agents) and `forgetting::run_batch` (the
 //! policy) both call these, so neither depends on the other for them.
 
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use crate::storage::db::{params, Connection, OptionalExtension, Transaction};
 
 use crate::audit::{self, EventSpec, ForgettingEvent};
 use crate::error::{Error, Result};

@@ -4,7 +4,7 @@
 //! erased like a hard delete erases (audit rows scrubbed, version snapshots and archived
 //! originals redacted, full-text entries merged away, WAL truncated).
 
-use rusqlite::{params, Connection, Transaction};
+use crate::storage::db::{params, Connection, Transaction};
 use serde::Serialize;
 
 use crate::audit;
@@ -54,10 +54,9 @@ pub(crate) fn guard_memory(g: &mut Guard, m: &Memory) -> Result<Memory> {
 const FIND_ALL: Policy = Policy { secrets: SecretsMode::Redact, pii: PiiMode::Redact };
 
 fn archived_originals(conn: &Connection, id: &str) -> Result<Vec<(i64, Vec<u8>)>> {
-    Ok(conn
-        .prepare_cached("SELECT archive_no, original FROM lethe_archive WHERE memory_id = ?1")?
+    conn.prepare_cached("SELECT archive_no, original FROM lethe_archive WHERE memory_id = ?1")?
         .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<std::result::Result<_, _>>()?)
+        .collect::<std::result::Result<_, _>>()
 }
 
 fn item_of(conn: &Connection, m: &Memory) -> Result<Option<ScanItem>> {
@@ -207,8 +206,7 @@ pub fn is_redacted(text: &str) -> bool {
 
 /// The rowids of memories whose text holds a redaction placeholder (the window's filter).
 pub fn redacted_rowids(conn: &Connection) -> Result<std::collections::HashSet<i64>> {
-    Ok(conn
-        .prepare_cached("SELECT rowid FROM memory_item WHERE instr(content, '[REDACTED:') > 0")?
+    conn.prepare_cached("SELECT rowid FROM memory_item WHERE instr(content, '[REDACTED:') > 0")?
         .query_map([], |r| r.get(0))?
-        .collect::<std::result::Result<_, _>>()?)
+        .collect::<std::result::Result<_, _>>()
 }

@@ -12,7 +12,7 @@
 //! `session_id` and a row in `lethe_session_rule`. `lethe_session_end` records each ended
 //! session with its answer, so ending it again returns that answer and writes nothing.
 
-use rusqlite::{params, Connection, OptionalExtension};
+use crate::storage::db::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use crate::audit;
@@ -240,10 +240,9 @@ pub fn task_kind_of(conn: &Connection, memory_id: &str) -> Result<Option<String>
     if !has_tables(conn)? {
         return Ok(None);
     }
-    Ok(conn
-        .prepare_cached("SELECT task_kind FROM lethe_task_log WHERE memory_id = ?1")?
+    conn.prepare_cached("SELECT task_kind FROM lethe_task_log WHERE memory_id = ?1")?
         .query_row([memory_id], |r| r.get(0))
-        .optional()?)
+        .optional()
 }
 
 /// One memory as the Sessions view lists it.

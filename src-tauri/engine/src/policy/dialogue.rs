@@ -135,7 +135,7 @@ pub fn lint(text: &str) -> DialogueLint {
 
 /// The rowids of the semantic and procedural memories the lint flags (the "needs
 /// extraction" filter).
-pub fn flagged_rowids(conn: &rusqlite::Connection) -> crate::Result<std::collections::HashSet<i64>> {
+pub fn flagged_rowids(conn: &crate::storage::db::Connection) -> crate::Result<std::collections::HashSet<i64>> {
     let mut stmt =
         conn.prepare_cached("SELECT rowid, content FROM memory_item WHERE type IN ('semantic', 'procedural')")?;
     let mut rows = stmt.query([])?;

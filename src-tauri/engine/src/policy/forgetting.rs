@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant as Clock;
 
-use rusqlite::{params, Connection, OptionalExtension};
+use crate::storage::db::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
 use crate::audit::{self, EventSpec};
@@ -224,19 +224,13 @@ pub const MISTYPED_LIMIT: usize = 100;
 /// The values of the wrong type in a row of [`ROW_SCAN_SQL`], in the order of
 /// [`crate::store::TYPED_COLUMNS`]; the same findings as [`crate::store::mistyped_rows`]
 /// without a scan of its own.
-fn mistyped_in(r: &rusqlite::Row<'_>, out: &mut Vec<crate::store::Mistyped>) -> rusqlite::Result<()> {
-    use rusqlite::types::{Type, ValueRef};
+fn mistyped_in(r: &crate::storage::db::Row<'_>, out: &mut Vec<crate::store::Mistyped>) -> crate::error::Result<()> {
+    use crate::storage::db::ValueRef;
     for ((col, ok), at) in crate::store::TYPED_COLUMNS.iter().zip(COLUMN_AT) {
         let found = match r.get_ref(at)? {
             // `typeof(…)` of the two columns the scan does not read.
             ValueRef::Text(t) if at >= 15 => std::str::from_utf8(t).unwrap_or("null"),
-            v => match v.data_type() {
-                Type::Null => "null",
-                Type::Integer => "integer",
-                Type::Real => "real",
-                Type::Text => "text",
-                Type::Blob => "blob",
-            },
+            v => v.type_name(),
         };
         if found != "null" && !ok.contains(&found) && out.len() < MISTYPED_LIMIT {
             let id = crate::model::lenient::text(r, 1)?.unwrap_or_default();
@@ -253,7 +247,7 @@ const COLUMN_AT: [usize; 11] = [5, 6, 7, 15, 8, 9, 12, 16, 3, 4, 13];
 /// A scorer row (None if unreadable).
 type RawRow = Option<Row>;
 
-fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
+fn read_row(r: &crate::storage::db::Row<'_>) -> crate::error::Result<RawRow> {
     use crate::model::lenient;
     let tier = lenient::text_ref(r, 2)?.unwrap_or_default();
     let created = lenient::text_ref(r, 3)?;
@@ -321,9 +315,9 @@ impl Scanned {
                 job.report(LoadStage::Reading, r.get::<_, i64>(0)?.clamp(0, total) as usize, total as usize);
             }
             if sc.mistyped.len() < MISTYPED_LIMIT {
-                mistyped_in(r, &mut sc.mistyped)?;
+                mistyped_in(&r, &mut sc.mistyped)?;
             }
-            let Some(row) = read_row(r)? else { continue };
+            let Some(row) = read_row(&r)? else { continue };
             // Both scans go in rowid order: the list of this row, if any, is the next one.
             while let Some(l) = list {
                 if l.get::<_, i64>(0)? >= row.rowid {
@@ -333,7 +327,7 @@ impl Scanned {
             }
             match list {
                 Some(l) if l.get::<_, i64>(0)? == row.rowid => match l.get_ref(1)? {
-                    rusqlite::types::ValueRef::Blob(b) => neighbours::decode_into(b, &mut sc.raw),
+                    crate::storage::db::ValueRef::Blob(b) => neighbours::decode_into(b, &mut sc.raw),
                     _ => sc.pending |= !row.is_deleted,
                 },
                 _ => sc.pending |= !row.is_deleted,
@@ -685,7 +679,7 @@ fn stored_links(conn: &Connection, rows: &[Row]) -> Result<Option<Links>> {
     let mut q = stmt.query([neighbours::fingerprint()])?;
     let (mut raw, mut at): (Vec<neighbours::Neighbour>, Vec<(i64, u32, u32)>) = (Vec::new(), Vec::new());
     while let Some(r) = q.next()? {
-        if let rusqlite::types::ValueRef::Blob(b) = r.get_ref(1)? {
+        if let crate::storage::db::ValueRef::Blob(b) = r.get_ref(1)? {
             let start = raw.len() as u32;
             neighbours::decode_into(b, &mut raw);
             at.push((r.get(0)?, start, raw.len() as u32));
@@ -1071,6 +1065,10 @@ pub fn run_batch(conn: &mut Connection, opts: &BatchOptions<'_>) -> Result<Batch
 /// writes: the snapshot's one pass over the table gains nothing from a cache, and filling
 /// one costs a dry run a third of its time (page faults of 75 MB).
 fn with_large_cache<T>(conn: &mut Connection, f: impl FnOnce(&mut Connection) -> Result<T>) -> Result<T> {
+    // A server keeps its own shared buffers.
+    if conn.is_postgres() {
+        return f(conn);
+    }
     let cache_before: i64 = conn.query_row("PRAGMA cache_size", [], |r| r.get(0))?;
     conn.execute_batch("PRAGMA cache_size = -131072")?;
     let out = f(conn);
@@ -1263,7 +1261,7 @@ fn write_decisions(
 }
 
 /// The memories changed after journal position `seq`, and the newest position.
-fn journal_since(tx: &rusqlite::Transaction, seq: i64) -> Result<(i64, HashSet<String>)> {
+fn journal_since(tx: &crate::storage::db::Transaction, seq: i64) -> Result<(i64, HashSet<String>)> {
     let mut stmt = tx.prepare_cached("SELECT seq, memory_id FROM lethe_change WHERE seq > ?1 ORDER BY seq")?;
     let mut rows = stmt.query([seq])?;
     let (mut last, mut ids) = (seq, HashSet::new());
@@ -1276,7 +1274,7 @@ fn journal_since(tx: &rusqlite::Transaction, seq: i64) -> Result<(i64, HashSet<S
     Ok((last, ids))
 }
 
-fn apply(tx: &rusqlite::Transaction, p: &Planned, s: &Settings, now: Instant) -> Result<()> {
+fn apply(tx: &crate::storage::db::Transaction, p: &Planned, s: &Settings, now: Instant) -> Result<()> {
     // Each decision re-checks the row's state inside the transaction: an agent may have
     // restored, deleted or purged it since the scan. Such rows are skipped, not errors.
     match &p.decision {
@@ -1332,7 +1330,7 @@ fn apply(tx: &rusqlite::Transaction, p: &Planned, s: &Settings, now: Instant) ->
 /// itself instead of a separate query).
 #[allow(clippy::too_many_arguments)]
 fn soft(
-    tx: &rusqlite::Transaction,
+    tx: &crate::storage::db::Transaction,
     p: &Planned,
     id: &str,
     reason: &str,

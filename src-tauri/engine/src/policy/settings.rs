@@ -1,6 +1,6 @@
 //! Policy settings with the defaults of the seeds, stored in `lethe_settings` as JSON values.
 
-use rusqlite::{Connection, OptionalExtension};
+use crate::storage::db::{Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};

@@ -33,11 +33,15 @@ pub fn normalized(text: &str) -> String {
 
 /// Stores the signature of a memory's new content (after the change of content dropped the
 /// old one, see migration 006).
-pub(crate) fn store_signature(tx: &rusqlite::Connection, id: &str, content: &str) -> rusqlite::Result<()> {
+pub(crate) fn store_signature(
+    tx: &crate::storage::db::Connection,
+    id: &str,
+    content: &str,
+) -> crate::error::Result<()> {
     tx.execute(
         "INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3) \
          ON CONFLICT(memory_id) DO UPDATE SET content_hash = excluded.content_hash, bands = excluded.bands",
-        rusqlite::params![id, content_hash(content), band_keys(content)],
+        crate::storage::db::params![id, content_hash(content), band_keys(content)],
     )?;
     Ok(())
 }

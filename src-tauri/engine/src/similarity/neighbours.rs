@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{params, Connection, OptionalExtension};
+use crate::storage::db::{params, Connection, OptionalExtension};
 
 use crate::embed::{self, Embedder, Vector, DIMS};
 use crate::error::Result;
@@ -154,12 +154,12 @@ pub fn members(conn: &Connection) -> Result<Vec<Member>> {
     let mut out = Vec::new();
     let mut rows = stmt.query([])?;
     while let Some(r) = rows.next()? {
-        out.push(member_of_row(r, fp)?);
+        out.push(member_of_row(&r, fp)?);
     }
     Ok(out)
 }
 
-fn member_of_row(r: &rusqlite::Row<'_>, fp: &str) -> Result<Member> {
+fn member_of_row(r: &crate::storage::db::Row<'_>, fp: &str) -> Result<Member> {
     let bands: Option<Vec<u8>> = r.get(3)?;
     let hash: Option<String> = r.get(4)?;
     let model: Option<String> = r.get(5)?;
@@ -360,7 +360,7 @@ pub fn stored_centroids(conn: &Connection, e: &Embedder) -> Result<Option<Vec<f3
     let stored: Option<Vec<u8>> = conn
         .query_row("SELECT data FROM lethe_centroid WHERE model = ?1", [e.fingerprint()], |r| r.get(0))
         .map(Some)
-        .or_else(|err| if matches!(err, rusqlite::Error::QueryReturnedNoRows) { Ok(None) } else { Err(err) })?;
+        .or_else(|err| if matches!(err, crate::Error::NoRows) { Ok(None) } else { Err(err) })?;
     Ok(stored.map(|b| b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()))
 }
 

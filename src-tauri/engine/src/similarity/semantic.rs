@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use rusqlite::{params, Connection, Transaction};
+use crate::storage::db::{params, Connection, Transaction};
 use serde::Serialize;
 
 use crate::embed::{self, Embedder, Vector, DIMS};
@@ -189,7 +189,7 @@ impl VectorIndex {
             let Some(v) = Vector::from_bytes(r.get_ref(3)?.as_blob().unwrap_or(&[])) else { continue };
             ix.rowids.push(r.get(0)?);
             ix.tiers.push(tier);
-            ix.pinned.push(crate::model::lenient::flag(r, 2)?);
+            ix.pinned.push(crate::model::lenient::flag(&r, 2)?);
             ix.inv_norms.push(v.inv_norm);
             ix.data.extend_from_slice(&v.q);
         }
@@ -507,7 +507,7 @@ pub fn similar_to_text(
         Some(id) => conn
             .query_row("SELECT rowid FROM memory_item WHERE id = ?1", [id], |r| r.get(0))
             .map(Some)
-            .or_else(|e| if matches!(e, rusqlite::Error::QueryReturnedNoRows) { Ok(None) } else { Err(e) })?,
+            .or_else(|e| if matches!(e, crate::Error::NoRows) { Ok(None) } else { Err(e) })?,
         None => None,
     };
     let q = e.embed(text);
@@ -561,7 +561,7 @@ fn judge(
     limit: usize,
     min_similarity: f64,
 ) -> Result<Vec<Similar>> {
-    use rusqlite::OptionalExtension;
+    use crate::storage::db::OptionalExtension;
     let mine = crate::dedup::shingles(text);
     let mut content = conn.prepare_cached("SELECT id, content FROM memory_item WHERE rowid = ?1")?;
     let mut out = Vec::new();
@@ -620,8 +620,8 @@ fn similar_lexical(
 pub fn similar(conn: &Connection, id: &str, limit: usize) -> Result<Vec<Similar>> {
     let content: String =
         conn.query_row("SELECT content FROM memory_item WHERE id = ?1", [id], |r| r.get(0)).map_err(|e| match e {
-            rusqlite::Error::QueryReturnedNoRows => Error::NotFound(format!("memory {id}")),
-            e => Error::Db(e),
+            Error::NoRows => Error::NotFound(format!("memory {id}")),
+            e => e,
         })?;
     similar_to_text(conn, &content, Some(id), limit, 0.0)
 }

@@ -5,8 +5,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use rusqlite::functions::FunctionFlags;
-pub use rusqlite::Connection;
-use rusqlite::{OpenFlags, OptionalExtension, TransactionBehavior};
+use rusqlite::OpenFlags;
+
+pub use crate::storage::db::Connection;
+use crate::storage::db::{OptionalExtension, Transaction, TransactionBehavior};
 
 use crate::error::{is_busy, Error, Result};
 
@@ -26,33 +28,33 @@ const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 2,
         name: "indexes",
-        apply: |c| Ok(c.execute_batch(include_str!("sqlite/migrations/002_indexes.sql"))?),
+        apply: |c| c.execute_batch(include_str!("sqlite/migrations/002_indexes.sql")),
     },
     Migration { version: 3, name: "fts-memento-names", apply: migrate_fts_memento_names },
     Migration {
         version: 4,
         name: "semantic",
-        apply: |c| Ok(c.execute_batch(include_str!("sqlite/migrations/004_semantic.sql"))?),
+        apply: |c| c.execute_batch(include_str!("sqlite/migrations/004_semantic.sql")),
     },
     Migration {
         version: 5,
         name: "sessions",
-        apply: |c| Ok(c.execute_batch(include_str!("sqlite/migrations/005_sessions.sql"))?),
+        apply: |c| c.execute_batch(include_str!("sqlite/migrations/005_sessions.sql")),
     },
     Migration {
         version: 6,
         name: "derived-on-change",
-        apply: |c| Ok(c.execute_batch(include_str!("sqlite/migrations/006_derived_on_change.sql"))?),
+        apply: |c| c.execute_batch(include_str!("sqlite/migrations/006_derived_on_change.sql")),
     },
     Migration {
         version: 7,
         name: "recall-log",
-        apply: |c| Ok(c.execute_batch(include_str!("sqlite/migrations/007_recall_log.sql"))?),
+        apply: |c| c.execute_batch(include_str!("sqlite/migrations/007_recall_log.sql")),
     },
     Migration {
         version: 8,
         name: "dismissed-pairs",
-        apply: |c| Ok(c.execute_batch(include_str!("sqlite/migrations/008_dismissed_pairs.sql"))?),
+        apply: |c| c.execute_batch(include_str!("sqlite/migrations/008_dismissed_pairs.sql")),
     },
 ];
 
@@ -171,6 +173,7 @@ fn migrate_fts_memento_names(conn: &Connection) -> Result<()> {
 /// SQLite cannot even compile a `DELETE FROM memory_item`, so a hard delete would fail whole.
 /// Preparing (never running) such a statement tells, whatever the reason.
 pub fn memory_delete_blocked(conn: &Connection) -> Result<Option<String>> {
+    let Some(conn) = conn.sqlite() else { return Ok(None) };
     match conn.prepare("DELETE FROM memory_item WHERE rowid IS NULL") {
         Ok(_) => Ok(None),
         Err(rusqlite::Error::SqliteFailure(_, Some(msg))) => Ok(Some(format!(
@@ -182,6 +185,13 @@ pub fn memory_delete_blocked(conn: &Connection) -> Result<Option<String>> {
 }
 
 pub fn trigger_exists(conn: &Connection, name: &str) -> Result<bool> {
+    if conn.is_postgres() {
+        return conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = ?1 AND NOT tgisinternal)",
+            [name],
+            |r| r.get(0),
+        );
+    }
     Ok(conn
         .query_row("SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = ?1", [name], |_| Ok(()))
         .optional()?
@@ -189,6 +199,9 @@ pub fn trigger_exists(conn: &Connection, name: &str) -> Result<bool> {
 }
 
 pub fn table_exists(conn: &Connection, name: &str) -> Result<bool> {
+    if conn.is_postgres() {
+        return super::postgres::table_exists(conn, name);
+    }
     Ok(conn
         .query_row("SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?1", [name], |_| Ok(()))
         .optional()?
@@ -196,6 +209,9 @@ pub fn table_exists(conn: &Connection, name: &str) -> Result<bool> {
 }
 
 pub fn column_exists(conn: &Connection, table: &str, column: &str) -> Result<bool> {
+    if conn.is_postgres() {
+        return super::postgres::column_exists(conn, table, column);
+    }
     let mut stmt = conn.prepare(&format!("PRAGMA table_info({table})"))?;
     let names = stmt.query_map([], |r| r.get::<_, String>(1))?;
     for n in names {
@@ -374,7 +390,7 @@ fn note_text(note: &Js) -> String {
     tokens.join(" ")
 }
 
-fn register_functions(conn: &Connection) -> Result<()> {
+fn register_functions(conn: &rusqlite::Connection) -> Result<()> {
     conn.create_scalar_function(
         "normalize_reflection_notes",
         1,
@@ -395,23 +411,24 @@ fn register_functions(conn: &Connection) -> Result<()> {
 }
 
 fn configure(conn: &Connection) -> Result<()> {
-    conn.busy_timeout(BUSY_TIMEOUT)?;
+    let raw = conn.sqlite().expect("an SQLite connection");
+    raw.busy_timeout(BUSY_TIMEOUT)?;
     // Triggers and views in the file may call only functions flagged innocuous, and never
     // virtual tables' side effects: the file's schema is data somebody else may have written.
     conn.execute_batch("PRAGMA trusted_schema = OFF")?;
-    register_functions(conn)?;
+    register_functions(raw)?;
     // Reading the header first makes a foreign file fail here, before any write touches it.
-    conn.query_row("PRAGMA schema_version", [], |r| r.get::<_, i64>(0)).map_err(|e| match e.sqlite_error_code() {
+    raw.query_row("PRAGMA schema_version", [], |r| r.get::<_, i64>(0)).map_err(|e| match e.sqlite_error_code() {
         Some(rusqlite::ErrorCode::NotADatabase) | Some(rusqlite::ErrorCode::DatabaseCorrupt) => {
             Error::Foreign("the file is not a SQLite database (or is damaged)".into())
         }
         _ => Error::Db(e),
     })?;
-    refuse_other_programs_file(conn)?;
+    refuse_other_programs_file(raw)?;
     schema_guard::refuse_foreign_logic(conn)?;
     // Switching to WAL needs a lock that the busy timeout does not always wait for when
     // several processes open a new file at once, so BUSY is retried here too.
-    let mode: String = with_retry(|| Ok(conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?))?;
+    let mode: String = with_retry(|| conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)))?;
     if mode != "wal" && mode != "memory" {
         return Err(Error::Foreign(format!("could not switch the database to WAL (journal mode {mode})")));
     }
@@ -434,6 +451,10 @@ const FTS_TABLES: &[&str] = &["memory_item_fts", "lethe_fts"];
 /// Costs a rewrite of the indexes (BENCHMARKS.md), so it runs once per hard delete or purge
 /// batch, inside the caller's transaction.
 pub fn purge_deleted_index_entries(tx: &Connection) -> Result<()> {
+    // PostgreSQL's index is a column of the row: a deleted row takes its entries with it.
+    if tx.is_postgres() {
+        return Ok(());
+    }
     for t in FTS_TABLES {
         if table_exists(tx, t)? {
             tx.execute_batch(&format!("INSERT INTO {t} ({t}) VALUES ('optimize')"))?;
@@ -447,6 +468,7 @@ pub fn purge_deleted_index_entries(tx: &Connection) -> Result<()> {
 /// reading at that moment makes it BUSY; retried for up to two seconds. Returns whether the
 /// WAL was truncated (false: a reader kept it; the text then leaves at the next checkpoint).
 pub fn checkpoint_truncate(conn: &Connection) -> Result<bool> {
+    let Some(conn) = conn.sqlite() else { return Ok(true) };
     let started = std::time::Instant::now();
     loop {
         let busy: i64 = match conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0)) {
@@ -477,6 +499,7 @@ pub fn checkpoint_truncate(conn: &Connection) -> Result<bool> {
 /// replaces any commit hook the connection had): it ends when the connection closes. Other
 /// processes keep SQLite's default. A database in memory needs none; nothing is done.
 pub fn checkpoint_off_the_writer(writer: &Connection) -> Result<()> {
+    let Some(writer) = writer.sqlite() else { return Ok(()) };
     let path = match writer.path() {
         Some(p) if !p.is_empty() => p.to_string(),
         _ => return Ok(()),
@@ -512,6 +535,7 @@ pub const LONG_RUNNING_CACHE_MIB: i64 = 64;
 /// only as pages are read, up to [`LONG_RUNNING_CACHE_MIB`]; one-shot CLI commands keep the
 /// default, since a scan that fills a big cache once costs more than it saves.
 pub fn serve_many_reads(conn: &Connection) -> Result<()> {
+    let Some(conn) = conn.sqlite() else { return Ok(()) };
     conn.pragma_update(None, "cache_size", -LONG_RUNNING_CACHE_MIB * 1024)?;
     Ok(())
 }
@@ -525,7 +549,7 @@ pub const WRITER_FALLBACK_PAGES: i64 = 20_000;
 /// A SQLite file with tables but neither Lethe's nor memento's belongs to another program:
 /// migrating it would add Lethe's schema to someone else's data (and switch it to WAL), so it
 /// is refused before anything is written.
-fn refuse_other_programs_file(conn: &Connection) -> Result<()> {
+fn refuse_other_programs_file(conn: &rusqlite::Connection) -> Result<()> {
     // One statement, so one snapshot: checked in separate statements, another process's
     // migration could commit in between and its first table look like someone else's.
     let (ours, other): (bool, Option<String>) = conn.query_row(
@@ -571,6 +595,10 @@ pub(crate) const TYPED_COLUMNS: &[(&str, &[&str])] = &[
 
 /// The memories (at most `limit` findings) holding a value of the wrong type.
 pub fn mistyped_rows(conn: &Connection, limit: usize) -> Result<Vec<Mistyped>> {
+    // PostgreSQL's columns hold only values of their declared type.
+    if conn.is_postgres() {
+        return Ok(Vec::new());
+    }
     let mut cols: Vec<(&str, String)> = Vec::new();
     for (col, ok) in TYPED_COLUMNS {
         if column_exists(conn, "memory_item", col)? {
@@ -595,7 +623,7 @@ pub fn mistyped_rows(conn: &Connection, limit: usize) -> Result<Vec<Mistyped>> {
     let mut rows = stmt.query([])?;
     let mut out = Vec::new();
     while let Some(r) = rows.next()? {
-        let id = model_text(r, 0)?;
+        let id = model_text(&r, 0)?;
         for (i, (col, _)) in cols.iter().enumerate() {
             let found: String = r.get(i + 1)?;
             if !allowed(col, &found) && out.len() < limit {
@@ -606,7 +634,7 @@ pub fn mistyped_rows(conn: &Connection, limit: usize) -> Result<Vec<Mistyped>> {
     Ok(out)
 }
 
-fn model_text(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<String> {
+fn model_text(r: &crate::storage::db::Row<'_>, i: usize) -> crate::error::Result<String> {
     Ok(crate::model::lenient::text(r, i)?.unwrap_or_default())
 }
 
@@ -637,14 +665,19 @@ pub const MIGRATION_DEADLINE: Duration = Duration::from_secs(600);
 /// same mode), in a directory created 0700.
 pub fn open(path: impl AsRef<Path>) -> Result<Connection> {
     let path = path.as_ref();
+    if let Some(url) = path.to_str().filter(|p| super::postgres::is_url(p)) {
+        return super::postgres::connect(url);
+    }
     create_private(path)?;
-    let conn = Connection::open_with_flags(
+    let raw = rusqlite::Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(|e| Error::Foreign(format!("cannot open {}: {e}", path.display())))?;
-    with_deadline(&conn, OPEN_DEADLINE, "opening the database", || configure(&conn))?;
-    with_deadline(&conn, MIGRATION_DEADLINE, "upgrading the database's schema", || migrate(&conn))?;
+    let conn = Connection::from(raw);
+    let raw = conn.sqlite().expect("an SQLite connection");
+    with_deadline(raw, OPEN_DEADLINE, "opening the database", || configure(&conn))?;
+    with_deadline(raw, MIGRATION_DEADLINE, "upgrading the database's schema", || migrate(&conn))?;
     Ok(conn)
 }
 
@@ -653,12 +686,22 @@ pub fn open(path: impl AsRef<Path>) -> Result<Connection> {
 /// hold foreign triggers, and for looking at a store without any risk of changing it.
 pub fn open_read_only(path: impl AsRef<Path>) -> Result<Connection> {
     let path = path.as_ref();
-    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-        .map_err(|e| Error::Foreign(format!("cannot open {}: {e}", path.display())))?;
-    with_deadline(&conn, OPEN_DEADLINE, "opening the database", || {
+    if let Some(url) = path.to_str().filter(|p| super::postgres::is_url(p)) {
+        let conn = super::postgres::connect(url)?;
+        conn.execute_batch("SET default_transaction_read_only = on")?;
+        return Ok(conn);
+    }
+    let raw =
+        rusqlite::Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+            .map_err(|e| Error::Foreign(format!("cannot open {}: {e}", path.display())))?;
+    let conn = Connection::from(raw);
+    let raw = conn.sqlite().expect("an SQLite connection");
+    with_deadline(raw, OPEN_DEADLINE, "opening the database", || {
+        let conn_ = &conn;
+        let conn = raw;
         conn.busy_timeout(BUSY_TIMEOUT)?;
         conn.execute_batch("PRAGMA trusted_schema = OFF; PRAGMA query_only = ON;")?;
-        register_functions(&conn)?;
+        register_functions(conn)?;
         conn.query_row("PRAGMA schema_version", [], |r| r.get::<_, i64>(0)).map_err(|e| {
             match e.sqlite_error_code() {
                 Some(rusqlite::ErrorCode::NotADatabase) | Some(rusqlite::ErrorCode::DatabaseCorrupt) => {
@@ -667,7 +710,7 @@ pub fn open_read_only(path: impl AsRef<Path>) -> Result<Connection> {
                 _ => Error::Db(e),
             }
         })?;
-        let version = schema_version(&conn)?;
+        let version = schema_version(conn_)?;
         if version != SCHEMA_VERSION {
             return Err(Error::Foreign(format!(
                 "--read-only needs a file at this Lethe's schema ({SCHEMA_VERSION}); this one is at {version}"
@@ -680,7 +723,12 @@ pub fn open_read_only(path: impl AsRef<Path>) -> Result<Connection> {
 
 /// Runs `f` with a deadline on every statement it runs: past it, SQLite interrupts the
 /// statement and the error says what took too long.
-fn with_deadline<T>(conn: &Connection, limit: Duration, what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+fn with_deadline<T>(
+    conn: &rusqlite::Connection,
+    limit: Duration,
+    what: &str,
+    f: impl FnOnce() -> Result<T>,
+) -> Result<T> {
     let deadline = std::time::Instant::now() + limit;
     conn.progress_handler(10_000, Some(move || std::time::Instant::now() > deadline));
     let out = f();
@@ -719,7 +767,7 @@ fn create_private(path: &Path) -> Result<()> {
 
 /// An in-memory database with the full schema, for tests.
 pub fn open_in_memory() -> Result<Connection> {
-    let conn = Connection::open_in_memory()?;
+    let conn = Connection::from(rusqlite::Connection::open_in_memory()?);
     configure(&conn)?;
     migrate(&conn)?;
     Ok(conn)
@@ -730,7 +778,7 @@ pub fn schema_version(conn: &Connection) -> Result<i64> {
     if !table_exists(conn, "lethe_schema")? {
         return Ok(0);
     }
-    Ok(conn.query_row("SELECT COALESCE(MAX(version), 0) FROM lethe_schema", [], |r| r.get(0))?)
+    conn.query_row("SELECT COALESCE(MAX(version), 0) FROM lethe_schema", [], |r| r.get(0))
 }
 
 pub fn is_memento(conn: &Connection) -> Result<bool> {
@@ -752,7 +800,7 @@ fn migrate(conn: &Connection) -> Result<()> {
     // Our own version table instead of `PRAGMA user_version`: a memento file may use that
     // pragma for its own purposes, and Lethe must leave memento's bookkeeping alone.
     with_retry(|| {
-        conn.execute_batch("BEGIN IMMEDIATE")?;
+        conn.begin(TransactionBehavior::Immediate)?;
         let result = (|| {
             conn.execute_batch(
                 "CREATE TABLE IF NOT EXISTS lethe_schema (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
@@ -767,18 +815,18 @@ fn migrate(conn: &Connection) -> Result<()> {
                 (m.apply)(conn)?;
                 conn.execute(
                     "INSERT INTO lethe_schema (version, name, applied_at) VALUES (?1, ?2, ?3)",
-                    rusqlite::params![m.version, m.name, crate::time::format(chrono::Utc::now())],
+                    crate::storage::db::params![m.version, m.name, crate::time::format(chrono::Utc::now())],
                 )?;
             }
             Ok(())
         })();
         match result {
             Ok(()) => {
-                conn.execute_batch("COMMIT")?;
+                conn.commit()?;
                 Ok(())
             }
             Err(e) => {
-                let _ = conn.execute_batch("ROLLBACK");
+                let _ = conn.rollback();
                 Err(e)
             }
         }
@@ -792,7 +840,7 @@ pub fn with_retry<T>(mut f: impl FnMut() -> Result<T>) -> Result<T> {
     let mut delay = Duration::from_millis(2);
     loop {
         match f() {
-            Err(Error::Db(e)) if is_busy(&e) => {
+            Err(e) if e.is_retryable() => {
                 // Bounded: another program holding a write lock for good must end in a clear
                 // error, not an endless wait.
                 if started.elapsed() >= RETRY_DEADLINE {
@@ -810,7 +858,7 @@ pub fn with_retry<T>(mut f: impl FnMut() -> Result<T>) -> Result<T> {
 }
 
 /// Runs `f` in an IMMEDIATE write transaction, retrying the whole transaction on BUSY.
-pub fn write_tx<T>(conn: &mut Connection, mut f: impl FnMut(&rusqlite::Transaction) -> Result<T>) -> Result<T> {
+pub fn write_tx<T>(conn: &mut Connection, mut f: impl FnMut(&Transaction) -> Result<T>) -> Result<T> {
     with_retry(|| {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let out = f(&tx)?;
@@ -826,9 +874,9 @@ pub fn read_tx<T>(conn: &Connection, f: impl FnOnce() -> Result<T>) -> Result<T>
     if !conn.is_autocommit() {
         return f();
     }
-    conn.execute_batch("BEGIN DEFERRED")?;
+    conn.begin(TransactionBehavior::Deferred)?;
     let out = f();
-    let end = conn.execute_batch("COMMIT");
+    let end = conn.commit();
     let out = out?;
     end?;
     Ok(out)
@@ -836,12 +884,13 @@ pub fn read_tx<T>(conn: &Connection, f: impl FnOnce() -> Result<T>) -> Result<T>
 
 /// `PRAGMA data_version`: changes when another connection commits.
 pub fn data_version(conn: &Connection) -> Result<i64> {
+    let Some(conn) = conn.sqlite() else { return last_change_seq(conn) };
     Ok(conn.query_row("PRAGMA data_version", [], |r| r.get(0))?)
 }
 
 /// The newest change-journal sequence number.
 pub fn last_change_seq(conn: &Connection) -> Result<i64> {
-    Ok(conn.query_row("SELECT COALESCE(MAX(seq), 0) FROM lethe_change", [], |r| r.get(0))?)
+    conn.query_row("SELECT COALESCE(MAX(seq), 0) FROM lethe_change", [], |r| r.get(0))
 }
 
 /// Memory ids changed after `seq` (deduplicated, at most `limit`; `None` when more changed).
@@ -849,7 +898,7 @@ pub fn changes_since(conn: &Connection, seq: i64, limit: usize) -> Result<(i64, 
     let mut stmt =
         conn.prepare_cached("SELECT seq, memory_id FROM lethe_change WHERE seq > ?1 ORDER BY seq LIMIT ?2")?;
     let rows: Vec<(i64, Option<String>)> = stmt
-        .query_map(rusqlite::params![seq, (limit + 1) as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .query_map(crate::storage::db::params![seq, (limit + 1) as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<std::result::Result<_, _>>()?;
     let last = last_change_seq(conn)?;
     if rows.len() > limit {
@@ -872,7 +921,7 @@ mod tests {
         let mut stmt = conn.prepare("SELECT x FROM t ORDER BY x").unwrap();
         let mut rows = stmt.query([]).unwrap();
         assert_eq!(rows.next().unwrap().unwrap().get::<_, i64>(0).unwrap(), 1);
-        let n: i64 = read_tx(&conn, || Ok(conn.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))?)).unwrap();
+        let n: i64 = read_tx(&conn, || conn.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))).unwrap();
         assert_eq!(n, 3);
         assert_eq!(rows.next().unwrap().unwrap().get::<_, i64>(0).unwrap(), 2, "the caller's statement goes on");
         drop(rows);

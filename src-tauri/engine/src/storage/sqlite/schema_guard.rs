@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use rusqlite::Connection;
+use crate::storage::db::Connection;
 
 use crate::error::{Error, Result};
 
@@ -40,7 +40,7 @@ fn known() -> &'static HashMap<String, Vec<String>> {
         ];
         for steps in scripts {
             let conn = Connection::open_in_memory().expect("an in-memory database");
-            super::register_functions(&conn).expect("registering SQL functions");
+            super::register_functions(conn.sqlite().expect("sqlite")).expect("registering SQL functions");
             for sql in *steps {
                 conn.execute_batch(sql).expect("a shipped schema script runs on an empty database");
                 for (name, sql) in objects(&conn).expect("reading sqlite_master") {
@@ -62,7 +62,7 @@ fn objects(conn: &Connection) -> Result<Vec<(String, String)>> {
         "SELECT type || ' ' || name, COALESCE(sql, '') FROM sqlite_master WHERE type IN ('trigger', 'view') ORDER BY type, name",
     )?;
     let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    rows.collect::<crate::error::Result<_>>()
 }
 
 /// Whitespace runs become one space, `IF NOT EXISTS` and a final `;` go, case is kept: two

@@ -1,0 +1,210 @@
+//! The team store: a PostgreSQL server behind the same [`Connection`] (issue #20).
+//!
+//! `postgres://USER[:PASSWORD]@HOST:PORT/DB` (or `postgresql://…`) wherever a database path
+//! goes (`--db`, `LETHE_DB`). The schema is created and migrated by [`setup`] (`lethe admin
+//! setup`, as the role that owns the database), with append-only migrations like SQLite's;
+//! agents connect with [`connect`], which needs no DDL rights and refuses a server whose
+//! schema is missing or newer than this build. Passwords never leave this module: what is
+//! shown of a connection is [`display`].
+
+use std::str::FromStr;
+
+use crate::error::{Error, Result};
+use crate::storage::db::{pg::Pg, Connection};
+
+/// One migration of the team store's schema. Append-only: never edit one that has shipped.
+struct Migration {
+    version: i64,
+    name: &'static str,
+    sql: &'static str,
+}
+
+const MIGRATIONS: &[Migration] =
+    &[Migration { version: 1, name: "schema", sql: include_str!("postgres/migrations/001_schema.sql") }];
+
+/// The team store's schema version this build reads and writes.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// Whether a `--db` value names a PostgreSQL server rather than a file.
+pub fn is_url(db: &str) -> bool {
+    let lower = db.get(..13).unwrap_or(db).to_ascii_lowercase();
+    lower.starts_with("postgres://") || lower.starts_with("postgresql://")
+}
+
+/// The server and database of a URL without its password (for messages, the window and the
+/// recent list): `postgres://agent@127.0.0.1:5432/team`.
+pub fn display(url: &str) -> String {
+    match postgres::Config::from_str(url) {
+        Ok(c) => {
+            let host = c
+                .get_hosts()
+                .first()
+                .map(|h| match h {
+                    postgres::config::Host::Tcp(h) => h.clone(),
+                    postgres::config::Host::Unix(p) => p.display().to_string(),
+                })
+                .unwrap_or_else(|| "localhost".into());
+            let port = c.get_ports().first().copied().unwrap_or(5432);
+            format!(
+                "postgres://{}@{host}:{port}/{}",
+                c.get_user().unwrap_or(""),
+                c.get_dbname().unwrap_or(c.get_user().unwrap_or(""))
+            )
+        }
+        Err(_) => "postgres://(unreadable address)".into(),
+    }
+}
+
+fn open_raw(url: &str) -> Result<Connection> {
+    let config = postgres::Config::from_str(url)
+        .map_err(|e| Error::invalid(format!("not a PostgreSQL address ({}): {e}", display(url))))?;
+    let mut config = config;
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(std::time::Duration::from_secs(5));
+    }
+    config.application_name("lethe");
+    let client = config
+        .connect(postgres::NoTls)
+        .map_err(|e| Error::Foreign(format!("cannot connect to the team server {}: {}", display(url), message(&e))))?;
+    let conn = Connection::from_postgres(Pg::new(client, display(url)));
+    // Statements that wait on a lock give up as SQLite's busy timeout does.
+    conn.execute_batch("SET lock_timeout = '5s'; SET statement_timeout = '0'")?;
+    Ok(conn)
+}
+
+fn message(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => db.message().to_string(),
+        None => {
+            // The driver's own text ("error connecting to server: Connection refused (os error 111)").
+            let mut text = e.to_string();
+            let mut source = std::error::Error::source(e);
+            while let Some(s) = source {
+                text = format!("{text}: {s}");
+                source = s.source();
+            }
+            text
+        }
+    }
+}
+
+/// The schema version stored on the server (0: none yet).
+pub fn schema_version(conn: &Connection) -> Result<i64> {
+    if !table_exists(conn, "lethe_schema")? {
+        return Ok(0);
+    }
+    conn.query_row("SELECT COALESCE(MAX(version), 0) FROM lethe_schema", [], |r| r.get(0))
+}
+
+pub fn table_exists(conn: &Connection, name: &str) -> Result<bool> {
+    conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?1)",
+        [name],
+        |r| r.get(0),
+    )
+}
+
+pub fn column_exists(conn: &Connection, table: &str, column: &str) -> Result<bool> {
+    conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM information_schema.columns \
+         WHERE table_schema = current_schema() AND table_name = ?1 AND column_name = ?2)",
+        [table, column],
+        |r| r.get(0),
+    )
+}
+
+/// Connects an agent, a curator or a reader: the schema must be there, at this version.
+pub fn connect(url: &str) -> Result<Connection> {
+    let conn = open_raw(url)?;
+    let version = schema_version(&conn)?;
+    if version == 0 {
+        return Err(Error::Foreign(format!(
+            "the team server {} has no Lethe schema yet; its owner runs `lethe --db URL admin setup` first",
+            display(url)
+        )));
+    }
+    if version > SCHEMA_VERSION {
+        return Err(Error::Foreign(format!(
+            "the team server {} was set up by a newer Lethe (schema {version}, this build knows {SCHEMA_VERSION})",
+            display(url)
+        )));
+    }
+    if version < SCHEMA_VERSION {
+        return Err(Error::Foreign(format!(
+            "the team server {} has schema {version}; its owner runs `lethe --db URL admin setup` to bring it to {SCHEMA_VERSION}",
+            display(url)
+        )));
+    }
+    Ok(conn)
+}
+
+/// What [`setup`] did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SetupReport {
+    pub server: String,
+    pub schema_version: i64,
+    pub applied: Vec<String>,
+}
+
+/// Creates or migrates the schema, idempotently; one setup at a time (an advisory lock), each
+/// migration in the transaction that records it.
+pub fn setup(url: &str) -> Result<SetupReport> {
+    let conn = open_raw(url)?;
+    // Setup runs DDL the server should not echo back as notices on every `IF NOT EXISTS`.
+    conn.execute_batch("SET client_min_messages = warning")?;
+    conn.execute_batch("SELECT pg_advisory_lock(7394021)")?;
+    let out = (|| {
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS lethe_schema (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
+        )?;
+        let current = schema_version(&conn)?;
+        if current > SCHEMA_VERSION {
+            return Err(Error::Foreign(format!(
+                "the team server was set up by a newer Lethe (schema {current}, this build knows {SCHEMA_VERSION}); it was left untouched"
+            )));
+        }
+        let mut applied = Vec::new();
+        for m in MIGRATIONS.iter().filter(|m| m.version > current) {
+            conn.begin(crate::storage::db::TransactionBehavior::Deferred)?;
+            let step = (|| {
+                conn.execute_batch(m.sql)?;
+                conn.execute(
+                    "INSERT INTO lethe_schema (version, name, applied_at) VALUES (?1, ?2, ?3)",
+                    crate::params![m.version, m.name, crate::time::format(chrono::Utc::now())],
+                )?;
+                Ok(())
+            })();
+            match step {
+                Ok(()) => conn.commit()?,
+                Err(e) => {
+                    let _ = conn.rollback();
+                    return Err(e);
+                }
+            }
+            applied.push(format!("{:03}_{}", m.version, m.name));
+        }
+        conn.execute(
+            "INSERT INTO lethe_meta (key, value) VALUES ('origin', 'lethe-team') ON CONFLICT (key) DO NOTHING",
+            [],
+        )?;
+        Ok(SetupReport { server: display(url), schema_version: SCHEMA_VERSION, applied })
+    })();
+    let _ = conn.execute_batch("SELECT pg_advisory_unlock(7394021)");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_told_from_paths_and_shown_without_passwords() {
+        assert!(is_url("postgres://a:b@h:5432/d"));
+        assert!(is_url("PostgreSQL://h/d"));
+        assert!(!is_url("/tmp/postgres://x.db"));
+        assert!(!is_url("memory.db"));
+        let shown = display("postgres://agent:s3cret@127.0.0.1:5433/team");
+        assert_eq!(shown, "postgres://agent@127.0.0.1:5433/team");
+        assert!(!shown.contains("s3cret"));
+    }
+}
