@@ -4,7 +4,8 @@
 SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT_PACKAGES := libwebkit2gtk-4.1-dev build-essential pkg-config curl wget file libssl-dev libxdo-dev \
-	libayatana-appindicator3-dev librsvg2-dev xvfb xauth webkit2gtk-driver fonts-dejavu-core imagemagick
+	libayatana-appindicator3-dev librsvg2-dev xvfb xauth webkit2gtk-driver fonts-dejavu-core imagemagick \
+	postgresql
 CARGO_BIN := $(HOME)/.cargo/bin
 export PATH := $(CARGO_BIN):$(PATH)
 
@@ -58,8 +59,13 @@ lint: deps ui
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 
+# The engine's suites that run on both backends, here on a throwaway PostgreSQL server
+# (tests/pg/with-server.sh), plus the CLI on a team server (issue #20).
+PG_SUITES := --test engine --test duplicates --test duplication --test seeds --test recall_quality
+
 rust-test: build
 	cargo test --workspace
+	tests/pg/with-server.sh bash -c 'cargo test -p lethe-engine $(PG_SUITES) && cargo test -p lethe-cli --test team'
 
 # Rewrites ui/src/bindings.ts, the window's TypeScript types, from the Rust types. rust-test
 # fails while the committed file differs (src-tauri/bindings.rs), saying to run this.

@@ -70,7 +70,7 @@ impl Error {
             Error::Db(e) if is_not_a_db(e) => "db_unavailable",
             Error::Pg(e) if pg_retryable(e) => "busy",
             Error::Pg(e) if pg_state(e) == Some("42501") => "forbidden",
-            Error::Pg(e) if e.is_closed() || e.as_db_error().is_none() => "db_unavailable",
+            Error::Pg(e) if e.is_closed() => "db_unavailable",
             Error::Db(_) | Error::Pg(_) | Error::NoRows | Error::Column(_) | Error::Io(_) | Error::Integrity(_) => {
                 "internal"
             }
@@ -129,6 +129,14 @@ pub(crate) fn pg_retryable(e: &postgres::Error) -> bool {
 fn pg_message(e: &postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => e.to_string(),
+        None => {
+            let mut text = e.to_string();
+            let mut source = std::error::Error::source(e);
+            while let Some(s) = source {
+                text = format!("{text}: {s}");
+                source = s.source();
+            }
+            text
+        }
     }
 }

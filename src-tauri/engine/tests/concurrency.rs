@@ -6,12 +6,12 @@ use std::sync::Mutex;
 
 use chrono::{Duration, Utc};
 use lethe_engine::forgetting::{self, BatchOptions};
-use lethe_engine::{lifecycle, store, time};
+use lethe_engine::{lifecycle, time};
 
 /// `n` working memories far past the working window (all forgotten by the gate), written
 /// with SQL.
 fn forgettable_store(path: &std::path::Path, n: usize) {
-    let mut conn = store::open(path).unwrap();
+    let mut conn = lethe_testkit::backend::open(path).unwrap();
     let created = time::format(Utc::now() - Duration::days(400));
     let tx = conn.transaction().unwrap();
     {
@@ -56,14 +56,14 @@ fn a_pin_made_while_a_150k_batch_runs_survives_it() {
         // After the first chunk is written and before the last: a person pins one memory of
         // the plan and an agent edits another, from their own connections.
         if !*done && written < total {
-            let mut other = store::open(&path).unwrap();
+            let mut other = lethe_testkit::backend::open(&path).unwrap();
             lifecycle::pin(&mut other, &last, "user", Utc::now()).unwrap();
             lifecycle::edit(&mut other, &edited, "note: build finished, kept by the agent", "agent:ci", Utc::now())
                 .unwrap();
             *done = true;
         }
     };
-    let mut conn = store::open(&path).unwrap();
+    let mut conn = lethe_testkit::backend::open(&path).unwrap();
     let mut opts = BatchOptions::new(Utc::now(), false);
     opts.progress = Some(&progress);
     let report = forgetting::run_batch(&mut conn, &opts).unwrap();
@@ -101,7 +101,7 @@ fn a_pinned_memory_in_quarantine_is_never_purged() {
     let dir = tempdir("purge");
     let path = dir.join("m.db");
     forgettable_store(&path, 3);
-    let mut conn = store::open(&path).unwrap();
+    let mut conn = lethe_testkit::backend::open(&path).unwrap();
     let long_ago = Utc::now() - Duration::days(90);
     for id in ["mem_0000000", "mem_0000001"] {
         lifecycle::soft_delete(&mut conn, id, Some("test"), "user", long_ago).unwrap();
@@ -117,7 +117,7 @@ fn a_deleted_at_rewritten_into_the_past_does_not_bring_the_purge_forward() {
     let dir = tempdir("forged");
     let path = dir.join("m.db");
     forgettable_store(&path, 2);
-    let mut conn = store::open(&path).unwrap();
+    let mut conn = lethe_testkit::backend::open(&path).unwrap();
     lifecycle::soft_delete(&mut conn, "mem_0000000", Some("test"), "user", Utc::now()).unwrap();
     // Another program dates the deletion to 1970 behind Lethe's back.
     conn.execute("UPDATE memory_item SET deleted_at = '1970-01-01T00:00:00.000Z' WHERE id = 'mem_0000000'", [])

@@ -45,7 +45,7 @@ const NEAR: &str = "the staging deploy of the billing service needs the feature 
 /// A file with one near-copy pair (the older one more important: it dominates) and one
 /// unrelated memory. Returns (file, older id, newer id, unrelated id).
 fn pair_file() -> (store::Connection, String, String, String) {
-    let mut conn = store::open(temp_db()).unwrap();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
     let old = put(
         &mut conn,
         NewMemory { importance: Some(0.8), created_at: Some(days_ago(20.0)), ..NewMemory::new(Tier::Semantic, TEXT) },
@@ -190,7 +190,7 @@ fn a_hard_delete_removes_the_memorys_dismissals() {
 
 #[test]
 fn health_lists_name_the_memories_people_should_look_at() {
-    let mut conn = store::open(temp_db()).unwrap();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
     let mk = |content: &str, age: f64| NewMemory {
         created_at: Some(days_ago(age)),
         ..NewMemory::new(Tier::Episodic, content)

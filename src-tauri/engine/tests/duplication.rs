@@ -17,7 +17,7 @@ fn load(n: usize) -> (std::path::PathBuf, store::Connection) {
     embed::shared().unwrap_or_else(|| panic!("{} (run `make model`)", embed::status()));
     let dir = std::env::temp_dir().join(format!("lethe-dup-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
-    let mut conn = store::open(dir.join("dup.db")).unwrap();
+    let mut conn = lethe_testkit::backend::open(dir.join("dup.db")).unwrap();
     let mut jsonl = Vec::new();
     for item in RealisticGenerator::new(n) {
         serde_json::to_writer(&mut jsonl, &item.to_memory(now())).unwrap();

@@ -1,5 +1,6 @@
-//! Engine behaviour end to end on real SQLite files: lifecycle, forgetting, procedures,
-//! archive, meta-memory coalescing.
+//! Engine behaviour end to end on real stores: lifecycle, forgetting, procedures, archive,
+//! meta-memory coalescing. On SQLite files, or with `LETHE_TEST_POSTGRES` on a PostgreSQL
+//! server (lethe_testkit::backend).
 
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
@@ -30,9 +31,24 @@ fn count(conn: &store::Connection, sql: &str) -> i64 {
     conn.query_row(sql, [], |r| r.get(0)).unwrap()
 }
 
+/// A number that any write to the store changes: SQLite's count of changed rows, or on a
+/// server the journal's last entry and the sizes of the append-only and derived tables.
+fn writes_so_far(conn: &store::Connection) -> i64 {
+    if lethe_testkit::backend::is_postgres() {
+        count(
+            conn,
+            "SELECT (SELECT COALESCE(MAX(seq), 0) FROM lethe_change) + (SELECT COUNT(*) FROM lethe_action) \
+             + (SELECT COUNT(*) FROM memory_forgetting_event) + (SELECT COUNT(*) FROM lethe_signature) \
+             + (SELECT COUNT(*) FROM lethe_vector) + (SELECT COUNT(*) FROM meta_memory_stats)",
+        )
+    } else {
+        count(conn, "SELECT total_changes()")
+    }
+}
+
 #[test]
 fn restore_gives_back_the_identical_memory_and_both_steps_are_audited() {
-    let mut conn = store::open(temp_db()).unwrap();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
     let id = put(&mut conn, Tier::Semantic, "Auth uses Ed25519");
     let before = lifecycle::get(&conn, &id).unwrap();
     lifecycle::soft_delete(&mut conn, &id, Some("wrong"), "user", now()).unwrap();
@@ -47,18 +63,19 @@ fn restore_gives_back_the_identical_memory_and_both_steps_are_audited() {
 
 #[test]
 fn hard_delete_needs_confirmation_and_removes_every_trace_but_events() {
-    let mut conn = store::open(temp_db()).unwrap();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
     let id = put(&mut conn, Tier::Episodic, "the deploy failed on migration 42");
     let err = lifecycle::hard_delete(&mut conn, &id, false, None, "user", now()).unwrap_err();
     assert_eq!(err.exit_code(), 5);
     assert!(lifecycle::get(&conn, &id).is_ok(), "nothing deleted without confirmation");
     lifecycle::hard_delete(&mut conn, &id, true, None, "user", now()).unwrap();
     assert_eq!(lifecycle::get(&conn, &id).unwrap_err().exit_code(), 4);
-    assert_eq!(
-        count(&conn, "SELECT COUNT(*) FROM memory_item_fts WHERE memory_item_fts MATCH 'migration'"),
-        0,
-        "FTS trace gone"
-    );
+    let fts = if lethe_testkit::backend::is_postgres() {
+        "SELECT COUNT(*) FROM memory_item WHERE lethe_fts @@ to_tsquery('english', 'migration')"
+    } else {
+        "SELECT COUNT(*) FROM memory_item_fts WHERE memory_item_fts MATCH 'migration'"
+    };
+    assert_eq!(count(&conn, fts), 0, "FTS trace gone");
     assert_eq!(count(&conn, "SELECT COUNT(*) FROM lethe_signature"), 0, "signature gone");
     assert_eq!(
         count(&conn, "SELECT COUNT(*) FROM memory_forgetting_event WHERE action = 'hard'"),
@@ -69,8 +86,8 @@ fn hard_delete_needs_confirmation_and_removes_every_trace_but_events() {
 
 #[test]
 fn invalid_input_writes_nothing() {
-    let mut conn = store::open(temp_db()).unwrap();
-    let before = count(&conn, "SELECT total_changes()");
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let before = writes_so_far(&conn);
     let cases: Vec<NewMemory> = vec![
         NewMemory::new(Tier::Semantic, ""),
         NewMemory::new(Tier::Semantic, "x".repeat(2 * 1024 * 1024)),
@@ -90,12 +107,12 @@ fn invalid_input_writes_nothing() {
         assert_eq!(e.exit_code(), 2, "{e}");
     }
     assert_eq!(count(&conn, "SELECT COUNT(*) FROM memory_item"), 0);
-    assert_eq!(count(&conn, "SELECT total_changes()"), before, "no row touched");
+    assert_eq!(writes_so_far(&conn), before, "no row touched");
 }
 
 #[test]
 fn write_time_filter_skips_trivial_and_exact_duplicates() {
-    let mut conn = store::open(temp_db()).unwrap();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
     let ok = lifecycle::remember(&mut conn, &NewMemory::new(Tier::Episodic, "ok"), "user", now()).unwrap();
     assert!(matches!(ok, RememberOutcome::Skipped { ref reason, .. } if reason.starts_with("trivial")));
     let first = put(&mut conn, Tier::Semantic, "The staging cluster runs in eu-west-1.");
@@ -129,7 +146,7 @@ fn write_time_filter_skips_trivial_and_exact_duplicates() {
 
 #[test]
 fn near_copies_one_quarantined_as_duplicate_of_the_other_and_batch_is_idempotent() {
-    let mut conn = store::open(temp_db()).unwrap();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
     let old = time::add_days(now(), -20.0);
     let mk = |content: &str| NewMemory {
         created_at: Some(old),
@@ -171,7 +188,7 @@ fn near_copies_one_quarantined_as_duplicate_of_the_other_and_batch_is_idempotent
 fn batch_is_idempotent_with_a_cluster_larger_than_any_old_bucket_cap() {
     // 150 near-copies put well over 64 memories in one LSH bucket. Deleting most of them in
     // the first run must not reveal new duplicate pairs to the second run.
-    let mut conn = store::open(temp_db()).unwrap();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
     let base = "when the nightly backup of the billing database fails the on call engineer restores the last \
                 snapshot into staging verifies row counts against the ledger and only then promotes it";
     for i in 0..150 {
@@ -194,7 +211,7 @@ fn batch_is_idempotent_with_a_cluster_larger_than_any_old_bucket_cap() {
 
 #[test]
 fn later_now_forgets_more_and_dry_run_writes_nothing() {
-    let mut conn = store::open(temp_db()).unwrap();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
     for i in 0..30 {
         let m = NewMemory {
             importance: Some(0.0),
@@ -217,7 +234,7 @@ fn later_now_forgets_more_and_dry_run_writes_nothing() {
 
 #[test]
 fn review_event_only_on_entering_the_band() {
-    let mut conn = store::open(temp_db()).unwrap();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
     // Episodic, never used, importance 0: 0.25 + 0.35(1−R); in [0.5, 0.6) for R in (0, 2/7],
     // i.e. from day 54 on (day 70: 0.53).
     let m = NewMemory {
@@ -234,7 +251,7 @@ fn review_event_only_on_entering_the_band() {
 
 #[test]
 fn expired_quarantine_is_purged_with_a_hard_event() {
-    let mut conn = store::open(temp_db()).unwrap();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
     let id = put(&mut conn, Tier::Semantic, "to be purged");
     lifecycle::soft_delete(&mut conn, &id, None, "user", now()).unwrap();
     let r = forgetting::run_batch(&mut conn, &BatchOptions::new(time::add_days(now(), 31.0), false)).unwrap();
@@ -261,7 +278,7 @@ fn procedure(conn: &mut store::Connection) -> String {
 #[test]
 fn cas_race_exactly_one_of_sixteen_wins_each_round() {
     let path = temp_db();
-    let mut conn = store::open(&path).unwrap();
+    let mut conn = lethe_testkit::backend::open(&path).unwrap();
     let id = procedure(&mut conn);
     for round in 1..=2 {
         let barrier = Arc::new(Barrier::new(16));
@@ -269,7 +286,7 @@ fn cas_race_exactly_one_of_sixteen_wins_each_round() {
             .map(|t| {
                 let (path, id, barrier) = (path.clone(), id.clone(), barrier.clone());
                 std::thread::spawn(move || {
-                    let mut c = store::open(&path).unwrap();
+                    let mut c = lethe_testkit::backend::open(&path).unwrap();
                     let patch = ProcedurePatch {
                         content: None,
                         fields: ProcedureFields { task_goal: Some(format!("writer {t}")), ..Default::default() },
@@ -293,7 +310,7 @@ fn cas_race_exactly_one_of_sixteen_wins_each_round() {
 
 #[test]
 fn reflection_notes_cap_at_100_and_reject_big_notes() {
-    let mut conn = store::open(temp_db()).unwrap();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
     let id = procedure(&mut conn);
     for i in 0..101 {
         let note = serde_json::json!({"failure_type": "tool_error", "failure_description": format!("failure {i}")});
@@ -311,7 +328,7 @@ fn reflection_notes_cap_at_100_and_reject_big_notes() {
 
 #[test]
 fn archive_round_trip_is_byte_identical_and_protects_other_text() {
-    let mut conn = store::open(temp_db()).unwrap();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
     let payload: String =
         (0..100_000u32).map(|i| char::from(b' ' + (i.wrapping_mul(2_654_435_761) % 94) as u8)).collect();
     let m = NewMemory { source: Some("tool:bash".into()), ..NewMemory::new(Tier::Episodic, payload.clone()) };
@@ -332,9 +349,10 @@ fn archive_round_trip_is_byte_identical_and_protects_other_text() {
 #[test]
 fn meta_buffer_counts_exactly_across_threads_and_processes_worth_of_connections() {
     let path = temp_db();
-    let mut conn = store::open(&path).unwrap();
+    let mut conn = lethe_testkit::backend::open(&path).unwrap();
     let id = put(&mut conn, Tier::Semantic, "recalled a lot");
-    let buf = Arc::new(meta::MetaBuffer::start(&path, Duration::from_millis(100)).unwrap());
+    let buf =
+        Arc::new(meta::MetaBuffer::start(lethe_testkit::backend::db_arg(&path), Duration::from_millis(100)).unwrap());
     let handles: Vec<_> = (0..4)
         .map(|_| {
             let (buf, id) = (buf.clone(), id.clone());
@@ -346,7 +364,7 @@ fn meta_buffer_counts_exactly_across_threads_and_processes_worth_of_connections(
         })
         .collect();
     // A second writer on its own connection, as another process would.
-    let mut other = store::open(&path).unwrap();
+    let mut other = lethe_testkit::backend::open(&path).unwrap();
     let mut d = std::collections::HashMap::new();
     d.insert(
         id.clone(),
@@ -368,9 +386,9 @@ fn meta_buffer_counts_exactly_across_threads_and_processes_worth_of_connections(
 #[test]
 fn ten_thousand_hits_in_one_interval_cost_at_most_two_transactions_and_a_stream_keeps_flushing() {
     let path = temp_db();
-    let mut conn = store::open(&path).unwrap();
+    let mut conn = lethe_testkit::backend::open(&path).unwrap();
     let id = put(&mut conn, Tier::Semantic, "hot memory");
-    let buf = meta::MetaBuffer::start(&path, Duration::from_millis(100)).unwrap();
+    let buf = meta::MetaBuffer::start(lethe_testkit::backend::db_arg(&path), Duration::from_millis(100)).unwrap();
     for _ in 0..10_000 {
         buf.record_hit(&id, 0.9, now());
     }
@@ -393,7 +411,7 @@ fn ten_thousand_hits_in_one_interval_cost_at_most_two_transactions_and_a_stream_
 #[test]
 fn incremental_snapshot_equals_a_fresh_load() {
     let path = temp_db();
-    let mut conn = store::open(&path).unwrap();
+    let mut conn = lethe_testkit::backend::open(&path).unwrap();
     let base = "Roll back by running kubectl rollout undo on the api deployment then check health";
     let a = put(&mut conn, Tier::Semantic, base);
     let b = put(&mut conn, Tier::Episodic, &format!("{base} again"));
@@ -453,7 +471,7 @@ fn assert_same_as_fresh(conn: &store::Connection, snap: &forgetting::Snapshot) -
 #[test]
 fn incremental_snapshot_with_a_foreign_write_equals_a_fresh_load() {
     let path = temp_db();
-    let mut conn = store::open(&path).unwrap();
+    let mut conn = lethe_testkit::backend::open(&path).unwrap();
     let base = "Rotate the signing key of the billing service every ninety days and log the rotation";
     let a = put(&mut conn, Tier::Semantic, base);
     for i in 0..20 {
@@ -484,7 +502,7 @@ fn incremental_snapshot_with_a_foreign_write_equals_a_fresh_load() {
 #[test]
 fn a_snapshot_patched_round_after_round_equals_a_fresh_load() {
     let path = temp_db();
-    let mut conn = store::open(&path).unwrap();
+    let mut conn = lethe_testkit::backend::open(&path).unwrap();
     let templates = [
         "Deploy of billing v2.{} failed: a missing env var in the staging manifest",
         "Reviewed PR {} adding retry with backoff to the search client",
@@ -542,7 +560,7 @@ fn near_copies_among_others(conn: &mut store::Connection) -> (String, String) {
 #[test]
 fn a_detail_scored_from_a_kept_snapshot_equals_one_that_loads_its_own() {
     let path = temp_db();
-    let mut conn = store::open(&path).unwrap();
+    let mut conn = lethe_testkit::backend::open(&path).unwrap();
     let (a, b) = near_copies_among_others(&mut conn);
     let base = DEPLOY_FAILED;
     let mut snap = forgetting::Snapshot::load(&conn).unwrap();
@@ -594,7 +612,7 @@ fn a_detail_scored_from_a_kept_snapshot_equals_one_that_loads_its_own() {
 #[test]
 fn a_soft_delete_scored_from_a_kept_snapshot_records_the_same_score() {
     let path = temp_db();
-    let mut conn = store::open(&path).unwrap();
+    let mut conn = lethe_testkit::backend::open(&path).unwrap();
     let (a, _) = near_copies_among_others(&mut conn);
     let snap = forgetting::Snapshot::load(&conn).unwrap();
     let later = put(&mut conn, Tier::Working, "scratch: the build cache key is the lockfile hash");
@@ -619,7 +637,7 @@ fn a_soft_delete_scored_from_a_kept_snapshot_records_the_same_score() {
 #[test]
 fn a_snapshot_load_reports_progress_and_can_be_cancelled() {
     let path = temp_db();
-    let mut conn = store::open(&path).unwrap();
+    let mut conn = lethe_testkit::backend::open(&path).unwrap();
     let lines: String = (0..9000)
         .map(|i| format!("{{\"type\":\"episodic\",\"content\":\"deploy {i} of service {} went fine\"}}\n", i % 40))
         .collect();
@@ -658,7 +676,7 @@ fn many_connections_opening_a_new_file_at_once_all_succeed() {
                 let (path, barrier) = (path.clone(), barrier.clone());
                 std::thread::spawn(move || {
                     barrier.wait();
-                    store::open(&path).map(|_| ())
+                    lethe_testkit::backend::open(&path).map(|_| ())
                 })
             })
             .collect();
@@ -671,8 +689,12 @@ fn many_connections_opening_a_new_file_at_once_all_succeed() {
 
 #[test]
 fn the_scoring_load_names_mistyped_values_as_the_store_check_does() {
+    // A PostgreSQL column holds only values of its type: nobody can write these there.
+    if lethe_testkit::backend::is_postgres() {
+        return;
+    }
     let path = temp_db();
-    let mut conn = store::open(&path).unwrap();
+    let mut conn = lethe_testkit::backend::open(&path).unwrap();
     let ids: Vec<String> =
         (0..6).map(|i| put(&mut conn, Tier::Semantic, &format!("note {i} about the deploy of {}", i * 11))).collect();
     conn.execute("UPDATE memory_item SET view_count = 1.5, pinned = 'true' WHERE id = ?1", [&ids[1]]).unwrap();
@@ -699,7 +721,7 @@ fn the_scoring_load_names_mistyped_values_as_the_store_check_does() {
 #[test]
 fn a_change_of_content_by_another_program_drops_its_neighbours_and_signature() {
     let path = temp_db();
-    let mut conn = store::open(&path).unwrap();
+    let mut conn = lethe_testkit::backend::open(&path).unwrap();
     let base = "Roll back a failed deploy with kubectl rollout undo, then check the health endpoint";
     let a = put(&mut conn, Tier::Semantic, base);
     let b = put(&mut conn, Tier::Semantic, &format!("{base} twice"));

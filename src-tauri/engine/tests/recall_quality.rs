@@ -158,7 +158,7 @@ fn default_weights_rank_no_worse_than_bm25_alone() {
     let set = load_set();
     let dir = std::env::temp_dir().join(format!("lethe-recall-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
-    let mut conn = store::open(dir.join("recall.db")).unwrap();
+    let mut conn = lethe_testkit::backend::open(dir.join("recall.db")).unwrap();
     let ids = load_db(&mut conn, &set);
 
     let bm25_only = RecallWeights { similarity: 1.0, recency: 0.0, scene: 0.0, priority: 0.0 };

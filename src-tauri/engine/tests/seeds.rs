@@ -41,24 +41,33 @@ fn sha_hex(b: &[u8]) -> String {
 fn archive_state(conn: &store::Connection) -> (i64, i64, String) {
     let archives = count(conn, "SELECT COUNT(*) FROM lethe_archive");
     let actions = count(conn, "SELECT COUNT(*) FROM lethe_action");
-    let contents: String = conn
-        .query_row("SELECT group_concat(content, '|') FROM (SELECT content FROM memory_item ORDER BY id)", [], |r| {
-            r.get(0)
-        })
+    let contents: Vec<String> = conn
+        .prepare("SELECT content FROM memory_item ORDER BY id")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
         .unwrap();
+    let contents = contents.join("|");
     (archives, actions, contents)
 }
 
 #[test]
 fn batch_archive_of_100_is_all_or_nothing() {
     let path = temp_db();
-    let mut conn = store::open(&path).unwrap();
+    let mut conn = lethe_testkit::backend::open(&path).unwrap();
     let ids: Vec<String> =
         (0..100).map(|i| observation(&mut conn, &format!("output of run {i}\nline two of {i}\n"))).collect();
     let before = archive_state(&conn);
     store::checkpoint_truncate(&conn).unwrap();
     let wal = path.with_extension("db-wal");
-    let files = || (std::fs::read(&path).unwrap(), std::fs::read(&wal).unwrap_or_default());
+    // The file's own bytes (SQLite); a server's files are not the test's to read.
+    let files = || {
+        if lethe_testkit::backend::is_postgres() {
+            return (Vec::new(), Vec::new());
+        }
+        (std::fs::read(&path).unwrap(), std::fs::read(&wal).unwrap_or_default())
+    };
     let file_before = files();
     // The 100th names a memory that does not exist: nothing of the 99 before it is written.
     let mut items: Vec<(String, String)> = ids.iter().map(|id| (id.clone(), format!("memo of {id}"))).collect();
@@ -87,7 +96,7 @@ fn batch_archive_of_100_is_all_or_nothing() {
 
 #[test]
 fn batch_archive_in_one_transaction_counts_one_write() {
-    let mut conn = store::open(temp_db()).unwrap();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
     let ids: Vec<String> = (0..100).map(|i| observation(&mut conn, &format!("payload {i}"))).collect();
     let items: Vec<(String, String)> = ids.iter().map(|id| (id.clone(), "done".to_string())).collect();
     let version_before = count(&conn, "SELECT COUNT(*) FROM lethe_action");
@@ -100,7 +109,7 @@ fn batch_archive_in_one_transaction_counts_one_write() {
 
 #[test]
 fn partial_restore_returns_exactly_the_span_and_restores_nothing() {
-    let mut conn = store::open(temp_db()).unwrap();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
     let original = "line one\nzwei – ünïcode\nthree\nfour without newline";
     let id = observation(&mut conn, original);
     let r = archive::archive(&mut conn, &id, "four lines", "agent:x", now()).unwrap();
@@ -154,7 +163,7 @@ fn rule(content: &str) -> Rule {
 
 #[test]
 fn end_session_moves_working_memories_to_task_logs_and_rules_to_semantic() {
-    let mut conn = store::open(temp_db()).unwrap();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
     let old_rule = put(&mut conn, NewMemory::new(Tier::Semantic, "Deploys to the canary cluster take ten minutes"));
     let a = working(&mut conn, "s1", "tried the canary deploy, the health check timed out twice");
     let b = working(&mut conn, "s1", "the canary deploy passed after raising the health check timeout");
@@ -245,7 +254,7 @@ fn end_session_moves_working_memories_to_task_logs_and_rules_to_semantic() {
 
 #[test]
 fn a_bad_rule_writes_nothing_and_an_unknown_session_is_not_found() {
-    let mut conn = store::open(temp_db()).unwrap();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
     let a = working(&mut conn, "s1", "a working note");
     let actions = count(&conn, "SELECT COUNT(*) FROM lethe_action");
     let bad = vec![rule("a fine rule"), Rule { importance: Some(2.0), ..rule("importance out of range") }];
@@ -266,7 +275,7 @@ fn a_bad_rule_writes_nothing_and_an_unknown_session_is_not_found() {
 
 #[test]
 fn task_logs_decay_with_their_own_half_life_in_recall_and_forget_score() {
-    let mut conn = store::open(temp_db()).unwrap();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
     let mut m = NewMemory::new(Tier::Working, "release checklist: bump the version and tag");
     m.session_id = Some("s".into());
     m.created_at = Some(time::parse("2026-05-02T12:00:00.000Z").unwrap()); // 30 days before now()
@@ -329,7 +338,7 @@ fn the_lint_flags_dialogue_and_spares_rules_on_the_labelled_set() {
 
 #[test]
 fn show_carries_the_lint_for_rules_only_and_the_filter_finds_them() {
-    let mut conn = store::open(temp_db()).unwrap();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
     let chat = put(&mut conn, NewMemory::new(Tier::Semantic, "User: hey, can you remind me how we deploy?"));
     let clean = put(&mut conn, NewMemory::new(Tier::Semantic, "Deploys go through staging first."));
     let ep = put(&mut conn, NewMemory::new(Tier::Episodic, "User: hey, can you remind me how we deploy?"));

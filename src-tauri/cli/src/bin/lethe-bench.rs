@@ -1143,7 +1143,7 @@ fn recall_phase(
             let found = store::read_tx(conn, || {
                 let Some(any) = recall::match_expression(text) else { return Ok(0) };
                 let all = recall::match_all_expression(text).unwrap_or_else(|| any.clone());
-                let mut stmt = conn.prepare_cached(recall::LEXICAL_SQL)?;
+                let mut stmt = conn.prepare_cached(recall::lexical_sql(conn))?;
                 let mut found = 0usize;
                 for expr in if all == any { vec![&any] } else { vec![&all, &any] } {
                     found +=

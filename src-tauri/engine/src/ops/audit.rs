@@ -119,7 +119,7 @@ pub fn list_events(conn: &Connection, f: &EventFilter) -> Result<Vec<AuditEvent>
         let mut stmt = conn.prepare(
             "SELECT id, memory_id, action, reason, policy, forget_score, ttl_days, created_at, metadata_json, rowid \
              FROM memory_forgetting_event \
-             WHERE (?1 IS NULL OR memory_id = ?1) AND (?2 IS NULL OR action = ?2) \
+             WHERE (CAST(?1 AS TEXT) IS NULL OR memory_id = ?1) AND (CAST(?2 AS TEXT) IS NULL OR action = ?2) \
              ORDER BY created_at DESC, rowid DESC LIMIT ?3",
         )?;
         let actor_is_policy = f.actor.as_deref().map(|a| a == "policy");
@@ -162,7 +162,7 @@ pub fn list_events(conn: &Connection, f: &EventFilter) -> Result<Vec<AuditEvent>
     {
         let mut stmt = conn.prepare(
             "SELECT id, memory_id, action, actor, before_json, after_json, created_at FROM lethe_action \
-             WHERE (?1 IS NULL OR memory_id = ?1) AND (?2 IS NULL OR action = ?2) AND (?3 IS NULL OR actor = ?3) \
+             WHERE (CAST(?1 AS TEXT) IS NULL OR memory_id = ?1) AND (CAST(?2 AS TEXT) IS NULL OR action = ?2) AND (CAST(?3 AS TEXT) IS NULL OR actor = ?3) \
              ORDER BY id DESC LIMIT ?4",
         )?;
         let rows = stmt.query_map(params![f.memory_id, f.action, f.actor, limit], |r| {

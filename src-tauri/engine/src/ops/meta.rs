@@ -188,11 +188,11 @@ pub fn write_batch(
         let later = if tx.is_postgres() { "GREATEST" } else { "MAX" };
         let mut stmt = tx.prepare_cached(&format!(
             "INSERT INTO meta_memory_stats (memory_id, recall_count, success_count, failure_count, avg_confidence, last_recalled_at) \
-             VALUES (?1, ?2, ?3, ?4, CAST(?5 AS DOUBLE PRECISION) / ?2, ?6) \
+             VALUES (?1, CAST(?2 AS BIGINT), ?3, ?4, CAST(?5 AS DOUBLE PRECISION) / CAST(?2 AS BIGINT), ?6) \
              ON CONFLICT(memory_id) DO UPDATE SET \
                avg_confidence = (COALESCE(meta_memory_stats.avg_confidence, 0) * meta_memory_stats.recall_count \
-                 + CAST(?5 AS DOUBLE PRECISION)) / (meta_memory_stats.recall_count + ?2), \
-               recall_count = meta_memory_stats.recall_count + ?2, \
+                 + CAST(?5 AS DOUBLE PRECISION)) / (meta_memory_stats.recall_count + CAST(?2 AS BIGINT)), \
+               recall_count = meta_memory_stats.recall_count + CAST(?2 AS BIGINT), \
                success_count = meta_memory_stats.success_count + ?3, \
                failure_count = meta_memory_stats.failure_count + ?4, \
                last_recalled_at = {later}(COALESCE(meta_memory_stats.last_recalled_at, ''), COALESCE(CAST(?6 AS TEXT), ''))",

@@ -118,6 +118,51 @@ pub const PARALLEL_SCAN_MIN: usize = 20_000;
 /// inside FTS5, at most `?2` (-1: all).
 pub const LEXICAL_SQL: &str = "SELECT rowid, bm25(lethe_fts, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5) FROM lethe_fts \
      WHERE lethe_fts MATCH ?1 ORDER BY bm25(lethe_fts, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5) LIMIT ?2";
+/// [`LEXICAL_SQL`] on a team server: PostgreSQL's full-text index (a `tsvector` column with
+/// the same stemming and weights: content 1.0, the other fields 0.5), ranked by `ts_rank`
+/// divided by the document's length (as BM25 discounts long documents), negated so that, as with FTS5's `bm25()`, lower is better.
+/// `?1` is a `tsquery` ([`tsquery_of`]); `?2` = -1 takes all.
+pub const LEXICAL_SQL_POSTGRES: &str = "SELECT m.rowid, -ts_rank('{0.1, 0.2, 0.5, 1.0}', m.lethe_fts, q, 2) \
+     FROM memory_item m, to_tsquery('english', ?1) q WHERE m.lethe_fts @@ q ORDER BY 2, m.rowid LIMIT NULLIF(?2, -1)";
+
+/// The lexical search of a connection's backend.
+pub fn lexical_sql(conn: &Connection) -> &'static str {
+    if conn.is_postgres() {
+        LEXICAL_SQL_POSTGRES
+    } else {
+        LEXICAL_SQL
+    }
+}
+
+/// A MATCH expression of [`match_expression`] or [`match_all_expression`] as the text of a
+/// PostgreSQL `tsquery`: each quoted word a lexeme, `OR` as `|`, side by side as `&`.
+pub fn tsquery_of(expr: &str) -> String {
+    let mut out = String::new();
+    for token in expr.split_whitespace() {
+        if token == "OR" {
+            out.push_str(" | ");
+            continue;
+        }
+        if !out.is_empty() && !out.ends_with("| ") {
+            out.push_str(" & ");
+        }
+        // The words are letters, digits and `_` only (distinct_words), so quoting is enough.
+        out.push('\'');
+        out.push_str(token.trim_matches('"'));
+        out.push('\'');
+    }
+    out
+}
+
+/// The expression [`lexical_sql`] takes on this connection.
+pub fn lexical_param(conn: &Connection, expr: &str) -> String {
+    if conn.is_postgres() {
+        tsquery_of(expr)
+    } else {
+        expr.to_string()
+    }
+}
+
 /// The lexical share of S when a model is loaded: `S = α·lexical + (1−α)·semantic`. Chosen on
 /// LoCoMo's dev conversations against reciprocal-rank fusion (BENCHMARKS.md, "Recall by
 /// meaning"); 0.5 is the round value in the flat optimum (0.4–0.5).
@@ -426,7 +471,7 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
     // per candidate: a statement's own cost was a tenth of a recall at 10k).
     let sql = format!(
         "SELECT m.type, m.created_at, m.importance, m.pinned, COALESCE(m.is_deleted, 0), {}, {}, {}, m.rowid \
-         FROM memory_item m WHERE m.rowid IN (SELECT value FROM json_each(?1))",
+         FROM memory_item m WHERE m.rowid IN ({})",
         if ctx_size > 0 { "m.session_id, m.project_id, m.workflow_name, m.tags" } else { "NULL, NULL, NULL, NULL" },
         if excluding {
             "EXISTS (SELECT 1 FROM lethe_supersede s WHERE s.old_id = m.id) \
@@ -435,6 +480,11 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
             "0"
         },
         if task_logs { "(SELECT t.task_kind FROM lethe_task_log t WHERE t.memory_id = m.id)" } else { "NULL" },
+        if conn.is_postgres() {
+            "SELECT value::bigint FROM json_array_elements_text(CAST(CAST(?1 AS TEXT) AS json))"
+        } else {
+            "SELECT value FROM json_each(?1)"
+        },
     );
     let mut row_stmt = conn.prepare_cached(&sql)?;
     // What one row of that statement says of its candidate.
@@ -526,7 +576,7 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
     // word first; only when they are fewer than asked for does the search widen to any word
     // (bm25() sums over all the query's words either way, so a memory scores the same under
     // both; ranking every match of a common word costs ~15× more at 10k).
-    let mut fts = conn.prepare_cached(LEXICAL_SQL)?;
+    let mut fts = conn.prepare_cached(lexical_sql(conn))?;
     let all = match_all_expression(&q.text).unwrap_or_else(|| any.clone());
     let exprs: Vec<&str> = if all == any { vec![&any] } else { vec![&all, &any] };
     // The vector scan needs nothing of the lexical search: on a large index it runs on a
@@ -545,7 +595,9 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
             let mut eligible = cands.len();
             for inner in [INNER, -1] {
                 let matches: Vec<(i64, f64)> = fts
-                    .query_map(crate::storage::db::params![expr, inner], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .query_map(crate::storage::db::params![lexical_param(conn, expr), inner], |r| {
+                        Ok((r.get(0)?, r.get(1)?))
+                    })?
                     .collect::<std::result::Result<_, _>>()?;
                 let raw = matches.len();
                 let fresh: Vec<(i64, f64)> =

@@ -129,12 +129,12 @@ pub fn list(conn: &Connection, f: &LogFilter) -> Result<Vec<RecallLogEntry>> {
     let sql = match &f.memory_id {
         Some(_) => {
             "SELECT l.id, l.actor, l.at, l.query, l.context_json, l.results_json FROM lethe_recall_log_hit h \
-             JOIN lethe_recall_log l ON l.id = h.log_id WHERE h.memory_id = ?2 AND (?1 IS NULL OR l.actor = ?1) \
+             JOIN lethe_recall_log l ON l.id = h.log_id WHERE h.memory_id = ?2 AND (CAST(?1 AS TEXT) IS NULL OR l.actor = ?1) \
              ORDER BY l.id DESC LIMIT ?3"
         }
         None => {
             "SELECT id, actor, at, query, context_json, results_json FROM lethe_recall_log \
-             WHERE (?1 IS NULL OR actor = ?1) AND ?2 IS NULL ORDER BY id DESC LIMIT ?3"
+             WHERE (CAST(?1 AS TEXT) IS NULL OR actor = ?1) AND CAST(?2 AS TEXT) IS NULL ORDER BY id DESC LIMIT ?3"
         }
     };
     let mut stmt = conn.prepare_cached(sql)?;

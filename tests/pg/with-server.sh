@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs a command beside a throwaway PostgreSQL cluster: initdb in a temporary directory, a
+# server on a free loopback port (as the user postgres when run as root: PostgreSQL refuses
+# root), LETHE_TEST_POSTGRES set to its address, and everything removed afterwards.
+#   tests/pg/with-server.sh cargo test -p lethe-engine --test engine
+set -euo pipefail
+bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+[ -x "$bin/initdb" ] || { echo "PostgreSQL's server is not installed (Debian: apt-get install postgresql)" >&2; exit 1; }
+dir=$(mktemp -d /tmp/lethe-pg.XXXXXX)
+as_owner() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+[ "$(id -u)" -eq 0 ] && chown postgres "$dir"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cleanup() { as_owner "$bin/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true; rm -rf "$dir"; }
+trap cleanup EXIT
+as_owner "$bin/initdb" -D "$dir/data" -A trust -U postgres --no-sync >"$dir/initdb.log" 2>&1 \
+	|| { cat "$dir/initdb.log" >&2; exit 1; }
+as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
+	-o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" start >/dev/null \
+	|| { cat "$dir/server.log" >&2; exit 1; }
+echo "PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$port for: $*"
+LETHE_TEST_POSTGRES="postgres://postgres@127.0.0.1:$port" "$@"
