@@ -409,6 +409,31 @@ fn resolve_actor(claimed: Option<&str>, on_terminal: bool) -> Result<String> {
     }
 }
 
+/// The actor a team server's role imposes, if any (see [`run`]).
+fn team_actor(conn: &store::Connection, cli: &Cli, writes: bool) -> Result<(Option<String>, bool)> {
+    use lethe_engine::storage::postgres::{self, Role};
+    if !conn.is_postgres() {
+        return Ok((None, false));
+    }
+    let (name, role) = postgres::role_of(conn)?;
+    match role {
+        Role::Reader if writes => Err(Error::Forbidden(format!(
+            "the role {name} reads the team store and writes nothing (a curator or an agent role writes)"
+        ))),
+        Role::Agent => {
+            let own = format!("agent:{name}");
+            match cli.actor.as_deref() {
+                Some(claimed) if claimed != own => {
+                    Err(Error::Forbidden(format!("the role {name} acts as {own} on the team store, not as {claimed}")))
+                }
+                _ => Ok((Some(own), false)),
+            }
+        }
+        Role::Reader => Ok((None, true)),
+        _ => Ok((None, false)),
+    }
+}
+
 /// The person's confirmation on the terminal: `question` on stderr, `yes` or `y` on stdin.
 fn confirm_on_terminal(question: &str) -> Result<()> {
     use std::io::{BufRead, Write};
@@ -519,12 +544,26 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
         lethe_testkit::fixtures::build_memento(path, kind.parse()?)?;
         return Ok(Some(json!({ "fixture": kind, "path": path })));
     }
-    if let Command::Admin { action: AdminAction::Setup } = &cli.command {
+    if let Command::Admin { action } = &cli.command {
+        use lethe_engine::storage::postgres::{self, Role};
         let db = cli.db.clone().unwrap_or_else(default_db_path);
-        let url = db.to_str().filter(|d| lethe_engine::storage::postgres::is_url(d)).ok_or_else(|| {
-            Error::invalid("`lethe admin setup` is for a team server: --db postgres://USER@HOST:PORT/DB (an SQLite file sets itself up when opened)")
+        let url = db.to_str().filter(|d| postgres::is_url(d)).ok_or_else(|| {
+            Error::invalid("`lethe admin` is for a team server: --db postgres://USER@HOST:PORT/DB (an SQLite file sets itself up when opened)")
         })?;
-        return Ok(Some(to_json(&lethe_engine::storage::postgres::setup(url)?)?));
+        let password = std::env::var("LETHE_ROLE_PASSWORD").ok().filter(|p| !p.is_empty());
+        let report = match action {
+            AdminAction::Setup => to_json(&postgres::setup(url)?)?,
+            AdminAction::AddAgent { name, team } => {
+                to_json(&postgres::add_role(url, name, Role::Agent, team, password.as_deref())?)?
+            }
+            AdminAction::AddCurator { name, team } => {
+                to_json(&postgres::add_role(url, name, Role::Curator, team, password.as_deref())?)?
+            }
+            AdminAction::AddReader { name, team } => {
+                to_json(&postgres::add_role(url, name, Role::Reader, team, password.as_deref())?)?
+            }
+        };
+        return Ok(Some(report));
     }
     if let Command::Mcp = cli.command {
         let path = cli.db.clone().unwrap_or_else(default_db_path);
@@ -534,6 +573,12 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
     let read_only = cli.read_only;
     let mut conn = open_db(&cli.db, read_only)?;
     let conn = &mut conn;
+    // On a team server the database role decides: a reader writes nothing, and an agent role
+    // acts as `agent:<role>` whatever it claims (the server's audit triggers enforce the same).
+    let (team_actor, reader) = team_actor(conn, &cli, writes)?;
+    let actor = team_actor.as_deref().unwrap_or(actor);
+    // A reader's reads store nothing either (no neighbour lists, no recall statistics).
+    let read_only = read_only || reader;
     if !read_only
         && matches!(
             cli.command,
@@ -950,6 +995,29 @@ fn scoring_snapshot(conn: &mut store::Connection, read_only: bool) -> Result<for
 pub enum AdminAction {
     /// Create or migrate the team store's schema (idempotent; agents never need DDL rights).
     Setup,
+    /// A login role for an agent: writes memories under its own name, never hard-deletes,
+    /// pins or changes settings. Its password, if any, comes from $LETHE_ROLE_PASSWORD.
+    AddAgent {
+        name: String,
+        /// The team whose memories the role sees and writes (row-level security).
+        #[arg(long, default_value = "default")]
+        team: String,
+    },
+    /// A login role for a team lead: an agent's rights plus hard delete, pin, importance and
+    /// settings.
+    AddCurator {
+        name: String,
+        /// The team whose memories the role sees and writes (row-level security).
+        #[arg(long, default_value = "default")]
+        team: String,
+    },
+    /// A login role that reads only (an inspector).
+    AddReader {
+        name: String,
+        /// The team whose memories the role sees and writes (row-level security).
+        #[arg(long, default_value = "default")]
+        team: String,
+    },
 }
 
 /// What `lethe duplicates` does besides listing.

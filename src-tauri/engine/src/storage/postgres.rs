@@ -19,11 +19,127 @@ struct Migration {
     sql: &'static str,
 }
 
-const MIGRATIONS: &[Migration] =
-    &[Migration { version: 1, name: "schema", sql: include_str!("postgres/migrations/001_schema.sql") }];
+const MIGRATIONS: &[Migration] = &[
+    Migration { version: 1, name: "schema", sql: include_str!("postgres/migrations/001_schema.sql") },
+    Migration { version: 2, name: "roles", sql: include_str!("postgres/migrations/002_roles.sql") },
+    Migration { version: 3, name: "teams", sql: include_str!("postgres/migrations/003_teams.sql") },
+];
 
 /// The team store's schema version this build reads and writes.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 3;
+
+/// What a connection's database role may do (`lethe admin add-agent`, `add-curator`,
+/// `add-reader`; the owner sets the server up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// A superuser or the database's owner: everything, including `admin`.
+    Owner,
+    /// The team lead: an agent's rights, plus hard delete, pin, importance and settings.
+    Curator,
+    /// An agent: writes memories under its own name.
+    Agent,
+    /// An inspector: reads only.
+    Reader,
+    /// A role in none of Lethe's groups: what the server's grants allow.
+    Other,
+}
+
+impl Role {
+    pub fn group(self) -> Option<&'static str> {
+        match self {
+            Role::Curator => Some("lethe_curator"),
+            Role::Agent => Some("lethe_agent"),
+            Role::Reader => Some("lethe_reader"),
+            Role::Owner | Role::Other => None,
+        }
+    }
+}
+
+/// The database role a connection runs as, and what it is.
+pub fn role_of(conn: &Connection) -> Result<(String, Role)> {
+    conn.query_row(
+        "SELECT session_user::text, \
+                (SELECT rolsuper FROM pg_roles WHERE rolname = session_user) \
+                  OR session_user = (SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = current_database()), \
+                pg_has_role(session_user, 'lethe_curator', 'MEMBER'), \
+                pg_has_role(session_user, 'lethe_agent', 'MEMBER'), \
+                pg_has_role(session_user, 'lethe_reader', 'MEMBER')",
+        [],
+        |r| {
+            let role = if r.get::<_, bool>(1)? {
+                Role::Owner
+            } else if r.get::<_, bool>(2)? {
+                Role::Curator
+            } else if r.get::<_, bool>(3)? {
+                Role::Agent
+            } else if r.get::<_, bool>(4)? {
+                Role::Reader
+            } else {
+                Role::Other
+            };
+            Ok((r.get(0)?, role))
+        },
+    )
+}
+
+/// What `lethe admin add-*` did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RoleReport {
+    pub role: String,
+    pub kind: Role,
+    /// The team whose memories the role sees and writes (row-level security).
+    pub team: String,
+    pub created: bool,
+    pub password_set: bool,
+}
+
+/// Creates a login role in one of Lethe's groups (or adds an existing role to it). The name
+/// follows the actor grammar, so the audit can name it (`agent:<name>`); the password, if
+/// any, goes to the server and nowhere else.
+pub fn add_role(url: &str, name: &str, kind: Role, team: &str, password: Option<&str>) -> Result<RoleReport> {
+    let Some(group) = kind.group() else { return Err(Error::invalid("a role is an agent, a curator or a reader")) };
+    crate::actor::parse(&format!("agent:{name}"))?;
+    if name.starts_with("lethe_") || name.starts_with("pg_") {
+        return Err(Error::invalid(format!("role name {name:?}: names starting with lethe_ or pg_ are reserved")));
+    }
+    if team.is_empty() || team.len() > 64 || !team.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
+        return Err(Error::invalid(format!("team {team:?}: 1 to 64 letters, digits, '.', '_' or '-'")));
+    }
+    let conn = connect(url)?;
+    if role_of(&conn)?.1 != Role::Owner {
+        return Err(Error::Forbidden("only the team store's owner adds roles".into()));
+    }
+    let exists: bool =
+        conn.query_row("SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = ?1)", [name], |r| r.get(0))?;
+    // Identifiers cannot be parameters; the name is checked against [A-Za-z0-9._-] above and
+    // quoted as an identifier. The password is quoted as a literal by the server itself.
+    let ident = format!("\"{name}\"");
+    if !exists {
+        conn.execute_batch(&format!("CREATE ROLE {ident} LOGIN"))?;
+    }
+    if let Some(p) = password {
+        let literal: String = conn.query_row("SELECT quote_literal(?1)", [p], |r| r.get(0))?;
+        conn.execute_batch(&format!("ALTER ROLE {ident} PASSWORD {literal}"))?;
+    }
+    conn.execute_batch(&format!("GRANT {group} TO {ident}"))?;
+    conn.execute(
+        "INSERT INTO lethe_team_member (role, team) VALUES (?1, ?2) ON CONFLICT (role) DO UPDATE SET team = EXCLUDED.team",
+        [name, team],
+    )?;
+    conn.execute_batch(&format!("GRANT CONNECT ON DATABASE \"{}\" TO {ident}", current_database(&conn)?))?;
+    Ok(RoleReport {
+        role: name.to_string(),
+        kind,
+        team: team.to_string(),
+        created: !exists,
+        password_set: password.is_some(),
+    })
+}
+
+fn current_database(conn: &Connection) -> Result<String> {
+    conn.query_row("SELECT current_database()::text", [], |r| r.get(0))
+}
 
 /// Whether a `--db` value names a PostgreSQL server rather than a file.
 pub fn is_url(db: &str) -> bool {
