@@ -37,6 +37,9 @@ const PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 pub struct LetheMcp {
     conn: Arc<Mutex<store::Connection>>,
     buffer: Arc<meta::MetaBuffer>,
+    /// On a team server, an agent role acts as `agent:<role>` whatever the client is called
+    /// (the server's audit triggers record the same).
+    role_actor: Option<String>,
     tool_router: ToolRouter<Self>,
 }
 
@@ -365,7 +368,19 @@ impl LetheMcp {
         store::checkpoint_off_the_writer(&conn)?;
         store::serve_many_reads(&conn)?;
         let buffer = meta::MetaBuffer::start(&path, Duration::from_millis(100))?;
-        Ok(LetheMcp { conn: Arc::new(Mutex::new(conn)), buffer: Arc::new(buffer), tool_router: Self::tool_router() })
+        let role_actor = match conn.is_postgres() {
+            true => match lethe_engine::storage::postgres::role_of(&conn)? {
+                (name, lethe_engine::storage::postgres::Role::Agent) => Some(format!("agent:{name}")),
+                _ => None,
+            },
+            false => None,
+        };
+        Ok(LetheMcp {
+            conn: Arc::new(Mutex::new(conn)),
+            buffer: Arc::new(buffer),
+            role_actor,
+            tool_router: Self::tool_router(),
+        })
     }
 
     /// The longest request line accepted: twice the content limit (JSON escaping) + 1 MiB.
@@ -389,7 +404,7 @@ impl LetheMcp {
             Ok(a) => a,
             Err(r) => return Ok(r),
         };
-        let actor = actor_of(peer);
+        let actor = self.role_actor.clone().unwrap_or_else(|| actor_of(peer));
         let conn = Arc::clone(&self.conn);
         let buffer = Arc::clone(&self.buffer);
         let res = tokio::task::spawn_blocking(move || {
@@ -794,6 +809,9 @@ pub fn serve(path: PathBuf) -> lethe_engine::Result<()> {
     let server = LetheMcp::new(path)?;
     let cap = server.max_line()?;
     let buffer = Arc::clone(&server.buffer);
+    // The connection is closed here, outside the runtime: a PostgreSQL client blocks on its
+    // own runtime when it closes, which a runtime thread may not do.
+    let conn = Arc::clone(&server.conn);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let io_err = |what: &str, e: &dyn std::fmt::Display| Error::Io(std::io::Error::other(format!("{what}: {e}")));
     let abnormal = rt.block_on(async move {
@@ -806,6 +824,7 @@ pub fn serve(path: PathBuf) -> lethe_engine::Result<()> {
         }
         Ok::<_, Error>(abnormal)
     })?;
+    drop(conn);
     // Dropping the last handle flushes pending deltas and stops the flusher.
     drop(buffer);
     rt.shutdown_timeout(Duration::from_secs(1));
