@@ -553,14 +553,14 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
         let password = std::env::var("LETHE_ROLE_PASSWORD").ok().filter(|p| !p.is_empty());
         let report = match action {
             AdminAction::Setup => to_json(&postgres::setup(url)?)?,
-            AdminAction::AddAgent { name } => {
-                to_json(&postgres::add_role(url, name, Role::Agent, password.as_deref())?)?
+            AdminAction::AddAgent { name, team } => {
+                to_json(&postgres::add_role(url, name, Role::Agent, team, password.as_deref())?)?
             }
-            AdminAction::AddCurator { name } => {
-                to_json(&postgres::add_role(url, name, Role::Curator, password.as_deref())?)?
+            AdminAction::AddCurator { name, team } => {
+                to_json(&postgres::add_role(url, name, Role::Curator, team, password.as_deref())?)?
             }
-            AdminAction::AddReader { name } => {
-                to_json(&postgres::add_role(url, name, Role::Reader, password.as_deref())?)?
+            AdminAction::AddReader { name, team } => {
+                to_json(&postgres::add_role(url, name, Role::Reader, team, password.as_deref())?)?
             }
         };
         return Ok(Some(report));
@@ -997,12 +997,27 @@ pub enum AdminAction {
     Setup,
     /// A login role for an agent: writes memories under its own name, never hard-deletes,
     /// pins or changes settings. Its password, if any, comes from $LETHE_ROLE_PASSWORD.
-    AddAgent { name: String },
+    AddAgent {
+        name: String,
+        /// The team whose memories the role sees and writes (row-level security).
+        #[arg(long, default_value = "default")]
+        team: String,
+    },
     /// A login role for a team lead: an agent's rights plus hard delete, pin, importance and
     /// settings.
-    AddCurator { name: String },
+    AddCurator {
+        name: String,
+        /// The team whose memories the role sees and writes (row-level security).
+        #[arg(long, default_value = "default")]
+        team: String,
+    },
     /// A login role that reads only (an inspector).
-    AddReader { name: String },
+    AddReader {
+        name: String,
+        /// The team whose memories the role sees and writes (row-level security).
+        #[arg(long, default_value = "default")]
+        team: String,
+    },
 }
 
 /// What `lethe duplicates` does besides listing.

@@ -42,7 +42,7 @@ fn a_team_server_needs_setup_then_serves_the_same_commands() {
 
     let (code, v) = lethe(&db, &["admin", "setup"]);
     assert_eq!(code, 0, "{v}");
-    assert_eq!(v["applied"], serde_json::json!(["001_schema", "002_roles"]));
+    assert_eq!(v["applied"], serde_json::json!(["001_schema", "002_roles", "003_teams"]));
     let (code, v) = lethe(&db, &["admin", "setup"]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["applied"], serde_json::json!([]), "a second setup changes nothing");
@@ -173,14 +173,18 @@ fn roles_decide_what_a_connection_may_do_and_the_audit_names_the_role() {
 }
 
 fn add(db: &str, kind: &str, name: &str) {
+    add_to(db, kind, name, "default")
+}
+
+fn add_to(db: &str, kind: &str, name: &str, team: &str) {
     let out = Command::new(env!("CARGO_BIN_EXE_lethe"))
-        .args(["--db", db, "admin", kind, name])
+        .args(["--db", db, "admin", kind, name, "--team", team])
         .env("LETHE_ROLE_PASSWORD", "pw")
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["role"], name, "{v}");
+    assert_eq!((v["role"].as_str(), v["team"].as_str()), (Some(name), Some(team)), "{v}");
 }
 
 /// `lethe mcp` on a team server under an agent role: the tools work, the audit and the
@@ -342,4 +346,77 @@ fn eight_writers_under_two_roles_lose_nothing_and_cas_has_one_winner() {
         let version: i64 = c.query_one("SELECT version FROM memory_item WHERE id = $1", &[&id]).unwrap().get(0);
         assert_eq!(version, round + 1);
     }
+}
+
+#[test]
+fn team_a_never_reads_or_writes_team_b() {
+    let Some(server) = server() else { return };
+    let db = new_database(&server);
+    assert_eq!(lethe(&db, &["admin", "setup"]).0, 0);
+    let s = &uuid::Uuid::new_v4().simple().to_string()[..8];
+    let (a, b, b_reader, a_curator) = (format!("a_{s}"), format!("b_{s}"), format!("br_{s}"), format!("ac_{s}"));
+    add_to(&db, "add-agent", &a, "alpha");
+    add_to(&db, "add-agent", &b, "beta");
+    add_to(&db, "add-reader", &b_reader, "beta");
+    add_to(&db, "add-curator", &a_curator, "alpha");
+    let (as_a, as_b, as_br, as_ac) = (
+        with_role(&db, &a, "pw"),
+        with_role(&db, &b, "pw"),
+        with_role(&db, &b_reader, "pw"),
+        with_role(&db, &a_curator, "pw"),
+    );
+    let (bad, v) = lethe(&db, &["admin", "add-agent", "c1", "--team", "no spaces"]);
+    assert_eq!((bad, v["error"]["code"].as_str()), (2, Some("invalid_input")), "{v}");
+
+    let (code, v) =
+        lethe(&as_a, &["remember", "--type", "semantic", "--content", "Alpha's launch codename is Bluefin."]);
+    assert_eq!(code, 0, "{v}");
+    let alpha_id = v["id"].as_str().unwrap().to_string();
+    let (code, v) = lethe(&as_b, &["remember", "--type", "semantic", "--content", "Beta deploys on Thursdays."]);
+    assert_eq!(code, 0, "{v}");
+
+    // Beta's agent and reader see beta's memory only, through every read.
+    for url in [&as_b, &as_br] {
+        let (_, v) = lethe(url, &["stats"]);
+        assert_eq!(v["total_active"], 1, "{v}");
+        let (_, v) = lethe(url, &["list"]);
+        assert!(!v.to_string().contains("Bluefin"), "{v}");
+        let (_, v) = lethe(url, &["recall", "launch codename Bluefin"]);
+        assert!(!v.to_string().contains("Bluefin"), "{v}");
+        let (code, v) = lethe(url, &["show", &alpha_id]);
+        assert_eq!((code, v["error"]["code"].as_str()), (4, Some("not_found")), "{v}");
+        let (_, v) = lethe(url, &["events", "--limit", "100"]);
+        assert!(!v.to_string().contains(&alpha_id), "{v}");
+    }
+    // Nor can beta change alpha's memory.
+    let (code, v) = lethe(&as_b, &["delete", &alpha_id]);
+    assert_eq!((code, v["error"]["code"].as_str()), (4, Some("not_found")), "{v}");
+    let (code, v) = lethe(&as_b, &["edit", &alpha_id, "--content", "overwritten"]);
+    assert_eq!(code, 4, "{v}");
+
+    // Below the CLI too: the server's row-level security, whatever SQL beta writes.
+    let mut c = postgres::Client::connect(&as_b, postgres::NoTls).unwrap();
+    for table in ["memory_item", "lethe_action", "lethe_change", "lethe_vector", "lethe_signature", "meta_memory_stats"]
+    {
+        let rows: Vec<String> =
+            c.query(&format!("SELECT DISTINCT team FROM {table}"), &[]).unwrap().iter().map(|r| r.get(0)).collect();
+        assert!(rows.iter().all(|t| t == "beta"), "{table}: {rows:?}");
+    }
+    let forged = c.batch_execute(
+        "INSERT INTO memory_item (id, type, content, created_at, team) VALUES ('x1', 'semantic', 'planted', '2026-12-01T00:00:00.000Z', 'alpha')",
+    );
+    assert!(forged.is_err(), "beta cannot plant a memory in alpha");
+    assert_eq!(c.execute("UPDATE memory_item SET content = 'x' WHERE team = 'alpha'", &[]).unwrap(), 0);
+    let mut owner = postgres::Client::connect(&db, postgres::NoTls).unwrap();
+    let content: String =
+        owner.query_one("SELECT content FROM memory_item WHERE id = $1", &[&alpha_id]).unwrap().get(0);
+    assert_eq!(content, "Alpha's launch codename is Bluefin.");
+
+    // Settings are per team: alpha's team lead lowers alpha's quarantine; beta keeps 30 days.
+    let mut ac = postgres::Client::connect(&as_ac, postgres::NoTls).unwrap();
+    ac.batch_execute("INSERT INTO lethe_settings (key, value) VALUES ('policy', '{\"quarantine_days\": 7}')").unwrap();
+    let (_, v) = lethe(&as_a, &["settings", "quarantine_days"]);
+    assert_eq!(v["quarantine_days"], 7.0, "{v}");
+    let (_, v) = lethe(&as_b, &["settings", "quarantine_days"]);
+    assert_eq!(v["quarantine_days"], 30.0, "{v}");
 }

@@ -229,7 +229,7 @@ impl Settings {
         crate::store::write_tx(conn, |tx| {
             let before = Settings::load(tx)?;
             tx.execute(
-                "INSERT INTO lethe_settings (key, value) VALUES ('policy', ?1) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                "INSERT OR REPLACE INTO lethe_settings (key, value) VALUES ('policy', ?1)",
                 [serde_json::to_string(new)?],
             )?;
             crate::audit::record_action(

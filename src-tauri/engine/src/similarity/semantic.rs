@@ -179,9 +179,11 @@ impl Ord for Ranked {
 impl VectorIndex {
     pub fn load(conn: &Connection, fingerprint: &str) -> Result<VectorIndex> {
         let mut ix = VectorIndex { fingerprint: fingerprint.to_string(), ..Default::default() };
+        // In rowid order on both backends: k-means trains on an evenly spaced sample of the
+        // index, so its buckets must not depend on the order a join happens to return.
         let mut stmt = conn.prepare_cached(
             "SELECT m.rowid, m.type, m.pinned, v.vec FROM lethe_vector v JOIN memory_item m ON m.id = v.memory_id \
-             WHERE v.model = ?1 AND COALESCE(m.is_deleted, 0) = 0",
+             WHERE v.model = ?1 AND COALESCE(m.is_deleted, 0) = 0 ORDER BY m.rowid",
         )?;
         let mut rows = stmt.query([fingerprint])?;
         while let Some(r) = rows.next()? {

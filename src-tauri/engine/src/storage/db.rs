@@ -864,7 +864,7 @@ pub(crate) mod pg {
         ("lethe_vector", "memory_id", true),
         ("lethe_signature", "memory_id", false),
         ("lethe_meta", "key", false),
-        ("lethe_settings", "key", false),
+        ("lethe_settings", "team, key", false),
     ];
 
     /// SQLite's `INSERT OR IGNORE` and `INSERT OR REPLACE` in PostgreSQL's words (`ON

@@ -22,10 +22,11 @@ struct Migration {
 const MIGRATIONS: &[Migration] = &[
     Migration { version: 1, name: "schema", sql: include_str!("postgres/migrations/001_schema.sql") },
     Migration { version: 2, name: "roles", sql: include_str!("postgres/migrations/002_roles.sql") },
+    Migration { version: 3, name: "teams", sql: include_str!("postgres/migrations/003_teams.sql") },
 ];
 
 /// The team store's schema version this build reads and writes.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// What a connection's database role may do (`lethe admin add-agent`, `add-curator`,
 /// `add-reader`; the owner sets the server up).
@@ -87,6 +88,8 @@ pub fn role_of(conn: &Connection) -> Result<(String, Role)> {
 pub struct RoleReport {
     pub role: String,
     pub kind: Role,
+    /// The team whose memories the role sees and writes (row-level security).
+    pub team: String,
     pub created: bool,
     pub password_set: bool,
 }
@@ -94,11 +97,14 @@ pub struct RoleReport {
 /// Creates a login role in one of Lethe's groups (or adds an existing role to it). The name
 /// follows the actor grammar, so the audit can name it (`agent:<name>`); the password, if
 /// any, goes to the server and nowhere else.
-pub fn add_role(url: &str, name: &str, kind: Role, password: Option<&str>) -> Result<RoleReport> {
+pub fn add_role(url: &str, name: &str, kind: Role, team: &str, password: Option<&str>) -> Result<RoleReport> {
     let Some(group) = kind.group() else { return Err(Error::invalid("a role is an agent, a curator or a reader")) };
     crate::actor::parse(&format!("agent:{name}"))?;
     if name.starts_with("lethe_") || name.starts_with("pg_") {
         return Err(Error::invalid(format!("role name {name:?}: names starting with lethe_ or pg_ are reserved")));
+    }
+    if team.is_empty() || team.len() > 64 || !team.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
+        return Err(Error::invalid(format!("team {team:?}: 1 to 64 letters, digits, '.', '_' or '-'")));
     }
     let conn = connect(url)?;
     if role_of(&conn)?.1 != Role::Owner {
@@ -117,8 +123,18 @@ pub fn add_role(url: &str, name: &str, kind: Role, password: Option<&str>) -> Re
         conn.execute_batch(&format!("ALTER ROLE {ident} PASSWORD {literal}"))?;
     }
     conn.execute_batch(&format!("GRANT {group} TO {ident}"))?;
+    conn.execute(
+        "INSERT INTO lethe_team_member (role, team) VALUES (?1, ?2) ON CONFLICT (role) DO UPDATE SET team = EXCLUDED.team",
+        [name, team],
+    )?;
     conn.execute_batch(&format!("GRANT CONNECT ON DATABASE \"{}\" TO {ident}", current_database(&conn)?))?;
-    Ok(RoleReport { role: name.to_string(), kind, created: !exists, password_set: password.is_some() })
+    Ok(RoleReport {
+        role: name.to_string(),
+        kind,
+        team: team.to_string(),
+        created: !exists,
+        password_set: password.is_some(),
+    })
 }
 
 fn current_database(conn: &Connection) -> Result<String> {
