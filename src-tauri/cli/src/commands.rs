@@ -216,6 +216,9 @@ pub enum Command {
     },
     /// Export every memory as JSONL on stdout.
     Export,
+    /// Move a local SQLite store into the team store (`--db postgres://…`, as a curator or
+    /// the owner), keeping ids, counters, versions and audit. A second push adds nothing.
+    Push { file: PathBuf },
     /// MCP server on stdio for agent hosts.
     Mcp,
     /// Test support: write a hand-made memento database (memento-0.1 | memento-1.36).
@@ -344,6 +347,21 @@ pub fn open_db(path: &Option<PathBuf>, read_only: bool) -> Result<rusqlite_conn:
     }
 }
 
+/// The file `lethe push` reads: opened for viewing only, so the push never changes it; a
+/// file at an older schema is brought to this Lethe's first (as any command would).
+fn open_push_source(file: &std::path::Path) -> Result<rusqlite_conn::Connection> {
+    if !file.is_file() {
+        return Err(Error::invalid(format!("{}: no such file", file.display())));
+    }
+    match store::open_read_only(file) {
+        Err(Error::Foreign(m)) if m.contains("schema") => {
+            drop(store::open(file)?);
+            store::open_read_only(file)
+        }
+        other => other,
+    }
+}
+
 /// Whether a command writes to the database. `--now` and `--read-only` are for the others.
 /// Recall counts: its hits go to the meta-memory statistics (stamped with the clock).
 fn writes(command: &Command) -> bool {
@@ -369,7 +387,7 @@ fn writes(command: &Command) -> bool {
         Command::Settings { value, .. } => value.is_some(),
         Command::Unarchive { lines, bytes, .. } => lines.is_none() && bytes.is_none(),
         Command::Duplicates { action: Some(_), .. } => true,
-        Command::Admin { .. } => true,
+        Command::Admin { .. } | Command::Push { .. } => true,
         Command::Remember(_)
         | Command::Delete { .. }
         | Command::Restore { .. }
@@ -430,7 +448,18 @@ fn team_actor(conn: &store::Connection, cli: &Cli, writes: bool) -> Result<(Opti
             }
         }
         Role::Reader => Ok((None, true)),
-        _ => Ok((None, false)),
+        // The team lead or the owner: a person the server signed in, named in the audit by
+        // the role (a claimed actor is not taken: the role is who acts).
+        Role::Curator | Role::Owner => {
+            let own = lethe_engine::actor::person_named(&name);
+            match cli.actor.as_deref() {
+                Some(claimed) if claimed != own && claimed != lethe_engine::actor::USER => {
+                    Err(Error::Forbidden(format!("the role {name} acts as {own} on the team store, not as {claimed}")))
+                }
+                _ => Ok((Some(own), false)),
+            }
+        }
+        Role::Other => Ok((None, false)),
     }
 }
 
@@ -576,6 +605,9 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
     // On a team server the database role decides: a reader writes nothing, and an agent role
     // acts as `agent:<role>` whatever it claims (the server's audit triggers enforce the same).
     let (team_actor, reader) = team_actor(conn, &cli, writes)?;
+    // A curator or the owner signed in to a team store is a person the server authenticated:
+    // off a terminal (a script of the team lead's) the sign-in stands for the confirmation.
+    let signed_in_person = team_actor.as_deref().is_some_and(lethe_engine::actor::is_person) && !on_terminal;
     let actor = team_actor.as_deref().unwrap_or(actor);
     // A reader's reads store nothing either (no neighbour lists, no recall statistics).
     let read_only = read_only || reader;
@@ -854,6 +886,22 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
             let opts = transfer::ImportOptions { now, dry_run: *dry_run };
             to_json(&transfer::import(conn, std::io::BufReader::new(f), &opts)?)?
         }
+        Command::Push { file } => {
+            if !conn.is_postgres() {
+                return Err(Error::invalid(
+                    "lethe push moves a local file into a team store: lethe --db postgres://USER@HOST:PORT/DB push FILE.db",
+                ));
+            }
+            let (name, role) = lethe_engine::storage::postgres::role_of(conn)?;
+            use lethe_engine::storage::postgres::Role;
+            if !matches!(role, Role::Owner | Role::Curator) {
+                return Err(Error::Forbidden(format!(
+                    "the role {name} is not a curator; a push carries pins and other actors' audit, so a curator or the owner pushes"
+                )));
+            }
+            let src = open_push_source(file)?;
+            to_json(&lethe_engine::push::push(&src, conn, &file.display().to_string(), actor, now)?)?
+        }
         Command::Export => {
             let stdout = std::io::stdout();
             let mut lock = std::io::BufWriter::new(stdout.lock());
@@ -889,7 +937,9 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
                     for part in k.split('.') {
                         slot = slot.get(part).unwrap_or(&Value::Null);
                     }
-                    confirm_on_terminal(&format!("Change setting {k} from {slot} to {v}?"))?;
+                    if !signed_in_person {
+                        confirm_on_terminal(&format!("Change setting {k} from {slot} to {v}?"))?;
+                    }
                     to_json(&Settings::store(conn, &new, actor, now)?)?
                 }
             }

@@ -42,7 +42,7 @@ fn a_team_server_needs_setup_then_serves_the_same_commands() {
 
     let (code, v) = lethe(&db, &["admin", "setup"]);
     assert_eq!(code, 0, "{v}");
-    assert_eq!(v["applied"], serde_json::json!(["001_schema", "002_roles", "003_teams"]));
+    assert_eq!(v["applied"], serde_json::json!(["001_schema", "002_roles", "003_teams", "004_agent_pins"]));
     let (code, v) = lethe(&db, &["admin", "setup"]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["applied"], serde_json::json!([]), "a second setup changes nothing");
@@ -147,6 +147,7 @@ fn roles_decide_what_a_connection_may_do_and_the_audit_names_the_role() {
         ),
         (vec!["delete", &id, "--hard", "--confirm"], "a hard delete"),
         (vec!["pin", &id], "a pin"),
+        (vec!["remember", "--type", "semantic", "--content", "Pinned by an agent.", "--pinned"], "a pinned remember"),
         (vec!["settings", "quarantine_days", "3"], "a settings change"),
     ] {
         let (code, v) = lethe(&as_agent, &args);
@@ -413,10 +414,159 @@ fn team_a_never_reads_or_writes_team_b() {
     assert_eq!(content, "Alpha's launch codename is Bluefin.");
 
     // Settings are per team: alpha's team lead lowers alpha's quarantine; beta keeps 30 days.
-    let mut ac = postgres::Client::connect(&as_ac, postgres::NoTls).unwrap();
-    ac.batch_execute("INSERT INTO lethe_settings (key, value) VALUES ('policy', '{\"quarantine_days\": 7}')").unwrap();
+    // The team lead is a person the server signed in: the settings change is theirs, by name.
+    let (code, v) = lethe(&as_ac, &["settings", "quarantine_days", "7"]);
+    assert_eq!(code, 0, "{v}");
+    let changes = lethe(&as_ac, &["events", "--action", "settings"]).1;
+    assert_eq!(changes["items"][0]["actor"], format!("user:{a_curator}"), "{changes}");
+    let (code, v) = lethe(&as_ac, &["--actor", "agent:someone", "settings", "quarantine_days", "8"]);
+    assert_eq!((code, v["error"]["code"].as_str()), (6, Some("forbidden")), "a curator acts as itself: {v}");
     let (_, v) = lethe(&as_a, &["settings", "quarantine_days"]);
     assert_eq!(v["quarantine_days"], 7.0, "{v}");
     let (_, v) = lethe(&as_b, &["settings", "quarantine_days"]);
     assert_eq!(v["quarantine_days"], 30.0, "{v}");
+}
+
+/// `lethe push FILE.db` (issue #20): a local store moves into the team store with its ids,
+/// counters, versions, quarantine and audit; a second push adds nothing; only a curator or
+/// the owner pushes, and only into a team store.
+#[test]
+fn push_moves_a_local_store_whole_and_a_second_push_adds_nothing() {
+    let Some(server) = server() else { return };
+    let db = new_database(&server);
+    assert_eq!(lethe(&db, &["admin", "setup"]).0, 0);
+    let lead = format!("lead_{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    let bot = format!("bot_{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    add(&db, "add-curator", &lead);
+    add(&db, "add-agent", &bot);
+    let (lead_url, bot_url) = (with_role(&db, &lead, "pw"), with_role(&db, &bot, "pw"));
+
+    // A local store with a memory of each kind of history.
+    let dir = std::env::temp_dir().join(format!("lethe-push-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("laptop.db");
+    let local = file.to_str().unwrap();
+    let id_of = |v: Value| v["id"].as_str().unwrap().to_string();
+    let kept = id_of(
+        lethe(local, &["remember", "--type", "semantic", "--content", "The staging cluster runs on k3s 1.29."]).1,
+    );
+    lethe(local, &["cite", &kept]);
+    lethe(local, &["cite", &kept]);
+    assert_eq!(lethe(local, &["edit", &kept, "--content", "The staging cluster runs on k3s 1.30."]).0, 0);
+    let pinned =
+        id_of(lethe(local, &["remember", "--type", "semantic", "--content", "Never deploy on Fridays.", "--pinned"]).1);
+    let quarantined = id_of(
+        lethe(local, &["remember", "--type", "episodic", "--content", "Lunch order for the offsite was pizza."]).1,
+    );
+    assert_eq!(lethe(local, &["delete", &quarantined, "--reason", "stale"]).0, 0);
+    let erased = id_of(lethe(local, &["remember", "--type", "semantic", "--content", "Temporary note to erase."]).1);
+    {
+        // The person deletes it for ever (the window's path; off a terminal the CLI may not).
+        let mut conn = lethe_engine::store::open(&file).unwrap();
+        lethe_engine::lifecycle::hard_delete(&mut conn, &erased, true, Some("test"), "user", chrono::Utc::now())
+            .unwrap();
+    }
+    let output = "total 8\ndrwxr-xr-x  2 root root 4096 .\n-rw-r--r--  1 root root  220 .bashrc\n";
+    let tool = id_of(lethe(local, &["remember", "--type", "episodic", "--content", output, "--source", "tool:ls"]).1);
+    let (code, v) = lethe(local, &["archive", &tool, "--memo", "ls of the home directory"]);
+    assert_eq!(code, 0, "{v}");
+    let procedure = id_of(
+        lethe(
+            local,
+            &[
+                "remember",
+                "--type",
+                "procedural",
+                "--content",
+                "Roll back a failed deploy",
+                "--steps",
+                "[\"helm rollback\",\"check health\"]",
+                "--task-goal",
+                "rollback",
+            ],
+        )
+        .1,
+    );
+    let note = r#"{"failure_type":"tool_error","failure_description":"helm timed out"}"#;
+    assert_eq!(lethe(local, &["reflect", &procedure, "--note", note]).0, 0);
+    assert_eq!(lethe(local, &["recall", "staging cluster k3s"]).0, 0);
+    let before: Vec<(String, Value)> = [&kept, &pinned, &quarantined, &procedure]
+        .iter()
+        .map(|id| ((*id).clone(), lethe(local, &["show", id]).1))
+        .collect();
+    let local_events = |id: &str| lethe(local, &["events", "--memory", id]).1["items"].as_array().unwrap().len();
+    let file_bytes = std::fs::read(&file).unwrap();
+
+    // Nobody but a curator or the owner pushes, and only into a team store.
+    let (code, v) = lethe(&bot_url, &["push", local]);
+    assert_eq!((code, v["error"]["code"].as_str()), (6, Some("forbidden")), "{v}");
+    let (code, v) = lethe(dir.join("other.db").to_str().unwrap(), &["push", local]);
+    assert_eq!(code, 2, "{v}");
+    let (code, v) = lethe(&lead_url, &["push", "/no/such/file.db"]);
+    assert_eq!(code, 2, "{v}");
+
+    let (code, v) = lethe(&lead_url, &["push", local]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        (v["read"].as_u64(), v["pushed"].as_u64(), v["skipped_existing"].as_u64()),
+        (Some(5), Some(5), Some(0)),
+        "{v}"
+    );
+    assert_eq!(v["quarantined"], 1, "{v}");
+    assert_eq!(v["archives"], 1, "{v}");
+    assert!(v["audit_actions"].as_u64().unwrap() >= 8 && v["audit_events"].as_u64().unwrap() >= 2, "{v}");
+    assert_eq!(std::fs::read(&file).unwrap(), file_bytes, "a push only reads the file");
+
+    // Every field the file had, on the server: ids, counters, versions, pins, quarantine dates.
+    for (id, local_view) in &before {
+        let (code, team_view) = lethe(&lead_url, &["show", id]);
+        assert_eq!(code, 0, "{team_view}");
+        for field in [
+            "type",
+            "content",
+            "created_at",
+            "version",
+            "view_count",
+            "cite_count",
+            "edit_count",
+            "pinned",
+            "is_deleted",
+            "deleted_at",
+            "importance",
+            "reflection_notes",
+            "steps",
+        ] {
+            assert_eq!(team_view[field], local_view[field], "{id}: {field}");
+        }
+        let team_events = lethe(&lead_url, &["events", "--memory", id]).1["items"].as_array().unwrap().len();
+        assert_eq!(team_events, local_events(id), "{id}: the audit moved with the memory");
+    }
+    assert_eq!(lethe(&lead_url, &["show", &kept]).1["version"], 2);
+    assert_eq!(lethe(&lead_url, &["history", &procedure]).1, lethe(local, &["history", &procedure]).1);
+    // The erased memory's text is nowhere; its record moved.
+    assert_eq!(lethe(&lead_url, &["show", &erased]).0, 4);
+    let erased_audit = lethe(&lead_url, &["events", "--memory", &erased]).1;
+    assert!(erased_audit["items"].as_array().unwrap().iter().any(|e| e["action"] == "hard"), "{erased_audit}");
+    assert!(!erased_audit.to_string().contains("Temporary note"), "{erased_audit}");
+    // The archived output comes back byte for byte under the team store's number, which the
+    // memo names.
+    let memo = lethe(&lead_url, &["show", &tool]).1["content"].as_str().unwrap().to_string();
+    let no: String = memo.trim_start_matches("[Archive#").chars().take_while(char::is_ascii_digit).collect();
+    assert!(memo.ends_with(": ls of the home directory]"), "{memo}");
+    let (code, v) = lethe(&lead_url, &["unarchive", &no]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(lethe(&lead_url, &["show", &tool]).1["content"], output);
+    // The push itself is in the audit, under the curator's name.
+    let pushes = lethe(&lead_url, &["events", "--action", "push"]).1;
+    assert_eq!(pushes["items"].as_array().unwrap().len(), 1, "{pushes}");
+    assert_eq!(pushes["items"][0]["actor"], format!("user:{lead}"), "{pushes}");
+
+    // Idempotent: a second push adds nothing at all, audit included.
+    let count = rows(&db);
+    let (code, v) = lethe(&lead_url, &["push", local]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!((v["pushed"].as_u64(), v["skipped_existing"].as_u64()), (Some(0), Some(5)), "{v}");
+    assert_eq!((v["audit_actions"].as_u64(), v["audit_events"].as_u64()), (Some(0), Some(0)), "{v}");
+    assert_eq!(rows(&db), count, "a second push added rows");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -1,7 +1,8 @@
 //! Who acts. One grammar for every interface (DESIGN §10, issue #23): `user` is the person
 //! (the window, or the CLI on an interactive terminal); `agent:<name>` with a name of
 //! `[A-Za-z0-9._-]{1,64}` is an agent; `policy` is reserved for the engine's own batch.
-//! Anything else is `invalid_input`. Person-only operations (settings, hard delete) check
+//! On a team store a person is also `user:<role>`: the curator or owner whose database role
+//! signed in, named by the server and never claimable. Anything else is `invalid_input`. Person-only operations (settings, hard delete) check
 //! [`require_person`] in the engine, so no interface can skip it.
 
 use crate::{Error, Result};
@@ -61,9 +62,31 @@ pub fn agent_from_client_name(name: &str) -> String {
     format!("agent:{cleaned}")
 }
 
-/// Whether the actor is the person.
+/// Whether the actor is the person: `user`, or `user:<role>` on a team store.
 pub fn is_person(actor: &str) -> bool {
-    actor == USER
+    actor == USER || actor.strip_prefix("user:").is_some_and(valid_person_name)
+}
+
+fn valid_person_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// `user:<role>` for the curator or owner signed in to a team store as the database role
+/// `role` (the server authenticated it, so the audit names it). Characters outside the
+/// grammar become `_`, as for client names.
+pub fn person_named(role: &str) -> String {
+    let cleaned: String = role
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '_' })
+        .take(MAX_NAME)
+        .collect();
+    if cleaned.is_empty() {
+        USER.to_string()
+    } else {
+        format!("user:{cleaned}")
+    }
 }
 
 /// `forbidden` (exit 6) unless the person acts.
@@ -116,8 +139,19 @@ mod tests {
     }
 
     #[test]
+    fn a_team_store_names_its_person_and_nobody_claims_that_name() {
+        assert_eq!(person_named("lead_ana"), "user:lead_ana");
+        assert_eq!(person_named("Ana Lima"), "user:Ana_Lima");
+        assert!(is_person(&person_named("lead_ana")));
+        assert!(!is_person("user:"));
+        assert!(!is_person("user:a b"));
+        assert_eq!(parse("user:lead_ana").unwrap_err().code(), "invalid_input", "a claim of a person's name");
+    }
+
+    #[test]
     fn only_the_person_passes_the_person_check() {
         assert!(require_person("user", "x").is_ok());
+        assert!(require_person("user:lead", "x").is_ok());
         let e = require_person("agent:bot", "changing settings").unwrap_err();
         assert_eq!(e.code(), "forbidden");
         assert_eq!(e.exit_code(), 6);

@@ -1,4 +1,6 @@
-//! Moving memories in and out: JSONL import and export (`transfer`), the demo data (`demo`).
+//! Moving memories in and out: JSONL import and export (`transfer`), a local store into the
+//! team store (`push`), the demo data (`demo`).
 
 pub mod demo;
+pub mod push;
 pub mod transfer;

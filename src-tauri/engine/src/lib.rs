@@ -28,7 +28,7 @@ pub mod similarity;
 pub mod storage;
 pub mod time;
 
-pub use io::{demo, transfer};
+pub use io::{demo, push, transfer};
 pub use ops::{archive, audit, duplicates, health, lifecycle, meta, procedural, recall, recall_log, scan, session};
 pub use policy::{decay, dialogue, forgetting, redact, settings};
 pub use similarity::{dedup, embed, neighbours, semantic};

@@ -263,9 +263,13 @@ pub mod lenient {
     }
 }
 
-/// Who did something: the person (`user`) or an agent (`agent:<name>`); the grammar of
-/// [`crate::actor::parse`]. The policy records itself without passing through here.
+/// Who did something: the person (`user`, or `user:<role>` signed in to a team store) or an
+/// agent (`agent:<name>`); the grammar of [`crate::actor::parse`], which no caller can use to
+/// claim `user:<role>`. The policy records itself without passing through here.
 pub fn validate_actor(actor: &str) -> Result<()> {
+    if crate::actor::is_person(actor) {
+        return Ok(());
+    }
     crate::actor::parse(actor).map(|_| ())
 }
 

@@ -318,7 +318,7 @@ pub fn import(conn: &mut Connection, input: impl BufRead, opts: &ImportOptions) 
 const COLS: usize = 25;
 
 /// `INSERT … VALUES (?, …), (?, …), …` for `rows` rows of `cols` values.
-fn multi_row_sql(head: &str, rows: usize, cols: usize) -> String {
+pub(crate) fn multi_row_sql(head: &str, rows: usize, cols: usize) -> String {
     let mut sql = String::with_capacity(head.len() + rows * (cols * 2 + 4));
     sql.push_str(head);
     sql.push_str(" VALUES ");

@@ -23,10 +23,11 @@ const MIGRATIONS: &[Migration] = &[
     Migration { version: 1, name: "schema", sql: include_str!("postgres/migrations/001_schema.sql") },
     Migration { version: 2, name: "roles", sql: include_str!("postgres/migrations/002_roles.sql") },
     Migration { version: 3, name: "teams", sql: include_str!("postgres/migrations/003_teams.sql") },
+    Migration { version: 4, name: "agent_pins", sql: include_str!("postgres/migrations/004_agent_pins.sql") },
 ];
 
 /// The team store's schema version this build reads and writes.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// What a connection's database role may do (`lethe admin add-agent`, `add-curator`,
 /// `add-reader`; the owner sets the server up).

@@ -1,0 +1,307 @@
+//! `lethe push FILE.db` (issue #20): a local SQLite store moves into the team store on
+//! PostgreSQL with its ids, counters, versions, quarantine dates and audit.
+//!
+//! A memory moves with everything that describes it (its forgetting events and actions, meta
+//! statistics, procedure versions, archive originals, review and session rows, supersede
+//! links, dismissed pairs, vector), or not at all: a memory whose id the team store already
+//! holds is skipped with all of its rows, so a second push of the same file adds nothing. The
+//! audit of memories deleted for ever in the file (their text is gone, their record is not)
+//! moves once: when the team store has no record of that id yet. What describes the file
+//! rather than its memories stays behind and is named in the report: its settings (the
+//! team's settings govern the team store) and its recall log.
+//!
+//! The push is one transaction on the server, under a lock that admits one push at a time:
+//! it lands whole or not at all. The file is only read.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Serialize;
+
+use crate::dedup;
+use crate::error::{Error, Result};
+use crate::model::MEMORY_COLUMNS;
+use crate::storage::db::{params_from_iter, Connection, Value};
+use crate::time;
+
+/// What [`push`] moved.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct PushReport {
+    /// The file, as given.
+    pub from: String,
+    /// The team store, without its password.
+    pub to: String,
+    /// Memories in the file, quarantined ones included.
+    pub read: usize,
+    /// Memories now in the team store that were not before.
+    pub pushed: usize,
+    /// Of those, memories in quarantine (their quarantine keeps its start date).
+    pub quarantined: usize,
+    /// Memories whose id the team store already held: left as the team store has them.
+    pub skipped_existing: usize,
+    /// Audit rows moved: forgetting events and actions.
+    pub audit_events: usize,
+    pub audit_actions: usize,
+    /// Archived tool outputs moved, with their byte-exact originals. They get the team
+    /// store's next archive numbers; the memo in the memory names the new number.
+    pub archives: usize,
+    /// Rows of meta statistics, procedure versions and sessions moved.
+    pub meta_stats: usize,
+    pub procedure_versions: usize,
+    pub sessions: usize,
+    /// Vectors moved (memories without one are embedded by the team store's next recall).
+    pub vectors: usize,
+    /// What describes the file rather than its memories, and stays behind.
+    pub not_moved: Vec<&'static str>,
+}
+
+/// Rows per INSERT: PostgreSQL takes at most 65,535 parameters in one statement.
+const ROWS_PER_INSERT: usize = 500;
+
+/// Every row of `sql` on `src`, as owned values.
+fn rows(src: &Connection, sql: &str) -> Result<Vec<Vec<Value>>> {
+    let mut stmt = src.prepare(sql)?;
+    let n = stmt.column_count();
+    let mut rows = stmt.query([])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        out.push((0..n).map(|i| r.get_ref(i).map(|v| v.to_owned())).collect::<Result<Vec<_>>>()?);
+    }
+    Ok(out)
+}
+
+fn text(v: &Value) -> Option<&str> {
+    match v {
+        Value::Text(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// `INSERT OR IGNORE INTO table (cols) VALUES …` for `rows`, in statements of
+/// [`ROWS_PER_INSERT`] rows; the number of rows stored.
+fn insert(dst: &Connection, table: &str, cols: &str, rows: &[Vec<Value>]) -> Result<usize> {
+    let mut stored = 0;
+    for chunk in rows.chunks(ROWS_PER_INSERT) {
+        let width = chunk[0].len();
+        let sql =
+            crate::transfer::multi_row_sql(&format!("INSERT OR IGNORE INTO {table} ({cols})"), chunk.len(), width);
+        stored += dst.prepare(&sql)?.execute(params_from_iter(chunk.iter().flatten().cloned()))?;
+    }
+    Ok(stored)
+}
+
+/// The ids among `ids` that `dst` already holds (in the pushing role's team).
+fn present(dst: &Connection, table: &str, col: &str, ids: &[&str]) -> Result<HashSet<String>> {
+    let mut out = HashSet::new();
+    for chunk in ids.chunks(ROWS_PER_INSERT) {
+        let marks = vec!["?"; chunk.len()].join(",");
+        let mut stmt = dst.prepare(&format!("SELECT {col} FROM {table} WHERE {col} IN ({marks})"))?;
+        let found = stmt.query_map(params_from_iter(chunk.iter().copied()), |r| r.get::<_, String>(0))?;
+        for id in found {
+            out.insert(id?);
+        }
+    }
+    Ok(out)
+}
+
+/// Moves the local store `src` into the team store `dst` (see the module's documentation).
+/// `from` names the file in the report and in the push's own audit row.
+pub fn push(src: &Connection, dst: &mut Connection, from: &str, actor: &str, now: time::Instant) -> Result<PushReport> {
+    if src.is_postgres() || !dst.is_postgres() {
+        return Err(Error::invalid(
+            "lethe push moves a local SQLite file into a team store: lethe --db postgres://… push FILE.db",
+        ));
+    }
+    let mut report = PushReport {
+        from: from.to_string(),
+        to: dst.describe(),
+        not_moved: vec!["settings", "recall_log"],
+        ..Default::default()
+    };
+    // One consistent view of the file for the whole push.
+    src.begin(crate::storage::db::TransactionBehavior::Deferred)?;
+    let out = (|| {
+        let tx = dst.transaction()?;
+        // One push at a time: the check for ids already present and the inserts that follow
+        // must not interleave with another push of the same file.
+        tx.execute_batch("SELECT pg_advisory_xact_lock(7394022)")?;
+        push_in(src, &tx, &mut report, actor, now)?;
+        tx.commit()
+    })();
+    let _ = src.rollback();
+    out.map(|()| report)
+}
+
+fn push_in(src: &Connection, dst: &Connection, report: &mut PushReport, actor: &str, now: time::Instant) -> Result<()> {
+    let mut memories = rows(src, &format!("SELECT {MEMORY_COLUMNS} FROM memory_item ORDER BY rowid"))?;
+    report.read = memories.len();
+    let all_ids: HashSet<String> = memories.iter().filter_map(|m| text(&m[0]).map(str::to_string)).collect();
+    let id_list: Vec<&str> = all_ids.iter().map(String::as_str).collect();
+    let existing = present(dst, "memory_item", "id", &id_list)?;
+    memories.retain(|m| text(&m[0]).is_some_and(|id| !existing.contains(id)));
+    report.skipped_existing = report.read - memories.len();
+    let new: HashSet<String> = memories.iter().filter_map(|m| text(&m[0]).map(str::to_string)).collect();
+
+    // Memories deleted for ever in the file: their audit moves if the team store has none yet.
+    let events = rows(
+        src,
+        "SELECT id, memory_id, action, reason, policy, forget_score, ttl_days, created_at, metadata_json \
+         FROM memory_forgetting_event ORDER BY rowid",
+    )?;
+    let actions = rows(
+        src,
+        "SELECT memory_id, action, actor, before_json, after_json, created_at FROM lethe_action ORDER BY id",
+    )?;
+    let gone: Vec<&str> = events
+        .iter()
+        .map(|e| &e[1])
+        .chain(actions.iter().map(|a| &a[0]))
+        .filter_map(text)
+        .filter(|id| !all_ids.contains(*id))
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .collect();
+    let mut recorded = present(dst, "memory_forgetting_event", "memory_id", &gone)?;
+    recorded.extend(present(dst, "lethe_action", "memory_id", &gone)?);
+    let moves =
+        |id: Option<&str>| id.is_some_and(|id| new.contains(id) || (!all_ids.contains(id) && !recorded.contains(id)));
+
+    // Archives first: they take the team store's next numbers, and an archived memory's memo
+    // names its archive, so the memo is rewritten before the memory goes in.
+    let archives = rows(
+        src,
+        "SELECT archive_no, memory_id, memo, original, sha256, bytes, actor, archived_at, restored_at \
+         FROM lethe_archive ORDER BY archive_no",
+    )?;
+    let mut renumbered: HashMap<String, (i64, i64, String)> = HashMap::new();
+    for a in archives.iter().filter(|a| text(&a[1]).is_some_and(|id| new.contains(id))) {
+        let no: i64 = dst
+            .prepare(
+                "INSERT INTO lethe_archive (memory_id, memo, original, sha256, bytes, actor, archived_at, restored_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING archive_no",
+            )?
+            .query_row(params_from_iter(a[1..].iter().cloned()), |r| r.get(0))?;
+        report.archives += 1;
+        if let (Value::Integer(old), Some(id), Some(memo), Value::Null) = (&a[0], text(&a[1]), text(&a[2]), &a[8]) {
+            renumbered.insert(id.to_string(), (*old, no, memo.to_string()));
+        }
+    }
+    for m in memories.iter_mut() {
+        let Some((old, no, memo)) = text(&m[0]).and_then(|id| renumbered.get(id)) else { continue };
+        if text(&m[2]) == Some(format!("[Archive#{old}: {memo}]").as_str()) {
+            m[2] = Value::Text(format!("[Archive#{no}: {memo}]"));
+        }
+    }
+
+    let stored = insert(dst, "memory_item", MEMORY_COLUMNS, &memories)?;
+    if stored != memories.len() {
+        // A conflict the check above could not see: the id belongs to another team.
+        return Err(Error::invalid(format!(
+            "{} of the file's memory ids are taken on the team server by another team; nothing was pushed",
+            memories.len() - stored
+        )));
+    }
+    report.pushed = stored;
+    report.quarantined = memories.iter().filter(|m| matches!(m[23], Value::Integer(d) if d != 0)).count();
+    let sigs: Vec<Vec<Value>> = memories
+        .iter()
+        .filter_map(|m| Some((text(&m[0])?, text(&m[2])?)))
+        .map(|(id, content)| {
+            vec![
+                Value::Text(id.to_string()),
+                Value::Text(dedup::content_hash(content)),
+                Value::Blob(dedup::band_keys(content)),
+            ]
+        })
+        .collect();
+    insert(dst, "lethe_signature", "memory_id, content_hash, bands", &sigs)?;
+
+    // Rows that belong to one memory move with it.
+    let of_new = |sql: &str, key: usize| -> Result<Vec<Vec<Value>>> {
+        let mut all = rows(src, sql)?;
+        all.retain(|r| text(&r[key]).is_some_and(|id| new.contains(id)));
+        Ok(all)
+    };
+    let stats = of_new(
+        "SELECT memory_id, recall_count, success_count, failure_count, avg_confidence, last_recalled_at FROM meta_memory_stats",
+        0,
+    )?;
+    report.meta_stats = insert(
+        dst,
+        "meta_memory_stats",
+        "memory_id, recall_count, success_count, failure_count, avg_confidence, last_recalled_at",
+        &stats,
+    )?;
+    let versions = of_new(
+        "SELECT memory_id, version, snapshot_json, actor, created_at FROM lethe_procedure_version ORDER BY memory_id, version",
+        0,
+    )?;
+    report.procedure_versions =
+        insert(dst, "lethe_procedure_version", "memory_id, version, snapshot_json, actor, created_at", &versions)?;
+    insert(
+        dst,
+        "lethe_review",
+        "memory_id, entered_at",
+        &of_new("SELECT memory_id, entered_at FROM lethe_review", 0)?,
+    )?;
+    insert(
+        dst,
+        "lethe_task_log",
+        "memory_id, session_id, task_kind, ended_at",
+        &of_new("SELECT memory_id, session_id, task_kind, ended_at FROM lethe_task_log", 0)?,
+    )?;
+    insert(
+        dst,
+        "lethe_session_rule",
+        "memory_id, session_id, created_at",
+        &of_new("SELECT memory_id, session_id, created_at FROM lethe_session_rule", 0)?,
+    )?;
+    let mut links = rows(src, "SELECT old_id, new_id, actor, created_at FROM lethe_supersede")?;
+    links.retain(|l| [&l[0], &l[1]].iter().any(|v| text(v).is_some_and(|id| new.contains(id))));
+    insert(dst, "lethe_supersede", "old_id, new_id, actor, created_at", &links)?;
+    let mut pairs = rows(src, "SELECT a_id, b_id, actor, created_at FROM lethe_dismissed_pair")?;
+    pairs.retain(|l| [&l[0], &l[1]].iter().any(|v| text(v).is_some_and(|id| new.contains(id))));
+    insert(dst, "lethe_dismissed_pair", "a_id, b_id, actor, created_at", &pairs)?;
+    // A vector of the memo as the file wrote it is stale after renumbering: the team store
+    // embeds those again.
+    let mut vectors = of_new("SELECT memory_id, model, vec FROM lethe_vector ORDER BY rowid", 0)?;
+    vectors.retain(|v| text(&v[0]).is_some_and(|id| !renumbered.contains_key(id)));
+    report.vectors = insert(dst, "lethe_vector", "memory_id, model, vec", &vectors)?;
+
+    // Ended sessions, and the audit row of each session this push brings.
+    let ends = rows(src, "SELECT session_id, task_kind, ended_at, actor, answer FROM lethe_session_end")?;
+    let known: HashSet<String> =
+        present(dst, "lethe_session_end", "session_id", &ends.iter().filter_map(|e| text(&e[0])).collect::<Vec<_>>())?;
+    let ends: Vec<Vec<Value>> = ends.into_iter().filter(|e| text(&e[0]).is_some_and(|s| !known.contains(s))).collect();
+    let sessions: HashSet<String> = ends.iter().filter_map(|e| text(&e[0]).map(str::to_string)).collect();
+    report.sessions = insert(dst, "lethe_session_end", "session_id, task_kind, ended_at, actor, answer", &ends)?;
+
+    let events: Vec<Vec<Value>> = events.into_iter().filter(|e| moves(text(&e[1]))).collect();
+    report.audit_events = insert(
+        dst,
+        "memory_forgetting_event",
+        "id, memory_id, action, reason, policy, forget_score, ttl_days, created_at, metadata_json",
+        &events,
+    )?;
+    let session_of = |a: &[Value]| -> Option<String> {
+        let after: serde_json::Value = serde_json::from_str(text(&a[4])?).ok()?;
+        after.get("session_id")?.as_str().map(str::to_string)
+    };
+    let actions: Vec<Vec<Value>> = actions
+        .into_iter()
+        .filter(|a| match &a[0] {
+            Value::Null => text(&a[1]) == Some("end_session") && session_of(a).is_some_and(|s| sessions.contains(&s)),
+            id => moves(text(id)),
+        })
+        .collect();
+    report.audit_actions =
+        insert(dst, "lethe_action", "memory_id, action, actor, before_json, after_json, created_at", &actions)?;
+
+    if report.pushed + report.audit_events + report.audit_actions + report.sessions > 0 {
+        let after = serde_json::json!({
+            "from": report.from, "pushed": report.pushed, "skipped_existing": report.skipped_existing,
+            "audit_events": report.audit_events, "audit_actions": report.audit_actions,
+        });
+        crate::audit::record_action(dst, None, "push", actor, None, Some(&after), now)?;
+    }
+    Ok(())
+}
