@@ -570,3 +570,211 @@ fn push_moves_a_local_store_whole_and_a_second_push_adds_nothing() {
     assert_eq!(rows(&db), count, "a second push added rows");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `n` old memories as JSONL for the batch to work on: created in 2024, most of importance 0
+/// (forgotten), some in the review band, a few pinned, every fifth a near-copy of the one
+/// before, a tenth working memories in sessions.
+fn old_memories(n: usize) -> String {
+    const WORDS: &[&str] = &[
+        "deploy", "docker", "build", "cache", "token", "auth", "billing", "invoice", "queue", "retry", "timeout",
+        "schema", "index", "replica", "backup", "restore", "cluster", "node", "pod", "helm", "chart", "alert",
+        "metric", "trace", "span", "log", "rotate", "secret", "vault", "policy",
+    ];
+    let mut state = 0x5eed_1e7e_u64;
+    let mut next = move |k: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % k as u64) as usize
+    };
+    let mut out = String::new();
+    let mut prev: Vec<&str> = Vec::new();
+    for i in 0..n {
+        let words: Vec<&str> = if i % 5 == 4 {
+            let mut w = prev.clone();
+            let k = next(w.len());
+            w[k] = WORDS[next(WORDS.len())];
+            w
+        } else {
+            (0..16).map(|_| WORDS[next(WORDS.len())]).collect()
+        };
+        let tier = [
+            "episodic", "episodic", "episodic", "semantic", "semantic", "working", "episodic", "semantic", "episodic",
+            "semantic",
+        ][i % 10];
+        let importance = [0.0, 0.0, 0.0, 0.0, 0.3, 0.0, 0.8, 0.0, 0.0, 0.3][i % 10];
+        let line = serde_json::json!({
+            "id": format!("mem_old_{i:06}"), "type": tier, "content": format!("{} n{i}", words.join(" ")),
+            "importance": importance,
+            "created_at": format!("2024-0{}-1{}T08:00:00Z", 1 + i % 9, i % 10),
+            "pinned": i % 97 == 0,
+            "session_id": if tier == "working" { Value::String(format!("s{}", i % 7)) } else { Value::Null },
+        });
+        out.push_str(&line.to_string());
+        out.push('\n');
+        prev = words;
+    }
+    out
+}
+
+fn count(c: &mut postgres::Client, sql: &str) -> i64 {
+    c.query_one(sql, &[]).unwrap().get(0)
+}
+
+/// Every memory's audit matches its state (soft events − restores = 1 in quarantine, 0 when
+/// active) and no memory has two review events; the soft and review counts.
+fn audit_matches_state(url: &str, what: &str) -> (i64, i64) {
+    let mut c = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let bad = count(
+        &mut c,
+        "SELECT COUNT(*) FROM memory_item m WHERE \
+           (SELECT COUNT(*) FROM memory_forgetting_event e WHERE e.memory_id = m.id AND e.action = 'soft') \
+         - (SELECT COUNT(*) FROM lethe_action a WHERE a.memory_id = m.id AND a.action = 'restore') \
+         <> COALESCE(m.is_deleted, 0)",
+    );
+    assert_eq!(bad, 0, "{what}: memories whose soft events − restores differ from their state");
+    let twice = count(
+        &mut c,
+        "SELECT COUNT(*) FROM (SELECT memory_id FROM memory_forgetting_event WHERE action = 'review' \
+         GROUP BY memory_id HAVING COUNT(*) > 1) t",
+    );
+    assert_eq!(twice, 0, "{what}: one review event per entry into the band");
+    let locks = count(&mut c, "SELECT COUNT(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()");
+    assert_eq!(locks, 0, "{what}: a killed client holds nothing on the server");
+    (
+        count(&mut c, "SELECT COUNT(*) FROM memory_forgetting_event WHERE action = 'soft'"),
+        count(&mut c, "SELECT COUNT(*) FROM memory_forgetting_event WHERE action = 'review'"),
+    )
+}
+
+/// `kill -9` of `lethe forget` on a team store at random points (RELIABILITY.md, guarantee 2
+/// on PostgreSQL): each decision chunk is one server transaction, so a kill leaves whole
+/// chunks; the audit matches every memory's state, the re-run completes, and a further run
+/// writes no event.
+#[test]
+fn kill_9_of_the_forgetting_batch_on_a_team_store_leaves_it_consistent() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::time::{Duration, Instant};
+    let Some(server) = server() else { return };
+    let long = std::env::var("LETHE_LONG").is_ok_and(|v| v == "1");
+    let (n, trials) = if long { (20_000, 20) } else { (4_000, 8) };
+    // The prepared store: a local file pushed in, then used as the template of every trial.
+    let template = new_database(&server);
+    assert_eq!(lethe(&template, &["admin", "setup"]).0, 0);
+    let dir = std::env::temp_dir().join(format!("lethe-pg-kill-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (jsonl, file) = (dir.join("old.jsonl"), dir.join("old.db"));
+    std::fs::write(&jsonl, old_memories(n)).unwrap();
+    let (code, v) = lethe(file.to_str().unwrap(), &["import", jsonl.to_str().unwrap()]);
+    assert_eq!((code, v["imported"].as_u64()), (0, Some(n as u64)), "{v}");
+    let (code, v) = lethe(&template, &["push", file.to_str().unwrap()]);
+    assert_eq!((code, v["pushed"].as_u64()), (0, Some(n as u64)), "{v}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    let template_name = template.rsplit('/').next().unwrap().to_string();
+    let trial_db = |k: &str| {
+        let name = format!("{template_name}_{k}");
+        let mut admin = postgres::Client::connect(&format!("{server}/postgres"), postgres::NoTls).unwrap();
+        admin.batch_execute(&format!("CREATE DATABASE {name} TEMPLATE {template_name}")).unwrap();
+        format!("{server}/{name}")
+    };
+    let spawn = |db: &str| {
+        Command::new(env!("CARGO_BIN_EXE_lethe"))
+            .args(["--db", db, "forget"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let settles = |db: &str, what: &str| {
+        let (code, v) = lethe(db, &["forget"]);
+        assert_eq!(code, 0, "{what}: the re-run completes: {v}");
+        let before = audit_matches_state(db, what);
+        let (code, v) = lethe(db, &["forget"]);
+        assert_eq!(code, 0, "{what}: a further run completes: {v}");
+        for key in ["soft_deleted", "review", "working_gate", "purged"] {
+            assert_eq!(v[key].as_array().map(Vec::len), Some(0), "{what}: a further run has nothing to {key}: {v}");
+        }
+        assert_eq!(audit_matches_state(db, what), before, "{what}: a further run writes no event");
+    };
+
+    let events_so_far = |db: &str| {
+        let mut c = postgres::Client::connect(db, postgres::NoTls).unwrap();
+        count(&mut c, "SELECT COUNT(*) FROM memory_forgetting_event")
+    };
+    // The uninterrupted run, watched for its first committed chunk: the kill points of odd
+    // trials fall in the writing phase that follows.
+    let full = trial_db("full");
+    let started = Instant::now();
+    let mut child = spawn(&full);
+    let mut first_commit = None;
+    let status = loop {
+        if first_commit.is_none() && events_so_far(&full) > 0 {
+            first_commit = Some(started.elapsed());
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let run_time = started.elapsed();
+    let write_time = run_time.saturating_sub(first_commit.unwrap_or(run_time / 2));
+    assert!(status.success());
+    let full_events = audit_matches_state(&full, "uninterrupted");
+    assert!(full_events.0 > n as i64 / 2, "most memories are forgotten: {full_events:?}");
+    settles(&full, "uninterrupted");
+
+    let mut seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
+    println!("kill -9 on PostgreSQL: seed {seed}");
+    let (mut before_first, mut mid, mut after_last, mut finished) = (0, 0, 0, 0);
+    let mut points = Vec::new();
+    for trial in 0..trials {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let unit = (seed % 1000) as f64 / 1000.0;
+        let db = trial_db(&format!("t{trial}"));
+        let mut child = spawn(&db);
+        let started = Instant::now();
+        // Even trials: anywhere in the run; odd ones: after the first chunk committed.
+        if trial % 2 == 0 {
+            std::thread::sleep(run_time.mul_f64(unit * 1.1));
+        } else {
+            while started.elapsed() < run_time * 4 && events_so_far(&db) == 0 && child.try_wait().unwrap().is_none() {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            std::thread::sleep(write_time.mul_f64(unit));
+        }
+        let delay = started.elapsed();
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        let what = format!("trial {trial} (kill after {} ms)", delay.as_millis());
+        // The server notices the closed connection and rolls its transaction back.
+        std::thread::sleep(Duration::from_millis(200));
+        let (soft, review) = audit_matches_state(&db, &what);
+        let kind = if status.signal() != Some(9) {
+            finished += 1;
+            "finished"
+        } else if soft + review == 0 {
+            before_first += 1;
+            "before the first commit"
+        } else if (soft, review) == full_events {
+            after_last += 1;
+            "after the last commit"
+        } else {
+            mid += 1;
+            "mid-batch"
+        };
+        points.push(format!("{}ms:{kind}({}/{})", delay.as_millis(), soft + review, full_events.0 + full_events.1));
+        settles(&db, &what);
+    }
+    println!(
+        "kill -9 of `lethe forget` on PostgreSQL: N = {n}, uninterrupted run {} ms ({} soft + {} review events), \
+         {trials} trials: {mid} mid-batch, {before_first} before the first commit, {after_last} after the last commit, \
+         {finished} finished\n  kill points: {}",
+        run_time.as_millis(),
+        full_events.0,
+        full_events.1,
+        points.join(", ")
+    );
+    assert!(mid >= trials / 4, "enough kills land mid-batch to mean something ({mid} of {trials})");
+}
