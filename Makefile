@@ -9,7 +9,7 @@ APT_PACKAGES := libwebkit2gtk-4.1-dev build-essential pkg-config curl wget file 
 CARGO_BIN := $(HOME)/.cargo/bin
 export PATH := $(CARGO_BIN):$(PATH)
 
-.PHONY: package package-debug package-test types model bench-window mcp-python mcp-ts-deps mcp-ts run test deps system-deps ui-deps e2e-deps ui build lint rust-test ui-test e2e bench demo clean
+.PHONY: bench-team package package-debug package-test types model bench-window mcp-python mcp-ts-deps mcp-ts run test deps system-deps ui-deps e2e-deps ui build lint rust-test ui-test e2e bench demo clean
 
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -76,7 +76,7 @@ ui-test: ui-deps
 	cd ui && npm test
 
 e2e: build e2e-deps
-	cd tests/e2e && timeout 900 xvfb-run -a -s "-screen 0 1280x800x24" node --test --test-concurrency=1 ./*.test.mjs
+	cd tests/e2e && ../pg/with-server.sh timeout 900 xvfb-run -a -s "-screen 0 1280x800x24" node --test --test-concurrency=1 ./*.test.mjs
 
 # The official Python MCP SDK drives `lethe mcp` as a second, independent client.
 target/py-mcp/.installed: tests/mcp_python/requirements.txt
@@ -146,6 +146,13 @@ bench:
 	cargo build --release -p lethe-cli --bin lethe-bench
 	./target/release/lethe-bench --workload reference $(BENCH_ARGS) --out target/bench-reference.json
 	./target/release/lethe-bench --workload realistic $(BENCH_ARGS) --out target/bench-realistic.json
+
+# The team store beside SQLite (remember, recall, forgetting batch, push) on a throwaway
+# PostgreSQL cluster; results go to BENCHMARKS.md by hand.
+bench-team:
+	cargo build --release -p lethe-cli --bin lethe-bench
+	tests/pg/with-server.sh bash -c './target/release/lethe-bench --team-server "$$LETHE_TEST_POSTGRES" \
+		--workload realistic --sizes $${BENCH_SIZES:-10000,100000} --out target/bench-team.json'
 
 # Window latencies with the real (release) app under Xvfb: open N memories, agent write →
 # row visible, idle CPU. Results go to BENCHMARKS.md by hand.

@@ -89,8 +89,8 @@ pub(crate) fn db_info_of(state: &AppState) -> DbInfo {
         _ => None,
     };
     DbInfo {
-        exists: c.path.as_ref().is_some_and(|p| p.exists()),
-        path: c.path.map(|p| p.display().to_string()),
+        exists: c.path.as_ref().is_some_and(|p| if crate::is_server(p) { c.phase == Phase::Open } else { p.exists() }),
+        path: c.path.map(|p| crate::shown(&p)),
         memento: c.memento,
         schema_version: c.schema_version,
         loading: c.phase == Phase::Opening || (c.phase == Phase::Open && !c.scored),
@@ -347,12 +347,28 @@ pub async fn new_db(app: AppHandle) -> ApiResult<Option<DbInfo>> {
     Ok(Some(crate::start_open(&app, path, OpenMode::Existing)))
 }
 
-/// Opens the current file again ("Try again" after it could not be opened).
+/// Opens the current file (or team server) again ("Try again" after it could not be opened).
 #[tauri::command(async)]
 pub fn reopen_db(app: AppHandle) -> ApiResult<DbInfo> {
     let c = app.state::<AppState>().info();
     let path = c.path.ok_or_else(|| ApiError::invalid("no database to open again"))?;
-    Ok(crate::start_open(&app, files::plain_absolute(&path)?, c.mode))
+    let path = if crate::is_server(&path) { path } else { files::plain_absolute(&path)? };
+    Ok(crate::start_open(&app, path, c.mode))
+}
+
+/// File → Connect to a team server…: opens the team store at `url`
+/// (`postgres://USER[:PASSWORD]@HOST:PORT/DB`) as the window's database. The address is the
+/// only thing the page names, never a path; its password stays in memory, never in the
+/// recent list or on screen.
+#[tauri::command(async)]
+pub fn connect_server(app: AppHandle, url: String) -> ApiResult<DbInfo> {
+    let url = url.trim();
+    if !lethe_engine::storage::postgres::is_url(url) {
+        return Err(ApiError::invalid(
+            "a team server's address starts with postgres:// (postgres://USER:PASSWORD@HOST:PORT/DB)",
+        ));
+    }
+    Ok(crate::start_open(&app, PathBuf::from(url), OpenMode::Existing))
 }
 
 /// The recent files, newest first. The page opens one by its index in this list.
@@ -369,6 +385,9 @@ pub fn recent_files(state: State<'_, AppState>) -> Vec<String> {
 pub fn open_recent(app: AppHandle, index: usize) -> ApiResult<DbInfo> {
     let st = app.state::<AppState>();
     let path = st.recent_shown(index).ok_or_else(|| ApiError::invalid(format!("no recent file number {index}")))?;
+    if crate::is_server(&path) {
+        return Ok(crate::start_open(&app, path, OpenMode::Existing));
+    }
     let path = files::plain_absolute(&path)?;
     if !path.is_file() {
         return Err(ApiError::invalid(format!("{} no longer exists", path.display())));
@@ -704,7 +723,7 @@ pub async fn export_chart(
 #[tauri::command]
 pub async fn about(app: AppHandle) -> ApiResult<crate::connect::About> {
     blocking(app, |st| {
-        let db_path = st.info().path.map(|p| p.display().to_string());
+        let db_path = st.info().path.map(|p| crate::shown(&p));
         let semantic = lethe_engine::embed::shared().is_some();
         let lethe = crate::connect::find_lethe().ok().map(|p| p.display().to_string());
         let (version, recall) = (env!("CARGO_PKG_VERSION").to_string(), lethe_engine::embed::status());
@@ -716,7 +735,12 @@ pub async fn about(app: AppHandle) -> ApiResult<crate::connect::About> {
 /// The MCP configuration of each agent host for the open database (nothing is written).
 #[tauri::command]
 pub async fn connect_info(app: AppHandle) -> ApiResult<crate::connect::ConnectInfo> {
-    blocking(app, |st| Ok(crate::connect::connect_info(st.info().path.as_deref()))).await
+    // A team server's address without its password: each agent signs in as its own role.
+    blocking(app, |st| {
+        let shown = st.info().path.map(|p| PathBuf::from(crate::shown(&p)));
+        Ok(crate::connect::connect_info(shown.as_deref()))
+    })
+    .await
 }
 
 /// Starts `lethe --db <open db> mcp` as a host would and lists its tools.

@@ -21,12 +21,14 @@ pub struct DbChanged {
     pub ids: Option<Vec<String>>,
 }
 
-/// Whether the database file is there.
+/// Whether the database file (or team server) is there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
 #[serde(rename_all = "lowercase")]
 pub enum LiveState {
     Live,
     Missing,
+    /// A team server does not answer; the shell retries every second.
+    Reconnecting,
     Error,
 }
 

@@ -57,8 +57,8 @@ fn open_in_background(app: &AppHandle, generation: u64, path: &Path, mode: OpenM
             Ok((OpenDb::new(generation, path.to_path_buf(), conn, watcher), facts))
         }
         Err(e) => {
-            eprintln!("lethe: cannot open {}: {e}", path.display());
-            Err(format!("{}: {e}", path.display()))
+            eprintln!("lethe: cannot open {}: {e}", shown(path));
+            Err(format!("{}: {e}", shown(path)))
         }
     };
     let ok = result.is_ok();
@@ -69,7 +69,8 @@ fn open_in_background(app: &AppHandle, generation: u64, path: &Path, mode: OpenM
     if !ok {
         return;
     }
-    recent::remember(path);
+    // A team server is kept without its password (it is asked again next time).
+    recent::remember(Path::new(&shown(path)));
     // The first scoring snapshot, loaded here rather than by the first view that asks, so
     // it starts at once; the reads that need it wait for it, the others do not.
     if let Err(e) = st.snapshot() {
@@ -80,8 +81,25 @@ fn open_in_background(app: &AppHandle, generation: u64, path: &Path, mode: OpenM
     spawn_backfill(app, generation, path);
 }
 
-/// Opens the file; only the launch path is created (with its directory) when missing.
+/// Whether `path` is a team server's address (`postgres://…`) rather than a file.
+pub(crate) fn is_server(path: &Path) -> bool {
+    path.to_str().is_some_and(lethe_engine::storage::postgres::is_url)
+}
+
+/// `path` as the window shows it: a team server's address never with its password.
+pub(crate) fn shown(path: &Path) -> String {
+    match path.to_str().filter(|p| lethe_engine::storage::postgres::is_url(p)) {
+        Some(url) => lethe_engine::storage::postgres::display(url),
+        None => path.display().to_string(),
+    }
+}
+
+/// Opens the file; only the launch path is created (with its directory) when missing. A team
+/// server is connected to (it has to be set up already: `lethe admin setup`).
 fn open_file(path: &Path, mode: OpenMode) -> lethe_engine::Result<lethe_engine::store::Connection> {
+    if is_server(path) {
+        return open_for_the_window(path);
+    }
     match mode {
         OpenMode::Launch => {
             if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -104,12 +122,12 @@ fn open_for_the_window(path: &Path) -> lethe_engine::Result<lethe_engine::store:
     Ok(conn)
 }
 
-/// Watches the file of `generation`; watcher callbacks become small events.
+/// Watches the file (or team server) of `generation`; watcher callbacks become small events.
 fn watch_file(app: &AppHandle, generation: u64, path: &Path) -> Option<watch::DbWatcher> {
     let handle = app.clone();
     let reopen = path.to_path_buf();
     let status = |state, message: &str| DbStatus { state, message: message.to_string() };
-    watch::watch(path, move |ev| {
+    let on_event = move |ev| {
         let _ = match ev {
             WatchEvent::Changed { data_version, ids } => {
                 handle.emit(events::DB_CHANGED, DbChanged { data_version, ids })
@@ -118,9 +136,13 @@ fn watch_file(app: &AppHandle, generation: u64, path: &Path) -> Option<watch::Db
                 events::DB_STATUS,
                 status(LiveState::Missing, "the database file is gone (deleted or being replaced)"),
             ),
+            WatchEvent::Reconnecting(message) => {
+                handle.emit(events::DB_STATUS, status(LiveState::Reconnecting, &message))
+            }
             WatchEvent::Back => {
-                // Reopen on the new file (without holding any lock while opening), then tell
-                // the UI to re-read everything.
+                // Reopen on the new file or server connection (without holding any lock while
+                // opening), then tell the UI to re-read everything: what was written while
+                // the server was away is read with the rest.
                 if let Ok(conn) = open_for_the_window(&reopen) {
                     if let Some(st) = handle.try_state::<AppState>() {
                         st.reconnect(generation, conn);
@@ -131,8 +153,12 @@ fn watch_file(app: &AppHandle, generation: u64, path: &Path) -> Option<watch::Db
             }
             WatchEvent::Error(message) => handle.emit(events::DB_STATUS, status(LiveState::Error, &message)),
         };
-    })
-    .ok()
+    };
+    let watcher = match path.to_str().filter(|_| is_server(path)) {
+        Some(url) => watch::watch_postgres(url, on_event),
+        None => watch::watch(path, on_event),
+    };
+    watcher.map_err(|e| eprintln!("lethe: live updates of {} are off: {e}", shown(path))).ok()
 }
 
 /// Embeds, on its own thread and connection, the memories that have no vector of this model
@@ -143,7 +169,7 @@ fn spawn_backfill(app: &AppHandle, generation: u64, path: &Path) {
     let Some(e) = lethe_engine::embed::shared() else { return };
     let (handle, path) = (app.clone(), path.to_path_buf());
     std::thread::spawn(move || {
-        let shown = path.display().to_string();
+        let shown = shown(&path);
         let progress = |done, total, finished, error: Option<String>| {
             let p = VectorsProgress { path: shown.clone(), done, total, finished, error };
             let _ = handle.emit(events::VECTORS_PROGRESS, p);
@@ -167,7 +193,7 @@ fn spawn_backfill(app: &AppHandle, generation: u64, path: &Path) {
                 let _ = handle.emit(events::DB_CHANGED, DbChanged { data_version: 0, ids: None });
             }
             Err(err) => {
-                eprintln!("lethe: back-filling vectors of {}: {err}", path.display());
+                eprintln!("lethe: back-filling vectors of {shown}: {err}");
                 progress(0, 0, true, Some(err.to_string()));
             }
         }
@@ -242,6 +268,7 @@ pub fn run() {
             commands::open_db,
             commands::new_db,
             commands::reopen_db,
+            commands::connect_server,
             commands::open_recent,
             commands::recent_files,
             commands::recall,

@@ -18,4 +18,15 @@ as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
 	-o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" start >/dev/null \
 	|| { cat "$dir/server.log" >&2; exit 1; }
 echo "PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$port for: $*"
-LETHE_TEST_POSTGRES="postgres://postgres@127.0.0.1:$port" "$@"
+# A test that takes the server away and brings it back (the window's reconnect) runs these.
+cat >"$dir/stop" <<EOF
+#!/usr/bin/env bash
+$( [ "$(id -u)" -eq 0 ] && echo "runuser -u postgres --" ) "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
+EOF
+cat >"$dir/start" <<EOF
+#!/usr/bin/env bash
+$( [ "$(id -u)" -eq 0 ] && echo "runuser -u postgres --" ) "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
+	-o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" start >/dev/null
+EOF
+chmod +x "$dir/stop" "$dir/start"
+LETHE_TEST_POSTGRES="postgres://postgres@127.0.0.1:$port" LETHE_TEST_PG_STOP="$dir/stop" LETHE_TEST_PG_START="$dir/start" "$@"

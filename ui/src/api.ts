@@ -175,6 +175,8 @@ export const reopenDb = () => call<DbInfo>('reopen_db');
 /** The recent files, newest first; open one by its index in this list. */
 export const recentFiles = () => call<string[]>('recent_files');
 export const openRecent = (index: number) => call<DbInfo>('open_recent', { index });
+/** Opens a team store on PostgreSQL (postgres://USER:PASSWORD@HOST:PORT/DB). */
+export const connectServer = (url: string) => call<DbInfo>('connect_server', { url });
 
 export const onDbChanged = (cb: (p: DbChanged) => void): Promise<UnlistenFn> =>
   listen<DbChanged>('db://changed', (e) => cb(e.payload));

@@ -308,9 +308,9 @@ redacted?: boolean,
 needsExtraction?: boolean, limit?: number, offset?: number, now?: string, };
 
 /**
- * Whether the database file is there.
+ * Whether the database file (or team server) is there.
  */
-export type LiveState = "live" | "missing" | "error";
+export type LiveState = "live" | "missing" | "reconnecting" | "error";
 
 /**
  * What a snapshot load is doing, for a progress bar: reading the rows (`done` of `total`

@@ -45,7 +45,7 @@ export function rememberView(view: View): void {
 export const app = $state({
   view: lastView(),
   /** The window's own dialogs (About, Connect an agent), opened from the File menu. */
-  dialog: null as 'about' | 'connect' | null,
+  dialog: null as 'about' | 'connect' | 'server' | null,
   /** Time-travel offset in days; 0 means "evaluate at the real clock". */
   offsetDays: 0,
   selectedId: null as string | null,
@@ -187,6 +187,8 @@ export const newDbDialog = () => switchDb(api.newDb);
 export const openRecentDb = (index: number) => switchDb(() => api.openRecent(index));
 /** The current file again, after it could not be opened. */
 export const reopenDb = () => switchDb(api.reopenDb);
+/** A team store on PostgreSQL, by its address. */
+export const connectServerDb = (url: string) => switchDb(() => api.connectServer(url));
 
 /** Soft-deletes and offers an Undo that restores every id; one memory is named by its text. */
 export async function softDelete(ids: string[], reason = 'deleted by user'): Promise<void> {

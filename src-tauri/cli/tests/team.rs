@@ -778,3 +778,39 @@ fn kill_9_of_the_forgetting_batch_on_a_team_store_leaves_it_consistent() {
     );
     assert!(mid >= trials / 4, "enough kills land mid-batch to mean something ({mid} of {trials})");
 }
+
+/// The window's live updates on a team store (issue #20): the server watcher reports a write
+/// by another role's `lethe` process, by id, well within a second.
+#[test]
+fn the_server_watcher_reports_another_roles_write_within_a_second() {
+    let Some(server) = server() else { return };
+    let db = new_database(&server);
+    assert_eq!(lethe(&db, &["admin", "setup"]).0, 0);
+    let bot = format!("bot_{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    add(&db, "add-agent", &bot);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let _w = lethe_engine::watch::watch_postgres(&db, move |e| {
+        let _ = tx.send((std::time::Instant::now(), e));
+    })
+    .unwrap();
+    for k in 0..3 {
+        let (code, v) = lethe(
+            &with_role(&db, &bot, "pw"),
+            &["remember", "--type", "semantic", "--content", &format!("Watched write number {k} on the team store.")],
+        );
+        assert_eq!(code, 0, "{v}");
+        let committed = std::time::Instant::now();
+        let id = v["id"].as_str().unwrap().to_string();
+        let (at, ev) = loop {
+            let (at, ev) = rx.recv_timeout(std::time::Duration::from_secs(5)).expect("an event within 5 s");
+            match &ev {
+                lethe_engine::watch::WatchEvent::Changed { ids: Some(ids), .. } if ids.contains(&id) => break (at, ev),
+                lethe_engine::watch::WatchEvent::Changed { .. } => continue,
+                other => panic!("unexpected {other:?}"),
+            }
+        };
+        let after = at.saturating_duration_since(committed);
+        println!("write {k}: reported {} ms after the writer exited ({ev:?})", after.as_millis());
+        assert!(after < std::time::Duration::from_secs(1), "reported {} ms after the commit", after.as_millis());
+    }
+}

@@ -6,6 +6,9 @@
 //! (and to `--out`), and a table with the targets and memento's figures on stderr.
 //! `lethe-bench --make-db PATH --workload realistic --sizes 100000` only writes a database of
 //! the workload (bulk-loaded like the load phase) and exits.
+//! `lethe-bench --team-server postgres://OWNER@HOST:PORT --workload realistic` measures the
+//! team store beside an SQLite file in one run (remember, recall, the forgetting batch, and the
+//! push that loads it), on databases it creates and drops.
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
@@ -99,6 +102,13 @@ struct Args {
     /// Keep the database files (for profiling or inspection).
     #[arg(long)]
     keep: bool,
+    /// Measure a PostgreSQL team store beside an SQLite file, both loaded with the same N
+    /// memories (SQLite by import, PostgreSQL by `lethe push` of that file): `remember` calls,
+    /// one-reader recall latency, and the forgetting batch (dry and real) on each. The URL names
+    /// a server and a role that may create databases (no database part); each size gets its
+    /// own database, dropped at the end.
+    #[arg(long, value_name = "URL")]
+    team_server: Option<String>,
     /// Internal: run one size in this process and print its JSON result.
     #[arg(long, hide = true)]
     child: Option<usize>,
@@ -390,6 +400,9 @@ fn main() -> Result<()> {
     }
     if let Some(path) = &args.review_db {
         return review_db(path, &args, now);
+    }
+    if let Some(server) = &args.team_server {
+        return team_bench(server, &args, now);
     }
     if let Some(n) = args.child {
         let result = run_size(n, &args, now)?;
@@ -1403,4 +1416,168 @@ fn group(n: u64) -> String {
         out.push(c);
     }
     out
+}
+
+// ---------------------------------------------------------------------------------------------
+// The team store beside SQLite.
+
+/// `remember` × `calls`, recall × `queries` (one reader) and the forgetting batch on `conn`.
+fn team_phases(
+    conn: &mut store::Connection,
+    wl: Workload,
+    n: usize,
+    calls: usize,
+    queries: &[String],
+    now: Instant,
+) -> Result<Value> {
+    let mut lat = Vec::with_capacity(calls);
+    let t = Clock::now();
+    for item in wl.items(n + calls).skip(n) {
+        let s = Clock::now();
+        lifecycle::remember(conn, &item.to_new_memory(now), "agent:bench", now)?;
+        lat.push(s.elapsed().as_secs_f64() * 1000.0);
+    }
+    let remember_s = t.elapsed().as_secs_f64();
+    lat.sort_by(f64::total_cmp);
+    let remember = json!({
+        "calls": calls, "secs": round3(remember_s), "per_s": (calls as f64 / remember_s).round(),
+        "p50_ms": round3(percentile(&lat, 50.0)), "p95_ms": round3(percentile(&lat, 95.0)),
+    });
+    // Recall: warm-up, then one reader; hits are not recorded (the meta buffer is its own phase).
+    let q = |text: &str| RecallQuery { text: text.to_string(), limit: workload::QUERY_LIMIT, ..Default::default() };
+    for text in queries.iter().take(10) {
+        recall::recall(conn, &q(text), now)?;
+    }
+    let mut lat = Vec::with_capacity(queries.len());
+    let t = Clock::now();
+    for text in queries {
+        let s = Clock::now();
+        std::hint::black_box(recall::recall(conn, &q(text), now)?);
+        lat.push(s.elapsed().as_secs_f64() * 1000.0);
+    }
+    let recall_s = t.elapsed().as_secs_f64();
+    lat.sort_by(f64::total_cmp);
+    let recall = json!({
+        "queries": queries.len(), "qps": (queries.len() as f64 / recall_s).round(),
+        "p50_ms": round3(percentile(&lat, 50.0)), "p95_ms": round3(percentile(&lat, 95.0)),
+    });
+    let mut batch = |dry: bool| -> Result<Value> {
+        let t = Clock::now();
+        let r = forgetting::run_batch(conn, &BatchOptions::new(now, dry))?;
+        let secs = t.elapsed().as_secs_f64();
+        Ok(json!({
+            "scanned": r.scanned, "secs": round3(secs), "rows_per_s": (r.scanned as f64 / secs).round(),
+            "soft_deleted": r.soft_deleted.len(), "review": r.review.len(), "working_gate": r.working_gate.len(),
+        }))
+    };
+    let dry = batch(true)?;
+    let real = batch(false)?;
+    Ok(json!({ "remember": remember, "recall": recall, "forget_dry": dry, "forget": real }))
+}
+
+fn team_bench(server: &str, args: &Args, now: Instant) -> Result<()> {
+    let server = server.trim_end_matches('/');
+    let sizes: Vec<usize> = args.sizes.iter().map(|s| parse_size(s)).collect::<Result<_>>()?;
+    let wl = args.workload;
+    let calls = args.remember_sample.min(2_000);
+    let mut results = Vec::new();
+    let mut admin = postgres::Client::connect(&format!("{server}/postgres"), postgres::NoTls)
+        .with_context(|| format!("connecting to {}", lethe_engine::storage::postgres::display(server)))?;
+    let version: String = admin.query_one("SHOW server_version", &[])?.get(0);
+    for &n in &sizes {
+        let base = args.tmp.clone().unwrap_or_else(std::env::temp_dir);
+        let dir = base.join(format!("lethe-team-bench-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let queries = wl.queries(n, args.queries.clamp(1, 500));
+        progress(n, "SQLite: import");
+        let file = dir.join("local.db");
+        let jsonl = dir.join("workload.jsonl");
+        write_jsonl(wl, n, now, &jsonl)?;
+        let mut lite = open_db(&file, args)?;
+        let t = Clock::now();
+        transfer::import(&mut lite, BufReader::new(File::open(&jsonl)?), &transfer::ImportOptions::new(now))?;
+        let import_s = t.elapsed().as_secs_f64();
+        std::fs::remove_file(&jsonl)?;
+        drop(lite);
+
+        progress(n, "PostgreSQL: setup and push of the SQLite file");
+        let name = format!("lethe_bench_{}_{n}", std::process::id());
+        admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name}; CREATE DATABASE {name}"))?;
+        let url = format!("{server}/{name}");
+        lethe_engine::storage::postgres::setup(&url)?;
+        let mut pg = store::open(&url)?;
+        let src = store::open_read_only(&file)?;
+        let t = Clock::now();
+        let pushed = lethe_engine::push::push(&src, &mut pg, "local.db", "user", now)?;
+        let push_s = t.elapsed().as_secs_f64();
+        drop(src);
+        if pushed.pushed != n {
+            bail!("the push stored {} of {n} memories", pushed.pushed);
+        }
+        // Statistics for the planner after a bulk load, as an operator would run.
+        pg.execute_batch("ANALYZE")?;
+
+        progress(n, &format!("SQLite: remember × {calls}, recall × {}, forget", queries.len()));
+        let mut lite = open_db(&file, args)?;
+        store::checkpoint_off_the_writer(&lite)?;
+        let sqlite = team_phases(&mut lite, wl, n, calls, &queries, now)?;
+        drop(lite);
+        progress(n, &format!("PostgreSQL: remember × {calls}, recall × {}, forget", queries.len()));
+        let postgres = team_phases(&mut pg, wl, n, calls, &queries, now)?;
+        drop(pg);
+        let ratio = |path: &[&str], lower_is_better: bool| -> Value {
+            let get = |v: &Value| path.iter().fold(v, |v, k| &v[*k]).as_f64();
+            match (get(&postgres), get(&sqlite)) {
+                (Some(p), Some(s)) if s > 0.0 && p > 0.0 => json!(round3(if lower_is_better { p / s } else { s / p })),
+                _ => Value::Null,
+            }
+        };
+        let slower = json!({
+            "remember": ratio(&["remember", "per_s"], false),
+            "recall_p50": ratio(&["recall", "p50_ms"], true),
+            "forget": ratio(&["forget", "secs"], true),
+        });
+        admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))?;
+        if !args.keep {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        results.push(json!({
+            "n": n, "sqlite_import_secs": round3(import_s),
+            "push": { "secs": round3(push_s), "memories_per_s": (n as f64 / push_s).round(), "audit_rows": pushed.audit_events + pushed.audit_actions, "vectors": pushed.vectors },
+            "sqlite": sqlite, "postgres": postgres, "postgres_slower_by": slower,
+        }));
+    }
+    let doc = json!({
+        "benchmark": "lethe-bench --team-server (the team store beside SQLite)",
+        "workload": wl.name(), "postgres_version": version, "machine": machine(),
+        "args": { "sizes": sizes, "now": args.now, "remember_calls": calls, "queries": args.queries.clamp(1, 500) },
+        "results": results,
+    });
+    let text = serde_json::to_string_pretty(&doc)?;
+    if let Some(p) = &args.out {
+        std::fs::write(p, format!("{text}\n")).with_context(|| format!("writing {}", p.display()))?;
+    }
+    let mut table = format!(
+        "{:>8} | {:>10} | {:>9} | {:>11} | {:>11} | {:>9} | {:>10} | {:>14}\n",
+        "N", "remember/s", "(PG)", "recall ms", "(PG)", "forget s", "(PG)", "push mem/s"
+    );
+    for r in doc["results"].as_array().into_iter().flatten() {
+        let (sq, pg) = (&r["sqlite"], &r["postgres"]);
+        table.push_str(&format!(
+            "{:>8} | {:>10} | {:>9} | {:>5}/{:<5} | {:>5}/{:<5} | {:>9} | {:>10} | {:>14}\n",
+            group(r["n"].as_u64().unwrap_or(0)),
+            sq["remember"]["per_s"],
+            pg["remember"]["per_s"],
+            sq["recall"]["p50_ms"],
+            sq["recall"]["p95_ms"],
+            pg["recall"]["p50_ms"],
+            pg["recall"]["p95_ms"],
+            sq["forget"]["secs"],
+            pg["forget"]["secs"],
+            r["push"]["memories_per_s"],
+        ));
+    }
+    eprintln!("\n{table}");
+    println!("{text}");
+    Ok(())
 }

@@ -1,9 +1,17 @@
-//! Live watch (DESIGN §9): the DB's parent directory is watched (db, -wal, -shm), events are
-//! debounced (~100 ms), a real change is confirmed with `PRAGMA data_version` and the change
-//! journal, and one small event goes to the callback. Watching stops when the watcher drops.
+//! Live watch (DESIGN §9). An SQLite file: its parent directory is watched (db, -wal, -shm),
+//! events are debounced (~100 ms), a real change is confirmed with `PRAGMA data_version` and
+//! the change journal, and one small event goes to the callback. A team store on PostgreSQL
+//! ([`watch_postgres`]): a connection of its own `LISTEN`s to `lethe_change` (the journal's
+//! trigger notifies at every commit) and reads the journal (`lethe_change`) since the last
+//! sequence number it saw, so a missed notification costs at most the next poll. When the
+//! server goes away it says so ([`WatchEvent::Reconnecting`]), retries every second, and says
+//! [`WatchEvent::Back`] once connected again, so that everything is read afresh: nothing
+//! written meanwhile is missed. Watching stops when the watcher drops.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use notify::RecursiveMode;
@@ -21,13 +29,32 @@ pub enum WatchEvent {
     },
     /// The file disappeared (deleted or being replaced).
     Missing,
-    /// The file is back after having been missing; everything should be re-read.
+    /// The file is back after having been missing, or the team server after having been
+    /// unreachable; everything should be re-read.
     Back,
+    /// The team server cannot be reached (stopped, restarted, the network); retrying.
+    Reconnecting(String),
     Error(String),
 }
 
 pub struct DbWatcher {
-    _debouncer: Debouncer<notify::RecommendedWatcher>,
+    _inner: Inner,
+}
+
+// Held for their drop only: the debouncer stops watching, the flag stops the thread.
+#[allow(dead_code)]
+enum Inner {
+    File(Box<Debouncer<notify::RecommendedWatcher>>),
+    /// Set on drop: the server watcher's thread ends within one poll.
+    Server(StopOnDrop),
+}
+
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
 }
 
 fn related(db: &Path, p: &Path) -> bool {
@@ -119,7 +146,129 @@ pub fn watch(db_path: impl Into<PathBuf>, on_event: impl Fn(WatchEvent) + Send +
             }
         }
     })?;
-    Ok(DbWatcher { _debouncer: debouncer })
+    Ok(DbWatcher { _inner: Inner::File(Box::new(debouncer)) })
+}
+
+/// How often the server watcher reads the journal without a notification, and how soon after
+/// the server goes away it notices.
+const SERVER_POLL: Duration = Duration::from_millis(500);
+/// Sequence numbers are handed out at insert and become visible at commit, so a transaction
+/// that started earlier can commit a lower number after a higher one was read: the journal is
+/// re-read this far below the highest number seen, and numbers already seen are skipped.
+const LOOKBACK: i64 = 1000;
+/// Changes listed by id in one event; more, and the event says "re-read everything".
+const MAX_IDS: usize = 500;
+
+/// What the server watcher has seen of the journal.
+struct Journal {
+    high: i64,
+    seen: BTreeSet<i64>,
+}
+
+impl Journal {
+    fn at(conn: &store::Connection) -> Result<Journal> {
+        let mut j = Journal { high: 0, seen: BTreeSet::new() };
+        j.high = store::last_change_seq(conn)?;
+        j.mark_seen_below_high(conn)?;
+        Ok(j)
+    }
+
+    fn mark_seen_below_high(&mut self, conn: &store::Connection) -> Result<()> {
+        let mut stmt = conn.prepare_cached("SELECT seq FROM lethe_change WHERE seq > ?1 AND seq <= ?2")?;
+        let rows = stmt.query_map(crate::params![self.high - LOOKBACK, self.high], |r| r.get::<_, i64>(0))?;
+        self.seen = rows.collect::<Result<_>>()?;
+        Ok(())
+    }
+
+    /// The changes committed since the last read, if any.
+    fn read(&mut self, conn: &store::Connection) -> Result<Option<WatchEvent>> {
+        let mut stmt =
+            conn.prepare_cached("SELECT seq, memory_id FROM lethe_change WHERE seq > ?1 ORDER BY seq LIMIT ?2")?;
+        let limit = (LOOKBACK as usize + MAX_IDS + 1) as i64;
+        let rows: Vec<(i64, Option<String>)> = stmt
+            .query_map(crate::params![self.high - LOOKBACK, limit], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_>>()?;
+        let full = rows.len() as i64 == limit;
+        let new: Vec<(i64, Option<String>)> = rows.into_iter().filter(|(seq, _)| !self.seen.contains(seq)).collect();
+        if new.is_empty() && !full {
+            return Ok(None);
+        }
+        if full || new.len() > MAX_IDS {
+            self.high = store::last_change_seq(conn)?;
+            self.mark_seen_below_high(conn)?;
+            return Ok(Some(WatchEvent::Changed { data_version: self.high, ids: None }));
+        }
+        for (seq, _) in &new {
+            self.seen.insert(*seq);
+            self.high = self.high.max(*seq);
+        }
+        let floor = self.high - LOOKBACK;
+        self.seen = self.seen.split_off(&floor);
+        let mut ids: Vec<String> = new.into_iter().filter_map(|(_, id)| id).collect();
+        ids.sort();
+        ids.dedup();
+        Ok(Some(WatchEvent::Changed { data_version: self.high, ids: Some(ids) }))
+    }
+}
+
+/// Listens on the team store's connection until `stop`, the connection fails (Err) or a
+/// notification or the poll interval asks for a read of the journal.
+fn serve(
+    conn: &store::Connection,
+    journal: &mut Journal,
+    stop: &AtomicBool,
+    on_event: &dyn Fn(WatchEvent),
+) -> Result<()> {
+    let pg = conn.postgres().ok_or_else(|| Error::invalid("not a team store"))?;
+    pg.batch("LISTEN lethe_change")?;
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        {
+            let mut client = pg.client.borrow_mut();
+            let mut notes = client.notifications();
+            use postgres::fallible_iterator::FallibleIterator;
+            notes.timeout_iter(SERVER_POLL).next()?;
+            // Several commits in a row: one read for all of them.
+            while notes.iter().next()?.is_some() {}
+        }
+        if let Some(ev) = journal.read(conn)? {
+            on_event(ev);
+        }
+    }
+}
+
+/// Watches a team store at `url` (see the module's documentation); `on_event` runs on a
+/// background thread. Fails only when the first connection fails.
+pub fn watch_postgres(url: &str, on_event: impl Fn(WatchEvent) + Send + 'static) -> Result<DbWatcher> {
+    let conn = super::postgres::connect(url)?;
+    let mut journal = Journal::at(&conn)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let (url, stop_flag) = (url.to_string(), stop.clone());
+    std::thread::Builder::new().name("lethe-server-watch".into()).spawn(move || {
+        let mut conn = Some(conn);
+        let mut down = false;
+        while !stop_flag.load(Ordering::SeqCst) {
+            let Some(c) = conn.take() else {
+                match super::postgres::connect(&url).and_then(|c| Journal::at(&c).map(|j| (c, j))) {
+                    Ok((c, j)) => {
+                        (conn, journal, down) = (Some(c), j, false);
+                        on_event(WatchEvent::Back);
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_secs(1)),
+                }
+                continue;
+            };
+            if let Err(e) = serve(&c, &mut journal, &stop_flag, &on_event) {
+                if !down {
+                    down = true;
+                    on_event(WatchEvent::Reconnecting(format!("the team server does not answer ({e}); reconnecting")));
+                }
+            }
+        }
+    })?;
+    Ok(DbWatcher { _inner: Inner::Server(StopOnDrop(stop)) })
 }
 
 #[cfg(test)]
