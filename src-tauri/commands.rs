@@ -23,8 +23,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::files;
 use crate::state::{AppState, OpenMode, Phase};
 
-/// The actor recorded for everything done in the window.
-const ACTOR: &str = "user";
+// Everything done in the window is recorded under `OpenDb::actor`: the person on a file, the
+// signed-in role on a team store.
 
 fn at(now: &Option<String>) -> ApiResult<time::Instant> {
     match now {
@@ -48,11 +48,13 @@ async fn blocking<T: Send + 'static>(
 async fn act_on<R>(
     app: AppHandle,
     id: String,
-    f: impl FnOnce(&mut lethe_engine::store::Connection, &str, time::Instant) -> lethe_engine::Result<R> + Send + 'static,
+    f: impl FnOnce(&mut lethe_engine::store::Connection, &str, &str, time::Instant) -> lethe_engine::Result<R>
+        + Send
+        + 'static,
 ) -> ApiResult<MemoryDetail> {
     let now = chrono::Utc::now();
     blocking(app, move |st| {
-        st.with_db(|db| f(&mut db.conn, &id, now).map(drop))?;
+        st.with_db(|db| f(&mut db.conn, &id, &db.actor, now).map(drop))?;
         // The kept snapshot, patched for this change from the change journal.
         st.with_snapshot(|db, snap| lethe_engine::detail_in(&db.conn, snap, &id, now, None))
     })
@@ -168,17 +170,17 @@ pub async fn show_memory(app: AppHandle, id: String, now: Option<String>) -> Api
 
 #[tauri::command]
 pub async fn pin_memory(app: AppHandle, id: String) -> ApiResult<MemoryDetail> {
-    act_on(app, id, move |c, id, now| lifecycle::pin(c, id, ACTOR, now)).await
+    act_on(app, id, move |c, id, actor, now| lifecycle::pin(c, id, actor, now)).await
 }
 
 #[tauri::command]
 pub async fn unpin_memory(app: AppHandle, id: String) -> ApiResult<MemoryDetail> {
-    act_on(app, id, move |c, id, now| lifecycle::unpin(c, id, ACTOR, now)).await
+    act_on(app, id, move |c, id, actor, now| lifecycle::unpin(c, id, actor, now)).await
 }
 
 #[tauri::command]
 pub async fn set_importance(app: AppHandle, id: String, value: f64) -> ApiResult<MemoryDetail> {
-    act_on(app, id, move |c, id, now| lifecycle::set_importance(c, id, value, ACTOR, now)).await
+    act_on(app, id, move |c, id, actor, now| lifecycle::set_importance(c, id, value, actor, now)).await
 }
 
 #[tauri::command]
@@ -188,14 +190,15 @@ pub async fn edit_memory(
     content: String,
     expected_version: Option<i64>,
 ) -> ApiResult<MemoryDetail> {
-    act_on(app, id, move |c, id, now| lifecycle::edit_checked(c, id, &content, expected_version, ACTOR, now)).await
+    act_on(app, id, move |c, id, actor, now| lifecycle::edit_checked(c, id, &content, expected_version, actor, now))
+        .await
 }
 
 #[tauri::command]
 pub async fn delete_memory(app: AppHandle, id: String, reason: Option<String>) -> ApiResult<ForgettingEvent> {
     blocking(app, move |st| {
         st.with_snapshot(|db, snap| {
-            lifecycle::soft_delete_in(&mut db.conn, snap, &id, reason.as_deref(), ACTOR, chrono::Utc::now())
+            lifecycle::soft_delete_in(&mut db.conn, snap, &id, reason.as_deref(), &db.actor, chrono::Utc::now())
         })
     })
     .await
@@ -203,13 +206,13 @@ pub async fn delete_memory(app: AppHandle, id: String, reason: Option<String>) -
 
 #[tauri::command]
 pub async fn restore_memory(app: AppHandle, id: String) -> ApiResult<MemoryDetail> {
-    act_on(app, id, move |c, id, now| lifecycle::restore(c, id, ACTOR, now)).await
+    act_on(app, id, move |c, id, actor, now| lifecycle::restore(c, id, actor, now)).await
 }
 
 #[tauri::command]
 pub async fn hard_delete_memory(app: AppHandle, id: String, confirm: bool) -> ApiResult<ForgettingEvent> {
     blocking(app, move |st| {
-        st.with_db(|db| lifecycle::hard_delete(&mut db.conn, &id, confirm, None, ACTOR, chrono::Utc::now()))
+        st.with_db(|db| lifecycle::hard_delete(&mut db.conn, &id, confirm, None, &db.actor, chrono::Utc::now()))
     })
     .await
 }
@@ -274,7 +277,8 @@ pub async fn get_settings(app: AppHandle) -> ApiResult<Settings> {
 
 #[tauri::command]
 pub async fn set_settings(app: AppHandle, settings: Settings) -> ApiResult<Settings> {
-    blocking(app, move |st| st.with_db(|db| Settings::store(&mut db.conn, &settings, ACTOR, chrono::Utc::now()))).await
+    blocking(app, move |st| st.with_db(|db| Settings::store(&mut db.conn, &settings, &db.actor, chrono::Utc::now())))
+        .await
 }
 
 #[tauri::command]
@@ -603,7 +607,7 @@ pub async fn update_procedure(
     };
     blocking(app, move |st| {
         st.with_db(|db| {
-            lethe_engine::procedural::update(&mut db.conn, &id, expected_version, &p, ACTOR, now).map(drop)
+            lethe_engine::procedural::update(&mut db.conn, &id, expected_version, &p, &db.actor, now).map(drop)
         })?;
         st.with_snapshot(|db, snap| lethe_engine::detail_in(&db.conn, snap, &id, now, None))
     })
@@ -776,7 +780,7 @@ pub async fn duplicates(
 #[tauri::command]
 pub async fn keep_both(app: AppHandle, a: String, b: String) -> ApiResult<lethe_engine::duplicates::Dismissal> {
     blocking(app, move |st| {
-        st.with_db(|db| lethe_engine::duplicates::dismiss(&mut db.conn, &a, &b, ACTOR, chrono::Utc::now()))
+        st.with_db(|db| lethe_engine::duplicates::dismiss(&mut db.conn, &a, &b, &db.actor, chrono::Utc::now()))
     })
     .await
 }
@@ -789,7 +793,7 @@ pub async fn supersede_duplicate(
     b: String,
 ) -> ApiResult<lethe_engine::duplicates::Superseded> {
     blocking(app, move |st| {
-        st.with_db(|db| lethe_engine::duplicates::supersede(&mut db.conn, &a, &b, ACTOR, chrono::Utc::now()))
+        st.with_db(|db| lethe_engine::duplicates::supersede(&mut db.conn, &a, &b, &db.actor, chrono::Utc::now()))
     })
     .await
 }

@@ -104,12 +104,30 @@ pub struct OpenDb {
     pub generation: u64,
     pub path: PathBuf,
     pub conn: Connection,
+    /// Who the window's writes are by: the person (`user`) on a file; on a team store the
+    /// signed-in role (`user:<role>` for a curator or the owner, `agent:<role>` for an agent).
+    pub actor: String,
     _watcher: Option<DbWatcher>,
 }
 
 impl OpenDb {
     pub fn new(generation: u64, path: PathBuf, conn: Connection, watcher: Option<DbWatcher>) -> Self {
-        OpenDb { generation, path, conn, _watcher: watcher }
+        let actor = window_actor(&conn);
+        OpenDb { generation, path, conn, actor, _watcher: watcher }
+    }
+}
+
+/// The actor of the window's writes on `conn` (see [`OpenDb::actor`]).
+fn window_actor(conn: &Connection) -> String {
+    use lethe_engine::storage::postgres::{role_of, Role};
+    if !conn.is_postgres() {
+        return lethe_engine::actor::USER.to_string();
+    }
+    match role_of(conn) {
+        Ok((name, Role::Owner | Role::Curator)) => lethe_engine::actor::person_named(&name),
+        Ok((name, Role::Agent)) => format!("agent:{name}"),
+        // A reader writes nothing (the server refuses); the rest act as the person.
+        _ => lethe_engine::actor::USER.to_string(),
     }
 }
 

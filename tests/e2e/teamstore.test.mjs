@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
-import { LETHE, openApp, closeApp, byTestId, waitFor, tempHome } from './harness.mjs';
+import { LETHE, openApp, closeApp, byTestId, waitFor, tempHome, css, rowSel, nav } from './harness.mjs';
 
 const server = process.env.LETHE_TEST_POSTGRES;
 const run = (db, args, env = {}) => {
@@ -24,7 +24,7 @@ test('the window follows a team store live, says when the server is away and cat
   const hostPart = db.replace(/^postgres:\/\/postgres@/, '');
   const asBot = `postgres://bot_e2e:bot-secret@${hostPart}`;
   const remember = (text) => run(asBot, ['remember', '--type', 'semantic', '--content', text]);
-  remember('The team store keeps the staging rules.');
+  const first = remember('The team store keeps the staging rules.');
 
   const home = tempHome();
   const driver = await openApp(undefined, { home });
@@ -66,6 +66,15 @@ test('the window follows a team store live, says when the server is away and cat
     await waitFor(async () => (await live()) === 'live', 15000, 'live again');
     await waitFor(async () => (await count()) === '5', 10000, 'caught up: five semantic memories');
     assert.ok(!(await driver.getPageSource()).includes('lead-secret'), 'the password is not on the page');
+
+    // The team lead pins in the window: the server's audit names the curator's role.
+    await nav(driver, 'memories');
+    const row = await waitFor(async () => (await driver.findElements(css(rowSel(first.id))))[0], 10000, 'the first row');
+    await row.findElement(css('.preview')).click();
+    await (await byTestId(driver, 'pin-button')).click();
+    await waitFor(() => run(asBot, ['show', first.id]).pinned === true, 10000, 'pinned on the server');
+    const pins = run(db, ['events', '--memory', first.id, '--action', 'pin']).items;
+    assert.equal(pins[0]?.actor, 'user:lead_e2e', JSON.stringify(pins));
   } finally {
     await closeApp(driver);
   }
