@@ -1502,7 +1502,8 @@ fn team_bench(server: &str, args: &Args, now: Instant) -> Result<()> {
 
         progress(n, "PostgreSQL: setup and push of the SQLite file");
         let name = format!("lethe_bench_{}_{n}", std::process::id());
-        admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name}; CREATE DATABASE {name}"))?;
+        admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))?;
+        admin.batch_execute(&format!("CREATE DATABASE {name}"))?;
         let url = format!("{server}/{name}");
         lethe_engine::storage::postgres::setup(&url)?;
         let mut pg = store::open(&url)?;

@@ -296,6 +296,8 @@ impl VectorIndex {
 struct Cached {
     path: String,
     key: (i64, i64),
+    /// Where the index is in the change journal (a team store's late commits included).
+    journal: crate::storage::journal::Journal,
     index: Arc<VectorIndex>,
     /// Scans served from this file's index so far (see `COARSE_AFTER`).
     scans: usize,
@@ -424,10 +426,10 @@ pub fn patch_cache(e: &Embedder, w: Written) {
     c.key = w.after;
 }
 
-/// The index for `conn`'s file, from the process cache, patched for what changed since
-/// (files in memory are not cached).
+/// The index for `conn`'s file (or team store, by its address and role), from the process
+/// cache, patched for what changed since (files in memory are not cached).
 pub fn index(conn: &Connection, e: &Embedder) -> Result<Arc<VectorIndex>> {
-    let path = conn.path().unwrap_or("").to_string();
+    let path = if conn.is_postgres() { conn.describe() } else { conn.path().unwrap_or("").to_string() };
     if path.is_empty() {
         return Ok(Arc::new(VectorIndex::load(conn, e.fingerprint())?));
     }
@@ -438,11 +440,19 @@ pub fn index(conn: &Connection, e: &Embedder) -> Result<Arc<VectorIndex>> {
             if c.path == path && c.index.fingerprint == e.fingerprint() {
                 c.scans += 1;
                 let coarse_due = c.scans >= COARSE_AFTER && !c.index.has_coarse() && c.index.len() >= COARSE_MIN;
-                if c.key == key && !coarse_due {
+                // On a team store a commit can land below the highest number seen (the
+                // journal's documentation): the key alone would not show it.
+                let moved = c.key != key || (conn.is_postgres() && c.journal.moved(conn)?);
+                if !moved && !coarse_due {
                     return Ok(c.index.clone());
                 }
-                let changed =
-                    if c.key == key { Some(Vec::new()) } else { crate::store::changes_since(conn, c.key.0, 10_000)?.1 };
+                let changed = if !moved {
+                    Some(Vec::new())
+                } else if conn.is_postgres() {
+                    c.journal.read_up_to(conn, 10_000)?.unwrap_or(Some(Vec::new()))
+                } else {
+                    crate::store::changes_since(conn, c.key.0, 10_000)?.1
+                };
                 if let Some(ids) = changed {
                     let mut ix =
                         Arc::try_unwrap(std::mem::take(&mut c.index)).unwrap_or_else(|shared| (*shared).clone());
@@ -460,8 +470,9 @@ pub fn index(conn: &Connection, e: &Embedder) -> Result<Arc<VectorIndex>> {
                 }
             }
         }
+        let journal = crate::storage::journal::Journal::at(conn)?;
         let index = Arc::new(VectorIndex::load(conn, e.fingerprint())?);
-        *cache = Some(Cached { path, key, index: index.clone(), scans: 1 });
+        *cache = Some(Cached { path, key, journal, index: index.clone(), scans: 1 });
         Ok(index)
     })
 }

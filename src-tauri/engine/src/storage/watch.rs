@@ -8,7 +8,6 @@
 //! [`WatchEvent::Back`] once connected again, so that everything is read afresh: nothing
 //! written meanwhile is missed. Watching stops when the watcher drops.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -18,6 +17,7 @@ use notify::RecursiveMode;
 use notify_debouncer_mini::{new_debouncer, DebounceEventResult, Debouncer};
 
 use crate::error::{Error, Result};
+use crate::storage::journal::Journal;
 use crate::store;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -152,65 +152,6 @@ pub fn watch(db_path: impl Into<PathBuf>, on_event: impl Fn(WatchEvent) + Send +
 /// How often the server watcher reads the journal without a notification, and how soon after
 /// the server goes away it notices.
 const SERVER_POLL: Duration = Duration::from_millis(500);
-/// Sequence numbers are handed out at insert and become visible at commit, so a transaction
-/// that started earlier can commit a lower number after a higher one was read: the journal is
-/// re-read this far below the highest number seen, and numbers already seen are skipped.
-const LOOKBACK: i64 = 1000;
-/// Changes listed by id in one event; more, and the event says "re-read everything".
-const MAX_IDS: usize = 500;
-
-/// What the server watcher has seen of the journal.
-struct Journal {
-    high: i64,
-    seen: BTreeSet<i64>,
-}
-
-impl Journal {
-    fn at(conn: &store::Connection) -> Result<Journal> {
-        let mut j = Journal { high: 0, seen: BTreeSet::new() };
-        j.high = store::last_change_seq(conn)?;
-        j.mark_seen_below_high(conn)?;
-        Ok(j)
-    }
-
-    fn mark_seen_below_high(&mut self, conn: &store::Connection) -> Result<()> {
-        let mut stmt = conn.prepare_cached("SELECT seq FROM lethe_change WHERE seq > ?1 AND seq <= ?2")?;
-        let rows = stmt.query_map(crate::params![self.high - LOOKBACK, self.high], |r| r.get::<_, i64>(0))?;
-        self.seen = rows.collect::<Result<_>>()?;
-        Ok(())
-    }
-
-    /// The changes committed since the last read, if any.
-    fn read(&mut self, conn: &store::Connection) -> Result<Option<WatchEvent>> {
-        let mut stmt =
-            conn.prepare_cached("SELECT seq, memory_id FROM lethe_change WHERE seq > ?1 ORDER BY seq LIMIT ?2")?;
-        let limit = (LOOKBACK as usize + MAX_IDS + 1) as i64;
-        let rows: Vec<(i64, Option<String>)> = stmt
-            .query_map(crate::params![self.high - LOOKBACK, limit], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<Result<_>>()?;
-        let full = rows.len() as i64 == limit;
-        let new: Vec<(i64, Option<String>)> = rows.into_iter().filter(|(seq, _)| !self.seen.contains(seq)).collect();
-        if new.is_empty() && !full {
-            return Ok(None);
-        }
-        if full || new.len() > MAX_IDS {
-            self.high = store::last_change_seq(conn)?;
-            self.mark_seen_below_high(conn)?;
-            return Ok(Some(WatchEvent::Changed { data_version: self.high, ids: None }));
-        }
-        for (seq, _) in &new {
-            self.seen.insert(*seq);
-            self.high = self.high.max(*seq);
-        }
-        let floor = self.high - LOOKBACK;
-        self.seen = self.seen.split_off(&floor);
-        let mut ids: Vec<String> = new.into_iter().filter_map(|(_, id)| id).collect();
-        ids.sort();
-        ids.dedup();
-        Ok(Some(WatchEvent::Changed { data_version: self.high, ids: Some(ids) }))
-    }
-}
-
 /// Listens on the team store's connection until `stop`, the connection fails (Err) or a
 /// notification or the poll interval asks for a read of the journal.
 fn serve(
@@ -233,8 +174,8 @@ fn serve(
             // Several commits in a row: one read for all of them.
             while notes.iter().next()?.is_some() {}
         }
-        if let Some(ev) = journal.read(conn)? {
-            on_event(ev);
+        if let Some(ids) = journal.read(conn)? {
+            on_event(WatchEvent::Changed { data_version: journal.high(), ids });
         }
     }
 }
