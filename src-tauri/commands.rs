@@ -170,12 +170,12 @@ pub async fn show_memory(app: AppHandle, id: String, now: Option<String>) -> Api
 
 #[tauri::command]
 pub async fn pin_memory(app: AppHandle, id: String) -> ApiResult<MemoryDetail> {
-    act_on(app, id, move |c, id, actor, now| lifecycle::pin(c, id, actor, now)).await
+    act_on(app, id, lifecycle::pin).await
 }
 
 #[tauri::command]
 pub async fn unpin_memory(app: AppHandle, id: String) -> ApiResult<MemoryDetail> {
-    act_on(app, id, move |c, id, actor, now| lifecycle::unpin(c, id, actor, now)).await
+    act_on(app, id, lifecycle::unpin).await
 }
 
 #[tauri::command]
@@ -206,7 +206,7 @@ pub async fn delete_memory(app: AppHandle, id: String, reason: Option<String>) -
 
 #[tauri::command]
 pub async fn restore_memory(app: AppHandle, id: String) -> ApiResult<MemoryDetail> {
-    act_on(app, id, move |c, id, actor, now| lifecycle::restore(c, id, actor, now)).await
+    act_on(app, id, lifecycle::restore).await
 }
 
 #[tauri::command]
