@@ -119,11 +119,25 @@ pub const PARALLEL_SCAN_MIN: usize = 20_000;
 pub const LEXICAL_SQL: &str = "SELECT rowid, bm25(lethe_fts, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5) FROM lethe_fts \
      WHERE lethe_fts MATCH ?1 ORDER BY bm25(lethe_fts, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5) LIMIT ?2";
 /// [`LEXICAL_SQL`] on a team server: PostgreSQL's full-text index (a `tsvector` column with
-/// the same stemming and weights: content 1.0, the other fields 0.5), ranked by `ts_rank`
-/// divided by the document's length (as BM25 discounts long documents), negated so that, as with FTS5's `bm25()`, lower is better.
-/// `?1` is a `tsquery` ([`tsquery_of`]); `?2` = -1 takes all.
-pub const LEXICAL_SQL_POSTGRES: &str = "SELECT m.rowid, -ts_rank('{0.1, 0.2, 0.5, 1.0}', m.lethe_fts, q, 2) \
-     FROM memory_item m, to_tsquery('english', ?1) q WHERE m.lethe_fts @@ q ORDER BY 2, m.rowid LIMIT NULLIF(?2, -1)";
+/// the same stemming and weights: content 1.0, the other fields 0.5) finds the matches, and
+/// each is ranked as BM25 ranks it: for every word of the query that it holds, the word's
+/// inverse document frequency (`ln(1 + (N − df + ½) / (df + ½))`, df counted through the
+/// index) times `ts_rank` of that word alone, summed and negated so that, as with FTS5's
+/// `bm25()`, lower is better. The rank is divided by 1 + the log of the document's length
+/// (normalization 1): BM25 discounts a long document softly (b = 0.75, against the average
+/// length), not in proportion to its length. (`ts_rank` of the whole query knows no document
+/// frequency: on LoCoMo common words outranked rare ones, hit@10 0.374 against SQLite's 0.676;
+/// BENCHMARKS.md, session 17.) `?1` is a `tsquery` ([`tsquery_of`]); `?2` = -1 takes all.
+pub const LEXICAL_SQL_POSTGRES: &str = "WITH query AS (SELECT to_tsquery('english', ?1) AS q), \
+     words AS (SELECT DISTINCT to_tsquery('english', quote_literal(w[1])) AS tq \
+               FROM regexp_matches(?1, '''([^'']+)''', 'g') AS w), \
+     total AS (SELECT COUNT(*)::float8 AS n FROM memory_item), \
+     counted AS (SELECT tq, (SELECT COUNT(*) FROM memory_item d WHERE d.lethe_fts @@ words.tq)::float8 AS df \
+                 FROM words WHERE numnode(tq) > 0), \
+     idf AS (SELECT tq, ln(1 + (total.n - df + 0.5) / (df + 0.5)) AS w FROM total, counted) \
+     SELECT m.rowid, (-SUM(idf.w * ts_rank('{0.1, 0.2, 0.5, 1.0}', m.lethe_fts, idf.tq, 1)))::float8 \
+     FROM memory_item m, query, idf WHERE m.lethe_fts @@ query.q AND m.lethe_fts @@ idf.tq \
+     GROUP BY m.rowid ORDER BY 2, m.rowid LIMIT NULLIF(?2, -1)";
 
 /// The lexical search of a connection's backend.
 pub fn lexical_sql(conn: &Connection) -> &'static str {
