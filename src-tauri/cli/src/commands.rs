@@ -600,6 +600,14 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
         return Ok(None);
     }
     let read_only = cli.read_only;
+    if matches!(cli.command, Command::Push { .. })
+        && !cli.db.clone().unwrap_or_else(default_db_path).to_str().is_some_and(lethe_engine::storage::postgres::is_url)
+    {
+        // Refused before anything is opened: no file is created at the path given.
+        return Err(Error::invalid(
+            "lethe push moves a local file into a team store: lethe --db postgres://USER@HOST:PORT/DB push FILE.db",
+        ));
+    }
     let mut conn = open_db(&cli.db, read_only)?;
     let conn = &mut conn;
     // On a team server the database role decides: a reader writes nothing, and an agent role
@@ -887,11 +895,6 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
             to_json(&transfer::import(conn, std::io::BufReader::new(f), &opts)?)?
         }
         Command::Push { file } => {
-            if !conn.is_postgres() {
-                return Err(Error::invalid(
-                    "lethe push moves a local file into a team store: lethe --db postgres://USER@HOST:PORT/DB push FILE.db",
-                ));
-            }
             let (name, role) = lethe_engine::storage::postgres::role_of(conn)?;
             use lethe_engine::storage::postgres::Role;
             if !matches!(role, Role::Owner | Role::Curator) {

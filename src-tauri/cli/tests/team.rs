@@ -502,6 +502,7 @@ fn push_moves_a_local_store_whole_and_a_second_push_adds_nothing() {
     assert_eq!((code, v["error"]["code"].as_str()), (6, Some("forbidden")), "{v}");
     let (code, v) = lethe(dir.join("other.db").to_str().unwrap(), &["push", local]);
     assert_eq!(code, 2, "{v}");
+    assert!(!dir.join("other.db").exists(), "a refused push creates no file");
     let (code, v) = lethe(&lead_url, &["push", "/no/such/file.db"]);
     assert_eq!(code, 2, "{v}");
 
