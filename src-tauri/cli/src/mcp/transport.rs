@@ -5,7 +5,8 @@
 //! failure is remembered so that `lethe mcp` can report an abnormal end.
 //!
 //! Valid messages go to rmcp unchanged. Responses are written here, one line each under one
-//! lock, because an error about a line whose id is unknown must carry `"id": null` (JSON-RPC
+//! lock (errors about malformed lines by a writer task of their own, in their lines' order),
+//! because an error about a line whose id is unknown must carry `"id": null` (JSON-RPC
 //! 2.0 §5), which rmcp's message type cannot express.
 
 use std::sync::{Arc, Mutex};
@@ -46,12 +47,21 @@ fn note(abnormal: &Abnormal, why: String) {
     slot.get_or_insert(why);
 }
 
+/// The errors about malformed lines, in the order of their lines, and the task that writes
+/// them.
+type ErrorWriter = (tokio::sync::mpsc::UnboundedSender<Vec<u8>>, tokio::task::JoinHandle<()>);
+
 pub struct LineCapped<R: AsyncRead, W: AsyncWrite> {
     read: BufReader<R>,
     line: Vec<u8>,
     cap: usize,
     /// Inside a line already refused as too long, until its newline.
     discarding: bool,
+    /// Started at the first error. `receive` hands its errors over instead of writing them:
+    /// rmcp may drop a `receive` future at any await (it selects between reading and its
+    /// other work), and an error written from there was lost with it when that happened
+    /// between taking the line and writing the answer (a client then waited for ever).
+    errors: Option<ErrorWriter>,
     out: Arc<tokio::sync::Mutex<W>>,
     abnormal: Abnormal,
 }
@@ -83,6 +93,7 @@ where
             line: Vec::new(),
             cap,
             discarding: false,
+            errors: None,
             out: Arc::new(tokio::sync::Mutex::new(write)),
             abnormal: Arc::clone(&abnormal),
         };
@@ -121,15 +132,24 @@ where
         }
     }
 
-    async fn reply(&mut self, error: ErrorData, id: Option<RequestId>) -> bool {
+    /// Queues the error for the writer task, in order, with no await: false once writing to
+    /// stdout has failed.
+    fn reply(&mut self, error: ErrorData, id: Option<RequestId>) -> bool {
         let msg = json!({ "jsonrpc": "2.0", "id": id.map(RequestId::into_json_value), "error": error });
-        match write_line(&self.out, msg.to_string().into_bytes()).await {
-            Ok(()) => true,
-            Err(e) => {
-                note(&self.abnormal, format!("writing to stdout: {e}"));
-                false
-            }
-        }
+        let (tx, _) = self.errors.get_or_insert_with(|| {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+            let (out, abnormal) = (Arc::clone(&self.out), Arc::clone(&self.abnormal));
+            let task = tokio::spawn(async move {
+                while let Some(line) = rx.recv().await {
+                    if let Err(e) = write_line(&out, line).await {
+                        note(&abnormal, format!("writing to stdout: {e}"));
+                        return;
+                    }
+                }
+            });
+            (tx, task)
+        });
+        tx.send(msg.to_string().into_bytes()).is_ok()
     }
 
     /// The message of one line, or the JSON-RPC error it deserves (None: nothing to say,
@@ -214,7 +234,7 @@ where
                 Ok(Read::Eof) => true,
                 Ok(Read::TooLong) => {
                     let msg = format!("invalid request: a line of more than {} bytes is refused", self.cap);
-                    if !self.reply(ErrorData::invalid_request(msg, None), None).await {
+                    if !self.reply(ErrorData::invalid_request(msg, None), None) {
                         return None;
                     }
                     continue;
@@ -236,7 +256,7 @@ where
                         return Some(msg);
                     }
                     Err(Some((error, id))) => {
-                        if !self.reply(error, id).await {
+                        if !self.reply(error, id) {
                             return None;
                         }
                     }
@@ -252,6 +272,11 @@ where
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
+        // The errors still queued are written first.
+        if let Some((tx, task)) = self.errors.take() {
+            drop(tx);
+            let _ = task.await;
+        }
         self.out.lock().await.shutdown().await
     }
 }
