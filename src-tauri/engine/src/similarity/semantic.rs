@@ -296,8 +296,9 @@ impl VectorIndex {
 struct Cached {
     path: String,
     key: (i64, i64),
-    /// Where the index is in the change journal (a team store's late commits included).
-    journal: crate::storage::journal::Journal,
+    /// On a team store, where the index is in the change journal, late commits included (an
+    /// SQLite file hands out its numbers in commit order: the key says it all).
+    journal: Option<crate::storage::journal::Journal>,
     index: Arc<VectorIndex>,
     /// Scans served from this file's index so far (see `COARSE_AFTER`).
     scans: usize,
@@ -442,16 +443,14 @@ pub fn index(conn: &Connection, e: &Embedder) -> Result<Arc<VectorIndex>> {
                 let coarse_due = c.scans >= COARSE_AFTER && !c.index.has_coarse() && c.index.len() >= COARSE_MIN;
                 // On a team store a commit can land below the highest number seen (the
                 // journal's documentation): the key alone would not show it.
-                let moved = c.key != key || (conn.is_postgres() && c.journal.moved(conn)?);
+                let moved = c.key != key || c.journal.as_ref().map_or(Ok(false), |j| j.moved(conn))?;
                 if !moved && !coarse_due {
                     return Ok(c.index.clone());
                 }
-                let changed = if !moved {
-                    Some(Vec::new())
-                } else if conn.is_postgres() {
-                    c.journal.read_up_to(conn, 10_000)?.unwrap_or(Some(Vec::new()))
-                } else {
-                    crate::store::changes_since(conn, c.key.0, 10_000)?.1
+                let changed = match (&mut c.journal, moved) {
+                    (_, false) => Some(Vec::new()),
+                    (Some(j), true) => j.read_up_to(conn, 10_000)?.unwrap_or(Some(Vec::new())),
+                    (None, true) => crate::store::changes_since(conn, c.key.0, 10_000)?.1,
                 };
                 if let Some(ids) = changed {
                     let mut ix =
@@ -470,7 +469,7 @@ pub fn index(conn: &Connection, e: &Embedder) -> Result<Arc<VectorIndex>> {
                 }
             }
         }
-        let journal = crate::storage::journal::Journal::at(conn)?;
+        let journal = conn.is_postgres().then(|| crate::storage::journal::Journal::at(conn)).transpose()?;
         let index = Arc::new(VectorIndex::load(conn, e.fingerprint())?);
         *cache = Some(Cached { path, key, journal, index: index.clone(), scans: 1 });
         Ok(index)
