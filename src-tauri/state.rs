@@ -23,6 +23,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use lethe_engine::forgetting::{Job, LoadStage, Snapshot};
+use lethe_engine::storage::journal::Journal;
 use lethe_engine::store::{self, Connection};
 use lethe_engine::watch::DbWatcher;
 
@@ -134,7 +135,9 @@ fn window_actor(conn: &Connection) -> String {
 struct SnapshotCache {
     generation: u64,
     conn: Connection,
-    seq: i64,
+    /// What the snapshot has seen of the change journal (on a team server a transaction can
+    /// commit a lower number after a higher one was read: the journal notices it).
+    journal: Journal,
     snap: Arc<Snapshot>,
 }
 
@@ -296,9 +299,9 @@ impl AppState {
         *lock(&self.progress) = Some(sink);
     }
 
-    /// [`AppState::snapshot`] with the change-journal position it is current at; a load it
-    /// starts reports to the progress sink and stops (`cancelled`) when `cancel` is set.
-    pub fn snapshot_at(&self, cancel: Option<&AtomicBool>) -> ApiResult<(u64, i64, Arc<Snapshot>)> {
+    /// [`AppState::snapshot`] with what it has seen of the change journal; a load it starts
+    /// reports to the progress sink and stops (`cancelled`) when `cancel` is set.
+    pub fn snapshot_at(&self, cancel: Option<&AtomicBool>) -> ApiResult<(u64, Journal, Arc<Snapshot>)> {
         let (generation, path) = self.with_db(|db| Ok((db.generation, db.path.clone())))?;
         let sink = lock(&self.progress).clone();
         let report = |stage: LoadStage, done: usize, total: usize| {
@@ -311,29 +314,39 @@ impl AppState {
         if cancel.is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed)) {
             return Err(lethe_engine::Error::Cancelled.into());
         }
-        let result = (|| -> lethe_engine::Result<(i64, Arc<Snapshot>)> {
+        let result = (|| -> lethe_engine::Result<(Journal, Arc<Snapshot>)> {
             if let Some(c) = cache.as_mut().filter(|c| c.generation == generation) {
-                let seq = store::last_change_seq(&c.conn)?;
-                if seq == c.seq {
-                    return Ok((seq, Arc::clone(&c.snap)));
+                if !c.journal.moved(&c.conn)? {
+                    return Ok((c.journal.clone(), Arc::clone(&c.snap)));
                 }
-                if let (_, Some(ids)) = store::changes_since(&c.conn, c.seq, INCREMENTAL_LIMIT)? {
-                    Arc::make_mut(&mut c.snap).apply_changes(&c.conn, &ids)?;
-                    c.seq = seq;
-                    return Ok((seq, Arc::clone(&c.snap)));
+                let mut journal = c.journal.clone();
+                match journal.read_up_to(&c.conn, INCREMENTAL_LIMIT)? {
+                    Some(Some(ids)) => {
+                        Arc::make_mut(&mut c.snap).apply_changes(&c.conn, &ids)?;
+                        c.journal = journal;
+                        return Ok((c.journal.clone(), Arc::clone(&c.snap)));
+                    }
+                    // Nothing new after all (journal rows below the window went away).
+                    None => {
+                        c.journal = Journal::at(&c.conn)?;
+                        return Ok((c.journal.clone(), Arc::clone(&c.snap)));
+                    }
+                    // Too many changes to patch: everything is read again.
+                    Some(None) => {}
                 }
                 let snap = Arc::new(Snapshot::load_with(&c.conn, &job)?);
-                (c.seq, c.snap) = (seq, Arc::clone(&snap));
-                return Ok((seq, snap));
+                (c.journal, c.snap) = (journal, Arc::clone(&snap));
+                return Ok((c.journal.clone(), snap));
             }
             let conn = store::open(&path)?;
-            let seq = store::last_change_seq(&conn)?;
+            let journal = Journal::at(&conn)?;
             let snap = Arc::new(Snapshot::load_with(&conn, &job)?);
-            let old = cache.replace(SnapshotCache { generation, conn, seq, snap: Arc::clone(&snap) });
+            let old =
+                cache.replace(SnapshotCache { generation, conn, journal: journal.clone(), snap: Arc::clone(&snap) });
             drop(old);
-            Ok((seq, snap))
+            Ok((journal, snap))
         })();
-        result.map(|(seq, snap)| (generation, seq, snap)).map_err(ApiError::from)
+        result.map(|(journal, snap)| (generation, journal, snap)).map_err(ApiError::from)
     }
 
     /// Runs `f` with the open database and its scoring snapshot; the snapshot is obtained
@@ -343,19 +356,19 @@ impl AppState {
     }
 
     /// [`AppState::with_snapshot`] that can be cancelled (see [`AppState::snapshot_at`]);
-    /// `f` also gets the change-journal position the snapshot is current at.
+    /// `f` also gets what the snapshot has seen of the change journal.
     pub fn with_snapshot_at<T>(
         &self,
         cancel: Option<&AtomicBool>,
-        f: impl FnOnce(&mut OpenDb, &Snapshot, i64) -> lethe_engine::Result<T>,
+        f: impl FnOnce(&mut OpenDb, &Snapshot, &Journal) -> lethe_engine::Result<T>,
     ) -> ApiResult<T> {
-        let (generation, seq, snap) = self.snapshot_at(cancel)?;
+        let (generation, journal, snap) = self.snapshot_at(cancel)?;
         let mut f = Some(f);
         let result = self.with_db(|db| {
             if db.generation != generation {
                 return Ok(None);
             }
-            f.take().map(|f| f(db, &snap, seq)).transpose()
+            f.take().map(|f| f(db, &snap, &journal)).transpose()
         })?;
         result.ok_or_else(|| ApiError::unavailable("another database was opened meanwhile; read it again"))
     }

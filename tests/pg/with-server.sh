@@ -3,9 +3,11 @@
 # server on a free loopback port (as the user postgres when run as root: PostgreSQL refuses
 # root), LETHE_TEST_POSTGRES set to its address, and everything removed afterwards.
 #   tests/pg/with-server.sh cargo test -p lethe-engine --test engine
+# LETHE_PG_BIN names another server's bin directory (make pgvector unpacks PostgreSQL 16
+# with pgvector there); by default Debian's newest PostgreSQL is used.
 set -euo pipefail
-bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
-[ -x "$bin/initdb" ] || { echo "PostgreSQL's server is not installed (Debian: apt-get install postgresql)" >&2; exit 1; }
+bin=${LETHE_PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
+[ -x "$bin/initdb" ] || { echo "no PostgreSQL server at '$bin' (Debian: apt-get install postgresql; pgvector: make pgvector)" >&2; exit 1; }
 dir=$(mktemp -d /tmp/lethe-pg.XXXXXX)
 as_owner() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 [ "$(id -u)" -eq 0 ] && chown postgres "$dir"
@@ -17,7 +19,7 @@ as_owner "$bin/initdb" -D "$dir/data" -A trust -U postgres --no-sync >"$dir/init
 as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
 	-o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" start >/dev/null \
 	|| { cat "$dir/server.log" >&2; exit 1; }
-echo "PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$port for: $*"
+echo "PostgreSQL $("$bin/postgres" --version | awk '{print $3}')$([ -f "$bin/../share/postgresql/extension/vector.control" ] && echo ' with pgvector') on 127.0.0.1:$port for: $*"
 # A test that takes the server away and brings it back (the window's reconnect) runs these.
 cat >"$dir/stop" <<EOF
 #!/usr/bin/env bash

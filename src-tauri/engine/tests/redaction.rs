@@ -7,6 +7,13 @@ use lethe_engine::redact::{self, Guard, Kind, PiiMode, Policy, SecretsMode};
 use lethe_engine::{store, time, Settings, Tier};
 
 /// (sentence, the secret in it, the kind expected). All fake, made for this test.
+/// A fresh store: a file, or its own database on the test server (`LETHE_TEST_POSTGRES`).
+fn temp_db() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("lethe-test-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("t.db")
+}
+
 fn secrets() -> Vec<(String, &'static str, Kind)> {
     let c = |text: &str, secret: &'static str, kind: Kind| (text.replace("{}", secret), secret, kind);
     let pem_rsa = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA1x8Qm3Zr7Tn2Vb\nq9Wf0LkP4Hs6Dj2Ng8\n-----END RSA PRIVATE KEY-----";
@@ -197,7 +204,7 @@ fn with_settings(conn: &mut store::Connection, secrets: SecretsMode, pii: PiiMod
 
 #[test]
 fn remember_redacts_before_the_duplicate_check_and_reports_kinds_and_offsets() {
-    let mut conn = store::open_in_memory().unwrap();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
     let key = "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5";
     let text = format!("deploy with {key} and mail ops@example.com");
     let mut m = NewMemory::new(Tier::Semantic, text.clone());
@@ -219,7 +226,7 @@ fn remember_redacts_before_the_duplicate_check_and_reports_kinds_and_offsets() {
 
 #[test]
 fn refuse_mode_writes_nothing_and_allow_mode_stores_as_given() {
-    let mut conn = store::open_in_memory().unwrap();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
     with_settings(&mut conn, SecretsMode::Refuse, PiiMode::Allow);
     let rows = |c: &store::Connection| -> (i64, i64) {
         (

@@ -7,7 +7,14 @@ use lethe_engine::embed;
 use lethe_engine::lifecycle::{self, NewMemory, RememberOutcome};
 use lethe_engine::recall::{self, RecallQuery};
 use lethe_engine::store::Connection;
-use lethe_engine::{demo, semantic, store, Tier};
+use lethe_engine::{demo, semantic, Tier};
+
+/// A fresh store: a file, or its own database on the test server (`LETHE_TEST_POSTGRES`).
+fn temp_db() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("lethe-test-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("t.db")
+}
 
 fn model() -> &'static embed::Embedder {
     embed::shared().unwrap_or_else(|| panic!("{} (run `make model`)", embed::status()))
@@ -26,7 +33,7 @@ fn vector_of(conn: &Connection, id: &str) -> Option<(String, Vec<u8>)> {
 #[test]
 fn the_demo_rollback_procedure_is_found_by_words_it_does_not_use() {
     model();
-    let mut conn = store::open_in_memory().unwrap();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
     let now = chrono::Utc::now();
     demo::load(&mut conn, 7, 300, now).unwrap();
     let rollback: String = conn
@@ -57,7 +64,7 @@ fn the_demo_rollback_procedure_is_found_by_words_it_does_not_use() {
 #[test]
 fn vectors_follow_the_memory_through_edit_and_hard_delete() {
     let e = model();
-    let mut conn = store::open_in_memory().unwrap();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
     let now = chrono::Utc::now();
     let (id, _) = put(&mut conn, Tier::Semantic, "The auth API allows 600 requests per minute per key");
     let (fp, before) = vector_of(&conn, &id).expect("remember stores the vector in the same transaction");
@@ -74,7 +81,7 @@ fn vectors_follow_the_memory_through_edit_and_hard_delete() {
 #[test]
 fn backfill_embeds_rows_written_without_a_vector_and_replaces_another_models() {
     let e = model();
-    let mut conn = store::open_in_memory().unwrap();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
     let (a, _) = put(&mut conn, Tier::Semantic, "Use snake_case for database column names");
     let (b, _) = put(&mut conn, Tier::Semantic, "Deploy notifications go to the releases channel");
     // Another program's rows: no vector, or one of another model.
@@ -103,7 +110,7 @@ fn backfill_embeds_rows_written_without_a_vector_and_replaces_another_models() {
 #[test]
 fn remember_names_the_paraphrase_already_stored_and_similar_ranks_it_first() {
     model();
-    let mut conn = store::open_in_memory().unwrap();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
     let (rule, _) = put(&mut conn, Tier::Semantic, "Use snake_case for database column names");
     let (_, _) = put(&mut conn, Tier::Semantic, "Deploy notifications go to the releases Slack channel");
     let (para, out) = put(&mut conn, Tier::Semantic, "Database columns are named in snake_case");
@@ -141,7 +148,7 @@ fn semantic_similarity_separates_paraphrases_from_shared_topic_words() {
 #[test]
 fn a_paraphrase_carries_duplication_by_meaning_and_shared_topic_words_do_not() {
     model();
-    let mut conn = store::open_in_memory().unwrap();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
     let now = chrono::Utc::now();
     let s = lethe_engine::Settings::default();
     let older = NewMemory {
@@ -175,4 +182,77 @@ fn a_paraphrase_carries_duplication_by_meaning_and_shared_topic_words_do_not() {
     // The explained score of `show` says the same.
     let shown = lethe_engine::detail(&conn, &b, now, None).unwrap();
     assert_eq!(shown.score.duplicate_of.as_deref(), Some(a.as_str()));
+}
+
+/// The semantic candidates are the nearest stored vectors: from Lethe's own exact scan on a
+/// file, from pgvector's HNSW index on a team server that has it. Either way the memories a
+/// query by meaning ranks first are exactly the nearest ones, with the same cosines, and the
+/// tier filter applies inside the search (not after a too-short list).
+#[test]
+fn recall_by_meaning_ranks_the_nearest_stored_vectors_first_on_every_backend() {
+    let e = model();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let now = chrono::Utc::now();
+    let (things, states) = (
+        ["the billing service", "the search index", "the auth gateway", "the nightly job", "the mobile app", "the CDN"],
+        ["ran out of memory", "was slow after midnight", "lost its cache", "restarted twice", "logged timeouts"],
+    );
+    let mut n = 0;
+    for round in 0..60 {
+        for (t, thing) in things.iter().enumerate() {
+            let state = states[(round + t) % states.len()];
+            let tier = if (round + t) % 4 == 0 { Tier::Episodic } else { Tier::Semantic };
+            let text = format!("On day {round}, {thing} {state} (ticket {}).", 1000 + n);
+            lifecycle::remember(&mut conn, &NewMemory::new(tier, text), "agent:test", now).unwrap();
+            n += 1;
+        }
+    }
+    // Every stored vector, for the exact answer.
+    let mut stmt = conn
+        .prepare(
+            "SELECT m.id, m.type, v.vec FROM lethe_vector v JOIN memory_item m ON m.id = v.memory_id \
+             WHERE v.model = ?1",
+        )
+        .unwrap();
+    let stored: Vec<(String, String, embed::Vector)> = stmt
+        .query_map([e.fingerprint()], |r| {
+            let bytes: Vec<u8> = r.get(2)?;
+            Ok((r.get(0)?, r.get(1)?, embed::Vector::from_bytes(&bytes).expect("a vector")))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    drop(stmt);
+    assert_eq!(stored.len(), n);
+    let by_meaning = lethe_engine::settings::RecallWeights { similarity: 1.0, recency: 0.0, scene: 0.0, priority: 0.0 };
+    // No word of these queries is in any memory: only the vectors find anything.
+    for (text, tier) in [("why were users unable to sign in", None), ("purchases stalled", Some(Tier::Episodic))] {
+        let qv = e.embed(text);
+        let mut exact: Vec<(f32, &str)> = stored
+            .iter()
+            .filter(|(_, t, _)| tier.is_none_or(|want| want.to_string() == *t))
+            .map(|(id, _, v)| (qv.cosine(v), id.as_str()))
+            .collect();
+        exact.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let q =
+            RecallQuery { text: text.into(), limit: 10, tier, weights: Some(by_meaning.clone()), ..Default::default() };
+        let hits = recall::recall(&conn, &q, now).unwrap();
+        assert_eq!(hits.len(), 10, "{text:?}");
+        for (h, (cos, id)) in hits.iter().zip(&exact) {
+            let got = h.breakdown.cosine.expect("a cosine") as f32;
+            // Equal cosines may come in either order: compare the cosine at each rank, and the
+            // id where the cosine is not tied.
+            assert!((got - cos).abs() < 1e-5, "{text:?}: rank of {id} has cosine {got}, exact {cos}");
+            if exact.iter().filter(|(c, _)| (c - cos).abs() < 1e-6).count() == 1 {
+                assert_eq!(h.id, *id, "{text:?}");
+            }
+            assert!(tier.is_none_or(|t| h.tier == t));
+        }
+    }
+    if lethe_testkit::backend::is_postgres() {
+        let has_pgvector: bool = conn
+            .query_row("SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(conn.vector_search_on_server(), has_pgvector, "a server with pgvector searches with it");
+    }
 }

@@ -441,6 +441,58 @@ fn fill(conn: &Connection, hits: Vec<(i64, Hit)>) -> Result<Vec<Hit>> {
         .collect()
 }
 
+/// How many candidates pgvector's HNSW search keeps in view (`hnsw.ef_search`): above the
+/// `2 × CANDIDATES` asked for, so that the list it returns is the exact one nearly always.
+const EF_SEARCH: usize = 4 * CANDIDATES;
+
+/// The `2 × CANDIDATES` memories whose vectors are nearest `qv`, best first, from the team
+/// server's HNSW index (pgvector), filtered by tier and pin as Lethe's own scan is. The
+/// iterative scan goes on past filtered-out rows until enough are found.
+fn nearest_on_server(conn: &Connection, q: &RecallQuery, qv: &crate::embed::Vector, model: &str) -> Result<Vec<i64>> {
+    conn.query_row(
+        "SELECT set_config('hnsw.ef_search', ?1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+        [EF_SEARCH.to_string()],
+        |_| Ok(()),
+    )?;
+    let literal = format!("[{}]", qv.q.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","));
+    let mut stmt = conn.prepare_cached(
+        "SELECT m.rowid FROM lethe_vector v JOIN memory_item m ON m.id = v.memory_id \
+         WHERE v.model = ?2 AND v.emb IS NOT NULL AND COALESCE(m.is_deleted, 0) = 0 \
+           AND (CAST(?3 AS TEXT) IS NULL OR m.type = ?3) AND (CAST(?4 AS BIGINT) IS NULL OR m.pinned = ?4) \
+         ORDER BY v.emb <=> CAST(CAST(?1 AS TEXT) AS vector) LIMIT ?5",
+    )?;
+    let tier = q.tier.map(|t| t.to_string());
+    let pinned = q.pinned.map(i64::from);
+    let rows = stmt
+        .query_map(crate::storage::db::params![literal, model, tier, pinned, (2 * CANDIDATES) as i64], |r| r.get(0))?
+        .collect::<Result<Vec<i64>>>()?;
+    Ok(rows)
+}
+
+/// Each candidate's cosine with `qv`, from its stored vector (when it has one of this model):
+/// the same quantised cosine Lethe's own index gives.
+fn cosines_from_rows(conn: &Connection, cands: &mut [Cand], qv: &crate::embed::Vector, model: &str) -> Result<()> {
+    if cands.is_empty() {
+        return Ok(());
+    }
+    let list = format!("[{}]", cands.iter().map(|c| c.rowid.to_string()).collect::<Vec<_>>().join(","));
+    let mut stmt = conn.prepare_cached(
+        "SELECT m.rowid, v.vec FROM memory_item m JOIN lethe_vector v ON v.memory_id = m.id AND v.model = ?2 \
+         WHERE m.rowid IN (SELECT value::bigint FROM json_array_elements_text(CAST(CAST(?1 AS TEXT) AS json)))",
+    )?;
+    let mut found: std::collections::HashMap<i64, f64> = std::collections::HashMap::with_capacity(cands.len());
+    let mut rows = stmt.query(crate::storage::db::params![list, model])?;
+    while let Some(r) = rows.next()? {
+        if let Some(v) = crate::embed::Vector::from_bytes(r.get_ref(1)?.as_blob()?) {
+            found.insert(r.get(0)?, f64::from(qv.cosine(&v)));
+        }
+    }
+    for c in cands.iter_mut() {
+        c.cosine = found.get(&c.rowid).copied();
+    }
+    Ok(())
+}
+
 /// What the candidate lookup found at a rowid.
 enum Looked {
     Eligible(Box<Cand>),
@@ -479,9 +531,13 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
     let qvec = embedder.map(|e| e.embed(&q.text));
     // The process's index of this model's vectors, brought up to date in this transaction: it
     // gives every candidate's cosine (lexical ones too) without reading its vector row.
+    // On a team server with pgvector the nearest vectors come from its HNSW index instead,
+    // and the process holds no index: each candidate's cosine is computed from its stored
+    // vector once the candidates are known.
+    let on_server = conn.vector_search_on_server();
     let ix = match embedder {
-        Some(e) => Some(crate::semantic::index(conn, e)?),
-        None => None,
+        Some(e) if !on_server => Some(crate::semantic::index(conn, e)?),
+        _ => None,
     };
     // The candidates' columns, for a batch of rowids at once (one statement per batch, not
     // per candidate: a statement's own cost was a tenth of a recall at 10k).
@@ -636,13 +692,20 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
             _ => None,
         })
     })?;
-    // 2. Semantic: the nearest stored vectors (exact scan), filtered by tier and pin in the
-    // scan; deleted memories are not in the index.
-    if let (Some(ix), Some(top)) = (&ix, scanned) {
+    // 2. Semantic: the nearest stored vectors (exact scan, or the server's HNSW index),
+    // filtered by tier and pin; deleted memories are not searched.
+    let nearest: Option<Vec<i64>> = match (&ix, scanned, &qvec, embedder) {
+        (Some(ix), Some(top), _, _) => Some(top.into_iter().map(|(i, _)| ix.rowids[i]).collect()),
+        (None, _, Some(qv), Some(e)) if on_server => Some(nearest_on_server(conn, q, qv, e.fingerprint())?),
+        _ => None,
+    };
+    if let Some(nearest) = nearest {
         let mut eligible = 0;
-        let fresh: Vec<(i64, f64)> =
-            top.into_iter().map(|(i, _)| (ix.rowids[i], 0.0)).filter(|(r, _)| !seen.contains(r)).collect();
+        let fresh: Vec<(i64, f64)> = nearest.into_iter().map(|r| (r, 0.0)).filter(|(r, _)| !seen.contains(r)).collect();
         take(&fresh, &mut eligible, &mut cands, &mut seen, &mut note_excluded)?;
+    }
+    if let (true, Some(qv), Some(e)) = (on_server, &qvec, embedder) {
+        cosines_from_rows(conn, &mut cands, qv, e.fingerprint())?;
     }
     // S: BM25 normalised by the best lexical candidate, cosine by the best semantic one,
     // mixed with LEXICAL_SHARE (lexical alone without a model).

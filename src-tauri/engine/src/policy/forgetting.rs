@@ -992,10 +992,10 @@ pub struct BatchOptions<'a> {
     pub chunk: usize,
     /// Reports the snapshot load (`cancel` stops it too).
     pub loading: Option<&'a (dyn Fn(LoadStage, usize, usize) + Sync)>,
-    /// A snapshot already loaded, current as of change-journal position `seq` (the window's
+    /// A snapshot already loaded, current as of what the journal has seen (the window's
     /// cache): the batch plans from it instead of loading one, and skips what changed after
-    /// `seq` as it skips what changes while it runs.
-    pub snapshot: Option<(&'a Snapshot, i64)>,
+    /// it as it skips what changes while it runs.
+    pub snapshot: Option<(&'a Snapshot, &'a crate::storage::journal::Journal)>,
 }
 
 impl<'a> BatchOptions<'a> {
@@ -1083,11 +1083,11 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
     // writes skip those memories (issue #23: a pin made while the batch runs must win).
     let loaded;
     let (snap, seen) = match opts.snapshot {
-        Some((snap, seq)) => (snap, seq),
+        Some((snap, journal)) => (snap, journal.clone()),
         None => {
-            let seq = crate::store::last_change_seq(conn)?;
+            let journal = crate::storage::journal::Journal::at(conn)?;
             loaded = Snapshot::load_with(conn, &Job { progress: opts.loading, cancel: opts.cancel })?;
-            (&loaded, seq)
+            (&loaded, journal)
         }
     };
     // Signatures and neighbours of memories written since the last run are stored, so the
@@ -1208,7 +1208,7 @@ fn write_decisions(
     opts: &BatchOptions<'_>,
     decisions: &[Planned],
     s: &Settings,
-    mut seen: i64,
+    mut seen: crate::storage::journal::Journal,
     report: &mut BatchReport,
 ) -> Result<()> {
     let (now, total) = (opts.now, decisions.len());
@@ -1224,7 +1224,10 @@ fn write_decisions(
                 // Inside the write transaction: nobody can change a row between this read and
                 // the writes below. The batch's own earlier writes are in the journal too;
                 // they concern rows already decided, so they skip nothing.
-                let (seen_now, fresh) = journal_since(tx, seen)?;
+                // On a team server a number handed out earlier can commit later: the journal
+                // re-reads below the highest number it has seen.
+                let mut seen_now = seen.clone();
+                let fresh = seen_now.read_all(tx)?;
                 let is_changed = |id: &str| changed.contains(id) || fresh.contains(id);
                 let mut part_skipped = Vec::new();
                 for p in part {
@@ -1261,19 +1264,6 @@ fn write_decisions(
 }
 
 /// The memories changed after journal position `seq`, and the newest position.
-fn journal_since(tx: &crate::storage::db::Transaction, seq: i64) -> Result<(i64, HashSet<String>)> {
-    let mut stmt = tx.prepare_cached("SELECT seq, memory_id FROM lethe_change WHERE seq > ?1 ORDER BY seq")?;
-    let mut rows = stmt.query([seq])?;
-    let (mut last, mut ids) = (seq, HashSet::new());
-    while let Some(r) = rows.next()? {
-        last = r.get(0)?;
-        if let Some(id) = r.get::<_, Option<String>>(1)? {
-            ids.insert(id);
-        }
-    }
-    Ok((last, ids))
-}
-
 fn apply(tx: &crate::storage::db::Transaction, p: &Planned, s: &Settings, now: Instant) -> Result<()> {
     // Each decision re-checks the row's state inside the transaction: an agent may have
     // restored, deleted or purged it since the scan. Such rows are skipped, not errors.

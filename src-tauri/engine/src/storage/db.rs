@@ -640,6 +640,12 @@ impl Connection {
         }
     }
 
+    /// Whether the nearest vectors come from the server's HNSW index (a team server with
+    /// pgvector) rather than from Lethe's own scan of the stored vectors.
+    pub fn vector_search_on_server(&self) -> bool {
+        self.postgres().is_some_and(|p| p.vector_search.get())
+    }
+
     /// The SQLite connection, or a typed error naming what the team store lacks.
     pub fn sqlite_only(&self, what: &str) -> Result<&rusqlite::Connection> {
         self.sqlite()
@@ -817,11 +823,19 @@ pub(crate) mod pg {
         pub(crate) in_tx: Cell<bool>,
         /// The server and database, without the password (for messages and the window).
         pub(crate) display: String,
+        /// `lethe_vector.emb` exists: the server has pgvector and an HNSW index for recall.
+        pub(crate) vector_search: Cell<bool>,
     }
 
     impl Pg {
         pub(crate) fn new(client: postgres::Client, display: String) -> Self {
-            Pg { client: RefCell::new(client), stmts: RefCell::new(HashMap::new()), in_tx: Cell::new(false), display }
+            Pg {
+                client: RefCell::new(client),
+                stmts: RefCell::new(HashMap::new()),
+                in_tx: Cell::new(false),
+                display,
+                vector_search: Cell::new(false),
+            }
         }
 
         pub(crate) fn prepare(&self, sql: &str) -> Result<postgres::Statement> {

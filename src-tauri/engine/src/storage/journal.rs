@@ -1,5 +1,6 @@
 //! A reader's place in the change journal (`lethe_change`), for those that follow another
-//! process's writes: the window's watcher and the process cache of the vector index.
+//! process's writes: the window's watcher and scoring snapshot, the process cache of the
+//! vector index, and the forgetting batch (what changed since its plan).
 //!
 //! In an SQLite file one writer at a time hands out sequence numbers in commit order, so "the
 //! rows after the highest number seen" are exactly the new ones. On PostgreSQL a number is
@@ -9,7 +10,7 @@
 //! (A transaction that stays open while more than [`LOOKBACK`] others commit their changes is
 //! seen only by a full re-read.)
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use crate::error::Result;
 use crate::storage::db::Connection;
@@ -97,6 +98,26 @@ impl Journal {
         ids.dedup();
         Ok(Some(Some(ids)))
     }
+
+    /// Every memory changed since the last read, however many (the forgetting batch must skip
+    /// each of them); they count as seen.
+    pub fn read_all(&mut self, conn: &Connection) -> Result<HashSet<String>> {
+        let mut stmt = conn.prepare_cached("SELECT seq, memory_id FROM lethe_change WHERE seq > ?1 ORDER BY seq")?;
+        let mut rows = stmt.query([self.high - LOOKBACK])?;
+        let mut ids = HashSet::new();
+        while let Some(r) = rows.next()? {
+            let seq: i64 = r.get(0)?;
+            if self.seen.insert(seq) {
+                self.high = self.high.max(seq);
+                if let Some(id) = r.get::<_, Option<String>>(1)? {
+                    ids.insert(id);
+                }
+            }
+        }
+        self.seen = self.seen.split_off(&(self.high - LOOKBACK + 1));
+        self.window = self.seen.len() as i64;
+        Ok(ids)
+    }
 }
 
 #[cfg(test)]
@@ -133,5 +154,21 @@ mod tests {
         assert_eq!(j.read(&conn).unwrap(), Some(None), "too many to list");
         assert_eq!(j.high(), 100 + MAX_IDS as i64);
         assert_eq!(j.read(&conn).unwrap(), None);
+    }
+
+    #[test]
+    fn read_all_lists_every_change_a_late_one_included() {
+        let conn = crate::store::open_in_memory().unwrap();
+        change(&conn, 5, "mem_a");
+        let mut j = Journal::at(&conn).unwrap();
+        for k in 0..(MAX_IDS as i64 + 10) {
+            change(&conn, 1000 + k, &format!("mem_{k}"));
+        }
+        assert_eq!(j.read_all(&conn).unwrap().len(), MAX_IDS + 10, "no limit");
+        change(&conn, 999, "mem_late");
+        let ids = j.read_all(&conn).unwrap();
+        assert_eq!(ids, HashSet::from(["mem_late".to_string()]), "a late commit below the highest number");
+        assert!(j.read_all(&conn).unwrap().is_empty());
+        assert!(!j.moved(&conn).unwrap());
     }
 }

@@ -252,6 +252,7 @@ pub fn connect(url: &str) -> Result<Connection> {
             display(url)
         )));
     }
+    conn.postgres().expect("a server connection").vector_search.set(column_exists(&conn, "lethe_vector", "emb")?);
     Ok(conn)
 }
 
@@ -261,6 +262,68 @@ pub struct SetupReport {
     pub server: String,
     pub schema_version: i64,
     pub applied: Vec<String>,
+    /// How recall finds the nearest vectors: `"hnsw"` (pgvector's index on the server) or
+    /// `"scan"` (Lethe reads the vectors and compares them itself), with why in `vector_note`.
+    pub vector_search: &'static str,
+    pub vector_note: String,
+}
+
+/// The index pgvector keeps of `lethe_vector`, and the trigger that fills its column.
+const VECTOR_INDEX: &str = "lethe_vector_hnsw";
+
+/// pgvector, when the server has it: `lethe_vector` gains `emb vector(DIMS)`, which a trigger
+/// fills from the stored bytes on every write (remember, the back-fill, import, push: no
+/// writer needs to know), and an HNSW index over it that recall's semantic candidates come
+/// from. The column holds the quantised components Lethe itself compares, so pgvector's
+/// cosine is Lethe's. Not a numbered migration: a server that gets the extension later gains
+/// it at its next `admin setup`, and one without it keeps working by scan. Idempotent.
+fn ensure_vector_search(conn: &Connection) -> Result<(&'static str, String)> {
+    let available: Option<String> = conn.query_row(
+        "SELECT (SELECT default_version FROM pg_available_extensions WHERE name = 'vector')",
+        [],
+        |r| r.get(0),
+    )?;
+    if available.is_none() {
+        return Ok(("scan", "the server has no pgvector extension: Lethe compares the stored vectors itself".into()));
+    }
+    if let Err(e) = conn.execute_batch("CREATE EXTENSION IF NOT EXISTS vector") {
+        return Ok(("scan", format!("pgvector is installed on the server but could not be enabled ({e}): Lethe compares the stored vectors itself")));
+    }
+    let dims = crate::embed::DIMS;
+    let first = 4; // the bytes start with the f32 inverse norm, then one i8 per component
+    let last = first + dims - 1;
+    conn.begin(crate::storage::db::TransactionBehavior::Deferred)?;
+    let step = conn.execute_batch(&format!(
+        "ALTER TABLE lethe_vector ADD COLUMN IF NOT EXISTS emb vector({dims});
+         CREATE OR REPLACE FUNCTION lethe_vector_emb() RETURNS trigger LANGUAGE plpgsql AS $fn$
+         BEGIN
+             IF length(NEW.vec) = {len} THEN
+                 SELECT CASE WHEN bool_or(b <> 0) THEN array_agg(b ORDER BY i)::real[]::vector END INTO NEW.emb
+                 FROM (SELECT i, CASE WHEN get_byte(NEW.vec, i) > 127 THEN get_byte(NEW.vec, i) - 256
+                                      ELSE get_byte(NEW.vec, i) END AS b
+                       FROM generate_series({first}, {last}) AS i) AS c;
+             ELSE
+                 NEW.emb := NULL;
+             END IF;
+             RETURN NEW;
+         END $fn$;
+         DROP TRIGGER IF EXISTS lethe_vector_emb ON lethe_vector;
+         CREATE TRIGGER lethe_vector_emb BEFORE INSERT OR UPDATE OF vec ON lethe_vector
+             FOR EACH ROW EXECUTE FUNCTION lethe_vector_emb();
+         UPDATE lethe_vector SET vec = vec WHERE emb IS NULL AND length(vec) = {len};
+         CREATE INDEX IF NOT EXISTS {VECTOR_INDEX} ON lethe_vector USING hnsw (emb vector_cosine_ops);",
+        len = crate::embed::VECTOR_BYTES,
+    ));
+    match step {
+        Ok(()) => conn.commit()?,
+        Err(e) => {
+            let _ = conn.rollback();
+            return Err(e);
+        }
+    }
+    let version: String =
+        conn.query_row("SELECT extversion FROM pg_extension WHERE extname = 'vector'", [], |r| r.get(0))?;
+    Ok(("hnsw", format!("pgvector {version}: recall's nearest vectors come from an HNSW index on the server")))
 }
 
 /// Creates or migrates the schema, idempotently; one setup at a time (an advisory lock), each
@@ -304,7 +367,8 @@ pub fn setup(url: &str) -> Result<SetupReport> {
             "INSERT INTO lethe_meta (key, value) VALUES ('origin', 'lethe-team') ON CONFLICT (key) DO NOTHING",
             [],
         )?;
-        Ok(SetupReport { server: display(url), schema_version: SCHEMA_VERSION, applied })
+        let (vector_search, vector_note) = ensure_vector_search(&conn)?;
+        Ok(SetupReport { server: display(url), schema_version: SCHEMA_VERSION, applied, vector_search, vector_note })
     })();
     let _ = conn.execute_batch("SELECT pg_advisory_unlock(7394021)");
     out
