@@ -82,7 +82,8 @@ lint: deps ui
 
 # The engine's suites that run on both backends, here on a throwaway PostgreSQL server
 # (tests/pg/with-server.sh), plus the CLI on a team server (issue #20).
-PG_SUITES := --test engine --test duplicates --test duplication --test seeds --test recall_quality
+PG_SUITES := --test engine --test duplicates --test duplication --test seeds --test recall_quality \
+	--test semantic --test redaction --test concurrency
 
 rust-test: build
 	cargo test --workspace

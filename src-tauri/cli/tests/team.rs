@@ -822,3 +822,93 @@ fn the_server_watcher_reports_another_roles_write_within_a_second() {
         assert!(after < std::time::Duration::from_secs(1), "reported {} ms after the commit", after.as_millis());
     }
 }
+
+/// `kill -9` of `lethe import` into a team store: each chunk of [`CHUNK`] lines is one server
+/// transaction, so a kill leaves whole chunks (each row with its signature), the killed
+/// session's open transaction rolls back, and a re-run imports exactly the rest.
+#[test]
+fn kill_9_of_the_importer_on_a_team_store_keeps_whole_chunks_and_resumes() {
+    use lethe_engine::transfer::CHUNK;
+    use std::os::unix::process::ExitStatusExt;
+    use std::time::{Duration, Instant};
+    let Some(server) = server() else { return };
+    let long = std::env::var("LETHE_LONG").is_ok_and(|v| v == "1");
+    let (n, max_trials) = if long { (40 * CHUNK, 20) } else { (8 * CHUNK, 8) };
+    let dir = std::env::temp_dir().join(format!("lethe-pg-import-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("big.jsonl");
+    std::fs::write(&file, old_memories(n)).unwrap();
+    let file_arg = file.to_str().unwrap();
+    // Uninterrupted, once, for the kill points.
+    let scratch = new_database(&server);
+    assert_eq!(lethe(&scratch, &["admin", "setup"]).0, 0);
+    let started = Instant::now();
+    let (code, v) = lethe(&scratch, &["import", file_arg]);
+    assert_eq!((code, v["imported"].as_u64()), (0, Some(n as u64)), "{v}");
+    let full = started.elapsed();
+
+    let db = new_database(&server);
+    assert_eq!(lethe(&db, &["admin", "setup"]).0, 0);
+    let mut c = postgres::Client::connect(&db, postgres::NoTls).unwrap();
+    let mut state = 0x0dd_ba11_u64;
+    let mut unit = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % 10_000) as f64 / 10_000.0
+    };
+    let (mut rows, mut trials, mut mid, mut finished) = (0i64, 0, 0, false);
+    let mut points = Vec::new();
+    while trials < max_trials && !finished {
+        trials += 1;
+        let remaining = (n as i64 - rows) as f64 / n as f64;
+        let delay = full.mul_f64(0.1 + 0.6 * remaining * unit());
+        let mut child = Command::new(env!("CARGO_BIN_EXE_lethe"))
+            .args(["--db", &db, "import", file_arg])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(delay);
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        let what = format!("import trial {trials} (kill after {} ms)", delay.as_millis());
+        if status.signal() != Some(9) {
+            assert!(status.success(), "{what}: {status}");
+            finished = true;
+        }
+        // The killed session goes away; its open transaction with it.
+        let gone = Instant::now();
+        while count(
+            &mut c,
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        ) > 0
+        {
+            assert!(gone.elapsed() < Duration::from_secs(20), "{what}: the killed session is still on the server");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let now_rows = count(&mut c, "SELECT COUNT(*) FROM memory_item");
+        assert_eq!(now_rows % CHUNK as i64, 0, "{what}: whole chunks only, {now_rows} rows");
+        assert!(now_rows >= rows, "{what}: committed chunks stay");
+        assert_eq!(count(&mut c, "SELECT COUNT(*) FROM lethe_signature"), now_rows, "{what}: signatures with rows");
+        if now_rows > rows && !finished {
+            mid += 1;
+        }
+        points.push(format!("{}ms:{rows}→{now_rows}", delay.as_millis()));
+        rows = now_rows;
+    }
+    let (code, v) = lethe(&db, &["import", file_arg]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["skipped_existing"].as_i64(), Some(rows), "existing ids are skipped: {v}");
+    assert_eq!(v["imported"].as_i64(), Some(n as i64 - rows), "the rest is imported: {v}");
+    assert_eq!(count(&mut c, "SELECT COUNT(*) FROM memory_item"), n as i64);
+    assert_eq!(count(&mut c, "SELECT COUNT(DISTINCT id) FROM memory_item"), n as i64, "never duplicated");
+    std::fs::remove_dir_all(&dir).unwrap();
+    println!(
+        "kill -9 of `lethe import` on a team store: {n} lines, uninterrupted {} ms; {trials} kills: {mid} mid-import, \
+         finished: {finished}\n  kill points: {}",
+        full.as_millis(),
+        points.join(", ")
+    );
+    assert!(mid >= 1, "at least one kill landed between chunks");
+}

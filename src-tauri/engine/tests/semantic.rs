@@ -186,8 +186,8 @@ fn a_paraphrase_carries_duplication_by_meaning_and_shared_topic_words_do_not() {
 
 /// The semantic candidates are the nearest stored vectors: from Lethe's own exact scan on a
 /// file, from pgvector's HNSW index on a team server that has it. Either way the memories a
-/// query by meaning ranks first are exactly the nearest ones, with the same cosines, and the
-/// tier filter applies inside the search (not after a too-short list).
+/// query by meaning ranks first are exactly the nearest ones, with the same cosines, with a
+/// tier filter too.
 #[test]
 fn recall_by_meaning_ranks_the_nearest_stored_vectors_first_on_every_backend() {
     let e = model();

@@ -445,9 +445,9 @@ fn fill(conn: &Connection, hits: Vec<(i64, Hit)>) -> Result<Vec<Hit>> {
 /// `2 × CANDIDATES` asked for, so that the list it returns is the exact one nearly always.
 const EF_SEARCH: usize = 4 * CANDIDATES;
 
-/// The `2 × CANDIDATES` memories whose vectors are nearest `qv`, best first, from the team
-/// server's HNSW index (pgvector), filtered by tier and pin as Lethe's own scan is. The
-/// iterative scan goes on past filtered-out rows until enough are found.
+/// Up to `2 × CANDIDATES` memories whose vectors are nearest `qv`, best first, from the team
+/// server's HNSW index (pgvector): its `EF_SEARCH` nearest, filtered by state, tier and pin
+/// as Lethe's own scan is (a filter that leaves fewer gives fewer semantic candidates).
 fn nearest_on_server(conn: &Connection, q: &RecallQuery, qv: &crate::embed::Vector, model: &str) -> Result<Vec<i64>> {
     conn.query_row(
         "SELECT set_config('hnsw.ef_search', ?1, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
@@ -455,16 +455,26 @@ fn nearest_on_server(conn: &Connection, q: &RecallQuery, qv: &crate::embed::Vect
         |_| Ok(()),
     )?;
     let literal = format!("[{}]", qv.q.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","));
+    // The index is searched on `lethe_vector` alone (with a join in the same query the
+    // planner scans every memory instead); each of its EF_SEARCH nearest is then looked up by
+    // id (a correlated subquery: one index probe each, where a join hashed every memory),
+    // filtered by state, tier and pin, and the best 2 × CANDIDATES kept.
     let mut stmt = conn.prepare_cached(
-        "SELECT m.rowid FROM lethe_vector v JOIN memory_item m ON m.id = v.memory_id \
-         WHERE v.model = ?2 AND v.emb IS NOT NULL AND COALESCE(m.is_deleted, 0) = 0 \
-           AND (CAST(?3 AS TEXT) IS NULL OR m.type = ?3) AND (CAST(?4 AS BIGINT) IS NULL OR m.pinned = ?4) \
-         ORDER BY v.emb <=> CAST(CAST(?1 AS TEXT) AS vector) LIMIT ?5",
+        "SELECT r FROM ( \
+             SELECT (SELECT m.rowid FROM memory_item m WHERE m.id = v.memory_id AND COALESCE(m.is_deleted, 0) = 0 \
+                       AND (CAST(?3 AS TEXT) IS NULL OR m.type = ?3) \
+                       AND (CAST(?4 AS BIGINT) IS NULL OR m.pinned = ?4)) AS r, v.d \
+             FROM (SELECT memory_id, emb <=> CAST(CAST(?1 AS TEXT) AS vector) AS d FROM lethe_vector \
+                   WHERE model = ?2 ORDER BY emb <=> CAST(CAST(?1 AS TEXT) AS vector) LIMIT ?6) v) x \
+         WHERE r IS NOT NULL ORDER BY d, r LIMIT ?5",
     )?;
     let tier = q.tier.map(|t| t.to_string());
     let pinned = q.pinned.map(i64::from);
     let rows = stmt
-        .query_map(crate::storage::db::params![literal, model, tier, pinned, (2 * CANDIDATES) as i64], |r| r.get(0))?
+        .query_map(
+            crate::storage::db::params![literal, model, tier, pinned, (2 * CANDIDATES) as i64, EF_SEARCH as i64],
+            |r| r.get(0),
+        )?
         .collect::<Result<Vec<i64>>>()?;
     Ok(rows)
 }
