@@ -1263,7 +1263,6 @@ fn write_decisions(
     Ok(())
 }
 
-/// The memories changed after journal position `seq`, and the newest position.
 fn apply(tx: &crate::storage::db::Transaction, p: &Planned, s: &Settings, now: Instant) -> Result<()> {
     // Each decision re-checks the row's state inside the transaction: an agent may have
     // restored, deleted or purged it since the scan. Such rows are skipped, not errors.

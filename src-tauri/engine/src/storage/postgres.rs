@@ -268,7 +268,7 @@ pub struct SetupReport {
     pub vector_note: String,
 }
 
-/// The index pgvector keeps of `lethe_vector`, and the trigger that fills its column.
+/// pgvector's HNSW index over `lethe_vector.emb`.
 const VECTOR_INDEX: &str = "lethe_vector_hnsw";
 
 /// pgvector, when the server has it: `lethe_vector` gains `emb vector(DIMS)`, which a trigger
