@@ -83,7 +83,7 @@ lint: deps ui
 # The engine's suites that run on both backends, here on a throwaway PostgreSQL server
 # (tests/pg/with-server.sh), plus the CLI on a team server (issue #20).
 PG_SUITES := --test engine --test duplicates --test duplication --test seeds --test recall_quality \
-	--test semantic --test redaction --test concurrency
+	--test semantic --test redaction --test concurrency --test fuzz --test erasure
 
 rust-test: build
 	cargo test --workspace

@@ -17,6 +17,9 @@ use lethe_engine::store::Connection;
 use lethe_engine::transfer::CHUNK;
 use serde_json::{json, Value};
 
+#[path = "common/hostile.rs"]
+mod hostile;
+
 const NOW: &str = "2026-06-01T00:00:00.000Z";
 
 fn long() -> bool {
@@ -694,73 +697,23 @@ fn seeded(dir: &Path) -> (PathBuf, String) {
     (db, out["id"].as_str().unwrap().to_string())
 }
 
-fn nested(depth: usize, open: &str, close: &str, leaf: &str) -> String {
-    format!("{}{leaf}{}", open.repeat(depth), close.repeat(depth))
-}
-
 #[test]
 fn hostile_arguments_exit_2_and_write_nothing() {
     let dir = scratch("args");
     let (db, procedure) = seeded(&dir);
     let before = files(&dir);
-    let non_utf8 = dir.join("latin1.txt");
-    std::fs::write(&non_utf8, b"caf\xe9 cr\xe8me \xff\xfe").unwrap();
-    let huge = dir.join("huge.txt");
-    std::fs::write(&huge, "x".repeat(10 * 1024 * 1024)).unwrap();
-    let nul = dir.join("nul.txt");
-    std::fs::write(&nul, b"before\0after").unwrap();
+    let inputs = hostile::Inputs::write(&dir);
     let before_inputs = files(&dir);
-    let deep_array = nested(10_000, "[", "]", "\"x\"");
-    let deep_object = nested(10_000, "{\"a\":", "}", "1");
-    let deep_note = format!(
-        "{{\"failure_type\":\"tool_error\",\"failure_description\":\"x\",\"lessons_learned\":{}}}",
-        nested(10_000, "[", "]", "1")
-    );
-    let (p, n, h, d) = (non_utf8.to_str().unwrap(), nul.to_str().unwrap(), huge.to_str().unwrap(), procedure.as_str());
-    let remember = ["remember", "--type", "semantic", "--content", "a perfectly fine memory"];
-    let procedural = ["remember", "--type", "procedural", "--content", "a procedure"];
-    let cases: Vec<(&str, Vec<&str>)> = vec![
-        ("non-UTF-8 content file", vec!["remember", "--type", "semantic", "--content-file", p]),
-        ("10 MiB content file", vec!["remember", "--type", "semantic", "--content-file", h]),
-        ("NUL in content", vec!["remember", "--type", "semantic", "--content-file", n]),
-        ("10,000-deep --steps", [&procedural[..], &["--steps", &deep_array]].concat()),
-        ("10,000-deep --trigger-conditions", [&procedural[..], &["--trigger-conditions", &deep_object]].concat()),
-        ("10,000-deep reflect --note", vec!["reflect", d, "--note", &deep_note]),
-        ("10,000-deep reflect --note (array)", vec!["reflect", d, "--note", &deep_array]),
-        ("negative importance", [&remember[..], &["--importance=-0.5"]].concat()),
-        ("negative importance, separate", [&remember[..], &["--importance", "-1"]].concat()),
-        ("NaN importance", [&remember[..], &["--importance", "NaN"]].concat()),
-        ("infinite importance", [&remember[..], &["--importance", "inf"]].concat()),
-        ("importance command, NaN", vec!["importance", d, "NaN"]),
-        ("importance command, negative", vec!["importance", d, "--", "-0.1"]),
-        ("created_at before year 0", [&remember[..], &["--created-at", "-0001-06-01T00:00:00Z"]].concat()),
-        ("created_at far future", [&remember[..], &["--created-at", "9999-12-31T23:59:59Z"]].concat()),
-        ("created_at garbage", [&remember[..], &["--created-at", "yesterday"]].concat()),
-        ("--now garbage", [&["--now", "not a time"][..], &remember[..]].concat()),
-        ("--now empty", [&["--now", ""][..], &remember[..]].concat()),
-        ("--now month 13", [&["--now", "2026-13-01T00:00:00Z"][..], &remember[..]].concat()),
-        ("--now five-digit year", [&["--now", "+99999-01-01T00:00:00Z"][..], &remember[..]].concat()),
-        ("unknown flag", [&remember[..], &["--no-such-flag"]].concat()),
-        ("unknown subcommand", vec!["obliterate", "--all"]),
-        ("unknown type", vec!["remember", "--type", "eternal", "--content", "x"]),
-        ("actor with a newline", vec!["--actor", "agent:x\ny", "remember", "--type", "semantic", "--content", "x"]),
-        ("weights not numbers", vec!["recall", "x", "--weights", "a,b,c,d"]),
-        ("negative weights", vec!["recall", "x", "--weights=-1,0,0,0"]),
-        ("limit not a number", vec!["list", "--limit", "-3"]),
-        ("settings: threshold NaN", vec!["settings", "threshold", "NaN"]),
-        ("settings: unknown key", vec!["settings", "no.such.key", "1"]),
-    ];
     let mut checked = 0;
-    for (what, args) in &cases {
-        let r = lethe(&db, args);
+    for (what, args) in hostile::cases(&inputs, &procedure) {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let r = lethe(&db, &args);
         assert_clean_error(&r, what, 2, &["invalid_input"]);
         assert_eq!(files(&dir), before_inputs, "{what}: nothing written (every file byte for byte)");
         checked += 1;
     }
     // The same inputs did not leave the database changed in any way the engine can see.
-    std::fs::remove_file(&non_utf8).unwrap();
-    std::fs::remove_file(&huge).unwrap();
-    std::fs::remove_file(&nul).unwrap();
+    inputs.remove();
     assert_eq!(files(&dir), before, "the database file is byte for byte what it was");
     println!("hostile arguments: {checked} cases, each exit 2 with code invalid_input, database byte-identical");
 }

@@ -7,6 +7,9 @@ use std::process::Command;
 
 use serde_json::Value;
 
+#[path = "common/hostile.rs"]
+mod hostile;
+
 fn server() -> Option<String> {
     let s = std::env::var("LETHE_TEST_POSTGRES").ok().filter(|s| !s.is_empty());
     if s.is_none() {
@@ -911,4 +914,91 @@ fn kill_9_of_the_importer_on_a_team_store_keeps_whole_chunks_and_resumes() {
         points.join(", ")
     );
     assert!(mid >= 1, "at least one kill landed between chunks");
+}
+
+/// Every row of every table and every sequence's position, for "nothing written" on a server
+/// (the counterpart of comparing an SQLite file byte for byte).
+fn contents(url: &str) -> Vec<(String, i64, String)> {
+    let mut c = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let tables: Vec<String> = c
+        .query(
+            "SELECT tablename::TEXT FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema') \
+             ORDER BY tablename",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let mut out: Vec<(String, i64, String)> = tables
+        .into_iter()
+        .map(|t| {
+            let r = c
+                .query_one(
+                    &format!(
+                        "SELECT COUNT(*), md5(COALESCE(string_agg(t::TEXT, E'\\n' ORDER BY t::TEXT), '')) FROM \"{t}\" t"
+                    ),
+                    &[],
+                )
+                .unwrap();
+            (t, r.get(0), r.get(1))
+        })
+        .collect();
+    for r in c.query("SELECT sequencename::TEXT, COALESCE(last_value, 0) FROM pg_sequences ORDER BY 1", &[]).unwrap() {
+        out.push((r.get(0), r.get(1), "sequence".into()));
+    }
+    out
+}
+
+#[test]
+fn hostile_arguments_on_a_team_store_exit_2_and_write_nothing() {
+    let Some(server) = server() else { return };
+    let db = new_database(&server);
+    assert_eq!(lethe(&db, &["admin", "setup"]).0, 0);
+    let suffix = &uuid::Uuid::new_v4().simple().to_string()[..8];
+    let agent = format!("agent_{suffix}");
+    add(&db, "add-agent", &agent);
+    let as_agent = with_role(&db, &agent, "pw");
+    let (code, v) =
+        lethe(&db, &["remember", "--type", "semantic", "--content", "the staging database lives in eu-west-1"]);
+    assert_eq!(code, 0, "{v}");
+    let (code, v) = lethe(
+        &db,
+        &["remember", "--type", "procedural", "--content", "ship a release", "--steps", r#"["build","tag"]"#],
+    );
+    assert_eq!(code, 0, "{v}");
+    let procedure = v["id"].as_str().unwrap().to_string();
+    let dir = std::env::temp_dir().join(format!("lethe-team-hostile-{suffix}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let inputs = hostile::Inputs::write(&dir);
+    let before = contents(&db);
+    let mut checked = 0;
+    // The owner (what a curator's script runs as) and an agent role, whose writes pass the
+    // server's own triggers as well.
+    for (who, url) in [("owner", &db), ("agent", &as_agent)] {
+        for (what, args) in hostile::cases(&inputs, &procedure) {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let out = Command::new(env!("CARGO_BIN_EXE_lethe"))
+                .env("RUST_BACKTRACE", "1")
+                .arg("--db")
+                .arg(url)
+                .args(&args)
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{who}, {what}: exit code (stderr: {err})");
+            let e: Value = serde_json::from_str(err.trim())
+                .unwrap_or_else(|e| panic!("{who}, {what}: stderr must be one JSON document ({e}): {err:?}"));
+            assert_eq!(e["error"]["code"], "invalid_input", "{who}, {what}: {e}");
+            assert!(e["error"]["message"].as_str().is_some_and(|m| m.len() > 10), "{who}, {what}: a message: {e}");
+            assert!(!err.contains("panicked") && !err.contains("backtrace"), "{who}, {what}: no panic: {err}");
+            assert!(out.stdout.is_empty(), "{who}, {what}: nothing on stdout");
+            assert_eq!(contents(&db), before, "{who}, {what}: nothing written (every table and sequence as before)");
+            checked += 1;
+        }
+    }
+    inputs.remove();
+    std::fs::remove_dir_all(&dir).unwrap();
+    println!("hostile arguments on a team store: {checked} cases, each exit 2 with invalid_input, nothing written");
 }

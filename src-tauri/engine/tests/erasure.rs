@@ -2,6 +2,12 @@
 //! archiving, reflecting and then hard-deleting texts that carry a marker, the marker is in
 //! none of the raw bytes of the database, its `-wal` and `-shm`, nor an export; the audit still
 //! tells who deleted what and when. And a secret given to `remember` is never written at all.
+//!
+//! On a PostgreSQL test server (`LETHE_TEST_POSTGRES`) the same steps run on a team store,
+//! where there is no file of Lethe's to read: the marker must be in no row of any table
+//! (every column as text, binary ones in hex). The server's own files keep dead row versions
+//! until `VACUUM`, and its WAL and backups what they recorded: that is the operator's part
+//! (README, "A team store on PostgreSQL").
 
 use std::path::{Path, PathBuf};
 
@@ -9,6 +15,7 @@ use lethe_engine::forgetting::{self, BatchOptions};
 use lethe_engine::lifecycle::{self, NewMemory, ProcedureFields, RememberOutcome};
 use lethe_engine::procedural::{self, ProcedurePatch};
 use lethe_engine::{archive, audit, store, time, transfer, Tier};
+use lethe_testkit::backend;
 
 /// Every marker starts with this; FTS5 stores a leaf's first term in full, so a surviving
 /// token shows this prefix in the bytes even where later terms are prefix-compressed.
@@ -47,8 +54,32 @@ fn holds(bytes: &[u8], needle: &str) -> bool {
     bytes.windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
 }
 
-fn files_holding(db: &Path, needle: &str) -> Vec<String> {
-    raw(db).into_iter().filter(|(_, b)| holds(b, needle)).map(|(p, _)| p).collect()
+/// Where `needle` is stored: the files (database, `-wal`, `-shm`) of an SQLite store, read
+/// with the connection open, or the tables of a team store whose rows hold it.
+fn files_holding(conn: &store::Connection, db: &Path, needle: &str) -> Vec<String> {
+    if !conn.is_postgres() {
+        return raw(db).into_iter().filter(|(_, b)| holds(b, needle)).map(|(p, _)| p).collect();
+    }
+    let tables: Vec<String> = conn
+        .prepare(
+            "SELECT tablename::TEXT FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema') \
+             ORDER BY tablename",
+        )
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    tables
+        .into_iter()
+        .filter(|t| {
+            let sql = format!(
+                "SELECT COUNT(*) FROM \"{t}\" t WHERE strpos(lower(t::TEXT), lower(?1)) > 0 \
+                 OR strpos(lower(t::TEXT), encode(convert_to(lower(?1), 'UTF8'), 'hex')) > 0"
+            );
+            conn.query_row(&sql, [needle], |r| r.get::<_, i64>(0)).unwrap() > 0
+        })
+        .collect()
 }
 
 fn export_of(conn: &store::Connection) -> String {
@@ -60,7 +91,7 @@ fn export_of(conn: &store::Connection) -> String {
 #[test]
 fn hard_delete_and_purge_leave_no_byte_of_the_text_and_keep_the_facts() {
     let db = temp_db();
-    let mut conn = store::open(&db).unwrap();
+    let mut conn = backend::open(&db).unwrap();
     // Unrelated memories, so that the file has other pages and index segments too.
     for i in 0..40 {
         put(&mut conn, NewMemory::new(Tier::Semantic, format!("ordinary fact number {i} about the build cache")));
@@ -131,9 +162,9 @@ fn hard_delete_and_purge_leave_no_byte_of_the_text_and_keep_the_facts() {
 
     // Sanity: the markers are in the files now (so the final check can fail).
     store::checkpoint_truncate(&conn).unwrap();
-    assert!(!files_holding(&db, MARK).is_empty(), "the test sees the marker while the memories exist");
+    assert!(!files_holding(&conn, &db, MARK).is_empty(), "the test sees the marker while the memories exist");
     assert!(export_of(&conn).contains(MARK), "and in an export");
-    assert!(files_holding(&db, SECRET).is_empty(), "the secret was redacted before anything was written");
+    assert!(files_holding(&conn, &db, SECRET).is_empty(), "the secret was redacted before anything was written");
     assert!(!export_of(&conn).contains(SECRET));
 
     // A person deletes four for ever; the fifth goes through quarantine and the policy purge.
@@ -147,10 +178,10 @@ fn hard_delete_and_purge_leave_no_byte_of_the_text_and_keep_the_facts() {
     lifecycle::hard_delete(&mut conn, &with_secret, true, None, "user", now()).unwrap();
 
     // The raw bytes: database, WAL and shared memory, with the connection still open.
-    let left = files_holding(&db, MARK);
+    let left = files_holding(&conn, &db, MARK);
     assert!(left.is_empty(), "no byte of the erased text is left, found {MARK} in {left:?}");
     assert!(!export_of(&conn).contains(MARK), "nor in an export");
-    assert!(files_holding(&db, "ghp_").is_empty());
+    assert!(files_holding(&conn, &db, "ghp_").is_empty());
 
     // The audit still tells who deleted what and when, with the content's hash and length.
     for (id, actor, policy) in [
@@ -189,20 +220,22 @@ fn hard_delete_and_purge_leave_no_byte_of_the_text_and_keep_the_facts() {
 
 #[test]
 fn soft_delete_and_restore_stay_byte_identical_with_secure_delete_on() {
-    let mut conn = store::open(temp_db()).unwrap();
+    let mut conn = backend::open(temp_db()).unwrap();
     let id = put(&mut conn, NewMemory::new(Tier::Semantic, "Auth uses Ed25519 keys"));
     let before = lifecycle::get(&conn, &id).unwrap();
     lifecycle::soft_delete(&mut conn, &id, None, "user", now()).unwrap();
     lifecycle::restore(&mut conn, &id, "user", now()).unwrap();
     assert_eq!(lifecycle::get(&conn, &id).unwrap(), before);
-    let on: i64 = conn.query_row("PRAGMA secure_delete", [], |r| r.get(0)).unwrap();
-    assert_eq!(on, 1, "every connection zeroes freed space");
+    if let Some(sqlite) = conn.sqlite() {
+        let on: i64 = sqlite.query_row("PRAGMA secure_delete", [], |r| r.get(0)).unwrap();
+        assert_eq!(on, 1, "every connection zeroes freed space");
+    }
 }
 
 #[test]
 fn scan_lists_and_redacts_in_place_erasing_the_old_text() {
     let db = temp_db();
-    let mut conn = store::open(&db).unwrap();
+    let mut conn = backend::open(&db).unwrap();
     // A memento-written row holds a secret (written behind Lethe's back).
     conn.execute(
         "INSERT INTO memory_item (id, type, content, created_at, tags) VALUES \
@@ -223,7 +256,7 @@ fn scan_lists_and_redacts_in_place_erasing_the_old_text() {
     let m = lifecycle::get(&conn, "mem_00000000-0000-4000-8000-0000000000aa").unwrap();
     assert_eq!(m.content, "db login postgres://app:[REDACTED:url_password]@db.local/app and mail ana@example.org");
     assert_eq!(m.tags, vec!["pii:email".to_string()], "pii=tag keeps the address and tags it");
-    assert!(files_holding(&db, MARK).is_empty(), "the old text is erased from the file");
+    assert!(files_holding(&conn, &db, MARK).is_empty(), "the old text is erased from the file");
     let ev =
         audit::list_events(&conn, &audit::EventFilter { memory_id: Some(m.id.clone()), ..Default::default() }).unwrap();
     let edit = ev.iter().find(|e| e.action == "edit").expect("audited as an edit");

@@ -6,14 +6,21 @@
 //!
 //! Case counts are modest so that a debug build runs this in seconds; `LETHE_LONG=1`
 //! multiplies them by 16.
+//!
+//! On a PostgreSQL test server (`LETHE_TEST_POSTGRES`, issue #20) every case works on its own
+//! copy of one fixture database, and the witness that nothing was even attempted is the
+//! server's count of rows inserted, updated or deleted in that database, aborted attempts
+//! included (`lethe_testkit::backend::rows_ever_changed`).
 
 use std::io::Cursor;
+use std::sync::OnceLock;
 
 use chrono::{DateTime, Utc};
 use lethe_engine::lifecycle::{self, NewMemory, ProcedureFields, RememberOutcome};
 use lethe_engine::procedural::{self, ProcedurePatch};
 use lethe_engine::recall::{self, RecallQuery};
 use lethe_engine::{store, time, transfer, Error, Settings, Tier};
+use lethe_testkit::backend;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence};
 use serde_json::{json, Value};
@@ -33,8 +40,8 @@ fn cases(n: u32) -> Config {
 }
 
 /// Everything a failed call could have touched: every table's row count, every memory field
-/// for field, and the number of rows this connection ever changed (which also counts writes
-/// rolled back later, so an error must not even have tried to write).
+/// for field, and the number of rows the store ever changed (which also counts writes rolled
+/// back later, so an error must not even have tried to write).
 #[derive(Debug, PartialEq)]
 struct Digest {
     counts: Vec<(String, i64)>,
@@ -43,13 +50,14 @@ struct Digest {
 }
 
 fn digest(conn: &store::Connection) -> Digest {
-    let tables: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let tables_sql = if conn.is_postgres() {
+        "SELECT tablename::TEXT FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema') \
+         ORDER BY tablename"
+    } else {
+        "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+    };
+    let tables: Vec<String> =
+        conn.prepare(tables_sql).unwrap().query_map([], |r| r.get(0)).unwrap().collect::<Result<_, _>>().unwrap();
     let counts = tables
         .into_iter()
         .map(|t| {
@@ -59,19 +67,40 @@ fn digest(conn: &store::Connection) -> Digest {
         .collect();
     let mut export = Vec::new();
     transfer::export(conn, &mut export).unwrap();
-    Digest { counts, export, total_changes: conn.sqlite().expect("an SQLite file").total_changes() }
+    Digest { counts, export, total_changes: backend::rows_ever_changed(conn).unwrap() }
 }
 
-/// The fixture every property works on: a file with one memory of each tier, a procedure
+/// The fixture every property works on: a store with one memory of each tier, a procedure
 /// among them, and one memory in quarantine.
 struct Fixture {
     conn: store::Connection,
     ids: Vec<String>,
     procedure: String,
+    /// On PostgreSQL, the database `conn` works on, dropped after `conn` is closed.
+    _copy: Option<backend::Copy>,
 }
 
+/// A fresh fixture: an SQLite file in memory, or a copy of the fixture database on the server.
 fn fixture() -> Fixture {
-    let mut conn = store::open_in_memory().unwrap();
+    if !backend::is_postgres() {
+        let mut conn = store::open_in_memory().unwrap();
+        let (ids, procedure) = fill(&mut conn);
+        return Fixture { conn, ids, procedure, _copy: None };
+    }
+    static TEMPLATE: OnceLock<(String, Vec<String>, String)> = OnceLock::new();
+    let (template, ids, procedure) = TEMPLATE.get_or_init(|| {
+        let mut filled = None;
+        let name = backend::template("fuzz", |conn| filled = Some(fill(conn)));
+        let (ids, procedure) = filled.expect("the template was built in this process");
+        (name, ids, procedure)
+    });
+    let copy = backend::copy_of(template).unwrap();
+    let conn = store::open(copy.url()).unwrap();
+    Fixture { conn, ids: ids.clone(), procedure: procedure.clone(), _copy: Some(copy) }
+}
+
+/// Writes the fixture's memories; their ids, and the procedure's.
+fn fill(conn: &mut store::Connection) -> (Vec<String>, String) {
     let mut ids = Vec::new();
     for (tier, content) in [
         (Tier::Working, "the build is red on main"),
@@ -79,7 +108,7 @@ fn fixture() -> Fixture {
         (Tier::Semantic, "auth tokens are signed with Ed25519"),
         (Tier::Semantic, "the staging database lives in eu-west-1"),
     ] {
-        let out = lifecycle::remember(&mut conn, &NewMemory::new(tier, content), "user", now()).unwrap();
+        let out = lifecycle::remember(conn, &NewMemory::new(tier, content), "user", now()).unwrap();
         ids.push(out.id().unwrap().to_string());
     }
     let proc = NewMemory {
@@ -92,10 +121,10 @@ fn fixture() -> Fixture {
         },
         ..NewMemory::new(Tier::Procedural, "how to ship a release")
     };
-    let procedure = lifecycle::remember(&mut conn, &proc, "user", now()).unwrap().id().unwrap().to_string();
+    let procedure = lifecycle::remember(conn, &proc, "user", now()).unwrap().id().unwrap().to_string();
     ids.push(procedure.clone());
-    lifecycle::soft_delete(&mut conn, &ids[3], Some("fixture"), "user", now()).unwrap();
-    Fixture { conn, ids, procedure }
+    lifecycle::soft_delete(conn, &ids[3], Some("fixture"), "user", now()).unwrap();
+    (ids, procedure)
 }
 
 /// The check every property ends with: a typed error that is not an internal one leaves the
@@ -191,7 +220,14 @@ fn json_value() -> impl Strategy<Value = Value> {
 }
 
 fn text_small() -> impl Strategy<Value = String> {
-    prop_oneof![any::<String>(), "[a-z_]{0,12}", Just("failure_type".to_string()), Just("timestamp".to_string())]
+    prop_oneof![
+        any::<String>(),
+        "[a-z_]{0,12}",
+        Just("failure_type".to_string()),
+        Just("timestamp".to_string()),
+        // NUL, which PostgreSQL's text cannot hold, in a label, a tag, a key or a JSON string.
+        "[a-z]{0,3}\\x00[a-z]{0,3}",
+    ]
 }
 
 /// A value nested `depth` levels deep (arrays and objects alternating), built without
@@ -395,6 +431,26 @@ proptest! {
         prop_assert_eq!(digest(&f.conn), before, "recall itself writes nothing");
     }
 
+    #[test]
+    fn edits_and_deletes_take_any_text(
+        content in content(),
+        reason in proptest::option::of(text()),
+        target in 0usize..6,
+        action in 0u8..3,
+    ) {
+        let mut f = fixture();
+        let id = f.ids.get(target).cloned().unwrap_or_else(|| "mem_missing".into());
+        let before = digest(&f.conn);
+        let (what, out) = match action {
+            0 => ("edit", lifecycle::edit(&mut f.conn, &id, &content, "agent:fuzz", now()).map(|_| ())),
+            1 => ("delete", lifecycle::soft_delete(&mut f.conn, &id, reason.as_deref(), "agent:fuzz", now()).map(|_| ())),
+            _ => ("delete --hard", lifecycle::hard_delete(&mut f.conn, &id, true, reason.as_deref(), "user", now()).map(|_| ())),
+        };
+        assert_typed_and_untouched(what, &out, &before, &f.conn)?;
+        if out.is_ok() && action == 0 {
+            prop_assert_eq!(&lifecycle::get(&f.conn, &id).unwrap().content, &content, "the edit reads back");
+        }
+    }
 }
 
 proptest! {
@@ -485,4 +541,21 @@ fn deeply_nested_json_is_refused_without_overflowing() {
         drop(v);
     }
     assert_eq!(digest(&f.conn), before, "nothing written");
+}
+
+/// The witness of "nothing was even attempted" is not vacuous: it counts a write, and a write
+/// that was rolled back, on either backend.
+#[test]
+fn the_witness_counts_writes_even_rolled_back() {
+    let mut f = fixture();
+    let before = digest(&f.conn);
+    let tx = f.conn.transaction().unwrap();
+    tx.execute("UPDATE memory_item SET importance = 0.25", []).unwrap();
+    tx.rollback().unwrap();
+    let after = digest(&f.conn);
+    assert_eq!(after.counts, before.counts, "rolled back");
+    assert_eq!(after.export, before.export, "rolled back");
+    assert!(after.total_changes > before.total_changes, "the attempt is counted: {after:?}");
+    lifecycle::remember(&mut f.conn, &NewMemory::new(Tier::Semantic, "one more memory"), "user", now()).unwrap();
+    assert!(digest(&f.conn).total_changes > after.total_changes, "a write is counted");
 }

@@ -70,3 +70,83 @@ fn url_for(server: &str, path: &Path) -> lethe_engine::Result<String> {
     }
     Ok(url)
 }
+
+/// A database on the test server copied from a template (`CREATE DATABASE … TEMPLATE`), for
+/// tests that need many identical fresh stores: copying is far cheaper than building each.
+/// Dropped with the value (`DROP DATABASE … WITH (FORCE)`), so none pile up on the server.
+pub struct Copy {
+    server: String,
+    name: String,
+}
+
+impl Copy {
+    /// The copy's address, for `store::open` or a process's `--db`.
+    pub fn url(&self) -> String {
+        format!("{}/{}", self.server, self.name)
+    }
+}
+
+impl Drop for Copy {
+    fn drop(&mut self) {
+        if let Ok(mut admin) = ::postgres::Client::connect(&format!("{}/postgres", self.server), ::postgres::NoTls) {
+            let _ = admin.batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name));
+        }
+    }
+}
+
+static TEMPLATES: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+
+/// A template database on the test server, named after `key` and this process, built once by
+/// `build` on a fresh, set-up store; later calls in the process return it as it is. Its
+/// connection is closed before it is returned (a template with a session cannot be copied).
+/// Panics without a test server.
+pub fn template(key: &str, build: impl FnOnce(&mut Connection)) -> String {
+    let server = server().expect("a template needs the test server (LETHE_TEST_POSTGRES)");
+    let name = format!("lethe_tpl_{}_{}", std::process::id(), key.to_lowercase());
+    assert!(name.len() <= 63 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'), "template key {key:?}");
+    let mut made = TEMPLATES.lock().unwrap_or_else(|p| p.into_inner());
+    let made = made.get_or_insert_with(HashSet::new);
+    if !made.contains(&name) {
+        let url = format!("{server}/{name}");
+        let mut admin = ::postgres::Client::connect(&format!("{server}/postgres"), ::postgres::NoTls).unwrap();
+        // Two statements: neither may run inside the transaction a multi-statement batch is.
+        admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).unwrap();
+        admin.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
+        postgres::setup(&url).unwrap();
+        let mut conn = store::open(&url).unwrap();
+        build(&mut conn);
+        drop(conn);
+        made.insert(name.clone());
+    }
+    name
+}
+
+/// A fresh copy of a [`template`].
+pub fn copy_of(template: &str) -> lethe_engine::Result<Copy> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let server = server().expect("a copy needs the test server (LETHE_TEST_POSTGRES)");
+    let name = format!("{template}_{}", NEXT.fetch_add(1, Ordering::Relaxed));
+    let mut admin = ::postgres::Client::connect(&format!("{server}/postgres"), ::postgres::NoTls)?;
+    admin.batch_execute(&format!("CREATE DATABASE {name} TEMPLATE {template}"))?;
+    Ok(Copy { server, name })
+}
+
+/// The number of rows this store's tables ever had inserted, updated or deleted, aborted
+/// attempts included: PostgreSQL's counterpart of SQLite's `total_changes()`, the witness that
+/// a refused call did not even try to write. The connection's own pending statistics are
+/// flushed first, so its latest statements are counted.
+pub fn rows_ever_changed(conn: &Connection) -> lethe_engine::Result<u64> {
+    if let Some(sqlite) = conn.sqlite() {
+        return Ok(sqlite.total_changes());
+    }
+    // The flush happens when the backend next goes idle, i.e. right after this statement;
+    // the next statement then starts a new statistics snapshot.
+    conn.query_row("SELECT 1 FROM (SELECT pg_stat_force_next_flush()) AS flushed", [], |_| Ok(()))?;
+    let n: i64 = conn.query_row(
+        "SELECT COALESCE(SUM(n_tup_ins + n_tup_upd + n_tup_del), 0)::BIGINT FROM pg_stat_user_tables",
+        [],
+        |r| r.get(0),
+    )?;
+    Ok(n as u64)
+}

@@ -632,9 +632,7 @@ fn soft_delete_scored(
     model::validate_actor(actor)?;
     let settings = Settings::load(conn)?;
     let reason = reason.unwrap_or("deleted by a person");
-    if reason.len() > 2000 {
-        return Err(Error::invalid("reason: at most 2000 bytes"));
-    }
+    crate::ops::validate::validate_reason(reason)?;
     let score = score(conn, &settings).ok().map(|f| f.forget_score);
     let policy = if actor.starts_with("agent:") { "agent" } else { "manual" };
     write_tx(conn, |tx| soft_delete_tx(tx, id, reason, policy, score, actor, &settings, now))
@@ -671,6 +669,7 @@ pub fn hard_delete(
         )));
     }
     let reason = reason.unwrap_or("deleted for ever by a person");
+    crate::ops::validate::validate_reason(reason)?;
     let event = write_tx(conn, |tx| {
         let e = hard_delete_tx(tx, id, reason, "manual", actor, now)?;
         crate::store::purge_deleted_index_entries(tx)?;

@@ -40,6 +40,9 @@ impl ProcedureFields {
                 if s.trim().is_empty() || s.len() > 10_000 {
                     return Err(Error::invalid(format!("steps[{i}] must be 1–10000 bytes of text")));
                 }
+                if s.contains('\0') {
+                    return Err(Error::invalid(format!("steps[{i}] contains a NUL character")));
+                }
             }
         }
         if let Some(tc) = &self.trigger_conditions {
@@ -57,6 +60,10 @@ impl ProcedureFields {
             if let Some(v) = v {
                 if v.trim().is_empty() || v.len() > 10_000 {
                     return Err(Error::invalid(format!("{name} must be 1–10000 bytes of text")));
+                }
+                // Text, like a memory's content: a team store's text columns cannot even hold it.
+                if v.contains('\0') {
+                    return Err(Error::invalid(format!("{name} contains a NUL character")));
                 }
             }
         }
@@ -133,6 +140,17 @@ pub fn validate_content(content: &str, s: &Settings) -> Result<()> {
 pub fn validate_importance(v: f64) -> Result<()> {
     if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
         return Err(Error::invalid(format!("importance must be a number in [0, 1], got {v}")));
+    }
+    Ok(())
+}
+
+/// Why a person or an agent deletes a memory: free text, kept in the audit for ever.
+pub fn validate_reason(reason: &str) -> Result<()> {
+    if reason.len() > 2000 {
+        return Err(Error::invalid("reason: at most 2000 bytes"));
+    }
+    if reason.contains('\0') {
+        return Err(Error::invalid("reason contains a NUL character"));
     }
     Ok(())
 }
