@@ -756,3 +756,104 @@ fn a_change_of_content_by_another_program_drops_its_neighbours_and_signature() {
     assert_eq!(rows_of(&conn, "lethe_signature", "memory_id", &b), 1, "a new signature is stored");
     assert!(!pair(&forgetting::Snapshot::load(&conn).unwrap()), "and stays gone on the stored lists");
 }
+
+/// Every decision of the batch lands with its row change, its review-table entry or exit and
+/// one event with its fields, on either backend (a team server writes a chunk's decisions in
+/// one statement, a file one by one): forget and working gate (soft, 30-day TTL, actor
+/// `policy`), entering the band (review), a memory in the band that is then forgotten (its
+/// band entry goes), and one that leaves the band (pinned meanwhile: no event).
+#[test]
+fn the_batch_records_every_decision_with_its_fields() {
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let old = |days: f64, tier: Tier, text: &str| NewMemory {
+        importance: Some(0.0),
+        created_at: Some(time::add_days(now(), -days)),
+        ..NewMemory::new(tier, text)
+    };
+    let mut ids = Vec::new();
+    for m in [
+        old(70.0, Tier::Episodic, "the band: a retro about the search latency spike"),
+        old(400.0, Tier::Episodic, "forgotten: the office moved to the fourth floor"),
+        old(20.0, Tier::Working, "gated: scratch note about a flaky test in checkout"),
+        old(70.0, Tier::Episodic, "the band, then pinned: the oncall rotation changed in March"),
+    ] {
+        ids.push(lifecycle::remember(&mut conn, &m, "user", now()).unwrap().id().unwrap().to_string());
+    }
+    let (band, forgot, gated, pinned) = (&ids[0], &ids[1], &ids[2], &ids[3]);
+    // Unused, importance 0, episodic: 0.25 + 0.35(1 − R), at most 0.6 whatever the age, so the
+    // threshold comes down to let the oldest be forgotten (the band is [0.5, threshold)).
+    let s = lethe_engine::Settings { threshold: 0.55, ..lethe_engine::Settings::load(&conn).unwrap() };
+    lethe_engine::Settings::store(&mut conn, &s, "user", now()).unwrap();
+    type Event = (String, Option<String>, Option<String>, Option<f64>, Option<i64>, String, Option<String>);
+    let events = |conn: &store::Connection, id: &str| -> Vec<Event> {
+        conn.prepare(
+            "SELECT action, reason, policy, forget_score, ttl_days, created_at, metadata_json \
+             FROM memory_forgetting_event WHERE memory_id = ?1 ORDER BY rowid",
+        )
+        .unwrap()
+        .query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+    };
+    let in_band = |conn: &store::Connection, id: &str| -> Option<String> {
+        conn.prepare("SELECT entered_at FROM lethe_review WHERE memory_id = ?1")
+            .unwrap()
+            .query_map([id], |r| r.get(0))
+            .unwrap()
+            .next()
+            .map(|r| r.unwrap())
+    };
+    let deleted_at = |conn: &store::Connection, id: &str| -> Option<String> {
+        conn.query_row("SELECT deleted_at FROM memory_item WHERE id = ?1 AND is_deleted = 1", [id], |r| r.get(0)).ok()
+    };
+
+    let r = forgetting::run_batch(&mut conn, &BatchOptions::new(now(), false)).unwrap();
+    let at = time::format(now());
+    assert_eq!(r.soft_deleted, vec![forgot.clone()], "{r:?}");
+    assert_eq!(r.working_gate, vec![gated.clone()], "{r:?}");
+    let mut review = r.review.clone();
+    review.sort();
+    let mut expected = vec![band.clone(), pinned.clone()];
+    expected.sort();
+    assert_eq!(review, expected, "{r:?}");
+    for (id, policy) in [(forgot, "forget-score"), (gated, "working-gate")] {
+        let ev = events(&conn, id);
+        assert_eq!(ev.len(), 1, "one event for {id}: {ev:?}");
+        let (action, reason, pol, score, ttl, created, meta) = &ev[0];
+        assert_eq!((action.as_str(), pol.as_deref(), *ttl, created), ("soft", Some(policy), Some(30), &at));
+        assert!(reason.as_deref().is_some_and(|r| !r.is_empty()), "{ev:?}");
+        assert!(score.is_some_and(|s| (0.0..=1.0).contains(&s)), "{ev:?}");
+        let meta: serde_json::Value = serde_json::from_str(meta.as_deref().unwrap()).unwrap();
+        assert_eq!(meta["actor"], "policy");
+        assert_eq!(deleted_at(&conn, id).as_deref(), Some(at.as_str()), "{id} in quarantine since the batch");
+    }
+    for id in [band, pinned] {
+        let ev = events(&conn, id);
+        assert_eq!(ev.len(), 1, "{ev:?}");
+        let (action, reason, pol, score, ttl, created, meta) = &ev[0];
+        assert_eq!(
+            (action.as_str(), reason.as_deref(), pol.as_deref(), *ttl, created, meta),
+            ("review", Some("entered the review band"), Some("review-band"), None, &at, &None)
+        );
+        assert!(score.is_some_and(|s| (0.5..0.55).contains(&s)), "{ev:?}");
+        assert_eq!(in_band(&conn, id).as_deref(), Some(at.as_str()));
+        assert_eq!(deleted_at(&conn, id), None);
+    }
+
+    // A person pins one; a lower threshold forgets the other, which leaves the band with it.
+    lifecycle::pin(&mut conn, pinned, "user", now()).unwrap();
+    let s = lethe_engine::Settings { threshold: 0.52, ..lethe_engine::Settings::load(&conn).unwrap() };
+    lethe_engine::Settings::store(&mut conn, &s, "user", now()).unwrap();
+    let later = time::add_days(now(), 1.0);
+    let r = forgetting::run_batch(&mut conn, &BatchOptions::new(later, false)).unwrap();
+    assert_eq!(r.soft_deleted, vec![band.clone()], "{r:?}");
+    let ev = events(&conn, band);
+    assert_eq!(ev.iter().map(|e| e.0.as_str()).collect::<Vec<_>>(), vec!["review", "soft"], "{ev:?}");
+    assert_eq!(in_band(&conn, band), None, "a forgotten memory leaves the band");
+    assert_eq!(in_band(&conn, pinned), None, "a pinned memory leaves the band");
+    assert_eq!(events(&conn, pinned).len(), 1, "leaving the band writes no event");
+    let total = count(&conn, "SELECT COUNT(*) FROM memory_forgetting_event");
+    forgetting::run_batch(&mut conn, &BatchOptions::new(later, false)).unwrap();
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM memory_forgetting_event"), total, "a rerun writes nothing");
+}

@@ -1229,11 +1229,12 @@ fn write_decisions(
                 let mut seen_now = seen.clone();
                 let fresh = seen_now.read_all(tx)?;
                 let is_changed = |id: &str| changed.contains(id) || fresh.contains(id);
-                let mut part_skipped = Vec::new();
-                for p in part {
-                    if is_changed(p.decision.id()) {
-                        part_skipped.push(p);
-                    } else {
+                let (part_skipped, to_apply): (Vec<&Planned>, Vec<&Planned>) =
+                    part.iter().partition(|p| is_changed(p.decision.id()));
+                if tx.is_postgres() {
+                    apply_on_server(tx, &to_apply, s, now)?;
+                } else {
+                    for p in to_apply {
                         apply(tx, p, s, now)?;
                     }
                 }
@@ -1311,6 +1312,75 @@ fn apply(tx: &crate::storage::db::Transaction, p: &Planned, s: &Settings, now: I
             tx.prepare_cached("DELETE FROM lethe_review WHERE memory_id = ?1")?.execute([id])?;
         }
     }
+    Ok(())
+}
+
+/// [`apply`] for a chunk of decisions on a team server, where every statement is a round trip
+/// (44,000 decisions at 100k were 44,000 × 2–3 of them): the soft deletes, review entries and
+/// exits and their events go in one statement, with the same checks as [`apply`] and [`soft`]
+/// (a row no longer active or now pinned is left alone, a memory already in the band gets no
+/// second event); purges, rare and many statements each, go one by one. The events keep the
+/// decisions' order (ids made here, rows inserted in that order).
+fn apply_on_server(
+    tx: &crate::storage::db::Transaction,
+    planned: &[&Planned],
+    s: &Settings,
+    now: Instant,
+) -> Result<()> {
+    let mut batch = Vec::new();
+    for (n, p) in planned.iter().enumerate() {
+        let ev = format!("fev_{}", uuid::Uuid::now_v7());
+        let row = match &p.decision {
+            Decision::Purge(_) => {
+                apply(tx, p, s, now)?;
+                continue;
+            }
+            Decision::Gate(id, reason, score) => ("soft", id, Some(reason.as_str()), "working-gate", Some(*score)),
+            Decision::Forget(id, reason, score) => ("soft", id, Some(reason.as_str()), "forget-score", Some(*score)),
+            Decision::Review(id, score) => ("review", id, Some("entered the review band"), "review-band", Some(*score)),
+            Decision::LeaveBand(id) => ("leave", id, None, "", None),
+        };
+        let (kind, id, reason, policy, score) = row;
+        batch.push(serde_json::json!({
+            "n": n, "kind": kind, "rowid": p.rowid, "id": id, "reason": reason, "policy": policy,
+            "score": score, "in_band": p.in_band, "ev": ev,
+        }));
+    }
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let metadata = serde_json::json!({ "actor": "policy" }).to_string();
+    tx.prepare_cached(
+        "WITH d AS (
+             SELECT * FROM json_to_recordset(?1::TEXT::JSON) AS d(n BIGINT, kind TEXT, rowid BIGINT, id TEXT,
+                 reason TEXT, policy TEXT, score DOUBLE PRECISION, in_band BOOLEAN, ev TEXT)),
+         soft AS (
+             UPDATE memory_item m SET is_deleted = 1, deleted_at = ?2::TEXT
+             FROM d WHERE d.kind = 'soft' AND m.rowid = d.rowid AND m.id = d.id
+                 AND COALESCE(m.is_deleted, 0) = 0 AND COALESCE(m.pinned, 0) = 0
+             RETURNING d.n, d.id, d.in_band),
+         unband AS (
+             DELETE FROM lethe_review r USING d
+             WHERE r.memory_id = d.id
+                 AND (d.kind = 'leave' OR d.n IN (SELECT soft.n FROM soft WHERE soft.in_band))),
+         review AS (
+             INSERT INTO lethe_review (memory_id, entered_at) SELECT d.id, ?2::TEXT FROM d WHERE d.kind = 'review'
+             ON CONFLICT DO NOTHING RETURNING memory_id)
+         INSERT INTO memory_forgetting_event
+             (id, memory_id, action, reason, policy, forget_score, ttl_days, created_at, metadata_json)
+         SELECT d.ev, d.id, d.kind, d.reason, d.policy, d.score,
+                CASE WHEN d.kind = 'soft' THEN ?3::BIGINT END, ?2::TEXT,
+                CASE WHEN d.kind = 'soft' THEN ?4::TEXT END
+         FROM d
+         WHERE d.n IN (SELECT soft.n FROM soft) OR (d.kind = 'review' AND d.id IN (SELECT memory_id FROM review))
+         ORDER BY d.n",
+    )?
+    .execute(params![
+        serde_json::Value::Array(batch).to_string(),
+        time::format(now),
+        s.quarantine_days.round() as i64,
+        metadata
+    ])?;
     Ok(())
 }
 
