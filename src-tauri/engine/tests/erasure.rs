@@ -60,16 +60,7 @@ fn files_holding(conn: &store::Connection, db: &Path, needle: &str) -> Vec<Strin
     if !conn.is_postgres() {
         return raw(db).into_iter().filter(|(_, b)| holds(b, needle)).map(|(p, _)| p).collect();
     }
-    let tables: Vec<String> = conn
-        .prepare(
-            "SELECT tablename::TEXT FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema') \
-             ORDER BY tablename",
-        )
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let tables = backend::tables(conn).unwrap();
     tables
         .into_iter()
         .filter(|t| {

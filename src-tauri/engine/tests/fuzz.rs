@@ -50,14 +50,7 @@ struct Digest {
 }
 
 fn digest(conn: &store::Connection) -> Digest {
-    let tables_sql = if conn.is_postgres() {
-        "SELECT tablename::TEXT FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema') \
-         ORDER BY tablename"
-    } else {
-        "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
-    };
-    let tables: Vec<String> =
-        conn.prepare(tables_sql).unwrap().query_map([], |r| r.get(0)).unwrap().collect::<Result<_, _>>().unwrap();
+    let tables = backend::tables(conn).unwrap();
     let counts = tables
         .into_iter()
         .map(|t| {

@@ -150,3 +150,14 @@ pub fn rows_ever_changed(conn: &Connection) -> lethe_engine::Result<u64> {
     )?;
     Ok(n as u64)
 }
+
+/// The names of the store's tables, sorted (SQLite's own and the server's catalogs left out).
+pub fn tables(conn: &Connection) -> lethe_engine::Result<Vec<String>> {
+    let sql = if conn.is_postgres() {
+        "SELECT tablename::TEXT FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema') \
+         ORDER BY tablename"
+    } else {
+        "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+    };
+    conn.prepare(sql)?.query_map([], |r| r.get(0))?.collect()
+}
