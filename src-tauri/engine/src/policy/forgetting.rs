@@ -1329,8 +1329,7 @@ fn apply_on_server(
 ) -> Result<()> {
     let mut batch = Vec::new();
     for (n, p) in planned.iter().enumerate() {
-        let ev = format!("fev_{}", uuid::Uuid::now_v7());
-        let row = match &p.decision {
+        let (kind, id, reason, policy, score) = match &p.decision {
             Decision::Purge(_) => {
                 apply(tx, p, s, now)?;
                 continue;
@@ -1340,7 +1339,7 @@ fn apply_on_server(
             Decision::Review(id, score) => ("review", id, Some("entered the review band"), "review-band", Some(*score)),
             Decision::LeaveBand(id) => ("leave", id, None, "", None),
         };
-        let (kind, id, reason, policy, score) = row;
+        let ev = format!("fev_{}", uuid::Uuid::now_v7());
         batch.push(serde_json::json!({
             "n": n, "kind": kind, "rowid": p.rowid, "id": id, "reason": reason, "policy": policy,
             "score": score, "in_band": p.in_band, "ev": ev,
