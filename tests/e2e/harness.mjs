@@ -1,6 +1,6 @@
 // Drives the real Lethe window: tauri-driver + WebKitWebDriver under Xvfb (see TAURI-NOTES).
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdtempSync, existsSync } from 'node:fs';
+import { mkdtempSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,8 +11,20 @@ export const APP = process.env.LETHE_APP ?? path.join(root, 'target/debug/lethe-
 export const LETHE = process.env.LETHE_CLI ?? path.join(root, 'target/debug/lethe');
 export { By, until };
 
+// Every temporary directory a test file made goes when its process exits: the larger suites
+// leave databases of up to ~1 GB with their WAL, and CI machines have little spare disk.
+const made = [];
+process.on('exit', () => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+});
+function tempDir(prefix) {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  made.push(dir);
+  return dir;
+}
+
 export function tempDb(name = 'e2e.db') {
-  return path.join(mkdtempSync(path.join(tmpdir(), 'lethe-e2e-')), name);
+  return path.join(tempDir('lethe-e2e-'), name);
 }
 
 /** Runs the lethe CLI and parses its JSON output. */
@@ -30,7 +42,7 @@ const tail = [];
  * and no test sees what another one left.
  */
 export function tempHome() {
-  return mkdtempSync(path.join(tmpdir(), 'lethe-home-'));
+  return tempDir('lethe-home-');
 }
 
 function homeEnv(home) {
