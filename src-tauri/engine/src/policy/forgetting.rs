@@ -1316,11 +1316,11 @@ fn apply(tx: &crate::storage::db::Transaction, p: &Planned, s: &Settings, now: I
 }
 
 /// [`apply`] for a chunk of decisions on a team server, where every statement is a round trip
-/// (2–3 per decision one by one: 28–39 s instead of 9–11 s at 100k): the soft deletes, review entries and
-/// exits and their events go in one statement, with the same checks as [`apply`] and [`soft`]
-/// (a row no longer active or now pinned is left alone, a memory already in the band gets no
-/// second event); purges, rare and many statements each, go one by one. The events keep the
-/// decisions' order (ids made here, rows inserted in that order).
+/// (2–3 per decision one by one: 28–39 s instead of 9–11 s at 100k): the soft deletes, review
+/// entries and exits and their events go in one statement, with the same checks as [`apply`]
+/// and [`soft`] (a row no longer active or now pinned is left alone, a memory already in the
+/// band gets no second event); purges, rare and many statements each, go one by one. The
+/// events keep the decisions' order (ids made here, rows inserted in that order).
 fn apply_on_server(
     tx: &crate::storage::db::Transaction,
     planned: &[&Planned],
