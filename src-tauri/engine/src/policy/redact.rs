@@ -8,7 +8,7 @@
 //! Every pattern is compiled once per process ([`LazyLock`]); a memory of a few hundred bytes
 //! is scanned in microseconds (BENCHMARKS.md, "remember with the detector").
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
@@ -135,7 +135,12 @@ pub struct Finding {
 
 struct Pattern {
     kind: Kind,
-    re: Regex,
+    /// The pattern, compiled on first use (see [`ANY`]).
+    source: &'static str,
+    re: OnceLock<Regex>,
+    /// A cheap pattern that matches wherever `source` can (a necessary condition: its literal
+    /// prefix or its shortest run), so that one pass over a text tells which patterns to run.
+    trigger: &'static str,
     /// The capture group that is the secret (0: the whole match).
     group: usize,
     /// Extra check on the matched secret (Luhn, mod-97, context).
@@ -159,70 +164,123 @@ fn re(s: &str) -> Regex {
     Regex::new(&ascii_boundaries(s)).expect("built-in pattern compiles")
 }
 
-/// One pass over the text tells which patterns can match at all; only those run (most
-/// memories hold nothing, so a write costs this one pass).
+impl Pattern {
+    fn new(kind: Kind, source: &'static str, trigger: &'static str, group: usize, check: Check) -> Pattern {
+        Pattern { kind, source, re: OnceLock::new(), trigger, group, check }
+    }
+
+    fn re(&self) -> &Regex {
+        self.re.get_or_init(|| re(self.source))
+    }
+}
+
+/// One pass over the text with the patterns' triggers tells which patterns can match at all;
+/// only those are compiled and run. Compiling every pattern (and a set of them all) took
+/// ≈ 28 ms, which every one-shot `lethe remember` paid before writing (BENCHMARKS.md,
+/// session 21); the triggers compile in well under a millisecond, and most memories hold
+/// nothing a pattern needs.
 static ANY: LazyLock<regex::RegexSet> = LazyLock::new(|| {
-    regex::RegexSet::new(SECRET_PATTERNS.iter().chain(PII_PATTERNS.iter()).map(|p| p.re.as_str()))
-        .expect("built-in patterns compile")
+    regex::RegexSet::new(SECRET_PATTERNS.iter().chain(PII_PATTERNS.iter()).map(|p| ascii_boundaries(p.trigger)))
+        .expect("built-in triggers compile")
 });
 
 static SECRET_PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
-    let p = |kind: Kind, pattern: &str, group: usize, check: Check| Pattern { kind, re: re(pattern), group, check };
     vec![
-        p(
+        Pattern::new(
             Kind::PrivateKey,
             r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\z)",
+            r"-----BEGIN ",
             0,
             always,
         ),
-        p(Kind::AwsAccessKey, r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b", 0, always),
-        p(Kind::GithubToken, r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b", 0, always),
-        p(Kind::GitlabToken, r"\bgl(?:pat|ptt|dt|rt|cbt|imt|oas|ffct|soat|agent)-[A-Za-z0-9_\-]{20,}", 0, always),
-        p(
+        Pattern::new(
+            Kind::AwsAccessKey,
+            r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b",
+            r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]",
+            0,
+            always,
+        ),
+        Pattern::new(
+            Kind::GithubToken,
+            r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b",
+            r"gh[pousr]_[A-Za-z0-9]|github_pat_[A-Za-z0-9_]",
+            0,
+            always,
+        ),
+        Pattern::new(
+            Kind::GitlabToken,
+            r"\bgl(?:pat|ptt|dt|rt|cbt|imt|oas|ffct|soat|agent)-[A-Za-z0-9_\-]{20,}",
+            r"gl(?:pat|ptt|dt|rt|cbt|imt|oas|ffct|soat|agent)-",
+            0,
+            always,
+        ),
+        Pattern::new(
             Kind::SlackWebhook,
             r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/\-]{20,}",
+            r"https://hooks\.slack\.com/",
             0,
             always,
         ),
-        p(Kind::SlackToken, r"\bxox[abposre]-[A-Za-z0-9\-]{10,}", 0, always),
-        p(Kind::StripeKey, r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b|\bwhsec_[A-Za-z0-9]{24,}\b", 0, always),
-        p(Kind::AnthropicKey, r"\bsk-ant-(?:api|admin|sid)\d{2}-[A-Za-z0-9_\-]{20,}", 0, always),
-        p(Kind::OpenaiKey, r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", 0, openai_check),
-        p(Kind::GoogleApiKey, r"\bAIza[0-9A-Za-z_\-]{35}\b", 0, always),
-        p(Kind::Jwt, r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", 0, always),
+        Pattern::new(Kind::SlackToken, r"\bxox[abposre]-[A-Za-z0-9\-]{10,}", r"xox[abposre]-", 0, always),
+        Pattern::new(
+            Kind::StripeKey,
+            r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b|\bwhsec_[A-Za-z0-9]{24,}\b",
+            r"(?:sk|rk)_(?:live|test)_|whsec_",
+            0,
+            always,
+        ),
+        Pattern::new(Kind::AnthropicKey, r"\bsk-ant-(?:api|admin|sid)\d{2}-[A-Za-z0-9_\-]{20,}", r"sk-ant-", 0, always),
+        Pattern::new(Kind::OpenaiKey, r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", r"sk-", 0, openai_check),
+        Pattern::new(Kind::GoogleApiKey, r"\bAIza[0-9A-Za-z_\-]{35}\b", r"AIza", 0, always),
+        Pattern::new(
+            Kind::Jwt,
+            r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+            r"eyJ",
+            0,
+            always,
+        ),
         // The password of `scheme://user:password@host`; the rest of the URL stays useful.
-        p(
+        Pattern::new(
             Kind::UrlPassword,
             r"\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s:/@]{1,100}:([^\s@/]{1,200})@[A-Za-z0-9.\-\[]",
+            r"://",
             1,
             always,
         ),
         // `password=…`, `"api_key": "…"`, `secret: …`; the value only (see assignment_check).
-        p(
+        Pattern::new(
             Kind::PasswordAssignment,
             r#"(?i)(?:password|passwd|passphrase|pwd|secret|api[_\-]?key|apikey|access[_\-]?token|access[_\-]?key|auth[_\-]?token|refresh[_\-]?token|bearer[_\-]?token|private[_\-]?key|client[_\-]?secret|token)["']?\s*(=|:|\s+is\s+)\s*("[^"\n]{1,300}"|'[^'\n]{1,300}'|[^\s"',;)}\]]{1,300})"#,
+            r"(?i)(?:passw|passphrase|pwd|secret|key|token)",
             2,
             assignment_check,
         ),
         // `Authorization: Bearer …`
-        p(Kind::PasswordAssignment, r"(?i)\bbearer\s+([A-Za-z0-9_\-.=+/]{16,})", 1, always),
+        Pattern::new(Kind::PasswordAssignment, r"(?i)\bbearer\s+([A-Za-z0-9_\-.=+/]{16,})", r"(?i)bearer\s", 1, always),
     ]
 });
 
 static PII_PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
-    let p = |kind: Kind, pattern: &str, group: usize, check: Check| Pattern { kind, re: re(pattern), group, check };
     vec![
-        p(
+        Pattern::new(
             Kind::Email,
             r"\b[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9\-]{0,62}\.)+[A-Za-z]{2,24}\b",
+            r"[A-Za-z0-9._%+\-]@[A-Za-z0-9]",
             0,
             email_check,
         ),
-        p(Kind::Iban, r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b", 0, iban_check),
-        p(Kind::CardNumber, r"\b\d(?:[ \-]?\d){12,18}\b", 0, card_check),
-        p(
+        Pattern::new(
+            Kind::Iban,
+            r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b",
+            r"[A-Z]{2}\d{2}",
+            0,
+            iban_check,
+        ),
+        Pattern::new(Kind::CardNumber, r"\b\d(?:[ \-]?\d){12,18}\b", r"\d(?:[ \-]?\d){12}", 0, card_check),
+        Pattern::new(
             Kind::Phone,
             r"(?:\+\d{1,3}[ .\-]?(?:\(\d{1,4}\)[ .\-]?)?\d{1,4}(?:[ .\-]\d{2,4}){1,4}|\(\d{3}\)[ .\-]?\d{3}[ .\-]\d{4}|\b\d{3}[ .\-]\d{3}[ .\-]\d{4})\b",
+            r"\+\d|\(\d{3}\)|\d{3}[ .\-]\d{3}",
             0,
             phone_check,
         ),
@@ -415,14 +473,14 @@ fn looks_random(tok: &str) -> bool {
 
 fn push(out: &mut Vec<Span>, text: &str, p: &Pattern) {
     if p.group == 0 {
-        for g in p.re.find_iter(text) {
+        for g in p.re().find_iter(text) {
             if !g.as_str().starts_with("[REDACTED:") && (p.check)(text, g.as_str(), g.start(), g.end()) {
                 out.push(Span { kind: p.kind, start: g.start(), end: g.end() });
             }
         }
         return;
     }
-    for caps in p.re.captures_iter(text) {
+    for caps in p.re().captures_iter(text) {
         let Some(g) = caps.get(p.group) else { continue };
         // An earlier redaction's placeholder is not a secret (scan runs again over them).
         if g.as_str().trim_start_matches(['"', '\'']).starts_with("[REDACTED:") {
@@ -721,5 +779,140 @@ mod tests {
         let t = g.text("content", "mail ana.lopez@example.org about it").unwrap();
         assert_eq!(t, "mail ana.lopez@example.org about it");
         assert_eq!(g.with_pii_tags(vec!["x".into()]), vec!["x".to_string(), "pii:email".to_string()]);
+    }
+
+    /// `find` without the triggers: every pattern runs on every text.
+    fn find_ungated(text: &str) -> Vec<Span> {
+        let mut out = Vec::new();
+        for p in SECRET_PATTERNS.iter().chain(PII_PATTERNS.iter()) {
+            push(&mut out, text, p);
+        }
+        for m in TOKEN.find_iter(text) {
+            if looks_random(m.as_str()) {
+                out.push(Span { kind: Kind::HighEntropy, start: m.start(), end: m.end() });
+            }
+        }
+        resolve(out)
+    }
+
+    /// Pieces of every pattern (its literals, separators, digits and letters of both cases, and
+    /// the Unicode characters that case-fold onto ASCII or count as digits) and whole examples.
+    const PIECES: &[&str] = &[
+        "-----BEGIN ",
+        "RSA ",
+        "PRIVATE KEY",
+        "-----",
+        "-----END ",
+        "AKIA",
+        "ASIA",
+        "ghp_",
+        "gho_",
+        "github_pat_",
+        "glpat-",
+        "https://hooks.slack.com/",
+        "services/",
+        "xoxb-",
+        "sk_live_",
+        "rk_test_",
+        "whsec_",
+        "sk-ant-api03-",
+        "sk-",
+        "proj-",
+        "AIza",
+        "eyJ",
+        ".",
+        "://",
+        "postgres",
+        "user",
+        ":",
+        "@",
+        "host",
+        "password",
+        "PassWord",
+        "pwd",
+        "api_key",
+        "apikey",
+        "ACCESS-TOKEN",
+        "client_secret",
+        "token",
+        "ſecret",
+        "\u{212a}ey",
+        " is ",
+        "=",
+        "\"",
+        "'",
+        "bearer ",
+        "Bearer\t",
+        "+",
+        "(",
+        ")",
+        "-",
+        " ",
+        "\n",
+        "0",
+        "4",
+        "7",
+        "12",
+        "4111",
+        "1111",
+        "555",
+        "GB82",
+        "WEST",
+        "١٢٣",
+        "a",
+        "Z",
+        "x",
+        "ana.lopez",
+        "example.org",
+        "aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5",
+        "Zq8Xw2Lp9Rt4",
+        "4111 1111 1111 1111",
+        "+1 415 555 0134",
+        "(415) 555-0134",
+        "GB82 WEST 1234 5698 7654 32",
+    ];
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+        /// The triggers only skip work: on any text, `find` gives what running every pattern
+        /// gives.
+        #[test]
+        fn the_triggers_skip_no_match(parts in proptest::collection::vec(0..PIECES.len(), 0..24)) {
+            let text: String = parts.iter().map(|&i| PIECES[i]).collect();
+            proptest::prop_assert_eq!(find(&text), find_ungated(&text), "{:?}", text);
+        }
+    }
+
+    /// Every pattern's trigger matches wherever the pattern does, on each pattern's examples.
+    #[test]
+    fn each_trigger_matches_its_patterns_examples() {
+        let examples = [
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----",
+            "AKIAIOSFODNN7EXAMPLE",
+            "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5",
+            "glpat-aB3dE5fG7hI9jK1lM3nO5",
+            "https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXX",
+            "xoxb-1234567890-abcdef",
+            "sk_live_aB3dE5fG7hI9jK1lM3",
+            "sk-ant-api03-aB3dE5fG7hI9jK1lM3nO5pQ7",
+            "sk-proj-aB3dE5fG7hI9jK1lM3nO5pQ7",
+            "AIzaSyA-aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1v",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N",
+            "postgres://app:s3cr3t-pass@db.internal:5432/x",
+            "password = \"hunter2hunter2\"",
+            "Authorization: Bearer aB3dE5fG7hI9jK1lM3nO5",
+            "mail ana.lopez@example.org",
+            "GB82 WEST 1234 5698 7654 32",
+            "4111 1111 1111 1111",
+            "+1 415 555 0134",
+        ];
+        let triggers = &*ANY;
+        for (i, p) in SECRET_PATTERNS.iter().chain(PII_PATTERNS.iter()).enumerate() {
+            let hits: Vec<&str> = examples.iter().copied().filter(|e| p.re().is_match(e)).collect();
+            assert!(!hits.is_empty(), "{:?} has an example", p.kind);
+            for e in hits {
+                assert!(triggers.matches(e).matched(i), "{:?}'s trigger misses {e:?}", p.kind);
+            }
+        }
     }
 }
