@@ -99,58 +99,38 @@ pub struct VectorIndex {
     pub inv_norms: Vec<f32>,
     /// `rowids.len() × DIMS` bytes.
     pub data: Vec<i8>,
-    /// Coarse cells for the approximate scan of `remember`'s write-time `similar`; built by
-    /// [`index`] once a process has scanned one file's index `COARSE_AFTER` times.
-    coarse: Option<Coarse>,
+    /// Each row's sign bits (`DIMS / 64` words a row) for the approximate scan of
+    /// `remember`'s write-time `similar` ([`top_approx`](Self::top_approx)); built by [`index`]
+    /// once a process has scanned one file's index `SIGNS_AFTER` times.
+    signs: Option<Vec<u64>>,
     /// Each rowid's position, built on first use by [`position`](Self::position) and dropped
     /// whenever rows move.
     positions: std::sync::OnceLock<std::collections::HashMap<i64, u32>>,
 }
 
-/// An inverted-file quantiser over the index: `CELLS` k-means centroids and each row's
-/// nearest one. A query scans the rows of its `PROBE_CELLS` nearest cells (about an eighth
-/// of the rows) instead of all of them. Measured against the exact scan in
-/// `tests/semantic.rs` (neighbours above the write-time threshold found).
-#[derive(Debug, Clone)]
-struct Coarse {
-    /// `CELLS × DIMS` quantised unit centroids.
-    centroids: Vec<i8>,
-    /// Per row, its nearest centroid.
-    cells: Vec<u8>,
-}
+/// The sign bits of a quantised vector. The Hamming distance of two sign sets estimates the
+/// angle between the vectors (a random hyperplane separates them with probability θ/π), at a
+/// few instructions instead of a 256-component dot product.
+type Signs = [u64; DIMS / 64];
 
-pub const CELLS: usize = crate::neighbours::CENTROIDS;
-pub const PROBE_CELLS: usize = 16;
-/// Below this many rows the exact scan is cheap enough (≈ 0.1 ms).
-pub const COARSE_MIN: usize = 4096;
-/// Scans of one file's index by one process before the cells are built: assigning 100k
-/// rows costs ≈ 0.2 s, worth it for a server, the window or a bulk writer, not for a
-/// one-shot CLI command (whose single exact scan takes ≈ 3 ms).
-pub const COARSE_AFTER: usize = 8;
-
-impl Coarse {
-    /// Over `trained` centroids (the file's stored ones), else over centroids trained now.
-    fn build(ix: &VectorIndex, trained: Option<Vec<f32>>) -> Coarse {
-        let trained = trained.filter(|c| c.len() == CELLS * DIMS).unwrap_or_else(|| crate::neighbours::train(ix));
-        let centroids: Vec<i8> = trained.chunks_exact(DIMS).flat_map(|c| Vector::quantize(c).q).collect();
-        let mut c = Coarse { cells: Vec::with_capacity(ix.len()), centroids };
-        for row in ix.data.chunks_exact(DIMS) {
-            let cell = c.nearest(row, 1)[0];
-            c.cells.push(cell);
+fn signs(q: &[i8]) -> Signs {
+    let mut s = [0u64; DIMS / 64];
+    for (i, &x) in q.iter().enumerate() {
+        if x > 0 {
+            s[i / 64] |= 1 << (i % 64);
         }
-        c
     }
-
-    /// The `p` cells nearest to a quantised vector (a vector's scale does not change which).
-    fn nearest(&self, q: &[i8], p: usize) -> Vec<u8> {
-        let mut dots = Vec::new();
-        embed::dots(q, &self.centroids, &mut dots);
-        let mut order: Vec<u8> = (0..dots.len() as u8).collect();
-        order.sort_by_key(|&k| std::cmp::Reverse(dots[k as usize]));
-        order.truncate(p);
-        order
-    }
+    s
 }
+
+/// Rows the Hamming prefilter keeps per wanted neighbour, before the exact rescoring.
+pub const PREFILTER_PER_RESULT: usize = 12;
+/// Below this many rows the exact scan is cheap enough (≈ 0.1 ms).
+pub const SIGNS_MIN: usize = 4096;
+/// Scans of one file's index by one process before the sign bits are built: a server, the
+/// window or a bulk writer scans again and again; a one-shot CLI command scans once (≈ 3 ms
+/// at 100k, exact).
+pub const SIGNS_AFTER: usize = 8;
 
 /// A scored row: greater is better (higher cosine, then lower position).
 #[derive(Debug, Clone, Copy)]
@@ -247,19 +227,31 @@ impl VectorIndex {
         best.into_sorted_vec().into_iter().map(|std::cmp::Reverse(Ranked(c, i))| (i, c)).collect()
     }
 
-    /// Like [`top`](Self::top), but only over the rows of the query's nearest cells once the
-    /// coarse cells exist (exact before).
+    /// Like [`top`](Self::top), but approximate once the sign bits exist (exact before):
+    /// only the `PREFILTER_PER_RESULT × k` rows nearest by the Hamming distance of their signs
+    /// (and those tied with the last of them) are scored exactly. Measured against the exact
+    /// scan in `tests/duplication.rs` (neighbours above the write-time threshold found).
     pub fn top_approx(&self, q: &Vector, k: usize, keep: impl Fn(usize) -> bool) -> Vec<(usize, f32)> {
-        let Some(c) = &self.coarse else { return self.top(q, k, keep) };
-        let mut probe = [false; 256];
-        for cell in c.nearest(&q.q, PROBE_CELLS) {
-            probe[cell as usize] = true;
+        let Some(all) = &self.signs else { return self.top(q, k, keep) };
+        let mut dist = Vec::new();
+        embed::hammings(&signs(&q.q), all, &mut dist);
+        let m = k.saturating_mul(PREFILTER_PER_RESULT);
+        let mut count = [0usize; DIMS + 1];
+        for &d in &dist {
+            count[usize::from(d).min(DIMS)] += 1;
         }
-        let mut best: Vec<(usize, f32)> = Vec::with_capacity(k + 1);
-        for (i, &cell) in c.cells.iter().enumerate() {
-            if !probe[cell as usize] {
-                continue;
+        let (mut within, mut cut) = (0, DIMS as u16);
+        for (d, n) in count.iter().enumerate() {
+            within += n;
+            if within >= m {
+                cut = d as u16;
+                break;
             }
+        }
+        // In position order, so that ties go to the lower position as in `top`.
+        let near = dist.iter().enumerate().filter(|(_, d)| **d <= cut);
+        let mut best: Vec<(usize, f32)> = Vec::with_capacity(k + 1);
+        for (i, _) in near {
             let row = &self.data[i * DIMS..(i + 1) * DIMS];
             let s = embed::dot_q(&q.q, row) as f32 * q.inv_norm * self.inv_norms[i];
             if (best.len() == k && s <= best[k - 1].1) || !keep(i) {
@@ -272,21 +264,14 @@ impl VectorIndex {
         best
     }
 
-    pub fn has_coarse(&self) -> bool {
-        self.coarse.is_some()
+    pub fn has_signs(&self) -> bool {
+        self.signs.is_some()
     }
 
-    /// Builds the coarse cells now (when there are at least `COARSE_MIN` rows), over
-    /// centroids trained on this index.
-    pub fn build_coarse(&mut self) {
-        self.build_coarse_over(None);
-    }
-
-    /// [`build_coarse`](Self::build_coarse) over given centroids (`CELLS` unit vectors of
-    /// `DIMS`, such as the file's stored duplication centroids); trained now when `None`.
-    pub fn build_coarse_over(&mut self, centroids: Option<Vec<f32>>) {
-        if self.len() >= COARSE_MIN {
-            self.coarse = Some(Coarse::build(self, centroids));
+    /// Builds the sign bits now (when there are at least `SIGNS_MIN` rows).
+    pub fn build_signs(&mut self) {
+        if self.len() >= SIGNS_MIN {
+            self.signs = Some(self.data.chunks_exact(DIMS).flat_map(signs).collect());
         }
     }
 }
@@ -300,7 +285,7 @@ struct Cached {
     /// SQLite file hands out its numbers in commit order: the key says it all).
     journal: Option<crate::storage::journal::Journal>,
     index: Arc<VectorIndex>,
-    /// Scans served from this file's index so far (see `COARSE_AFTER`).
+    /// Scans served from this file's index so far (see `SIGNS_AFTER`).
     scans: usize,
 }
 
@@ -352,8 +337,8 @@ impl VectorIndex {
                 self.pinned[keep] = self.pinned[i];
                 self.inv_norms[keep] = self.inv_norms[i];
                 self.data.copy_within(i * DIMS..(i + 1) * DIMS, keep * DIMS);
-                if let Some(c) = &mut self.coarse {
-                    c.cells[keep] = c.cells[i];
+                if let Some(signs) = &mut self.signs {
+                    signs.copy_within(i * DIMS / 64..(i + 1) * DIMS / 64, keep * DIMS / 64);
                 }
             }
             keep += 1;
@@ -363,8 +348,8 @@ impl VectorIndex {
         self.pinned.truncate(keep);
         self.inv_norms.truncate(keep);
         self.data.truncate(keep * DIMS);
-        if let Some(c) = &mut self.coarse {
-            c.cells.truncate(keep);
+        if let Some(signs) = &mut self.signs {
+            signs.truncate(keep * DIMS / 64);
         }
         let mut one = conn.prepare_cached(
             "SELECT m.type, m.pinned, v.vec FROM lethe_vector v JOIN memory_item m ON m.id = v.memory_id \
@@ -381,9 +366,8 @@ impl VectorIndex {
             self.pinned.push(pinned.unwrap_or(0) != 0);
             self.inv_norms.push(v.inv_norm);
             self.data.extend_from_slice(&v.q);
-            if let Some(c) = &mut self.coarse {
-                let cell = c.nearest(&v.q, 1)[0];
-                c.cells.push(cell);
+            if let Some(all) = &mut self.signs {
+                all.extend_from_slice(&signs(&v.q));
             }
         }
         Ok(())
@@ -419,9 +403,8 @@ pub fn patch_cache(e: &Embedder, w: Written) {
     ix.pinned.push(w.pinned);
     ix.inv_norms.push(w.vector.inv_norm);
     ix.data.extend_from_slice(&w.vector.q);
-    if let Some(coarse) = &mut ix.coarse {
-        let cell = coarse.nearest(&w.vector.q, 1)[0];
-        coarse.cells.push(cell);
+    if let Some(all) = &mut ix.signs {
+        all.extend_from_slice(&signs(&w.vector.q));
     }
     c.index = Arc::new(ix);
     c.key = w.after;
@@ -440,11 +423,11 @@ pub fn index(conn: &Connection, e: &Embedder) -> Result<Arc<VectorIndex>> {
         if let Some(c) = cache.as_mut() {
             if c.path == path && c.index.fingerprint == e.fingerprint() {
                 c.scans += 1;
-                let coarse_due = c.scans >= COARSE_AFTER && !c.index.has_coarse() && c.index.len() >= COARSE_MIN;
+                let signs_due = c.scans >= SIGNS_AFTER && !c.index.has_signs() && c.index.len() >= SIGNS_MIN;
                 // On a team store a commit can land below the highest number seen (the
                 // journal's documentation): the key alone would not show it.
                 let moved = c.key != key || c.journal.as_ref().map_or(Ok(false), |j| j.moved(conn))?;
-                if !moved && !coarse_due {
+                if !moved && !signs_due {
                     return Ok(c.index.clone());
                 }
                 let changed = match (&mut c.journal, moved) {
@@ -458,10 +441,8 @@ pub fn index(conn: &Connection, e: &Embedder) -> Result<Arc<VectorIndex>> {
                     if !ids.is_empty() || c.key.1 != key.1 {
                         ix.apply(conn, &ids, c.key.1)?;
                     }
-                    if coarse_due {
-                        // The duplication search's centroids, trained once per model and
-                        // file: no k-means of its own in a writer (≈ 1 s at 4,096 samples).
-                        ix.build_coarse_over(crate::neighbours::stored_centroids(conn, e)?);
+                    if signs_due {
+                        ix.build_signs();
                     }
                     c.index = Arc::new(ix);
                     c.key = key;
@@ -532,8 +513,9 @@ pub fn similar_to_text(
 }
 
 /// The first half of `remember`'s write-time neighbours: the nearest rows by meaning
-/// (`(rowid, cosine)`), over the index's coarse cells once a long-running process has built
-/// them (approximate: see `Coarse`). It needs only the process's index, so the writer runs it
+/// (`(rowid, cosine)`), through the index's sign bits once a long-running process has built
+/// them (approximate: see [`VectorIndex::top_approx`]). It needs only the process's index, so
+/// the writer runs it
 /// on a second thread while its transaction commits; taken before the write, the index does
 /// not hold the memory being written.
 pub fn nearest_on_write(ix: &VectorIndex, q: &Vector, limit: usize) -> Vec<(i64, f32)> {
