@@ -5,8 +5,8 @@
 //! paths call [`Guard`] before anything else — before validation messages, the exact-duplicate
 //! check, the embedding and the audit row — so an original secret is never written anywhere.
 //!
-//! Every pattern is compiled once per process ([`LazyLock`]); a memory of a few hundred bytes
-//! is scanned in microseconds (BENCHMARKS.md, "remember with the detector").
+//! Every pattern is compiled once per process, on first use (see [`ANY`]); a memory of a few
+//! hundred bytes is scanned in microseconds (BENCHMARKS.md, "remember with the detector").
 
 use std::sync::{LazyLock, OnceLock};
 
@@ -177,8 +177,8 @@ impl Pattern {
 /// One pass over the text with the patterns' triggers tells which patterns can match at all;
 /// only those are compiled and run. Compiling every pattern (and a set of them all) took
 /// ≈ 28 ms, which every one-shot `lethe remember` paid before writing (BENCHMARKS.md,
-/// session 21); the triggers compile in well under a millisecond, and most memories hold
-/// nothing a pattern needs.
+/// session 21); the triggers compile in about a millisecond, and most memories hold nothing
+/// a pattern needs.
 static ANY: LazyLock<regex::RegexSet> = LazyLock::new(|| {
     regex::RegexSet::new(SECRET_PATTERNS.iter().chain(PII_PATTERNS.iter()).map(|p| ascii_boundaries(p.trigger)))
         .expect("built-in triggers compile")
