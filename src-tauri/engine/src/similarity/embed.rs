@@ -79,14 +79,14 @@ impl Embedder {
     /// that [`Stamps`] vouches for (checked before and unchanged since) is read but not hashed
     /// again (hashing the model's files was a fifth of a one-shot CLI command's time).
     pub fn load(dir: &Path) -> Result<Embedder, ModelError> {
-        Embedder::load_with(dir, &stamp_path())
+        Embedder::load_with(dir, stamp_path().as_deref())
     }
 
-    fn load_with(dir: &Path, stamps_at: &Option<PathBuf>) -> Result<Embedder, ModelError> {
+    fn load_with(dir: &Path, stamps_at: Option<&Path>) -> Result<Embedder, ModelError> {
         let shown = dir.display().to_string();
         let unreadable =
             |file: &str, e: std::io::Error| ModelError::Unreadable { dir: shown.clone(), why: format!("{file}: {e}") };
-        let mut stamps = stamps_at.as_deref().map(Stamps::read).unwrap_or_default();
+        let mut stamps = stamps_at.map(Stamps::read).unwrap_or_default();
         let mut bytes: Vec<Vec<u8>> = Vec::with_capacity(FILES.len());
         let mut model_sum = String::new();
         for file in FILES {
@@ -262,7 +262,7 @@ mod simd {
         dots_portable(q, rows, out)
     }
 
-    /// `out[i]` = the Hamming distance of `q` to the `i`-th group of `words` 64-bit words.
+    /// `out[i]` = the Hamming distance of `q` to the `i`-th group of `q.len()` words of `rows`.
     #[inline(always)]
     fn hammings_portable(q: &[u64], rows: &[u64], out: &mut [u16]) {
         for (o, row) in out.iter_mut().zip(rows.chunks_exact(q.len())) {
@@ -589,11 +589,11 @@ mod tests {
             .collect();
         std::fs::create_dir_all(stamp.parent().unwrap()).unwrap();
         std::fs::write(&stamp, lines).unwrap();
-        let e = Embedder::load_with(&dir, &Some(stamp.clone())).expect("unchanged files are taken on the stamp's word");
+        let e = Embedder::load_with(&dir, Some(&stamp)).expect("unchanged files are taken on the stamp's word");
         assert_eq!(e.fingerprint(), pinned_fingerprint());
         // The same bytes written again: the change time moves, so the file is hashed.
         std::fs::write(dir.join(WEIGHTS), b"not a model").unwrap();
-        let err = Embedder::load_with(&dir, &Some(stamp.clone())).unwrap_err();
+        let err = Embedder::load_with(&dir, Some(&stamp)).unwrap_err();
         assert!(matches!(&err, ModelError::Mismatch { file, .. } if file == WEIGHTS), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -604,7 +604,7 @@ mod tests {
         let Ok(found) = find() else { return };
         let dir = std::env::temp_dir().join(format!("lethe-stamped-{}", std::process::id()));
         let stamp = dir.join("model-verified");
-        let first = Embedder::load_with(found.dir(), &Some(stamp.clone())).unwrap();
+        let first = Embedder::load_with(found.dir(), Some(&stamp)).unwrap();
         let text = std::fs::read_to_string(&stamp).unwrap_or_default();
         if text.is_empty() {
             // The files changed in the last two seconds: nothing may be stamped yet.
@@ -614,7 +614,7 @@ mod tests {
         for f in FILES {
             assert!(text.lines().any(|l| l.starts_with(pinned(f).unwrap()) && l.ends_with(f)), "{f} in {text}");
         }
-        let second = Embedder::load_with(found.dir(), &Some(stamp.clone())).unwrap();
+        let second = Embedder::load_with(found.dir(), Some(&stamp)).unwrap();
         assert_eq!(first.fingerprint(), second.fingerprint());
         assert_eq!(second.embed_f32("a deploy was rolled back"), first.embed_f32("a deploy was rolled back"));
         std::fs::remove_dir_all(&dir).unwrap();
