@@ -246,7 +246,7 @@ pub fn update_members(conn: &Connection, members: &mut Vec<Member>, ids: &[Strin
 
 /// K-means centroids (unit vectors) on an evenly spaced sample of the index, deterministic
 /// for a given index.
-pub(crate) fn train(ix: &semantic::VectorIndex) -> Vec<f32> {
+fn train(ix: &semantic::VectorIndex) -> Vec<f32> {
     let n = ix.len();
     let step = (n / SAMPLE).max(1);
     let sample: Vec<Vec<f32>> = (0..n)
@@ -356,7 +356,7 @@ fn quantize_centroids(cent: &[f32]) -> Vec<i8> {
 }
 
 /// The centroids this file stores for this model (`lethe_centroid`), if any.
-pub fn stored_centroids(conn: &Connection, e: &Embedder) -> Result<Option<Vec<f32>>> {
+fn stored_centroids(conn: &Connection, e: &Embedder) -> Result<Option<Vec<f32>>> {
     let stored: Option<Vec<u8>> = conn
         .query_row("SELECT data FROM lethe_centroid WHERE model = ?1", [e.fingerprint()], |r| r.get(0))
         .map(Some)
