@@ -857,3 +857,78 @@ fn the_batch_records_every_decision_with_its_fields() {
     forgetting::run_batch(&mut conn, &BatchOptions::new(later, false)).unwrap();
     assert_eq!(count(&conn, "SELECT COUNT(*) FROM memory_forgetting_event"), total, "a rerun writes nothing");
 }
+
+/// A large import is checked on every core, and each chunk's signatures and vectors are made
+/// while the chunk before it is written: bad lines are still named in line order, the counts
+/// add up over the cores, every row gets its signature (and vector, with the model), and
+/// importing the lines with ids again prepares nothing and writes nothing.
+#[test]
+fn a_large_import_checks_on_every_core_and_keeps_line_order() {
+    use lethe_engine::transfer::{self, ImportOptions};
+    let path = temp_db();
+    let mut conn = lethe_testkit::backend::open(&path).unwrap();
+    // More than one batch of checks and many chunks (fewer on a server, where rows are slow).
+    let n = if lethe_testkit::backend::is_postgres() { 3_011 } else { 20_011 };
+    let line = |i: usize| {
+        match i % 500 {
+        // A secret every 500 lines, a filler phrase every 500, a given id every other line.
+        7 => format!("{{\"type\":\"episodic\",\"content\":\"run {i}: token ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5\"}}"),
+        9 => "{\"type\":\"episodic\",\"content\":\"ok\"}".to_string(),
+        _ if i.is_multiple_of(2) => format!(
+            "{{\"id\":\"mem_bulk-{i}\",\"type\":\"semantic\",\"content\":\"service {} limit is {} requests per minute\"}}",
+            i % 97,
+            i
+        ),
+        _ => format!("{{\"type\":\"episodic\",\"content\":\"deploy {i} of service {} went fine\"}}", i % 40),
+    }
+    };
+    let mut lines: Vec<String> = (0..n).map(line).collect();
+    // Two bad lines far apart: both named, in order, nothing written.
+    let good = lines.clone();
+    let late = n - 1_010;
+    lines[5] = "{\"type\":\"episodic\"}".into();
+    lines[late] = "{\"content\":\"no type\"}".into();
+    let text = lines.join("\n");
+    let err = transfer::import(&mut conn, text.as_bytes(), &ImportOptions::new(now())).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("2 bad lines"), "{msg}");
+    let (a, b) = (msg.find("line 6: ").expect(&msg), msg.find(&format!("line {}: ", late + 1)).expect(&msg));
+    assert!(a < b, "named in line order: {msg}");
+    let rows = |conn: &lethe_engine::storage::db::Connection, sql: &str| -> i64 {
+        conn.query_row(sql, [], |r| r.get(0)).unwrap()
+    };
+    assert_eq!(rows(&conn, "SELECT COUNT(*) FROM memory_item"), 0, "nothing written");
+
+    let text = good.join("\n");
+    let report = transfer::import(&mut conn, text.as_bytes(), &ImportOptions::new(now())).unwrap();
+    let secrets = (0..n).filter(|i| i % 500 == 7).count();
+    let fillers: Vec<usize> = (0..n).filter(|i| i % 500 == 9).map(|i| i + 1).collect();
+    let given_ids = (0..n).filter(|i| i.is_multiple_of(2) && !matches!(i % 500, 7 | 9)).count();
+    assert_eq!(report.read, n);
+    assert_eq!(report.imported, n - fillers.len());
+    assert_eq!(report.trivial_lines, fillers, "filler lines listed in order");
+    assert_eq!(report.generated_ids, n - fillers.len() - given_ids);
+    assert_eq!((report.redacted_spans, report.redacted_memories), (secrets, secrets));
+    assert_eq!(report.chunks, report.imported.div_ceil(transfer::CHUNK));
+    let stored = rows(&conn, "SELECT COUNT(*) FROM memory_item") as usize;
+    assert_eq!(stored, report.imported);
+    assert_eq!(rows(&conn, "SELECT COUNT(*) FROM lethe_signature") as usize, stored, "a signature per row");
+    if lethe_engine::embed::shared().is_some() {
+        assert_eq!(rows(&conn, "SELECT COUNT(*) FROM lethe_vector") as usize, stored, "a vector per row");
+    }
+    assert_eq!(rows(&conn, "SELECT COUNT(*) FROM memory_item WHERE content LIKE '%ghp_%'"), 0, "secrets redacted");
+    let kept: String =
+        conn.query_row("SELECT content FROM memory_item WHERE id = 'mem_bulk-3000'", [], |r| r.get(0)).unwrap();
+    assert_eq!(kept, "service 90 limit is 3000 requests per minute");
+
+    // Again, the lines that name their id (a line without one is a new memory each time).
+    let with_ids: Vec<&str> = good.iter().map(String::as_str).filter(|l| l.starts_with("{\"id\"")).collect();
+    assert_eq!(with_ids.len(), given_ids);
+    let again = transfer::import(&mut conn, with_ids.join("\n").as_bytes(), &ImportOptions::new(now())).unwrap();
+    assert_eq!((again.imported, again.skipped_existing, again.chunks), (0, given_ids, 0), "{again:?}");
+    assert_eq!(rows(&conn, "SELECT COUNT(*) FROM memory_item") as usize, stored, "nothing written twice");
+    if let Some(c) = conn.sqlite() {
+        let pages: i64 = c.query_row("PRAGMA wal_autocheckpoint", [], |r| r.get(0)).unwrap();
+        assert_eq!(pages, 1000, "the connection's checkpoint setting is given back");
+    }
+}

@@ -87,8 +87,9 @@ struct Args {
     /// depend on N). The JSON says how many recalls ran.
     #[arg(long, default_value_t = 60.0)]
     storm_max_secs: f64,
-    /// Phases to skip (for profiling): remember, floor (the SQLite floor of remember), dedup,
-    /// recall, storm, forget.
+    /// Phases to skip (for profiling): remember, floor (the SQLite floor of remember),
+    /// import_floor (the SQLite floor of the bulk import, and the import with the model off),
+    /// dedup, recall, storm, forget.
     #[arg(long, value_delimiter = ',')]
     skip: Vec<String>,
     /// Experiment only: set `PRAGMA cache_size` (MiB) on the bench's connections instead of
@@ -733,6 +734,178 @@ fn sqlite_floor(dir: &Path, wl: Workload, n: usize, calls: usize, now: Instant, 
     Ok(Value::Object(out))
 }
 
+/// The SQLite floor of a bulk import (issue #19): the statements `transfer::import` runs per
+/// chunk of `transfer::CHUNK` memories — the id lookups, then one multi-row INSERT each into
+/// `memory_item` (with every trigger and index of the schema), `lethe_signature` and
+/// `lethe_vector`, one `BEGIN IMMEDIATE … COMMIT` per chunk, checkpoints on their own thread
+/// as `import` runs them — in a bare loop. Each chunk's values (hashes, MinHash bands,
+/// vectors, JSON) are made before its timer starts, so nothing of Lethe's parsing, checking,
+/// hashing or embedding is timed. Up to 100k, variants on new files show what the full-text
+/// triggers and the per-chunk commits cost.
+fn import_floor(dir: &Path, wl: Workload, n: usize, now: Instant, args: &Args) -> Result<Value> {
+    use rusqlite::types::Value as V;
+    let embedder = lethe_engine::embed::shared();
+    let fingerprint = embedder.map(|e| e.fingerprint().to_string());
+    let text = |s: &Option<String>| s.clone().map_or(V::Null, V::Text);
+    let json = |v: &Option<Value>| v.as_ref().map_or(V::Null, |v| V::Text(v.to_string()));
+    // (name, SQL run on the new file first, chunks per transaction (0: all), only the row)
+    let mut variants: Vec<(&str, &str, usize, bool)> = vec![("same_statements", "", 1, false)];
+    if n <= 100_000 {
+        variants.extend([
+            ("without_fts_triggers", "DROP TRIGGER memory_item_fts_insert; DROP TRIGGER lethe_fts_ai", 1, false),
+            (
+                "row_only_no_triggers",
+                "DROP TRIGGER memory_item_fts_insert; DROP TRIGGER lethe_fts_ai; DROP TRIGGER lethe_change_ai",
+                1,
+                true,
+            ),
+            ("same_statements_one_transaction", "", 0, false),
+        ]);
+    }
+    let mut out = serde_json::Map::new();
+    for (name, setup, per_tx, row_only) in variants {
+        let db = dir.join(format!("import-floor-{name}.db"));
+        let conn = open_db(&db, args)?;
+        conn.execute_batch(setup)?;
+        let checkpoints = store::CheckpointThread::start(&conn)?;
+        let lite = conn.sqlite_only("the import floor")?;
+        lite.pragma_update(None, "wal_autocheckpoint", store::WRITER_FALLBACK_PAGES)?;
+        let mut timed = Duration::ZERO;
+        let mut items = wl.items(n).map(|it| it.to_memory(now));
+        let mut chunk_no = 0usize;
+        loop {
+            let chunk: Vec<lethe_engine::Memory> = items.by_ref().take(transfer::CHUNK).collect();
+            if chunk.is_empty() {
+                break;
+            }
+            let mut rows: Vec<V> = Vec::with_capacity(chunk.len() * 25);
+            let mut sigs: Vec<V> = Vec::with_capacity(chunk.len() * 3);
+            let mut vecs: Vec<V> = Vec::with_capacity(chunk.len() * 3);
+            let vectors = embedder.map(|e| e.embed_many(&chunk.iter().map(|m| m.content.clone()).collect::<Vec<_>>()));
+            for (i, m) in chunk.iter().enumerate() {
+                rows.extend([
+                    V::Text(m.id.clone()),
+                    V::Text(m.tier.as_str().into()),
+                    V::Text(m.content.clone()),
+                    V::Real(m.importance),
+                    V::Text(m.privacy_scope.clone()),
+                    V::Text(m.created_at.clone()),
+                    text(&m.last_accessed),
+                    V::Integer(m.pinned as i64),
+                    V::Text(serde_json::to_string(&m.tags)?),
+                    text(&m.source),
+                    V::Integer(m.view_count),
+                    V::Integer(m.cite_count),
+                    V::Integer(m.edit_count),
+                    text(&m.task_goal),
+                    json(&m.steps),
+                    json(&m.reflection_notes),
+                    text(&m.workflow_name),
+                    text(&m.skill_name),
+                    json(&m.trigger_conditions),
+                    V::Integer(m.version),
+                    text(&m.owner_id),
+                    text(&m.session_id),
+                    text(&m.project_id),
+                    V::Integer(m.is_deleted as i64),
+                    text(&m.deleted_at),
+                ]);
+                sigs.extend([
+                    V::Text(m.id.clone()),
+                    V::Text(dedup::content_hash(&m.content)),
+                    V::Blob(dedup::band_keys(&m.content)),
+                ]);
+                if let (Some(vs), Some(fp)) = (&vectors, &fingerprint) {
+                    vecs.extend([V::Text(m.id.clone()), V::Text(fp.clone()), V::Blob(vs[i].to_bytes())]);
+                }
+            }
+            let k = chunk.len();
+            let t = Clock::now();
+            if per_tx == 0 && chunk_no == 0 || per_tx == 1 {
+                lite.execute_batch("BEGIN IMMEDIATE")?;
+            }
+            if !row_only {
+                let mut exists = lite.prepare_cached("SELECT 1 FROM memory_item WHERE id = ?1")?;
+                for m in &chunk {
+                    std::hint::black_box(exists.exists([&m.id])?);
+                }
+            }
+            lite.prepare_cached(&transfer::multi_row_sql(
+                &format!("INSERT OR IGNORE INTO memory_item ({})", lethe_engine::model::MEMORY_COLUMNS),
+                k,
+                25,
+            ))?
+            .execute(rusqlite::params_from_iter(rows))?;
+            if !row_only {
+                lite.prepare_cached(&transfer::multi_row_sql(
+                    "INSERT OR REPLACE INTO lethe_signature (memory_id, content_hash, bands)",
+                    k,
+                    3,
+                ))?
+                .execute(rusqlite::params_from_iter(sigs))?;
+                if !vecs.is_empty() {
+                    lite.prepare_cached(&transfer::multi_row_sql(
+                        "INSERT OR REPLACE INTO lethe_vector (memory_id, model, vec)",
+                        k,
+                        3,
+                    ))?
+                    .execute(rusqlite::params_from_iter(vecs))?;
+                }
+            }
+            if per_tx == 1 {
+                lite.execute_batch("COMMIT")?;
+                if let Some(c) = &checkpoints {
+                    c.nudge();
+                }
+            }
+            timed += t.elapsed();
+            chunk_no += 1;
+        }
+        let t = Clock::now();
+        if per_tx == 0 {
+            lite.execute_batch("COMMIT")?;
+        }
+        if let Some(c) = checkpoints {
+            c.finish();
+        }
+        timed += t.elapsed();
+        let secs = timed.as_secs_f64();
+        out.insert(
+            name.to_string(),
+            json!({"rows": n, "secs": round3(secs), "rows_per_s": (n as f64 / secs).round(), "vectors": embedder.is_some() && !row_only}),
+        );
+        drop(conn);
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+        }
+    }
+    Ok(Value::Object(out))
+}
+
+/// Lethe's bulk import of the same N memories with the model off (`LETHE_MODEL_DIR=off`): no
+/// vectors are computed or stored. Run as `--make-db` in a child process, since the model is
+/// chosen once per process.
+fn import_without_model(dir: &Path, wl: Workload, n: usize, args: &Args) -> Result<Value> {
+    let db = dir.join("import-no-model.db");
+    let out = Command::new(std::env::current_exe()?)
+        .arg("--make-db")
+        .arg(&db)
+        .args(["--sizes", &n.to_string(), "--workload", wl.name(), "--now", &args.now])
+        .env("LETHE_MODEL_DIR", "off")
+        .stderr(Stdio::inherit())
+        .output()
+        .context("running the import without the model")?;
+    if !out.status.success() {
+        bail!("the import without the model failed ({})", out.status);
+    }
+    let v: Value = serde_json::from_slice(&out.stdout).context("--make-db output is not JSON")?;
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
+    let secs = v["import_secs"].as_f64().unwrap_or(f64::NAN);
+    Ok(json!({"rows": n, "secs": secs, "rows_per_s": (n as f64 / secs).round()}))
+}
+
 /// Median, p95 and max of sorted millisecond timings.
 fn ms_summary(sorted: &[f64]) -> Value {
     json!({
@@ -918,6 +1091,14 @@ fn run_size(n: usize, args: &Args, now: Instant) -> Result<Value> {
         "jsonl_write_secs": round3(jsonl_s), "db_mb": round1(db_files_mb(&db)),
     });
     rss_mark(&mut phases, "import");
+    let (import_floor_v, import_no_model) = if skip("import_floor") {
+        (Value::Null, Value::Null)
+    } else {
+        progress(n, "bulk import: SQLite floor");
+        let floor = import_floor(&dir, wl, n, now, args)?;
+        progress(n, "bulk import without the model");
+        (floor, import_without_model(&dir, wl, n, args)?)
+    };
 
     // 3. Duplication indexing: signature computation, then LSH candidates over the stored ones.
     let dedup_v = if skip("dedup") {
@@ -1064,6 +1245,8 @@ fn run_size(n: usize, args: &Args, now: Instant) -> Result<Value> {
         "remember_sqlite_floor": floor,
         "remember_detector_off": remember_guard_off,
         "import": import,
+        "import_without_model": import_no_model,
+        "import_sqlite_floor": import_floor_v,
         "dedup": dedup_v,
         "recall": recall_v,
         "meta_storm": storm,
@@ -1315,6 +1498,31 @@ fn table(doc: &Value) -> String {
         );
         let imp = num("/import/rows_per_s");
         push("bulk import rows/s", f(&r["import"]["rows_per_s"]), "≥ 200,000", "", ge(imp, 200_000.0, true));
+        push("bulk import rows/s, model off (no vectors)", f(&r["import_without_model"]["rows_per_s"]), "", "", None);
+        let imp_floor = num("/import_sqlite_floor/same_statements/rows_per_s");
+        push(
+            "bulk import: SQLite floor rows/s (same statements, bare loop)",
+            f(&r["import_sqlite_floor"]["same_statements"]["rows_per_s"]),
+            "",
+            "",
+            None,
+        );
+        push(
+            "bulk import ÷ SQLite floor",
+            if imp_floor.is_nan() || imp.is_nan() { "—".into() } else { format!("{:.2}", imp / imp_floor) },
+            "",
+            "",
+            None,
+        );
+        for (v, label) in [
+            ("without_fts_triggers", "import floor without the two full-text triggers"),
+            ("row_only_no_triggers", "import floor: memory_item rows alone, no triggers"),
+            ("same_statements_one_transaction", "import floor, one transaction for all chunks"),
+        ] {
+            if r["import_sqlite_floor"][v].is_object() {
+                push(&format!("{label}, rows/s"), f(&r["import_sqlite_floor"][v]["rows_per_s"]), "", "", None);
+            }
+        }
         push("signatures /s", f(&r["dedup"]["signatures_per_s"]), "", "", None);
         push(
             &match r["recall"]["readers"].as_u64() {

@@ -255,12 +255,32 @@ fn memory_of(l: ImportLine, s: &Settings, now: time::Instant, report: &mut Impor
 /// first and every bad line named; one bad line and nothing is written. Then chunks of
 /// [`CHUNK`] lines commit one transaction each. Ids already present are skipped (never
 /// overwritten); trivial lines are reported, not stored.
+///
+/// Built for large files (issue #19): lines are checked on every core, a second thread
+/// computes each chunk's signatures and vectors while the writer stores the chunk before it,
+/// and WAL checkpoints run on a thread of their own, so the writer only runs SQL.
 pub fn import(conn: &mut Connection, input: impl BufRead, opts: &ImportOptions) -> Result<ImportReport> {
     let s = Settings::load(conn)?;
     let mut items = Vec::new();
     let mut report = ImportReport { dry_run: opts.dry_run, ..Default::default() };
     let mut errors: Vec<String> = Vec::new();
     let mut bad = 0usize;
+    let mut lines: Vec<(usize, String)> = Vec::with_capacity(CHECK_BATCH);
+    let mut check = |lines: &mut Vec<(usize, String)>, report: &mut ImportReport| {
+        for (n, outcome) in check_lines(std::mem::take(lines), &s, opts.now, report) {
+            match outcome {
+                Ok(Some(m)) => items.push(m),
+                Ok(None) => report.trivial_lines.push(n),
+                Err(e) => {
+                    bad += 1;
+                    if errors.len() < MAX_LISTED_ERRORS {
+                        let msg = e.to_string();
+                        errors.push(format!("line {n}: {}", msg.strip_prefix("invalid input: ").unwrap_or(&msg)));
+                    }
+                }
+            }
+        }
+    };
     for (i, line) in input.lines().enumerate() {
         let n = i + 1;
         let line = line.map_err(|e| Error::invalid(format!("line {n}: {e}")))?;
@@ -268,21 +288,12 @@ pub fn import(conn: &mut Connection, input: impl BufRead, opts: &ImportOptions) 
             continue;
         }
         report.read += 1;
-        let parsed = serde_json::from_str::<ImportLine>(&line)
-            .map_err(|e| Error::invalid(e.to_string()))
-            .and_then(|l| memory_of(l, &s, opts.now, &mut report));
-        match parsed {
-            Ok(Some(m)) => items.push(m),
-            Ok(None) => report.trivial_lines.push(n),
-            Err(e) => {
-                bad += 1;
-                if errors.len() < MAX_LISTED_ERRORS {
-                    let msg = e.to_string();
-                    errors.push(format!("line {n}: {}", msg.strip_prefix("invalid input: ").unwrap_or(&msg)));
-                }
-            }
+        lines.push((n, line));
+        if lines.len() == CHECK_BATCH {
+            check(&mut lines, &mut report);
         }
     }
+    check(&mut lines, &mut report);
     if bad > 0 {
         let more =
             if bad > errors.len() { format!("; and {} more bad lines", bad - errors.len()) } else { String::new() };
@@ -292,33 +303,193 @@ pub fn import(conn: &mut Connection, input: impl BufRead, opts: &ImportOptions) 
             errors.join("; ")
         )));
     }
+    // Ids already in the file are skipped (never overwritten) before anything is prepared, so
+    // that resuming a large import after a crash costs a lookup per line, not an embedding.
+    // The writer looks again inside each chunk's transaction.
+    let listed = items.len();
+    items = {
+        let mut stored = conn.prepare_cached("SELECT 1 FROM memory_item WHERE id = ?1")?;
+        let mut fresh = Vec::with_capacity(items.len());
+        for m in items {
+            if !stored.exists([&m.id])? {
+                fresh.push(m);
+            }
+        }
+        fresh
+    };
+    report.skipped_existing = listed - items.len();
     if opts.dry_run {
-        let mut exists = conn.prepare_cached("SELECT 1 FROM memory_item WHERE id = ?1")?;
         let mut seen: HashSet<&str> = HashSet::with_capacity(items.len());
         for m in &items {
-            if !exists.exists([&m.id])? && seen.insert(m.id.as_str()) {
+            if seen.insert(m.id.as_str()) {
                 report.imported += 1;
             } else {
                 report.skipped_existing += 1;
             }
         }
-        report.chunks = items.len().div_ceil(CHUNK);
+        report.chunks = report.imported.div_ceil(CHUNK);
         return Ok(report);
     }
-    for chunk in items.chunks(CHUNK) {
-        let (imported, skipped) = write_tx(conn, |tx| import_chunk(tx, chunk))?;
-        report.imported += imported;
-        report.skipped_existing += skipped;
-        report.chunks += 1;
+    // Checkpoints aside only when there is more than one commit to keep them away from.
+    let checkpoints = if items.len() > CHUNK { crate::store::CheckpointThread::start(conn)? } else { None };
+    let fallback = match (&checkpoints, conn.sqlite()) {
+        (Some(_), Some(c)) => {
+            let was: i64 = c.query_row("PRAGMA wal_autocheckpoint", [], |r| r.get(0))?;
+            c.pragma_update(None, "wal_autocheckpoint", crate::store::WRITER_FALLBACK_PAGES)?;
+            Some(was)
+        }
+        _ => None,
+    };
+    let written = std::thread::scope(|scope| -> Result<()> {
+        // One chunk prepared ahead: the writer never waits for the model, and the preparing
+        // thread stops as soon as the writer does (an error drops the receiver).
+        let (send, prepared) = std::sync::mpsc::sync_channel::<Vec<PreparedRow>>(1);
+        let items = &items;
+        scope.spawn(move || {
+            for chunk in items.chunks(CHUNK) {
+                if send.send(prepare_chunk(chunk)).is_err() {
+                    break;
+                }
+            }
+        });
+        for rows in prepared {
+            let (imported, skipped) = write_tx(conn, |tx| import_chunk(tx, &rows))?;
+            report.imported += imported;
+            report.skipped_existing += skipped;
+            report.chunks += 1;
+            if let Some(c) = &checkpoints {
+                c.nudge();
+            }
+        }
+        Ok(())
+    });
+    if let Some(c) = checkpoints {
+        c.finish();
     }
+    if let (Some(was), Some(c)) = (fallback, conn.sqlite()) {
+        c.pragma_update(None, "wal_autocheckpoint", was)?;
+    }
+    written?;
     Ok(report)
+}
+
+/// Lines checked together, split over the cores; the lines of one batch are all that is held
+/// as text at a time.
+const CHECK_BATCH: usize = 16_384;
+
+/// Below this many lines a batch is checked on the calling thread.
+const CHECK_ALONE: usize = 512;
+
+/// Parses and checks a batch of lines on every core (each core a contiguous part, so the
+/// outcomes stay in line order), adding each part's counts to `report`.
+fn check_lines(
+    lines: Vec<(usize, String)>,
+    s: &Settings,
+    now: time::Instant,
+    report: &mut ImportReport,
+) -> Vec<(usize, Result<Option<Memory>>)> {
+    let check_part = |part: &[(usize, String)]| {
+        let mut counts = ImportReport::default();
+        let outcomes: Vec<_> = part
+            .iter()
+            .map(|(n, line)| {
+                let outcome = serde_json::from_str::<ImportLine>(line)
+                    .map_err(|e| Error::invalid(e.to_string()))
+                    .and_then(|l| memory_of(l, s, now, &mut counts));
+                (*n, outcome)
+            })
+            .collect();
+        (outcomes, counts)
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let parts: Vec<_> = if lines.len() < CHECK_ALONE || cores == 1 {
+        vec![check_part(&lines)]
+    } else {
+        let per = lines.len().div_ceil(cores);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = lines.chunks(per).map(|part| scope.spawn(move || check_part(part))).collect();
+            handles.into_iter().map(|h| h.join().expect("an import check thread panicked")).collect()
+        })
+    };
+    let mut all = Vec::with_capacity(lines.len());
+    for (outcomes, counts) in parts {
+        report.generated_ids += counts.generated_ids;
+        report.quarantined += counts.quarantined;
+        report.redacted_spans += counts.redacted_spans;
+        report.redacted_memories += counts.redacted_memories;
+        report.pii_tagged_memories += counts.pii_tagged_memories;
+        all.extend(outcomes);
+    }
+    all
+}
+
+/// A memory's values for the three INSERTs, computed off the writer.
+struct PreparedRow {
+    id: String,
+    row: [Value; COLS],
+    signature: [Value; 3],
+    vector: Option<[Value; 3]>,
+}
+
+/// Signatures and vectors of a chunk (the model spreads its part over the cores), and every
+/// value the writer binds.
+fn prepare_chunk(chunk: &[Memory]) -> Vec<PreparedRow> {
+    let json =
+        |v: &Option<serde_json::Value>| -> Value { v.as_ref().map_or(Value::Null, |v| Value::Text(v.to_string())) };
+    let text = |v: &Option<String>| -> Value { v.clone().map_or(Value::Null, Value::Text) };
+    let vectors: Option<(String, Vec<crate::embed::Vector>)> = crate::embed::shared().map(|e| {
+        let texts: Vec<String> = chunk.iter().map(|m| m.content.clone()).collect();
+        (e.fingerprint().to_string(), e.embed_many(&texts))
+    });
+    chunk
+        .iter()
+        .enumerate()
+        .map(|(i, m)| PreparedRow {
+            id: m.id.clone(),
+            row: [
+                Value::Text(m.id.clone()),
+                Value::Text(m.tier.as_str().to_string()),
+                Value::Text(m.content.clone()),
+                Value::Real(m.importance),
+                Value::Text(m.privacy_scope.clone()),
+                Value::Text(m.created_at.clone()),
+                text(&m.last_accessed),
+                Value::Integer(m.pinned as i64),
+                Value::Text(serde_json::to_string(&m.tags).unwrap_or_else(|_| "[]".into())),
+                text(&m.source),
+                Value::Integer(m.view_count),
+                Value::Integer(m.cite_count),
+                Value::Integer(m.edit_count),
+                text(&m.task_goal),
+                json(&m.steps),
+                json(&m.reflection_notes),
+                text(&m.workflow_name),
+                text(&m.skill_name),
+                json(&m.trigger_conditions),
+                Value::Integer(m.version),
+                text(&m.owner_id),
+                text(&m.session_id),
+                text(&m.project_id),
+                Value::Integer(m.is_deleted as i64),
+                text(&m.deleted_at),
+            ],
+            signature: [
+                Value::Text(m.id.clone()),
+                Value::Text(dedup::content_hash(&m.content)),
+                Value::Blob(dedup::band_keys(&m.content)),
+            ],
+            vector: vectors.as_ref().map(|(fingerprint, vs)| {
+                [Value::Text(m.id.clone()), Value::Text(fingerprint.clone()), Value::Blob(vs[i].to_bytes())]
+            }),
+        })
+        .collect()
 }
 
 /// Columns per memory row in the multi-row INSERT.
 const COLS: usize = 25;
 
 /// `INSERT … VALUES (?, …), (?, …), …` for `rows` rows of `cols` values.
-pub(crate) fn multi_row_sql(head: &str, rows: usize, cols: usize) -> String {
+pub fn multi_row_sql(head: &str, rows: usize, cols: usize) -> String {
     let mut sql = String::with_capacity(head.len() + rows * (cols * 2 + 4));
     sql.push_str(head);
     sql.push_str(" VALUES ");
@@ -336,62 +507,23 @@ pub(crate) fn multi_row_sql(head: &str, rows: usize, cols: usize) -> String {
 }
 
 /// One chunk in one transaction. Ids already stored (or repeated earlier in the chunk) are
-/// skipped; the new rows go in with one multi-row INSERT and their signatures with another.
-/// One statement per chunk rather than per row matters: FTS5 flushes its pending index data
-/// to a new segment at every statement savepoint, so a statement per row wrote one FTS
-/// segment per row and then merged them (measured: ~12× slower imports, BENCHMARKS.md).
-fn import_chunk(tx: &Transaction, chunk: &[Memory]) -> Result<(usize, usize)> {
+/// skipped; the new rows go in with one multi-row INSERT, their signatures and vectors with
+/// one each. One statement per chunk rather than per row matters: FTS5 flushes its pending
+/// index data to a new segment at every statement savepoint, so a statement per row wrote one
+/// FTS segment per row and then merged them (measured: ~12× slower imports, BENCHMARKS.md).
+fn import_chunk(tx: &Transaction, chunk: &[PreparedRow]) -> Result<(usize, usize)> {
     let mut exists = tx.prepare_cached("SELECT 1 FROM memory_item WHERE id = ?1")?;
     let mut seen: HashSet<&str> = HashSet::with_capacity(chunk.len());
-    let mut new: Vec<&Memory> = Vec::with_capacity(chunk.len());
-    for m in chunk {
-        let stored = exists.query_row([&m.id], |_| Ok(())).optional()?.is_some();
-        if !stored && seen.insert(m.id.as_str()) {
-            new.push(m);
+    let mut new: Vec<&PreparedRow> = Vec::with_capacity(chunk.len());
+    for r in chunk {
+        let stored = exists.query_row([&r.id], |_| Ok(())).optional()?.is_some();
+        if !stored && seen.insert(r.id.as_str()) {
+            new.push(r);
         }
     }
     let skipped = chunk.len() - new.len();
     if new.is_empty() {
         return Ok((0, skipped));
-    }
-    let json =
-        |v: &Option<serde_json::Value>| -> Value { v.as_ref().map_or(Value::Null, |v| Value::Text(v.to_string())) };
-    let text = |v: &Option<String>| -> Value { v.clone().map_or(Value::Null, Value::Text) };
-    let mut values: Vec<Value> = Vec::with_capacity(new.len() * COLS);
-    let mut sigs: Vec<Value> = Vec::with_capacity(new.len() * 3);
-    for m in &new {
-        values.extend([
-            Value::Text(m.id.clone()),
-            Value::Text(m.tier.as_str().to_string()),
-            Value::Text(m.content.clone()),
-            Value::Real(m.importance),
-            Value::Text(m.privacy_scope.clone()),
-            Value::Text(m.created_at.clone()),
-            text(&m.last_accessed),
-            Value::Integer(m.pinned as i64),
-            Value::Text(serde_json::to_string(&m.tags)?),
-            text(&m.source),
-            Value::Integer(m.view_count),
-            Value::Integer(m.cite_count),
-            Value::Integer(m.edit_count),
-            text(&m.task_goal),
-            json(&m.steps),
-            json(&m.reflection_notes),
-            text(&m.workflow_name),
-            text(&m.skill_name),
-            json(&m.trigger_conditions),
-            Value::Integer(m.version),
-            text(&m.owner_id),
-            text(&m.session_id),
-            text(&m.project_id),
-            Value::Integer(m.is_deleted as i64),
-            text(&m.deleted_at),
-        ]);
-        sigs.extend([
-            Value::Text(m.id.clone()),
-            Value::Text(dedup::content_hash(&m.content)),
-            Value::Blob(dedup::band_keys(&m.content)),
-        ]);
     }
     let n = tx
         .prepare_cached(&multi_row_sql(
@@ -399,7 +531,7 @@ fn import_chunk(tx: &Transaction, chunk: &[Memory]) -> Result<(usize, usize)> {
             new.len(),
             COLS,
         ))?
-        .execute(params_from_iter(values))?;
+        .execute(params_from_iter(new.iter().flat_map(|r| r.row.iter())))?;
     if n != new.len() {
         return Err(Error::invalid(format!("import: {} of {} rows were stored", n, new.len())));
     }
@@ -408,21 +540,16 @@ fn import_chunk(tx: &Transaction, chunk: &[Memory]) -> Result<(usize, usize)> {
         new.len(),
         3,
     ))?
-    .execute(params_from_iter(sigs))?;
-    // Vectors in the same transaction, embedded in one call (the model spreads it over cores).
-    if let Some(e) = crate::embed::shared() {
-        let texts: Vec<String> = new.iter().map(|m| m.content.clone()).collect();
-        let vecs = e.embed_many(&texts);
-        let mut vals: Vec<Value> = Vec::with_capacity(new.len() * 3);
-        for (m, v) in new.iter().zip(vecs) {
-            vals.extend([
-                Value::Text(m.id.clone()),
-                Value::Text(e.fingerprint().to_string()),
-                Value::Blob(v.to_bytes()),
-            ]);
-        }
-        tx.prepare_cached(&multi_row_sql("INSERT OR REPLACE INTO lethe_vector (memory_id, model, vec)", new.len(), 3))?
-            .execute(params_from_iter(vals))?;
+    .execute(params_from_iter(new.iter().flat_map(|r| r.signature.iter())))?;
+    // Vectors in the same transaction (prepared with the chunk when the model is present).
+    let vectors: Vec<&[Value; 3]> = new.iter().filter_map(|r| r.vector.as_ref()).collect();
+    if !vectors.is_empty() {
+        tx.prepare_cached(&multi_row_sql(
+            "INSERT OR REPLACE INTO lethe_vector (memory_id, model, vec)",
+            vectors.len(),
+            3,
+        ))?
+        .execute(params_from_iter(vectors.into_iter().flatten()))?;
     }
     Ok((new.len(), skipped))
 }

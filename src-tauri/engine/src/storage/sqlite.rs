@@ -499,31 +499,74 @@ pub fn checkpoint_truncate(conn: &Connection) -> Result<bool> {
 /// replaces any commit hook the connection had): it ends when the connection closes. Other
 /// processes keep SQLite's default. A database in memory needs none; nothing is done.
 pub fn checkpoint_off_the_writer(writer: &Connection) -> Result<()> {
+    let Some(checkpoints) = CheckpointThread::start(writer)? else { return Ok(()) };
     let Some(writer) = writer.sqlite() else { return Ok(()) };
-    let path = match writer.path() {
-        Some(p) if !p.is_empty() => p.to_string(),
-        _ => return Ok(()),
-    };
-    let conn = open(&path)?;
-    let (nudge, wake) = std::sync::mpsc::sync_channel::<()>(1);
-    std::thread::Builder::new().name("lethe-checkpoint".into()).spawn(move || {
-        while wake.recv().is_ok() {
-            // BUSY (another checkpoint running, e.g. another process's) is no failure: the next
-            // nudge tries again.
-            let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(0));
-        }
-    })?;
     writer.pragma_update(None, "wal_autocheckpoint", WRITER_FALLBACK_PAGES)?;
     let mut commits = 0u32;
     writer.commit_hook(Some(move || {
         commits = commits.wrapping_add(1);
         if commits.is_multiple_of(CHECKPOINT_EVERY_COMMITS) {
-            // Full: a checkpoint is pending already and will take this commit too.
-            let _ = nudge.try_send(());
+            checkpoints.nudge();
         }
         false
     }));
     Ok(())
+}
+
+/// A thread that runs `PASSIVE` checkpoints of one SQLite file on its own connection when
+/// nudged, so that a writer's commits never copy the WAL into the file themselves (see
+/// [`checkpoint_off_the_writer`]). A `PASSIVE` checkpoint never takes the write lock and never
+/// waits for readers. Dropping it ends the thread after the checkpoint in progress.
+pub struct CheckpointThread {
+    nudge: Option<std::sync::mpsc::SyncSender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl CheckpointThread {
+    /// `None` for a database in memory or on a server: nothing to checkpoint.
+    pub fn start(writer: &Connection) -> Result<Option<CheckpointThread>> {
+        let path = match writer.sqlite().and_then(|c| c.path()) {
+            Some(p) if !p.is_empty() => p.to_string(),
+            _ => return Ok(None),
+        };
+        let conn = open(&path)?;
+        let (nudge, wake) = std::sync::mpsc::sync_channel::<()>(1);
+        let thread = std::thread::Builder::new().name("lethe-checkpoint".into()).spawn(move || {
+            while wake.recv().is_ok() {
+                // BUSY (another checkpoint running, e.g. another process's) is no failure: the
+                // next nudge tries again.
+                let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(0));
+            }
+        })?;
+        Ok(Some(CheckpointThread { nudge: Some(nudge), thread: Some(thread) }))
+    }
+
+    /// Asks for a checkpoint; returns at once. A checkpoint already pending takes this one's
+    /// frames too.
+    pub fn nudge(&self) {
+        if let Some(n) = &self.nudge {
+            let _ = n.try_send(());
+        }
+    }
+
+    /// One last checkpoint of everything committed so far, waited for.
+    pub fn finish(mut self) {
+        if let Some(n) = self.nudge.take() {
+            let _ = n.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for CheckpointThread {
+    fn drop(&mut self) {
+        self.nudge.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// Pages a long-running process keeps in SQLite's cache per connection: [`serve_many_reads`].
