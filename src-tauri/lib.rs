@@ -220,7 +220,34 @@ fn save_window_state_soon(app: &AppHandle) {
     });
 }
 
+/// WebKitGTK composites the page with OpenGL. Without a GPU (a virtual machine, a remote
+/// desktop, Xvfb) that is Mesa's software rasteriser, and a frame then costs hundreds of
+/// milliseconds of both cores: at 100k memories (`make bench-window`) the Overview took
+/// 3.0 s from the app's start instead of 1.0 s, a scroll page up to 695 ms instead of 295,
+/// and the window used 44 % of a core for seconds after each change (BENCHMARKS.md, session
+/// 22). Lethe's pages need no compositing (no video, no 3D, no animation but a fade), so
+/// WebKit draws them on the CPU unless the person chose: their own
+/// `WEBKIT_DISABLE_COMPOSITING_MODE`, or `LETHE_WEBVIEW_GPU=1` to let WebKit use the GPU.
+fn draw_on_the_cpu() {
+    if cfg!(target_os = "linux")
+        && disable_compositing(
+            std::env::var_os("WEBKIT_DISABLE_COMPOSITING_MODE").as_deref(),
+            std::env::var_os("LETHE_WEBVIEW_GPU").as_deref(),
+        )
+    {
+        // Before the first thread and the first webview: WebKit reads it when it starts.
+        std::env::set_var("WEBKIT_DISABLE_COMPOSITING_MODE", "1");
+    }
+}
+
+/// Whether to turn WebKit's compositing off, given the person's own setting of it and of
+/// `LETHE_WEBVIEW_GPU`.
+fn disable_compositing(theirs: Option<&std::ffi::OsStr>, gpu: Option<&std::ffi::OsStr>) -> bool {
+    theirs.is_none() && gpu.is_none_or(|g| g != "1")
+}
+
 pub fn run() {
+    draw_on_the_cpu();
     let args: Vec<String> = std::env::args().collect();
     let db_path = state::launch_path(&args, recent::list().into_iter().next());
     tauri::Builder::default()
@@ -301,6 +328,17 @@ mod tests {
     use std::collections::BTreeSet;
 
     use crate::window_commands::WINDOW_COMMANDS;
+
+    #[test]
+    fn the_page_is_drawn_on_the_cpu_unless_the_person_chose() {
+        use std::ffi::OsStr;
+        assert!(super::disable_compositing(None, None));
+        assert!(super::disable_compositing(None, Some(OsStr::new("0"))));
+        assert!(!super::disable_compositing(None, Some(OsStr::new("1"))), "LETHE_WEBVIEW_GPU=1");
+        for theirs in ["0", "1", ""] {
+            assert!(!super::disable_compositing(Some(OsStr::new(theirs)), None), "their own {theirs:?} stays");
+        }
+    }
 
     fn repo_file(path: &str) -> String {
         std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).unwrap()
