@@ -146,3 +146,47 @@ fn the_sign_prefilter_finds_the_exact_scans_write_time_neighbours() {
     drop(conn);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A page of a list that neither filters nor sorts by score scores only its own rows
+/// (`Snapshot::score_at`, over each row's links both ways) and selects instead of sorting
+/// everything: on realistic clusters of near-copies, every page equals the one cut from a
+/// full sort, with the scores of `Snapshot::scores`.
+#[test]
+fn list_pages_equal_a_full_sort_with_every_score() {
+    let (dir, mut conn) = load(3_000);
+    neighbours::refresh(&mut conn).unwrap();
+    let snap = Snapshot::load(&conn).unwrap();
+    let s = Settings::default();
+    let scores = snap.scores(&s, now());
+    for (i, want) in scores.iter().enumerate() {
+        assert_eq!(snap.score_at(i, &s, now()), *want, "row {i}");
+    }
+    let dup = snap.duplication(&s, now());
+    let copies = dup.iter().filter(|d| d.0 > 0.5).count();
+    assert!(copies > 300, "the clusters give many memories D > 0.5: {copies}");
+    let by_id: std::collections::HashMap<&str, usize> =
+        snap.rows.iter().enumerate().map(|(i, r)| (r.id.as_str(), i)).collect();
+    for sort in [forgetting::SortBy::Created, forgetting::SortBy::Importance] {
+        let mut all: Vec<usize> = (0..snap.rows.len()).filter(|&i| !snap.rows[i].is_deleted).collect();
+        let rows = &snap.rows;
+        all.sort_by(|&a, &b| match sort {
+            forgetting::SortBy::Created => {
+                rows[b].created_at.cmp(&rows[a].created_at).then(rows[b].rowid.cmp(&rows[a].rowid))
+            }
+            _ => rows[b].importance.total_cmp(&rows[a].importance).then(rows[a].rowid.cmp(&rows[b].rowid)),
+        });
+        for (offset, limit) in [(0, 100), (1, 7), (1_234, 100), (2_950, 100), (2_999, 5), (5_000, 10)] {
+            let q = lethe_engine::lifecycle::ListQuery { sort, offset, limit, ..Default::default() };
+            let page = forgetting::list(&conn, &snap, &q, &s, now()).unwrap();
+            assert_eq!(page.total, all.len());
+            let want: Vec<usize> = all.iter().copied().skip(offset).take(limit).collect();
+            let got: Vec<usize> = page.items.iter().map(|m| by_id[m.id.as_str()]).collect();
+            assert_eq!(got, want, "{sort:?} page {offset}+{limit}");
+            for m in &page.items {
+                assert_eq!(m.forget_score, scores[by_id[m.id.as_str()]], "{sort:?} {}", m.id);
+            }
+        }
+    }
+    drop(conn);
+    let _ = std::fs::remove_dir_all(dir);
+}

