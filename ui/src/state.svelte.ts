@@ -74,6 +74,15 @@ export function nowIso(offsetDays: number = app.offsetDays): string | undefined 
   return new Date(Date.now() + offsetDays * DAY_MS).toISOString();
 }
 
+/**
+ * One instant for several queries that belong together (the pages of one listing, the parts
+ * of the Overview): they agree with each other, and the engine scores every memory once for
+ * all of them instead of once per query.
+ */
+export function instantIso(offsetDays: number = app.offsetDays): string {
+  return new Date(Date.now() + offsetDays * DAY_MS).toISOString();
+}
+
 export function notifyChanged(ids: string[] | null): void {
   // What is known of these memories by id (previews in lists and toasts) is read again.
   invalidate(ids);
@@ -220,9 +229,9 @@ export async function softDelete(ids: string[], reason = 'deleted by user'): Pro
   });
 }
 
-export async function refreshStats(): Promise<void> {
+export async function refreshStats(at: string | undefined = nowIso()): Promise<void> {
   try {
-    app.stats = await api.stats(nowIso());
+    app.stats = await api.stats(at);
   } catch (e) {
     reportError(e);
   }

@@ -59,6 +59,11 @@ describe('memories table', () => {
     const offsets = tableCalls().map((q) => q.offset);
     expect(offsets).toContain(50_000);
     expect(offsets.filter((o: number) => o > 0 && o < 49_900)).toEqual([]);
+    // Every page of one listing is read at one instant (the order holds from page to page,
+    // and the engine scores once for all of them).
+    const instants = new Set(tableCalls().map((q) => q.now));
+    expect(instants.size).toBe(1);
+    expect([...instants][0]).toMatch(/^\d{4}-\d\d-\d\dT/);
     expect(rows().length).toBeLessThan(60);
     expect(ids()).not.toContain('mem_0');
 

@@ -24,6 +24,11 @@ describe('overview', () => {
     await renderAt('overview');
     await waitFor(() => expect(screen.getAllByTestId('at-risk-row')).toHaveLength(3));
     expect(api.listMemories).toHaveBeenCalledWith(expect.objectContaining({ sort: 'score', minScore: 0.5 }));
+    // The counts, the at-risk list and the health lists are read at one instant.
+    const at = api.listMemories.mock.calls.at(-1)![0].now;
+    expect(at).toMatch(/^\d{4}-\d\d-\d\dT/);
+    expect(api.stats).toHaveBeenLastCalledWith(at);
+    expect(api.health).toHaveBeenLastCalledWith(at);
     expect(api.events).toHaveBeenCalledWith({ limit: 10 });
     expect(screen.getAllByTestId('overview-event')).toHaveLength(2);
     expect(api.chartDecay).toHaveBeenCalledWith(365, 'light');

@@ -932,3 +932,50 @@ fn a_large_import_checks_on_every_core_and_keeps_line_order() {
         assert_eq!(pages, 1000, "the connection's checkpoint setting is given back");
     }
 }
+
+/// The snapshot keeps the last scores for one instant and one set of settings (the pages of a
+/// list and the Overview's parts share them); another instant, other settings or a patch for
+/// a change score again, and always equal a snapshot loaded afresh.
+#[test]
+fn kept_scores_are_those_of_the_same_instant_settings_and_data() {
+    let path = temp_db();
+    let mut conn = lethe_testkit::backend::open(&path).unwrap();
+    let ids: Vec<String> = (0..40)
+        .map(|i| {
+            let mut m =
+                NewMemory::new(Tier::Episodic, format!("deploy of billing v2.{} failed: missing env var {i}", i % 7));
+            m.created_at = Some(time::add_days(now(), -3.0 * f64::from(i)));
+            match lifecycle::remember(&mut conn, &m, "user", now()).unwrap() {
+                RememberOutcome::Stored { id, .. } => id,
+                other => panic!("not stored: {other:?}"),
+            }
+        })
+        .collect();
+    let s = lethe_engine::Settings::default();
+    let fresh = |conn: &store::Connection, s: &lethe_engine::Settings, at: time::Instant| {
+        let snap = forgetting::Snapshot::load(conn).unwrap();
+        let by_id: std::collections::HashMap<String, f64> =
+            snap.rows.iter().map(|r| r.id.clone()).zip(snap.scores(s, at)).collect();
+        by_id
+    };
+    let mut snap = forgetting::Snapshot::load(&conn).unwrap();
+    let scores_of = |snap: &forgetting::Snapshot, s: &lethe_engine::Settings, at: time::Instant| {
+        snap.rows.iter().map(|r| r.id.clone()).zip(snap.scores(s, at)).collect::<std::collections::HashMap<_, _>>()
+    };
+    let first = scores_of(&snap, &s, now());
+    assert_eq!(scores_of(&snap, &s, now()), first, "the same instant and settings");
+    let later = time::add_days(now(), 40.0);
+    assert_eq!(scores_of(&snap, &s, later), fresh(&conn, &s, later), "another instant");
+    assert_ne!(scores_of(&snap, &s, later), first);
+    let mut heavier = s.clone();
+    heavier.weights.recency = 0.9;
+    assert_eq!(scores_of(&snap, &heavier, now()), fresh(&conn, &heavier, now()), "other settings");
+    assert_ne!(scores_of(&snap, &heavier, now()), first);
+    assert_eq!(scores_of(&snap, &s, now()), first, "back to the first");
+    lifecycle::set_importance(&mut conn, &ids[3], 1.0, "user", now()).unwrap();
+    lifecycle::pin(&mut conn, &ids[5], "user", now()).unwrap();
+    snap.apply_changes(&conn, &[ids[3].clone(), ids[5].clone()]).unwrap();
+    let patched = scores_of(&snap, &s, now());
+    assert_eq!(patched, fresh(&conn, &s, now()), "a patch scores again");
+    assert_ne!(patched[&ids[3]], first[&ids[3]]);
+}
