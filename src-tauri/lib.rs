@@ -164,7 +164,7 @@ fn watch_file(app: &AppHandle, generation: u64, path: &Path) -> Option<watch::Db
 /// Embeds, on its own thread and connection, the memories that have no vector of this model
 /// yet (a memento file, an older Lethe, another model), in short transactions so the window
 /// keeps reading meanwhile; reports `vectors://progress` and, when vectors were written,
-/// reloads the scoring snapshot and asks the window to re-read.
+/// reloads the scoring snapshot and asks the window to re-read. Then reads the vector index.
 fn spawn_backfill(app: &AppHandle, generation: u64, path: &Path) {
     let Some(e) = lethe_engine::embed::shared() else { return };
     let (handle, path) = (app.clone(), path.to_path_buf());
@@ -181,6 +181,13 @@ fn spawn_backfill(app: &AppHandle, generation: u64, path: &Path) {
                 progress(0, total, false, None);
             }
             let done = lethe_engine::semantic::backfill(&mut conn, e, |d, t| progress(d, t, false, None), &never)?;
+            // The process's vector index, which recall and a memory's similar memories search,
+            // read here rather than by the first of them, which would hold the window's
+            // connection meanwhile (≈ 0.2 s at 100k memories: the scroll after the first
+            // memory opened waited for it).
+            if let Err(err) = lethe_engine::semantic::index(&conn, e) {
+                eprintln!("lethe: reading the vectors of {shown}: {err}");
+            }
             Ok((done, total))
         });
         match result {
