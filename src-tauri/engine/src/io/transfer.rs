@@ -358,7 +358,12 @@ pub fn import(conn: &mut Connection, input: impl BufRead, opts: &ImportOptions) 
             report.skipped_existing += skipped;
             report.chunks += 1;
             if let Some(c) = &checkpoints {
-                c.nudge();
+                // Now and then the writer waits for the copy, so that the WAL starts over.
+                if report.chunks.is_multiple_of(CHUNKS_PER_WAL) {
+                    c.catch_up();
+                } else {
+                    c.nudge();
+                }
             }
         }
         Ok(())
@@ -372,6 +377,10 @@ pub fn import(conn: &mut Connection, input: impl BufRead, opts: &ImportOptions) 
     written?;
     Ok(report)
 }
+
+/// Chunks between two waits of the writer for the checkpoint thread: about 16 × 4 MB of WAL
+/// at most (a chunk of 1,000 memories writes 2–4 MB of pages).
+const CHUNKS_PER_WAL: usize = 64;
 
 /// Lines checked together, split over the cores; the lines of one batch are all that is held
 /// as text at a time.

@@ -518,7 +518,8 @@ pub fn checkpoint_off_the_writer(writer: &Connection) -> Result<()> {
 /// [`checkpoint_off_the_writer`]). A `PASSIVE` checkpoint never takes the write lock and never
 /// waits for readers. Dropping it ends the thread after the checkpoint in progress.
 pub struct CheckpointThread {
-    nudge: Option<std::sync::mpsc::SyncSender<()>>,
+    /// A request: `None` a nudge, `Some(done)` a checkpoint to be waited for.
+    nudge: Option<std::sync::mpsc::SyncSender<Option<std::sync::mpsc::Sender<()>>>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -530,12 +531,15 @@ impl CheckpointThread {
             _ => return Ok(None),
         };
         let conn = open(&path)?;
-        let (nudge, wake) = std::sync::mpsc::sync_channel::<()>(1);
+        let (nudge, wake) = std::sync::mpsc::sync_channel::<Option<std::sync::mpsc::Sender<()>>>(1);
         let thread = std::thread::Builder::new().name("lethe-checkpoint".into()).spawn(move || {
-            while wake.recv().is_ok() {
+            while let Ok(request) = wake.recv() {
                 // BUSY (another checkpoint running, e.g. another process's) is no failure: the
                 // next nudge tries again.
                 let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(0));
+                if let Some(done) = request {
+                    let _ = done.send(());
+                }
             }
         })?;
         Ok(Some(CheckpointThread { nudge: Some(nudge), thread: Some(thread) }))
@@ -545,14 +549,27 @@ impl CheckpointThread {
     /// frames too.
     pub fn nudge(&self) {
         if let Some(n) = &self.nudge {
-            let _ = n.try_send(());
+            let _ = n.try_send(None);
+        }
+    }
+
+    /// A checkpoint of everything committed so far, waited for. A writer that never waits
+    /// keeps appending to the WAL while the thread copies it, so the WAL never starts over and
+    /// grows with everything written (a 1M-memory import left 3.9 GB of it); the first commit
+    /// after this call starts it over.
+    pub fn catch_up(&self) {
+        if let Some(n) = &self.nudge {
+            let (done, wait) = std::sync::mpsc::channel();
+            if n.send(Some(done)).is_ok() {
+                let _ = wait.recv();
+            }
         }
     }
 
     /// One last checkpoint of everything committed so far, waited for.
     pub fn finish(mut self) {
         if let Some(n) = self.nudge.take() {
-            let _ = n.send(());
+            let _ = n.send(None);
         }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -956,6 +973,35 @@ pub fn changes_since(conn: &Connection, seq: i64, limit: usize) -> Result<(i64, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A writer whose checkpoints run on the thread keeps appending to the WAL; after
+    /// `catch_up` the next commits write the WAL from its start again instead of growing it.
+    #[test]
+    fn catching_up_with_the_checkpoint_thread_starts_the_wal_over() {
+        let dir = std::env::temp_dir().join(format!("lethe-ckpt-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.db");
+        let conn = open(&path).unwrap();
+        conn.execute_batch("CREATE TABLE t (x BLOB)").unwrap();
+        let checkpoints = CheckpointThread::start(&conn).unwrap().expect("a file has a thread");
+        let raw = conn.sqlite().unwrap();
+        raw.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+        let wal = || std::fs::metadata(dir.join("c.db-wal")).unwrap().len();
+        let write = || raw.execute("INSERT INTO t VALUES (zeroblob(20000))", []).unwrap();
+        for _ in 0..50 {
+            write();
+        }
+        let grown = wal();
+        assert!(grown > 1_000_000, "50 commits of 20 kB: {grown} bytes of WAL");
+        checkpoints.catch_up();
+        for _ in 0..10 {
+            write();
+        }
+        assert_eq!(wal(), grown, "ten more commits went to the start of the WAL");
+        checkpoints.finish();
+        drop(conn);
+        let _ = std::fs::remove_dir_all(dir);
+    }
 
     #[test]
     fn read_tx_leaves_open_statements_and_outer_transactions_alone() {
