@@ -876,7 +876,7 @@ fn score_from(conn: &Connection, snap: &Snapshot, id: &str, s: &Settings, now: I
     })
 }
 
-/// Pages of memories, filtered and sorted; the score of every row is computed.
+/// Pages of memories, filtered and sorted, each item with its score at `now`.
 pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now: Instant) -> Result<Page> {
     // Every row's score only when the filter or the order needs it; otherwise the page's rows
     // are scored one by one (a scroll of the Memories view at 100k: ~35 ms less per page).
