@@ -95,7 +95,24 @@ test('a dry run that waits for scoring shows how far it has come, can be cancell
   const driver = await openApp(db);
   try {
     // At once, while the first scoring of the file runs: the dry run waits for it and says so.
-    await (await byTestId(driver, 'run-forget', 30_000)).click();
+    // A click that lands before the page's first paint is lost (with WebKit drawing on the
+    // CPU, WebDriver finds the button before it is painted), so it is repeated until the
+    // panel answers.
+    await byTestId(driver, 'run-forget', 30_000);
+    await waitFor(
+      async () => {
+        const started = await driver.executeScript(
+          `return /Computing a dry run/.test(document.querySelector('[data-testid="run-forget-panel"]')?.textContent ?? '');`,
+        );
+        if (started) return true;
+        const buttons = await driver.findElements(css('[data-testid="run-forget"]'));
+        if (buttons.length) await buttons[0].click().catch(() => {});
+        await new Promise((r) => setTimeout(r, 150));
+        return false;
+      },
+      30_000,
+      'the dry run to start',
+    );
     const progress = await waitFor(
       async () => {
         const t = await driver.executeScript(
