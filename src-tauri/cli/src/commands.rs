@@ -857,7 +857,7 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
             json!({ "items": lethe_engine::recall_log::list(conn, &f)? })
         }
         Command::Duplicates { action: None, limit } => {
-            let snap = forgetting::Snapshot::load(conn)?;
+            let snap = scoring_snapshot(conn, read_only)?;
             to_json(&lethe_engine::duplicates::clusters(conn, &snap, &Settings::load(conn)?, now, *limit)?)?
         }
         Command::Duplicates { action: Some(DuplicatesAction::Dismiss { a, b }), .. } => {
@@ -867,7 +867,7 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
             to_json(&lethe_engine::duplicates::supersede(conn, a, b, actor, now)?)?
         }
         Command::Health => {
-            let snap = forgetting::Snapshot::load(conn)?;
+            let snap = scoring_snapshot(conn, read_only)?;
             to_json(&lethe_engine::health::health(conn, &snap, &Settings::load(conn)?, now)?)?
         }
         Command::Similar { id, limit } => {
@@ -1036,11 +1036,11 @@ fn ensure_vectors(conn: &mut store::Connection) -> Result<()> {
 /// The scoring snapshot; what it had to compute because the file lacked it (neighbours of
 /// memories written since the last time) is stored, so that it is searched once.
 fn scoring_snapshot(conn: &mut store::Connection, read_only: bool) -> Result<forgetting::Snapshot> {
-    let snap = forgetting::Snapshot::load(conn)?;
-    if !read_only {
-        snap.persist(conn)?;
+    if read_only {
+        forgetting::Snapshot::load(conn)
+    } else {
+        forgetting::Snapshot::load_and_keep(conn)
     }
-    Ok(snap)
 }
 
 /// What `lethe admin` does on a team server.

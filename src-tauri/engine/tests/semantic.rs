@@ -7,7 +7,7 @@ use lethe_engine::embed;
 use lethe_engine::lifecycle::{self, NewMemory, RememberOutcome};
 use lethe_engine::recall::{self, RecallQuery};
 use lethe_engine::store::Connection;
-use lethe_engine::{demo, semantic, Tier};
+use lethe_engine::{demo, forgetting, semantic, Tier};
 
 /// A fresh store: a file, or its own database on the test server (`LETHE_TEST_POSTGRES`).
 fn temp_db() -> std::path::PathBuf {
@@ -105,6 +105,42 @@ fn backfill_embeds_rows_written_without_a_vector_and_replaces_another_models() {
     conn.execute("DELETE FROM lethe_vector", []).unwrap();
     assert_eq!(semantic::backfill(&mut conn, e, |_, _| {}, &AtomicBool::new(true)).unwrap(), 0);
     assert_eq!(semantic::pending(&conn, e).unwrap(), 2);
+}
+
+#[test]
+fn a_store_embedded_under_another_model_is_embedded_and_searched_once_by_a_writing_read() {
+    let e = model();
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let now = chrono::Utc::now();
+    demo::load(&mut conn, 3, 60, now).unwrap();
+    forgetting::Snapshot::load_and_keep(&mut conn).unwrap();
+    let stored = |conn: &Connection, model: &str| -> i64 {
+        conn.query_row("SELECT COUNT(*) FROM lethe_neighbour WHERE model = ?1", [model], |r| r.get(0)).unwrap()
+    };
+    let active: i64 =
+        conn.query_row("SELECT COUNT(*) FROM memory_item WHERE COALESCE(is_deleted, 0) = 0", [], |r| r.get(0)).unwrap();
+    assert!(active > 50);
+    assert_eq!(stored(&conn, e.fingerprint()), active, "every active memory's list is stored");
+    let before = forgetting::Snapshot::load(&conn).unwrap().pairs();
+    // The file as another model (an older Lethe) left it: its vectors and lists are that
+    // model's, so every memory must be embedded and searched again.
+    conn.execute_batch(
+        "UPDATE lethe_vector SET model = 'potion-base-8M/256/older'; \
+         UPDATE lethe_neighbour SET model = 'potion-base-8M/256/older';",
+    )
+    .unwrap();
+    // A read that may not write searches without vectors and stores nothing.
+    let read = forgetting::Snapshot::load(&conn).unwrap();
+    assert_eq!(read.searched as i64, active);
+    assert_eq!(stored(&conn, e.fingerprint()), 0);
+    // A writing read embeds first, then stores what it searched: the next read searches nothing.
+    let kept = forgetting::Snapshot::load_and_keep(&mut conn).unwrap();
+    assert_eq!(semantic::pending(&conn, e).unwrap(), 0, "every memory has this model's vector");
+    assert_eq!(stored(&conn, e.fingerprint()), active, "every searched list is stored");
+    let again = forgetting::Snapshot::load(&conn).unwrap();
+    assert_eq!(again.searched, 0, "nothing is searched again");
+    assert_eq!(kept.pairs(), before, "the same pairs as before the model's vectors were dropped");
+    assert_eq!(again.pairs(), before);
 }
 
 #[test]

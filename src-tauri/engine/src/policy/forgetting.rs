@@ -412,13 +412,54 @@ impl Snapshot {
     pub fn load_with(conn: &Connection, job: &Job<'_>) -> Result<Snapshot> {
         // One read transaction: a consistent view of the file.
         crate::store::read_tx(conn, || {
-            let mut snap = Self::load_in_tx(conn, job)?;
+            let mut snap = match Self::scan(conn, job)? {
+                Ok(snap) => snap,
+                Err(scanned) => Self::search(conn, job, scanned)?,
+            };
             snap.drop_dismissed(conn)?;
             Ok(snap)
         })
     }
 
-    fn load_in_tx(conn: &Connection, job: &Job<'_>) -> Result<Snapshot> {
+    /// [`Snapshot::load`] by a process that may write, leaving the file so that the next load
+    /// reads what this one had to compute. Memories to be searched for neighbours that have
+    /// no vector of the loaded model (written by another program, by a build without the
+    /// model, or under another model) are embedded first: a list searched without the
+    /// vector is not stored, so every read would search it again. Then the lists it searched
+    /// are stored.
+    pub fn load_and_keep(conn: &mut Connection) -> Result<Snapshot> {
+        let job = Job::default();
+        let first = crate::store::read_tx(conn, || {
+            let mut snap = match Self::scan(conn, &job)? {
+                Ok(snap) => snap,
+                Err(scanned) => {
+                    if let Some(e) = crate::embed::shared() {
+                        if crate::semantic::pending(conn, e)? > 0 {
+                            return Ok(None);
+                        }
+                    }
+                    Self::search(conn, &job, scanned)?
+                }
+            };
+            snap.drop_dismissed(conn)?;
+            Ok(Some(snap))
+        })?;
+        let snap = match first {
+            Some(snap) => snap,
+            None => {
+                if let Some(e) = crate::embed::shared() {
+                    crate::semantic::backfill(conn, e, |_, _| {}, &AtomicBool::new(false))?;
+                }
+                Self::load_with(conn, &job)?
+            }
+        };
+        snap.persist(conn)?;
+        Ok(snap)
+    }
+
+    /// The rows and their stored lists; the snapshot when every active memory has its list,
+    /// else the scan for [`Snapshot::search`].
+    fn scan(conn: &Connection, job: &Job<'_>) -> Result<std::result::Result<Snapshot, Scanned>> {
         // Verifying the model's files (reading and hashing 30 MB) runs beside the scan, which
         // assumes the pinned model; if the files turn out to be missing or another model, the
         // scan is done again for the model there is.
@@ -429,15 +470,21 @@ impl Snapshot {
         if fp != expected {
             sc = Scanned::read(conn, fp, job)?;
         }
-        let Scanned { rows, raw, ends, pending, mistyped } = sc;
-        if !pending {
-            // Every active memory has its neighbours: the links come straight from the lists,
-            // and the members (band keys, for a search) are read only if a change needs them.
-            let starts = std::iter::once(0).chain(ends.iter().copied());
-            let lists = starts.zip(&ends).map(|(s, &e)| &raw[s as usize..e as usize]);
-            let links = links_of(&rows, lists);
-            return Ok(Snapshot { rows, links, mistyped, ..Default::default() });
+        if sc.pending {
+            return Ok(Err(sc));
         }
+        let Scanned { rows, raw, ends, mistyped, .. } = sc;
+        // Every active memory has its neighbours: the links come straight from the lists,
+        // and the members (band keys, for a search) are read only if a change needs them.
+        let starts = std::iter::once(0).chain(ends.iter().copied());
+        let lists = starts.zip(&ends).map(|(s, &e)| &raw[s as usize..e as usize]);
+        let links = links_of(&rows, lists);
+        Ok(Ok(Snapshot { rows, links, mistyped, ..Default::default() }))
+    }
+
+    /// The snapshot of a scan where some active memories have no list: theirs are searched.
+    fn search(conn: &Connection, job: &Job<'_>, sc: Scanned) -> Result<Snapshot> {
+        let Scanned { rows, mistyped, .. } = sc;
         job.check()?;
         let members = neighbours::members(conn)?;
         let unsigned = members.iter().filter(|m| !m.signed).count();
