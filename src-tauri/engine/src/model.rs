@@ -204,7 +204,12 @@ pub mod lenient {
 
     /// An integer column: reals are truncated, numeric text parsed, anything else absent.
     pub fn int(r: &Row<'_>, i: usize) -> crate::error::Result<Option<i64>> {
-        Ok(match r.get_ref(i)? {
+        Ok(int_of(r.get_ref(i)?))
+    }
+
+    /// [`int`] of a value already read.
+    pub fn int_of(v: ValueRef<'_>) -> Option<i64> {
+        match v {
             ValueRef::Integer(v) => Some(v),
             ValueRef::Real(v) if v.is_finite() => Some(v.trunc().clamp(i64::MIN as f64, i64::MAX as f64) as i64),
             ValueRef::Text(t) => std::str::from_utf8(t).ok().and_then(|t| {
@@ -214,24 +219,34 @@ pub mod lenient {
                     .or_else(|| t.parse::<f64>().ok().filter(|v| v.is_finite()).map(|v| v.trunc() as i64))
             }),
             _ => None,
-        })
+        }
     }
 
     /// A real column: integers widened, numeric text parsed, anything else absent.
     pub fn real(r: &Row<'_>, i: usize) -> crate::error::Result<Option<f64>> {
-        Ok(match r.get_ref(i)? {
+        Ok(real_of(r.get_ref(i)?))
+    }
+
+    /// [`real`] of a value already read.
+    pub fn real_of(v: ValueRef<'_>) -> Option<f64> {
+        match v {
             ValueRef::Integer(v) => Some(v as f64),
             ValueRef::Real(v) if v.is_finite() => Some(v),
             ValueRef::Text(t) => {
                 std::str::from_utf8(t).ok().and_then(|t| t.trim().parse::<f64>().ok()).filter(|v| v.is_finite())
             }
             _ => None,
-        })
+        }
     }
 
     /// A boolean column: non-zero numbers and the texts `true`/`1`/`yes` are true.
     pub fn flag(r: &Row<'_>, i: usize) -> crate::error::Result<bool> {
-        Ok(match r.get_ref(i)? {
+        Ok(flag_of(r.get_ref(i)?))
+    }
+
+    /// [`flag`] of a value already read.
+    pub fn flag_of(v: ValueRef<'_>) -> bool {
+        match v {
             ValueRef::Integer(v) => v != 0,
             ValueRef::Real(v) => v != 0.0,
             ValueRef::Text(t) => matches!(
@@ -239,27 +254,32 @@ pub mod lenient {
                 Ok("true" | "1" | "yes")
             ),
             _ => false,
-        })
+        }
     }
 
     /// [`text`] without a copy when the value is valid UTF-8 text.
     pub fn text_ref<'a>(r: &'a Row<'_>, i: usize) -> crate::error::Result<Option<std::borrow::Cow<'a, str>>> {
-        Ok(match r.get_ref(i)? {
+        Ok(text_ref_of(r.get_ref(i)?))
+    }
+
+    /// [`text_ref`] of a value already read.
+    pub fn text_ref_of(v: ValueRef<'_>) -> Option<std::borrow::Cow<'_, str>> {
+        match v {
             ValueRef::Text(t) => Some(String::from_utf8_lossy(t)),
             ValueRef::Integer(v) => Some(v.to_string().into()),
             ValueRef::Real(v) => Some(v.to_string().into()),
             _ => None,
-        })
+        }
     }
 
     /// A text column: numbers printed, invalid UTF-8 replaced, blobs absent.
     pub fn text(r: &Row<'_>, i: usize) -> crate::error::Result<Option<String>> {
-        Ok(match r.get_ref(i)? {
-            ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
-            ValueRef::Integer(v) => Some(v.to_string()),
-            ValueRef::Real(v) => Some(v.to_string()),
-            _ => None,
-        })
+        Ok(text_of(r.get_ref(i)?))
+    }
+
+    /// [`text`] of a value already read.
+    pub fn text_of(v: ValueRef<'_>) -> Option<String> {
+        text_ref_of(v).map(std::borrow::Cow::into_owned)
     }
 }
 

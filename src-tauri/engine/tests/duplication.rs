@@ -190,3 +190,45 @@ fn list_pages_equal_a_full_sort_with_every_score() {
     drop(conn);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A large file is read on two connections (the rows on one, the stored lists on another)
+/// and its links and duplication are computed in two halves on the two cores. Forced on
+/// 3,000 realistic memories, some deleted and one without its list, that gives exactly what
+/// one connection and one pass give.
+#[test]
+fn split_loads_and_passes_equal_single_ones() {
+    let (dir, mut conn) = load(3_000);
+    neighbours::refresh(&mut conn).unwrap();
+    conn.execute_batch(
+        "UPDATE memory_item SET is_deleted = 1, deleted_at = '2026-05-30T00:00:00.000Z' WHERE rowid % 97 = 0;",
+    )
+    .unwrap();
+    let s = Settings::default();
+    let check = |conn: &store::Connection, searched: usize| {
+        let one = Snapshot::load(conn).unwrap();
+        lethe_engine::split_passes_always(true);
+        let split = Snapshot::load(conn);
+        lethe_engine::split_passes_always(false);
+        let split = split.unwrap();
+        assert_eq!((one.searched, split.searched), (searched, searched));
+        let ids = |s: &Snapshot| s.rows.iter().map(|r| (r.rowid, r.id.clone(), r.is_deleted)).collect::<Vec<_>>();
+        assert_eq!(ids(&split), ids(&one));
+        assert!(one.pairs().len() > 1_000, "the clusters give many pairs: {}", one.pairs().len());
+        assert_eq!(split.pairs(), one.pairs());
+        lethe_engine::split_passes_always(true);
+        let (inputs, scores) = (split.inputs(&s, now()), split.scores(&s, now()));
+        lethe_engine::split_passes_always(false);
+        assert!(inputs.iter().filter(|i| i.duplication > 0.5).count() > 300);
+        assert_eq!(inputs, one.inputs(&s, now()), "duplication, its source and kind");
+        assert_eq!(scores, one.scores(&s, now()));
+        for (i, want) in scores.iter().enumerate() {
+            assert_eq!(split.score_at(i, &s, now()), *want, "row {i}");
+        }
+    };
+    check(&conn, 0);
+    // A memory whose list is gone is searched on either path.
+    conn.execute("DELETE FROM lethe_neighbour WHERE memory_rowid = (SELECT MAX(rowid) FROM memory_item)", []).unwrap();
+    check(&conn, 1);
+    drop(conn);
+    let _ = std::fs::remove_dir_all(dir);
+}

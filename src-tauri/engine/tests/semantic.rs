@@ -129,9 +129,8 @@ fn a_store_embedded_under_another_model_is_embedded_and_searched_once_by_a_writi
          UPDATE lethe_neighbour SET model = 'potion-base-8M/256/older';",
     )
     .unwrap();
-    // A read that may not write searches without vectors and stores nothing.
-    let read = forgetting::Snapshot::load(&conn).unwrap();
-    assert_eq!(read.searched as i64, active);
+    // A read that may not write stores nothing.
+    forgetting::Snapshot::load(&conn).unwrap();
     assert_eq!(stored(&conn, e.fingerprint()), 0);
     // A writing read embeds first, then stores what it searched: the next read searches nothing.
     let kept = forgetting::Snapshot::load_and_keep(&mut conn).unwrap();

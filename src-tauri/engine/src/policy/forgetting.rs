@@ -5,7 +5,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant as Clock;
 
-use crate::storage::db::{params, Connection, OptionalExtension};
+use crate::model::lenient;
+use crate::storage::db::{params, Connection, OptionalExtension, ValueRef};
 use serde::Serialize;
 
 use crate::audit::{self, EventSpec};
@@ -284,23 +285,24 @@ const LIST_SCAN_SQL: &str = "SELECT memory_rowid, list FROM lethe_neighbour WHER
 /// How many values of the wrong type a load reports.
 pub const MISTYPED_LIMIT: usize = 100;
 
+/// Columns of [`ROW_SCAN_SQL`].
+const SCAN_COLUMNS: usize = 17;
+
 /// The values of the wrong type in a row of [`ROW_SCAN_SQL`], in the order of
 /// [`crate::store::TYPED_COLUMNS`]; the same findings as [`crate::store::mistyped_rows`]
 /// without a scan of its own.
-fn mistyped_in(r: &crate::storage::db::Row<'_>, out: &mut Vec<crate::store::Mistyped>) -> crate::error::Result<()> {
-    use crate::storage::db::ValueRef;
+fn mistyped_in(v: &[ValueRef<'_>; SCAN_COLUMNS], out: &mut Vec<crate::store::Mistyped>) {
     for ((col, ok), at) in crate::store::TYPED_COLUMNS.iter().zip(COLUMN_AT) {
-        let found = match r.get_ref(at)? {
+        let found = match v[at] {
             // `typeof(…)` of the two columns the scan does not read.
             ValueRef::Text(t) if at >= 15 => std::str::from_utf8(t).unwrap_or("null"),
             v => v.type_name(),
         };
         if found != "null" && !ok.contains(&found) && out.len() < MISTYPED_LIMIT {
-            let id = crate::model::lenient::text(r, 1)?.unwrap_or_default();
+            let id = lenient::text_of(v[1]).unwrap_or_default();
             out.push(crate::store::Mistyped { id, column: col.to_string(), found: found.to_string() });
         }
     }
-    Ok(())
 }
 
 /// Where [`ROW_SCAN_SQL`] puts each of [`crate::store::TYPED_COLUMNS`] (their `typeof` for
@@ -310,65 +312,146 @@ const COLUMN_AT: [usize; 11] = [5, 6, 7, 15, 8, 9, 12, 16, 3, 4, 13];
 /// A scorer row (None if unreadable).
 type RawRow = Option<Row>;
 
-fn read_row(r: &crate::storage::db::Row<'_>) -> crate::error::Result<RawRow> {
-    use crate::model::lenient;
-    let tier = lenient::text_ref(r, 2)?.unwrap_or_default();
-    let created = lenient::text_ref(r, 3)?;
-    let last = lenient::text_ref(r, 4)?;
+/// A row of [`ROW_SQL`] or [`ROW_SCAN_SQL`].
+fn read_row(r: &crate::storage::db::Row<'_>) -> Result<RawRow> {
+    let mut v = [ValueRef::Null; SCAN_COLUMNS];
+    for (i, x) in v.iter_mut().enumerate().take(ROW_COLUMNS) {
+        *x = r.get_ref(i)?;
+    }
+    row_of(&v)
+}
+
+/// Columns of [`ROW_SQL`], the first of [`ROW_SCAN_SQL`].
+const ROW_COLUMNS: usize = 15;
+
+/// [`read_row`] from the row's values, each column read once.
+fn row_of(v: &[ValueRef<'_>; SCAN_COLUMNS]) -> Result<RawRow> {
+    let tier = lenient::text_ref_of(v[2]).unwrap_or_default();
+    let created = lenient::text_ref_of(v[3]);
+    let last = lenient::text_ref_of(v[4]);
     let (Ok(tier), Some(created_at)) = (tier.parse::<Tier>(), time::parse_opt(created.as_deref())) else {
         // A row another program wrote with an unknown tier or date is left out of scoring
         // rather than failing the whole file.
         return Ok(None);
     };
+    let (ValueRef::Integer(rowid), ValueRef::Text(id)) = (v[0], v[1]) else {
+        return Err(Error::column(format!(
+            "a memory's rowid and id are {} and {}",
+            v[0].type_name(),
+            v[1].type_name()
+        )));
+    };
     Ok(Some(Row {
-        rowid: r.get(0)?,
-        id: r.get(1)?,
+        rowid,
+        id: std::str::from_utf8(id).map_err(|e| Error::column(format!("a memory id is not UTF-8: {e}")))?.to_string(),
         tier,
         created_at,
         last_accessed: time::parse_opt(last.as_deref()),
-        views: lenient::int(r, 5)?.unwrap_or(0),
-        cites: lenient::int(r, 6)?.unwrap_or(0),
-        edits: lenient::int(r, 7)?.unwrap_or(0),
-        importance: lenient::real(r, 8)?.unwrap_or(0.5).clamp(0.0, 1.0),
-        pinned: lenient::flag(r, 9)?,
-        session_id: lenient::text(r, 10)?,
-        project_id: lenient::text(r, 11)?,
-        is_deleted: lenient::flag(r, 12)?,
-        deleted_at: lenient::text(r, 13)?,
-        task_log: lenient::flag(r, 14)?,
+        views: lenient::int_of(v[5]).unwrap_or(0),
+        cites: lenient::int_of(v[6]).unwrap_or(0),
+        edits: lenient::int_of(v[7]).unwrap_or(0),
+        importance: lenient::real_of(v[8]).unwrap_or(0.5).clamp(0.0, 1.0),
+        pinned: lenient::flag_of(v[9]),
+        session_id: lenient::text_of(v[10]),
+        project_id: lenient::text_of(v[11]),
+        is_deleted: lenient::flag_of(v[12]),
+        deleted_at: lenient::text_of(v[13]),
+        task_log: lenient::flag_of(v[14]),
     }))
 }
 
 /// One scan of the memories with their stored neighbour lists of one model.
 struct Scanned {
     rows: Vec<Row>,
-    /// The lists as stored, back to back: row i's are `raw[ends[i - 1]..ends[i]]`.
+    /// The lists as stored, back to back: row i's are `raw[spans[i].0..spans[i].1]`.
     raw: Vec<neighbours::Neighbour>,
-    ends: Vec<u32>,
+    spans: Vec<(u32, u32)>,
     /// Whether an active memory has no list (new, changed, or listed with another model).
     pending: bool,
     mistyped: Vec<crate::store::Mistyped>,
 }
 
+/// Rows from which the stored lists are read on a second connection, beside the rows.
+const LISTS_BESIDE_FROM: usize = 50_000;
+
+/// The stored neighbour lists of one model, in rowid order, back to back.
+#[derive(Default)]
+struct StoredLists {
+    rowids: Vec<i64>,
+    ends: Vec<u32>,
+    raw: Vec<neighbours::Neighbour>,
+}
+
+impl StoredLists {
+    fn read(conn: &Connection, model: &str, job: &Job<'_>) -> Result<StoredLists> {
+        let mut stmt = conn.prepare_cached(LIST_SCAN_SQL)?;
+        let mut q = stmt.query([model])?;
+        let mut out = StoredLists::default();
+        let mut seen = 0usize;
+        while let Some(r) = q.next()? {
+            seen += 1;
+            if seen.is_multiple_of(REPORT_EVERY) {
+                job.check()?;
+            }
+            // A value that is not a list counts as none: that memory is searched again.
+            if let crate::storage::db::ValueRef::Blob(b) = r.get_ref(1)? {
+                neighbours::decode_into(b, &mut out.raw);
+                out.rowids.push(r.get(0)?);
+                out.ends.push(out.raw.len() as u32);
+            }
+        }
+        Ok(out)
+    }
+}
+
 impl Scanned {
     /// A list is current while it exists: a change of content drops it (trigger
-    /// `lethe_derived_au`).
+    /// `lethe_derived_au`). In a large file the lists are read on a second connection, on
+    /// the other core, while this one reads the rows. (The two reads can see the file a
+    /// commit apart; lists are checked against the rows they name, and one the rows do not
+    /// match is left out or searched again, as for any change.)
     fn read(conn: &Connection, model: &str, job: &Job<'_>) -> Result<Scanned> {
         // The largest rowid stands for the number of rows (purged rows leave gaps): the
         // progress is the rowid reached.
-        let total: i64 = if job.progress.is_some() {
-            conn.query_row("SELECT COALESCE(MAX(rowid), 0) FROM memory_item", [], |r| r.get(0))?
+        let total: i64 = conn.query_row("SELECT COALESCE(MAX(rowid), 0) FROM memory_item", [], |r| r.get(0))?;
+        let beside = if crate::split(total.max(0) as usize, LISTS_BESIDE_FROM) {
+            crate::store::second_reader(conn)
         } else {
-            0
+            None
         };
+        let lists_job = Job { progress: None, cancel: job.cancel };
+        let (rows, mistyped, lists) = std::thread::scope(|scope| -> Result<_> {
+            let lists = beside.map(|c| scope.spawn(move || StoredLists::read(&c, model, &lists_job)));
+            let (rows, mistyped) = Self::read_rows(conn, total, job)?;
+            let lists = match lists {
+                Some(h) => h.join().unwrap_or_else(|_| Err(Error::column("the neighbour lists' reader stopped")))?,
+                None => StoredLists::read(conn, model, job)?,
+            };
+            Ok((rows, mistyped, lists))
+        })?;
+        // Both are in rowid order: one walk gives each row its list.
+        let StoredLists { rowids, ends, raw } = lists;
+        let mut spans = Vec::with_capacity(rows.len());
+        let (mut at, mut pending) = (0usize, false);
+        for row in &rows {
+            while at < rowids.len() && rowids[at] < row.rowid {
+                at += 1;
+            }
+            if at < rowids.len() && rowids[at] == row.rowid {
+                spans.push((if at == 0 { 0 } else { ends[at - 1] }, ends[at]));
+            } else {
+                pending |= !row.is_deleted;
+                spans.push((0, 0));
+            }
+        }
+        Ok(Scanned { rows, raw, spans, pending, mistyped })
+    }
+
+    fn read_rows(conn: &Connection, total: i64, job: &Job<'_>) -> Result<(Vec<Row>, Vec<crate::store::Mistyped>)> {
         job.report(LoadStage::Reading, 0, total as usize);
         let sql = if crate::session::has_tables(conn)? { ROW_SCAN_SQL } else { ROW_SCAN_SQL_NO_TASK_LOGS };
         let mut stmt = conn.prepare_cached(sql)?;
-        let mut lists = conn.prepare_cached(LIST_SCAN_SQL)?;
-        let mut lists = lists.query([model])?;
-        let mut list = lists.next()?;
-        let mut sc =
-            Scanned { rows: Vec::new(), raw: Vec::new(), ends: Vec::new(), pending: false, mistyped: Vec::new() };
+        let (mut rows, mut mistyped) = (Vec::with_capacity(total.clamp(0, 1 << 24) as usize), Vec::new());
         let mut iter = stmt.query([])?;
         let mut seen = 0usize;
         while let Some(r) = iter.next()? {
@@ -377,29 +460,19 @@ impl Scanned {
                 job.check()?;
                 job.report(LoadStage::Reading, r.get::<_, i64>(0)?.clamp(0, total) as usize, total as usize);
             }
-            if sc.mistyped.len() < MISTYPED_LIMIT {
-                mistyped_in(&r, &mut sc.mistyped)?;
+            let mut v = [ValueRef::Null; SCAN_COLUMNS];
+            for (i, x) in v.iter_mut().enumerate() {
+                *x = r.get_ref(i)?;
             }
-            let Some(row) = read_row(&r)? else { continue };
-            // Both scans go in rowid order: the list of this row, if any, is the next one.
-            while let Some(l) = list {
-                if l.get::<_, i64>(0)? >= row.rowid {
-                    break;
-                }
-                list = lists.next()?;
+            if mistyped.len() < MISTYPED_LIMIT {
+                mistyped_in(&v, &mut mistyped);
             }
-            match list {
-                Some(l) if l.get::<_, i64>(0)? == row.rowid => match l.get_ref(1)? {
-                    crate::storage::db::ValueRef::Blob(b) => neighbours::decode_into(b, &mut sc.raw),
-                    _ => sc.pending |= !row.is_deleted,
-                },
-                _ => sc.pending |= !row.is_deleted,
+            if let Some(row) = row_of(&v)? {
+                rows.push(row);
             }
-            sc.rows.push(row);
-            sc.ends.push(sc.raw.len() as u32);
         }
         job.report(LoadStage::Reading, total as usize, total as usize);
-        Ok(sc)
+        Ok((rows, mistyped))
     }
 }
 
@@ -473,11 +546,10 @@ impl Snapshot {
         if sc.pending {
             return Ok(Err(sc));
         }
-        let Scanned { rows, raw, ends, mistyped, .. } = sc;
+        let Scanned { rows, raw, spans, mistyped, .. } = sc;
         // Every active memory has its neighbours: the links come straight from the lists,
         // and the members (band keys, for a search) are read only if a change needs them.
-        let starts = std::iter::once(0).chain(ends.iter().copied());
-        let lists = starts.zip(&ends).map(|(s, &e)| &raw[s as usize..e as usize]);
+        let lists = spans.iter().map(|&(s, e)| &raw[s as usize..e as usize]);
         let links = links_of(&rows, lists);
         Ok(Ok(Snapshot { rows, links, mistyped, ..Default::default() }))
     }
@@ -691,27 +763,46 @@ impl Snapshot {
 
     /// Duplication, its source and kind per row at `now` (DESIGN §3 dominance rule).
     pub fn duplication(&self, s: &Settings, now: Instant) -> Vec<(f64, Option<u32>, u8)> {
-        let mut d: Vec<(f64, Option<u32>, u8)> = vec![(0.0, None, 0); self.rows.len()];
         // Dominance is a total order at `now` (its last key is the rowid), so each pair is
-        // decided by comparing its two rows; usage, which depends on `now`, is computed once
-        // per row. (Sorting every row by dominance first cost more than the pairs: at 1M
-        // memories the sort was a sixth of `lethe stats`.)
-        let usage: Vec<f64> = self.rows.iter().map(|r| row_usage(r, s, now)).collect();
-        for a in 0..self.rows.len() {
-            for k in self.links.of(a) {
-                let b = self.links.to[k] as usize;
-                let (sim, kind) = (f64::from(self.links.sim[k]), self.links.kind[k]);
-                let (winner, loser) =
-                    if dominates_given(&self.rows[a], usage[a], &self.rows[b], usage[b]) { (a, b) } else { (b, a) };
-                let slot = &mut d[loser];
-                // The most similar dominating memory; of equals, the first written.
-                let earlier = |w: u32| self.rows[winner].rowid < self.rows[w as usize].rowid;
-                if sim > slot.0 || (sim == slot.0 && slot.1.is_some_and(earlier)) {
-                    *slot = (sim, Some(winner as u32), kind);
+        // decided by comparing its two rows; what decides it is computed once per row into a
+        // small array, so that a link reads one entry of it rather than two whole rows.
+        // (Sorting every row by dominance first cost more than the pairs: at 1M memories the
+        // sort was a sixth of `lethe stats`.)
+        let keys: Vec<Dominance> = self.rows.iter().map(|r| Dominance::of(r, s, now)).collect();
+        let n = self.rows.len();
+        // The best dominating neighbour of each row among the links of rows `from`.
+        let pass = |from: std::ops::Range<usize>| -> Vec<Slot> {
+            let mut d = vec![Slot::EMPTY; n];
+            for a in from {
+                for k in self.links.of(a) {
+                    let b = self.links.to[k] as usize;
+                    let (winner, loser) = if keys[a].dominates(&keys[b]) { (a, b) } else { (b, a) };
+                    let offer = Slot {
+                        sim: f64::from(self.links.sim[k]),
+                        of: winner as u32,
+                        of_rowid: keys[winner].rowid,
+                        kind: self.links.kind[k],
+                    };
+                    d[loser].take_if_better(offer);
                 }
             }
-        }
-        d
+            d
+        };
+        // Over many links, the rows' two halves on the two cores; taking the second half's
+        // offers after the first's gives what one pass in row order gives.
+        let d = if crate::split(self.links.to.len(), PARALLEL_LINKS) {
+            std::thread::scope(|scope| {
+                let second = scope.spawn(|| pass(n / 2..n));
+                let mut d = pass(0..n / 2);
+                for (slot, offer) in d.iter_mut().zip(second.join().expect("duplication thread panicked")) {
+                    slot.take_if_better(offer);
+                }
+                d
+            })
+        } else {
+            pass(0..n)
+        };
+        d.into_iter().map(|x| (x.sim, (x.of != Slot::NONE).then_some(x.of), x.kind)).collect()
     }
 
     /// [`Snapshot::duplication`] of one row, from its own links and the links to it (one pass
@@ -819,36 +910,73 @@ fn stored_links(conn: &Connection, rows: &[Row]) -> Result<Option<Links>> {
 /// Each row's links, from its neighbour list (`lists` in the order of `rows`): a neighbour
 /// counts when it is an active row with the id it was found with (a reused rowid is not it).
 fn links_of<'a>(rows: &[Row], lists: impl Iterator<Item = &'a [neighbours::Neighbour]>) -> Links {
+    /// What a neighbour is checked against, one entry per row in rowid order, so that each
+    /// neighbour reads one entry.
+    #[derive(Clone, Copy)]
+    struct Target {
+        rowid: i64,
+        at: u32,
+        id_hash: u32,
+        deleted: bool,
+    }
+    let mut targets: Vec<Target> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Target {
+            rowid: r.rowid,
+            at: i as u32,
+            id_hash: neighbours::id_hash(&r.id),
+            deleted: r.is_deleted,
+        })
+        .collect();
     // Rows are in rowid order after a load (changed rows move to the end after an update):
     // look at rowid − first, else search the sorted rowids.
-    let mut sorted: Vec<(i64, u32)> = rows.iter().enumerate().map(|(i, r)| (r.rowid, i as u32)).collect();
-    if !sorted.is_sorted() {
-        sorted.sort_unstable();
+    if !targets.is_sorted_by_key(|t| t.rowid) {
+        targets.sort_unstable_by_key(|t| t.rowid);
     }
-    let first = sorted.first().map_or(0, |s| s.0);
-    let find = |rowid: i64| -> Option<u32> {
-        let guess = usize::try_from(rowid - first).ok().filter(|&g| g < sorted.len() && sorted[g].0 == rowid);
-        let at = guess.or_else(|| sorted.binary_search_by_key(&rowid, |s| s.0).ok())?;
-        Some(sorted[at].1)
+    let first = targets.first().map_or(0, |t| t.rowid);
+    let find = |rowid: i64| -> Option<&Target> {
+        let guess = usize::try_from(rowid - first).ok().filter(|&g| g < targets.len() && targets[g].rowid == rowid);
+        let at = guess.or_else(|| targets.binary_search_by_key(&rowid, |t| t.rowid).ok())?;
+        Some(&targets[at])
     };
-    // What a neighbour is checked against, in arrays small enough to stay in the cache.
-    let hashes: Vec<u32> = rows.iter().map(|r| neighbours::id_hash(&r.id)).collect();
-    let deleted: Vec<bool> = rows.iter().map(|r| r.is_deleted).collect();
-    let mut links = Links { offsets: Vec::with_capacity(rows.len() + 1), ..Default::default() };
-    links.offsets.push(0);
-    for (a, list) in lists.enumerate() {
-        if !deleted[a] {
-            for n in list {
-                let Some(b) = find(n.rowid) else { continue };
-                if deleted[b as usize] || hashes[b as usize] != n.id_hash || a as u32 == b {
-                    continue;
+    let lists: Vec<&[neighbours::Neighbour]> = lists.collect();
+    // The links of rows `from`, with each row's count.
+    let part = |from: std::ops::Range<usize>| -> Links {
+        let mut links = Links { offsets: Vec::with_capacity(from.len()), ..Default::default() };
+        for a in from {
+            if !rows[a].is_deleted {
+                for n in lists[a] {
+                    let Some(t) = find(n.rowid) else { continue };
+                    if t.deleted || t.id_hash != n.id_hash || a as u32 == t.at {
+                        continue;
+                    }
+                    links.to.push(t.at);
+                    links.sim.push(n.sim);
+                    links.kind.push(n.kind);
                 }
-                links.to.push(b);
-                links.sim.push(n.sim);
-                links.kind.push(n.kind);
             }
+            links.offsets.push(links.to.len() as u32);
         }
-        links.offsets.push(links.to.len() as u32);
+        links
+    };
+    let n = rows.len();
+    let parts = if crate::split(lists.iter().map(|l| l.len()).sum::<usize>(), PARALLEL_LINKS) {
+        std::thread::scope(|scope| {
+            let second = scope.spawn(|| part(n / 2..n));
+            vec![part(0..n / 2), second.join().expect("links thread panicked")]
+        })
+    } else {
+        vec![part(0..n)]
+    };
+    let mut links = Links { offsets: Vec::with_capacity(n + 1), ..Default::default() };
+    links.offsets.push(0);
+    for p in parts {
+        let base = links.to.len() as u32;
+        links.offsets.extend(p.offsets.iter().map(|o| o + base));
+        links.to.extend(p.to);
+        links.sim.extend(p.sim);
+        links.kind.extend(p.kind);
     }
     links
 }
@@ -872,6 +1000,72 @@ fn input_of(r: &Row, duplication: f64, duplicate_of: Option<String>) -> ScoreInp
 
 fn row_usage(r: &Row, s: &Settings, now: Instant) -> f64 {
     decay::usage(r.last_accessed.map(|t| time::days_between(t, now)), r.views, r.cites, r.edits, s.access_decay_days)
+}
+
+/// Links above which [`Snapshot::duplication`] runs on both cores.
+const PARALLEL_LINKS: usize = 200_000;
+
+/// What decides dominance between two rows at one instant ([`dominates`]).
+struct Dominance {
+    pinned: bool,
+    importance: f64,
+    usage: f64,
+    created_at: Instant,
+    rowid: i64,
+}
+
+impl Dominance {
+    fn of(r: &Row, s: &Settings, now: Instant) -> Dominance {
+        Dominance {
+            pinned: r.pinned,
+            importance: r.importance,
+            usage: row_usage(r, s, now),
+            created_at: r.created_at,
+            rowid: r.rowid,
+        }
+    }
+
+    /// [`dominates_given`] on the two rows these were taken from.
+    fn dominates(&self, b: &Dominance) -> bool {
+        if self.pinned != b.pinned {
+            return self.pinned;
+        }
+        if self.importance != b.importance {
+            return self.importance > b.importance;
+        }
+        if self.usage != b.usage {
+            return self.usage > b.usage;
+        }
+        if self.created_at != b.created_at {
+            return self.created_at < b.created_at;
+        }
+        self.rowid < b.rowid
+    }
+}
+
+/// A row's most similar dominating neighbour so far.
+#[derive(Clone, Copy)]
+struct Slot {
+    sim: f64,
+    of: u32,
+    of_rowid: i64,
+    kind: u8,
+}
+
+impl Slot {
+    const NONE: u32 = u32::MAX;
+    const EMPTY: Slot = Slot { sim: 0.0, of: Slot::NONE, of_rowid: 0, kind: 0 };
+
+    /// The most similar dominating memory; of equals, the first written; of the same one,
+    /// the first offered.
+    fn take_if_better(&mut self, offer: Slot) {
+        if offer.of == Slot::NONE {
+            return;
+        }
+        if offer.sim > self.sim || (offer.sim == self.sim && self.of != Slot::NONE && offer.of_rowid < self.of_rowid) {
+            *self = offer;
+        }
+    }
 }
 
 /// Whether `a` dominates `b`: pinned, else more important, else more used, else older, else

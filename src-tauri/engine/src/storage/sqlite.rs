@@ -781,6 +781,13 @@ pub fn open_read_only(path: impl AsRef<Path>) -> Result<Connection> {
     Ok(conn)
 }
 
+/// A second, read-only connection to the file `conn` has open, for a scan on another core;
+/// `None` for PostgreSQL, an in-memory database, or a file that cannot be opened again.
+pub fn second_reader(conn: &Connection) -> Option<Connection> {
+    let path = conn.sqlite()?.path().filter(|p| !p.is_empty())?;
+    open_read_only(path).ok()
+}
+
 /// Runs `f` with a deadline on every statement it runs: past it, SQLite interrupts the
 /// statement and the error says what took too long.
 fn with_deadline<T>(
