@@ -331,15 +331,8 @@ pub fn import(conn: &mut Connection, input: impl BufRead, opts: &ImportOptions) 
         return Ok(report);
     }
     // Checkpoints aside only when there is more than one commit to keep them away from.
-    let checkpoints = if items.len() > CHUNK { crate::store::CheckpointThread::start(conn)? } else { None };
-    let fallback = match (&checkpoints, conn.sqlite()) {
-        (Some(_), Some(c)) => {
-            let was: i64 = c.query_row("PRAGMA wal_autocheckpoint", [], |r| r.get(0))?;
-            c.pragma_update(None, "wal_autocheckpoint", crate::store::WRITER_FALLBACK_PAGES)?;
-            Some(was)
-        }
-        _ => None,
-    };
+    let mut checkpoints =
+        if items.len() > CHUNK { crate::store::CheckpointsAside::start(conn, CHUNKS_PER_WAL)? } else { None };
     let written = std::thread::scope(|scope| -> Result<()> {
         // One chunk prepared ahead: the writer never waits for the model, and the preparing
         // thread stops as soon as the writer does (an error drops the receiver).
@@ -357,22 +350,14 @@ pub fn import(conn: &mut Connection, input: impl BufRead, opts: &ImportOptions) 
             report.imported += imported;
             report.skipped_existing += skipped;
             report.chunks += 1;
-            if let Some(c) = &checkpoints {
-                // Now and then the writer waits for the copy, so that the WAL starts over.
-                if report.chunks.is_multiple_of(CHUNKS_PER_WAL) {
-                    c.catch_up();
-                } else {
-                    c.nudge();
-                }
+            if let Some(c) = &mut checkpoints {
+                c.committed();
             }
         }
         Ok(())
     });
     if let Some(c) = checkpoints {
-        c.finish();
-    }
-    if let (Some(was), Some(c)) = (fallback, conn.sqlite()) {
-        c.pragma_update(None, "wal_autocheckpoint", was)?;
+        c.finish(conn)?;
     }
     written?;
     Ok(report)

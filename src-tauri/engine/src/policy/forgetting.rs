@@ -1536,6 +1536,10 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
 /// The batch's writes: the decisions in chunked transactions, each skipping the memories
 /// changed since the plan (the journal past `seen`), then the purged memories' index
 /// entries merged away.
+/// The batch's commits between two waits for the checkpoint thread (a chunk of 2,000
+/// decisions writes a few MB of pages).
+const CHUNKS_PER_WAL: usize = 32;
+
 fn write_decisions(
     conn: &mut Connection,
     opts: &BatchOptions<'_>,
@@ -1549,6 +1553,9 @@ fn write_decisions(
         let chunk = opts.chunk.max(1);
         let mut changed: HashSet<String> = HashSet::new();
         let mut skipped: Vec<&Planned> = Vec::new();
+        // Checkpoints aside when there are several commits to keep them away from.
+        let mut checkpoints =
+            if total > chunk { crate::store::CheckpointsAside::start(conn, CHUNKS_PER_WAL)? } else { None };
         for (n, part) in decisions.chunks(chunk).enumerate() {
             if opts.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
                 return Err(Error::Cancelled);
@@ -1567,18 +1574,22 @@ fn write_decisions(
                 if tx.is_postgres() {
                     apply_on_server(tx, &to_apply, s, now)?;
                 } else {
-                    for p in to_apply {
-                        apply(tx, p, s, now)?;
-                    }
+                    apply_in_file(tx, &to_apply, s, now)?;
                 }
                 Ok((seen_now, fresh, part_skipped))
             })?;
+            if let Some(c) = &mut checkpoints {
+                c.committed();
+            }
             seen = new_seen;
             changed.extend(new_changed);
             skipped.extend(part_skipped);
             if let Some(p) = opts.progress {
                 p(((n + 1) * chunk).min(total), total);
             }
+        }
+        if let Some(c) = checkpoints {
+            c.finish(conn)?;
         }
         if !skipped.is_empty() {
             let gone: HashSet<&str> = skipped.iter().map(|p| p.decision.id()).collect();
@@ -1645,6 +1656,78 @@ fn apply(tx: &crate::storage::db::Transaction, p: &Planned, s: &Settings, now: I
             tx.prepare_cached("DELETE FROM lethe_review WHERE memory_id = ?1")?.execute([id])?;
         }
     }
+    Ok(())
+}
+
+/// [`apply`] for a chunk of decisions in a file: the decisions go into a temporary table and
+/// each kind of write is one statement over it (per decision, the statements' own overhead
+/// was half of the batch at 1M memories), with the same checks as [`apply`] and [`soft`]: a
+/// row no longer active or now pinned is left alone, a memory already in the band gets no
+/// second event. Purges, rare and many statements each, go one by one. The events keep the
+/// decisions' order (ids made here in that order, rows inserted in that order).
+fn apply_in_file(tx: &crate::storage::db::Transaction, planned: &[&Planned], s: &Settings, now: Instant) -> Result<()> {
+    tx.execute_batch(
+        "CREATE TEMP TABLE IF NOT EXISTS lethe_batch (n INTEGER PRIMARY KEY, kind TEXT NOT NULL, \
+             memory_rowid INTEGER NOT NULL, id TEXT NOT NULL, reason TEXT, policy TEXT, score REAL, \
+             in_band INTEGER NOT NULL, ev TEXT NOT NULL, done INTEGER NOT NULL DEFAULT 0); \
+         DELETE FROM temp.lethe_batch;",
+    )?;
+    {
+        let mut put = tx.prepare_cached(
+            "INSERT INTO temp.lethe_batch (n, kind, memory_rowid, id, reason, policy, score, in_band, ev) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        )?;
+        for (n, p) in planned.iter().enumerate() {
+            let (kind, id, reason, policy, score) = match &p.decision {
+                Decision::Purge(_) => {
+                    apply(tx, p, s, now)?;
+                    continue;
+                }
+                Decision::Gate(id, reason, score) => ("soft", id, Some(reason.as_str()), "working-gate", Some(*score)),
+                Decision::Forget(id, reason, score) => {
+                    ("soft", id, Some(reason.as_str()), "forget-score", Some(*score))
+                }
+                Decision::Review(id, score) => {
+                    ("review", id, Some("entered the review band"), "review-band", Some(*score))
+                }
+                Decision::LeaveBand(id) => ("leave", id, None, "", None),
+            };
+            let ev = format!("fev_{}", uuid::Uuid::now_v7());
+            put.execute(params![n as i64, kind, p.rowid, id, reason, policy, score, p.in_band, ev])?;
+        }
+    }
+    let at = time::format(now);
+    let metadata = serde_json::json!({ "actor": "policy" }).to_string();
+    tx.execute_batch(
+        "UPDATE temp.lethe_batch SET done = 1 WHERE kind = 'soft' AND EXISTS (SELECT 1 FROM memory_item m \
+             WHERE m.rowid = memory_rowid AND m.id = lethe_batch.id \
+             AND COALESCE(m.is_deleted, 0) = 0 AND COALESCE(m.pinned, 0) = 0); \
+         UPDATE temp.lethe_batch SET done = 1 WHERE kind = 'review' \
+             AND NOT EXISTS (SELECT 1 FROM lethe_review r WHERE r.memory_id = lethe_batch.id);",
+    )?;
+    tx.prepare_cached(
+        "UPDATE memory_item SET is_deleted = 1, deleted_at = ?1 \
+         WHERE rowid IN (SELECT memory_rowid FROM temp.lethe_batch WHERE kind = 'soft' AND done = 1)",
+    )?
+    .execute([&at])?;
+    tx.execute_batch(
+        "DELETE FROM lethe_review WHERE memory_id IN (SELECT id FROM temp.lethe_batch \
+             WHERE kind = 'leave' OR (kind = 'soft' AND done = 1 AND in_band = 1));",
+    )?;
+    tx.prepare_cached(
+        "INSERT INTO lethe_review (memory_id, entered_at) \
+         SELECT id, ?1 FROM temp.lethe_batch WHERE kind = 'review' AND done = 1 ORDER BY n",
+    )?
+    .execute([&at])?;
+    tx.prepare_cached(
+        "INSERT INTO memory_forgetting_event \
+             (id, memory_id, action, reason, policy, forget_score, ttl_days, created_at, metadata_json) \
+         SELECT ev, id, kind, reason, policy, score, CASE WHEN kind = 'soft' THEN ?1 END, ?2, \
+             CASE WHEN kind = 'soft' THEN ?3 END \
+         FROM temp.lethe_batch WHERE done = 1 ORDER BY n",
+    )?
+    .execute(params![s.quarantine_days.round() as i64, at, metadata])?;
+    tx.execute_batch("DELETE FROM temp.lethe_batch;")?;
     Ok(())
 }
 

@@ -586,6 +586,53 @@ impl Drop for CheckpointThread {
     }
 }
 
+/// Checkpoints kept away from a writer that commits many times in a row (a bulk import, the
+/// forgetting batch): a [`CheckpointThread`] copies the WAL into the file while the writer
+/// goes on, and every `per_wal` commits the writer waits for it, so that the WAL starts over.
+/// The writer keeps an automatic checkpoint at [`WRITER_FALLBACK_PAGES`] meanwhile, in case
+/// the thread falls behind; [`CheckpointsAside::finish`] restores its own setting.
+pub struct CheckpointsAside {
+    thread: CheckpointThread,
+    autocheckpoint_was: Option<i64>,
+    per_wal: usize,
+    commits: usize,
+}
+
+impl CheckpointsAside {
+    /// `None` for a database in memory or on a server: nothing to checkpoint.
+    pub fn start(writer: &Connection, per_wal: usize) -> Result<Option<CheckpointsAside>> {
+        let Some(thread) = CheckpointThread::start(writer)? else { return Ok(None) };
+        let autocheckpoint_was = match writer.sqlite() {
+            Some(c) => {
+                let was: i64 = c.query_row("PRAGMA wal_autocheckpoint", [], |r| r.get(0))?;
+                c.pragma_update(None, "wal_autocheckpoint", WRITER_FALLBACK_PAGES)?;
+                Some(was)
+            }
+            None => None,
+        };
+        Ok(Some(CheckpointsAside { thread, autocheckpoint_was, per_wal: per_wal.max(1), commits: 0 }))
+    }
+
+    /// After each of the writer's commits.
+    pub fn committed(&mut self) {
+        self.commits += 1;
+        if self.commits.is_multiple_of(self.per_wal) {
+            self.thread.catch_up();
+        } else {
+            self.thread.nudge();
+        }
+    }
+
+    /// The last checkpoint, waited for; the writer's automatic checkpoint as it was.
+    pub fn finish(self, writer: &Connection) -> Result<()> {
+        self.thread.finish();
+        if let (Some(was), Some(c)) = (self.autocheckpoint_was, writer.sqlite()) {
+            c.pragma_update(None, "wal_autocheckpoint", was)?;
+        }
+        Ok(())
+    }
+}
+
 /// Pages a long-running process keeps in SQLite's cache per connection: [`serve_many_reads`].
 pub const LONG_RUNNING_CACHE_MIB: i64 = 64;
 
