@@ -232,3 +232,33 @@ fn split_loads_and_passes_equal_single_ones() {
     drop(conn);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A list is stored as current for the content it was searched for: a memory edited between
+/// a load's search and the storing of its lists is searched again by the next load, not left
+/// with its old content's neighbours.
+#[test]
+fn a_list_searched_before_an_edit_is_not_kept_for_the_new_content() {
+    let (dir, mut conn) = load(300);
+    let snap = Snapshot::load(&conn).unwrap();
+    assert!(snap.searched > 250, "an import stores no lists: {}", snap.searched);
+    let edited = snap.rows.iter().find(|r| !r.is_deleted).unwrap().id.clone();
+    lethe_engine::lifecycle::edit(&mut conn, &edited, "Postgres backups run nightly at 2am", "user", now()).unwrap();
+    snap.persist(&mut conn).unwrap();
+    // Its list, if any is stored, is that of its new content (the edit's own), never the
+    // one the load searched for the old content.
+    let hashes: Vec<(String, Option<String>)> = conn
+        .prepare(
+            "SELECT n.hash, s.content_hash FROM lethe_neighbour n JOIN memory_item m ON m.rowid = n.memory_rowid \
+             LEFT JOIN lethe_signature s ON s.memory_id = m.id WHERE m.id = ?1",
+        )
+        .unwrap()
+        .query_map([&edited], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(hashes.iter().all(|(n, s)| s.as_deref() == Some(n.as_str())), "{hashes:?}");
+    let next = Snapshot::load(&conn).unwrap();
+    assert_eq!(next.searched, usize::from(hashes.is_empty()), "at most the edited memory is searched again");
+    drop(conn);
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -12,7 +12,7 @@
 //! Similarity is the larger of the word-bigram Jaccard and the semantic similarity of the
 //! cosine ([`crate::semantic::semantic_similarity`]); the kind says which.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::storage::db::{params, Connection, OptionalExtension};
 
@@ -116,6 +116,9 @@ pub struct Member {
     pub bands: Vec<u8>,
     /// Whether its band keys are stored (else computed from its content for this load).
     pub signed: bool,
+    /// The hash of the content it was read with (stored, or computed with its band keys):
+    /// a list searched for this member is stored as current for this content only.
+    pub hash: Option<String>,
     /// What dominance looks at apart from usage: pinned, importance, created (ms), rowid.
     pub rank: (bool, f64, i64),
     /// Stored neighbours and semantic keys, when they are current for this content and model.
@@ -176,15 +179,18 @@ fn member_of_row(r: &crate::storage::db::Row<'_>, fp: &str) -> Result<Member> {
         None
     };
     let signed = bands.is_some();
-    let bands = match bands {
-        Some(b) => b,
-        None => dedup::band_keys(crate::model::lenient::text(r, 9)?.as_deref().unwrap_or("")),
+    let (bands, hash) = match bands {
+        Some(b) => (b, hash),
+        None => {
+            let content = crate::model::lenient::text(r, 9)?.unwrap_or_default();
+            (dedup::band_keys(&content), Some(dedup::content_hash(&content)))
+        }
     };
     use crate::model::lenient;
     let created = lenient::text(r, 12)?;
     let created = crate::time::parse_opt(created.as_deref()).map_or(i64::MAX, |t| t.timestamp_millis());
     let rank = (lenient::flag(r, 10)?, lenient::real(r, 11)?.unwrap_or(0.5), created);
-    Ok(Member { rowid: r.get(0)?, id: r.get(1)?, active: !lenient::flag(r, 2)?, bands, signed, rank, derived })
+    Ok(Member { rowid: r.get(0)?, id: r.get(1)?, active: !lenient::flag(r, 2)?, bands, signed, hash, rank, derived })
 }
 
 /// Brings `members` (as [`members`] read them) up to date for the memories in `ids` and for
@@ -738,12 +744,16 @@ fn select_entries(members: &[Member], x: usize, mut entries: Vec<(usize, Neighbo
 /// Stores what [`derive`] found, in transactions of a few thousand lists.
 pub fn store(conn: &mut Connection, members: &[Member], d: &Derived) -> Result<()> {
     let fp = fingerprint().to_string();
-    let hashes: HashMap<usize, String> = {
+    // A list is stored only while the content it was searched for is the memory's content
+    // (its signature's hash): an edit since drops the signature or stores another, and the
+    // edited memory is searched again rather than listed with its old content's neighbours.
+    let current: HashSet<usize> = {
         let mut stmt = conn.prepare_cached("SELECT content_hash FROM lethe_signature WHERE memory_id = ?1")?;
-        let mut out = HashMap::new();
+        let mut out = HashSet::new();
         for &i in d.lists.keys() {
-            if let Ok(h) = stmt.query_row([&members[i].id], |r| r.get::<_, String>(0)) {
-                out.insert(i, h);
+            let stored = stmt.query_row([&members[i].id], |r| r.get::<_, String>(0)).optional()?;
+            if stored.is_some() && stored == members[i].hash {
+                out.insert(i);
             }
         }
         out
@@ -766,9 +776,9 @@ pub fn store(conn: &mut Connection, members: &[Member], d: &Derived) -> Result<(
                 "INSERT OR REPLACE INTO lethe_neighbour (memory_rowid, model, hash, keys, list) VALUES (?1, ?2, ?3, ?4, ?5)",
             )?;
             for (i, (keys, list)) in chunk {
-                // A memory without a signature row has no hash to be current for; it is
-                // searched again next time.
-                let Some(h) = hashes.get(i) else { continue };
+                // Stored with the hash of the content it was searched for: if the content
+                // changed since, the list is not current for the new one and is searched again.
+                let Some(h) = members[**i].hash.as_ref().filter(|_| current.contains(*i)) else { continue };
                 stmt.execute(params![members[**i].rowid, fp, h, encode_keys(keys), encode(list)])?;
             }
             Ok(())
