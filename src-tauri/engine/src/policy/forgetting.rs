@@ -1345,7 +1345,22 @@ enum Decision {
     LeaveBand(String),
 }
 
+/// A decision as a set-based write stores it: kind, id, reason, policy, score.
+type SetRow<'a> = (&'static str, &'a str, Option<&'a str>, &'static str, Option<f64>);
+
 impl Decision {
+    /// What a set-based write stores of the decision (kind, id, reason, policy, score);
+    /// `None` for a purge, written on its own.
+    fn as_set_row(&self) -> Option<SetRow<'_>> {
+        Some(match self {
+            Decision::Purge(_) => return None,
+            Decision::Gate(id, reason, score) => ("soft", id, Some(reason.as_str()), "working-gate", Some(*score)),
+            Decision::Forget(id, reason, score) => ("soft", id, Some(reason.as_str()), "forget-score", Some(*score)),
+            Decision::Review(id, score) => ("review", id, Some("entered the review band"), "review-band", Some(*score)),
+            Decision::LeaveBand(id) => ("leave", id, None, "", None),
+        })
+    }
+
     fn id(&self) -> &str {
         match self {
             Decision::Purge(id)
@@ -1678,19 +1693,9 @@ fn apply_in_file(tx: &crate::storage::db::Transaction, planned: &[&Planned], s: 
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         )?;
         for (n, p) in planned.iter().enumerate() {
-            let (kind, id, reason, policy, score) = match &p.decision {
-                Decision::Purge(_) => {
-                    apply(tx, p, s, now)?;
-                    continue;
-                }
-                Decision::Gate(id, reason, score) => ("soft", id, Some(reason.as_str()), "working-gate", Some(*score)),
-                Decision::Forget(id, reason, score) => {
-                    ("soft", id, Some(reason.as_str()), "forget-score", Some(*score))
-                }
-                Decision::Review(id, score) => {
-                    ("review", id, Some("entered the review band"), "review-band", Some(*score))
-                }
-                Decision::LeaveBand(id) => ("leave", id, None, "", None),
+            let Some((kind, id, reason, policy, score)) = p.decision.as_set_row() else {
+                apply(tx, p, s, now)?;
+                continue;
             };
             let ev = format!("fev_{}", uuid::Uuid::now_v7());
             put.execute(params![n as i64, kind, p.rowid, id, reason, policy, score, p.in_band, ev])?;
@@ -1745,15 +1750,9 @@ fn apply_on_server(
 ) -> Result<()> {
     let mut batch = Vec::new();
     for (n, p) in planned.iter().enumerate() {
-        let (kind, id, reason, policy, score) = match &p.decision {
-            Decision::Purge(_) => {
-                apply(tx, p, s, now)?;
-                continue;
-            }
-            Decision::Gate(id, reason, score) => ("soft", id, Some(reason.as_str()), "working-gate", Some(*score)),
-            Decision::Forget(id, reason, score) => ("soft", id, Some(reason.as_str()), "forget-score", Some(*score)),
-            Decision::Review(id, score) => ("review", id, Some("entered the review band"), "review-band", Some(*score)),
-            Decision::LeaveBand(id) => ("leave", id, None, "", None),
+        let Some((kind, id, reason, policy, score)) = p.decision.as_set_row() else {
+            apply(tx, p, s, now)?;
+            continue;
         };
         let ev = format!("fev_{}", uuid::Uuid::now_v7());
         batch.push(serde_json::json!({
