@@ -46,9 +46,15 @@ pub fn split_passes_always(on: bool) {
     SPLIT_ALWAYS.store(on, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// Whether a test asked for [`split_passes_always`] (work that goes in chunks then goes in
+/// small ones too).
+pub(crate) fn split_always() -> bool {
+    SPLIT_ALWAYS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Whether `work` (rows, links) is enough to split a pass over the two cores.
 pub(crate) fn split(work: usize, from: usize) -> bool {
-    work >= from || SPLIT_ALWAYS.load(std::sync::atomic::Ordering::Relaxed)
+    work >= from || split_always()
 }
 
 /// `f` over the two halves of `items`, the second half on another thread when `parallel`

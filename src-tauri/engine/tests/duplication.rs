@@ -233,6 +233,35 @@ fn split_loads_and_passes_equal_single_ones() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// The first search after an import compares the memories in chunks, so that only one
+/// chunk's candidates are held at once: forced into chunks of a few hundred, 3,000 realistic
+/// memories get exactly the lists of one search, and every list holds exactly its entries (a
+/// list that kept the room of every scored candidate made a million
+/// memories' first search take 11 GB).
+#[test]
+fn a_search_in_chunks_finds_what_one_search_finds_in_lists_without_spare_room() {
+    let (dir, conn) = load(3_000);
+    let members = neighbours::members(&conn).unwrap();
+    let one = neighbours::derive(&conn, &members).unwrap();
+    lethe_engine::split_passes_always(true);
+    let chunked = neighbours::derive(&conn, &members);
+    lethe_engine::split_passes_always(false);
+    let chunked = chunked.unwrap();
+    let sorted = |d: &neighbours::Derived| {
+        let mut v: Vec<_> = d.lists.iter().map(|(i, e)| (*i, e.clone())).collect();
+        v.sort_by_key(|(i, _)| *i);
+        v
+    };
+    assert!(one.lists.len() > 2_900, "every memory is searched: {}", one.lists.len());
+    assert!(one.lists.values().filter(|(_, l)| l.len() >= neighbours::K).count() > 500, "clusters fill lists");
+    assert_eq!(sorted(&chunked), sorted(&one));
+    for (i, (_, list)) in &chunked.lists {
+        assert_eq!(list.capacity(), list.len(), "member {i}: room for {} of {}", list.capacity(), list.len());
+    }
+    drop(conn);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// A list is stored as current for the content it was searched for: a memory edited between
 /// a load's search and the storing of its lists is searched again by the next load, not left
 /// with its old content's neighbours.

@@ -403,6 +403,16 @@ pub fn derive(conn: &Connection, members: &[Member]) -> Result<Derived> {
 /// Memories searched between two reports of [`derive_with`].
 const REPORT_EVERY: usize = 512;
 
+/// Memories whose candidates are gathered and compared at once by [`derive_in`] (a few
+/// hundred when a test forces split passes, so that small files take the chunked path).
+fn search_chunk() -> usize {
+    if crate::split_always() {
+        500
+    } else {
+        65_536
+    }
+}
+
 /// [`derive`] that reports `(searched, to search)` every [`REPORT_EVERY`] memories.
 pub fn derive_with(
     conn: &Connection,
@@ -598,10 +608,11 @@ fn derive_in(
             })
             .collect()
     };
-    let cands_of = crate::in_two_halves(&pending, pending.len() >= 2_000, gather);
-    // Word-bigram shingles of every member that takes part, read once: by rowid for a few, in
-    // one scan of the table when most memories are searched.
+    // Word-bigram shingles of every member that takes part, read once: in one scan of the
+    // table when most memories are searched, otherwise by rowid, chunk by chunk, for the
+    // memories a chunk compares.
     let mut shingles: Vec<Vec<u64>> = vec![Vec::new(); members.len()];
+    let mut read = vec![false; members.len()];
     let active = members.iter().filter(|m| m.active).count();
     if pending.len() * 4 >= active {
         let member_of: HashMap<i64, usize> = members.iter().enumerate().map(|(i, m)| (m.rowid, i)).collect();
@@ -610,19 +621,11 @@ fn derive_in(
         while let Some(r) = rows.next()? {
             if let Some(&i) = member_of.get(&r.get::<_, i64>(0)?) {
                 shingles[i] = dedup::shingles(r.get_ref(1)?.as_str().unwrap_or(""));
+                read[i] = true;
             }
         }
-    } else {
-        let mut wanted: Vec<u32> = cands_of.iter().flat_map(|(x, c)| c.iter().copied().chain([*x as u32])).collect();
-        wanted.sort_unstable();
-        wanted.dedup();
-        let mut content = conn.prepare_cached("SELECT content FROM memory_item WHERE rowid = ?1")?;
-        for &i in &wanted {
-            let c: String = content.query_row([members[i as usize].rowid], |r| r.get(0))?;
-            shingles[i as usize] = dedup::shingles(&c);
-        }
     }
-    let similarity = |a: usize, b: usize| -> (f32, u8) {
+    let similarity = |shingles: &[Vec<u64>], a: usize, b: usize| -> (f32, u8) {
         let j = dedup::jaccard(&shingles[a], &shingles[b]);
         let cos = match (vector_of(a), vector_of(b)) {
             (Some((qa, ia)), Some((qb, ib))) => Some(f64::from(embed::cosine_q(qa, ia, qb, ib))),
@@ -632,19 +635,19 @@ fn derive_in(
         (s as f32, if kind == "same words" { SAME_WORDS } else { SAME_MEANING })
     };
     let searched_so_far = std::sync::atomic::AtomicUsize::new(0);
-    let search = |part: &[(usize, Vec<u32>)]| -> Vec<Found> {
+    let search = |shingles: &[Vec<u64>], part: &[(usize, Vec<u32>)]| -> Vec<Found> {
         part.iter()
             .map(|(x, cands)| {
                 if let Some(p) = progress {
                     let n = searched_so_far.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
                     if n.is_multiple_of(REPORT_EVERY) {
-                        p(n, cands_of.len());
+                        p(n, pending.len());
                     }
                 }
                 let scored: Vec<(f32, u8, u32)> = cands
                     .iter()
                     .map(|&c| {
-                        let (s, k) = similarity(*x, c as usize);
+                        let (s, k) = similarity(shingles, *x, c as usize);
                         (s, k, c)
                     })
                     .filter(|(s, _, _)| *s > 0.0)
@@ -662,18 +665,44 @@ fn derive_in(
                 // to every candidate costs memory and time in clusters of thousands).
                 let offers: Vec<(u32, Neighbour)> =
                     kept.iter().map(|(c, n)| (*c as u32, Neighbour { sim: n.sim, kind: n.kind, ..me })).collect();
-                (*x, kept.into_iter().map(|(_, n)| n).collect(), offers)
+                // Collected by reference, so that the list holds exactly its entries: collected
+                // from `kept` by value, it would reuse `kept`'s allocation, sized for every
+                // scored candidate (≈ 7 KB a memory, 5.5 GB over a million).
+                let list: Vec<Neighbour> = kept.iter().map(|(_, n)| *n).collect();
+                (*x, list, offers)
             })
             .collect()
     };
-    let found = crate::in_two_halves(&cands_of, cands_of.len() >= 2_000, search);
+    // Searched in chunks, so that only one chunk's candidates (up to 1 KB a memory) are held
+    // at once; what each search keeps is a few neighbours and the offers to them.
+    let mut found: Vec<Found> = Vec::with_capacity(pending.len());
+    for chunk in pending.chunks(search_chunk()) {
+        let cands_of = crate::in_two_halves(chunk, chunk.len() >= 2_000, gather);
+        let mut wanted: Vec<u32> = cands_of
+            .iter()
+            .flat_map(|(x, c)| c.iter().copied().chain([*x as u32]))
+            .filter(|&i| !read[i as usize])
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mut content = conn.prepare_cached("SELECT content FROM memory_item WHERE rowid = ?1")?;
+        for &i in &wanted {
+            let c: String = content.query_row([members[i as usize].rowid], |r| r.get(0))?;
+            shingles[i as usize] = dedup::shingles(&c);
+            read[i as usize] = true;
+        }
+        let shingles = &shingles;
+        found.extend(crate::in_two_halves(&cands_of, cands_of.len() >= 2_000, |part| search(shingles, part)));
+    }
     let mut out = Derived { trained, ..Default::default() };
-    for (x, list, _) in &found {
+    let mut offers: Vec<(u32, usize, Neighbour)> = Vec::new();
+    for (x, list, o) in found {
+        offers.extend(o.into_iter().map(|(c, n)| (c, x, n)));
         // A memory still waiting for its vector is searched again once it has one.
-        if ix.is_some() && vector_of(*x).is_none() {
+        if ix.is_some() && vector_of(x).is_none() {
             continue;
         }
-        out.lists.insert(*x, (sem_keys(*x).to_vec(), list.clone()));
+        out.lists.insert(x, (sem_keys(x).to_vec(), list));
     }
     // What others' lists say about a memory searched again is about its old content: those
     // entries go (the offers below put it back where it is still similar).
@@ -693,8 +722,6 @@ fn derive_in(
     }
     // Offers to others, in member order so the outcome does not depend on the threads: a
     // candidate takes the new memory when its list has room for something that similar.
-    let mut offers: Vec<(u32, usize, Neighbour)> =
-        found.into_iter().flat_map(|(x, _, o)| o.into_iter().map(move |(c, n)| (c, x, n))).collect();
     offers.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
     let member_of = |rowid: i64| members.binary_search_by_key(&rowid, |m| m.rowid).ok();
     for (c, x, n) in offers {
@@ -721,7 +748,8 @@ fn derive_in(
 /// and its `K` most similar among those that outrank it (so that the one that dominates it is
 /// kept even in a cluster of thousands of near-copies), best first.
 fn select(members: &[Member], x: usize, entries: Vec<(usize, Neighbour)>) -> Vec<Neighbour> {
-    select_entries(members, x, entries).into_iter().map(|(_, n)| n).collect()
+    // By reference: by value it would keep the room of every entry it was chosen from.
+    select_entries(members, x, entries).iter().map(|(_, n)| *n).collect()
 }
 
 fn select_entries(members: &[Member], x: usize, mut entries: Vec<(usize, Neighbour)>) -> Vec<(usize, Neighbour)> {
