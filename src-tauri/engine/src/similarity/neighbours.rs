@@ -653,14 +653,17 @@ fn derive_in(
                     .filter(|(s, _, _)| *s > 0.0)
                     .collect();
                 let me = Neighbour { rowid: members[*x].rowid, id_hash: id_hash(&members[*x].id), sim: 0.0, kind: 0 };
+                // The id hash is filled in for the entries kept (choosing does not look at it).
                 let entries: Vec<(usize, Neighbour)> = scored
                     .into_iter()
                     .map(|(s, k, c)| {
-                        let m = &members[c as usize];
-                        (c as usize, Neighbour { rowid: m.rowid, id_hash: id_hash(&m.id), sim: s, kind: k })
+                        (c as usize, Neighbour { rowid: members[c as usize].rowid, id_hash: 0, sim: s, kind: k })
                     })
                     .collect();
-                let kept = select_entries(members, *x, entries);
+                let mut kept = select_entries(members, *x, entries);
+                for (c, n) in &mut kept {
+                    n.id_hash = id_hash(&members[*c].id);
+                }
                 // The memories it keeps are offered it in return (and only those: offering it
                 // to every candidate costs memory and time in clusters of thousands).
                 let offers: Vec<(u32, Neighbour)> =
