@@ -242,6 +242,40 @@ async fn bad_arguments_are_invalid_input_results() {
     assert!(!String::from_utf8_lossy(&out.stdout).contains("\"actor\": \"user\""));
 }
 
+/// memory_stats and list_memories score with every memory's neighbours; those of memories
+/// another program stored (`lethe import` stores none) are searched by the first call and
+/// kept, not searched again at every call.
+#[tokio::test]
+async fn scoring_reads_keep_the_neighbours_they_searched() {
+    let path = db("keep");
+    let file = path.with_extension("jsonl");
+    let lines: String = (0..300)
+        .map(|i| {
+            format!(
+                "{{\"content\":\"Deploy of service {} failed: a missing env var on host {}\",\"type\":\"episodic\"}}\n",
+                i % 7,
+                i
+            )
+        })
+        .collect();
+    std::fs::write(&file, lines).unwrap();
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_lethe")).arg("--db").arg(&path).arg("import").arg(&file).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lists = || -> i64 {
+        let c = lethe_engine::store::open(&path).unwrap();
+        c.query_row("SELECT COUNT(*) FROM lethe_neighbour", [], |r| r.get(0)).unwrap()
+    };
+    assert_eq!(lists(), 0, "an import stores no neighbour lists");
+    let client = connect(&path, "keeper").await;
+    let page = ok(&call(&client, "list_memories", json!({"sort": "score", "limit": 5})).await);
+    assert_eq!(page["total"], json!(300));
+    assert_eq!(lists(), 300, "every memory's list is kept");
+    let s = ok(&call(&client, "memory_stats", json!({})).await);
+    assert_eq!(s["total_active"], json!(300));
+    client.cancel().await.unwrap();
+}
+
 /// get_meta_memory_stats with {} and with {query} after a known number of recalls.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn meta_memory_stats_count_exactly() {

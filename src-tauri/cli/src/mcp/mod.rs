@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lethe_engine::lifecycle::{self, ListQuery, NewMemory, ProcedureFields, SortBy};
+use lethe_engine::storage::postgres::Role;
 use lethe_engine::{archive, forgetting, meta, procedural, recall, session, store, time, Error, Settings, Tier};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
@@ -40,6 +41,8 @@ pub struct LetheMcp {
     /// On a team server, an agent role acts as `agent:<role>` whatever the client is called
     /// (the server's audit triggers record the same).
     role_actor: Option<String>,
+    /// On a team server, a reader role: its reads store nothing (no neighbour lists).
+    reader: bool,
     tool_router: ToolRouter<Self>,
 }
 
@@ -352,6 +355,17 @@ fn actor_of(peer: &Peer<RoleServer>) -> String {
     lethe_engine::actor::agent_from_client_name(&name)
 }
 
+/// The scoring snapshot of `memory_stats` and `list_memories`. What it had to search (the
+/// neighbours of memories another program stored, e.g. by `lethe import`) is stored, so that it
+/// is searched once and not at every call; a team store's reader role writes nothing.
+fn scoring_snapshot(c: &mut store::Connection, reader: bool) -> lethe_engine::Result<forgetting::Snapshot> {
+    if reader {
+        forgetting::Snapshot::load(c)
+    } else {
+        forgetting::Snapshot::load_and_keep(c)
+    }
+}
+
 fn tier_of(t: Option<TierArg>) -> Option<Tier> {
     t.map(Tier::from)
 }
@@ -368,17 +382,18 @@ impl LetheMcp {
         store::checkpoint_off_the_writer(&conn)?;
         store::serve_many_reads(&conn)?;
         let buffer = meta::MetaBuffer::start(&path, Duration::from_millis(100))?;
-        let role_actor = match conn.is_postgres() {
+        let (role_actor, reader) = match conn.is_postgres() {
             true => match lethe_engine::storage::postgres::role_of(&conn)? {
-                (name, lethe_engine::storage::postgres::Role::Agent) => Some(format!("agent:{name}")),
-                _ => None,
+                (name, Role::Agent) => (Some(format!("agent:{name}")), false),
+                (_, role) => (None, role == Role::Reader),
             },
-            false => None,
+            false => (None, false),
         };
         Ok(LetheMcp {
             conn: Arc::new(Mutex::new(conn)),
             buffer: Arc::new(buffer),
             role_actor,
+            reader,
             tool_router: Self::tool_router(),
         })
     }
@@ -741,9 +756,10 @@ impl LetheMcp {
         annotations(title = "Memory stats", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn memory_stats(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
-        self.run("memory_stats", &peer, args, |_: NoArgs, c, _, _, now| {
+        let reader = self.reader;
+        self.run("memory_stats", &peer, args, move |_: NoArgs, c, _, _, now| {
             let s = Settings::load(c)?;
-            let snap = forgetting::Snapshot::load(c)?;
+            let snap = scoring_snapshot(c, reader)?;
             let mut v = serde_json::to_value(forgetting::stats(c, &snap, &s, now)?)?;
             v["recall_mode"] = json!(lethe_engine::embed::status());
             Ok(v)
@@ -758,7 +774,8 @@ impl LetheMcp {
         annotations(title = "List memories", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn list_memories(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
-        self.run("list_memories", &peer, args, |a: ListArgs, c, _, _, now| {
+        let reader = self.reader;
+        self.run("list_memories", &peer, args, move |a: ListArgs, c, _, _, now| {
             let s = Settings::load(c)?;
             let q = ListQuery {
                 tier: tier_of(a.tier),
@@ -779,7 +796,7 @@ impl LetheMcp {
                 limit: a.limit.unwrap_or(50) as usize,
                 offset: a.offset.unwrap_or(0) as usize,
             };
-            let snap = forgetting::Snapshot::load(c)?;
+            let snap = scoring_snapshot(c, reader)?;
             Ok(serde_json::to_value(forgetting::list(c, &snap, &q, &s, now)?)?)
         })
         .await
