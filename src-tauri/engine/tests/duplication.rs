@@ -191,16 +191,18 @@ fn list_pages_equal_a_full_sort_with_every_score() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// A large file is read on two connections (the rows on one, the stored lists on another)
-/// and its links and duplication are computed in two halves on the two cores. Forced on
-/// 3,000 realistic memories, some deleted and one without its list, that gives exactly what
+/// A large file is read on two connections (the first rows on one, the stored lists and the
+/// last rows on another) and its links and duplication are computed in two halves on the two
+/// cores. Forced on 3,000 realistic memories, some deleted, some with values of the wrong type
+/// in both parts (more than a load reports) and one without its list, that gives exactly what
 /// one connection and one pass give.
 #[test]
 fn split_loads_and_passes_equal_single_ones() {
     let (dir, mut conn) = load(3_000);
     neighbours::refresh(&mut conn).unwrap();
     conn.execute_batch(
-        "UPDATE memory_item SET is_deleted = 1, deleted_at = '2026-05-30T00:00:00.000Z' WHERE rowid % 97 = 0;",
+        "UPDATE memory_item SET is_deleted = 1, deleted_at = '2026-05-30T00:00:00.000Z' WHERE rowid % 97 = 0; \
+         UPDATE memory_item SET view_count = 'often', cite_count = 1.5 WHERE rowid % 53 = 0;",
     )
     .unwrap();
     let s = Settings::default();
@@ -213,6 +215,8 @@ fn split_loads_and_passes_equal_single_ones() {
         assert_eq!((one.searched, split.searched), (searched, searched));
         let ids = |s: &Snapshot| s.rows.iter().map(|r| (r.rowid, r.id.clone(), r.is_deleted)).collect::<Vec<_>>();
         assert_eq!(ids(&split), ids(&one));
+        assert_eq!(one.mistyped.len(), forgetting::MISTYPED_LIMIT, "{:?}", one.mistyped.len());
+        assert_eq!(split.mistyped, one.mistyped);
         assert!(one.pairs().len() > 1_000, "the clusters give many pairs: {}", one.pairs().len());
         assert_eq!(split.pairs(), one.pairs());
         lethe_engine::split_passes_always(true);

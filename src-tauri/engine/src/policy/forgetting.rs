@@ -271,10 +271,13 @@ const ROW_SQL_NO_TASK_LOGS: &str = concat!(row_columns!(), ", 0 FROM memory_item
 /// The rows in rowid order with the `typeof` of the two typed columns they do not read.
 const ROW_SCAN_SQL: &str = concat!(
     row_columns!(),
-    ", m.id IN (SELECT memory_id FROM lethe_task_log), typeof(m.version), typeof(m.content) FROM memory_item m ORDER BY m.rowid"
+    ", m.id IN (SELECT memory_id FROM lethe_task_log), typeof(m.version), typeof(m.content) FROM memory_item m \
+     WHERE m.rowid > ?1 AND m.rowid <= ?2 ORDER BY m.rowid"
 );
-const ROW_SCAN_SQL_NO_TASK_LOGS: &str =
-    concat!(row_columns!(), ", 0, typeof(m.version), typeof(m.content) FROM memory_item m ORDER BY m.rowid");
+const ROW_SCAN_SQL_NO_TASK_LOGS: &str = concat!(
+    row_columns!(),
+    ", 0, typeof(m.version), typeof(m.content) FROM memory_item m WHERE m.rowid > ?1 AND m.rowid <= ?2 ORDER BY m.rowid"
+);
 
 fn row_sql(conn: &Connection) -> Result<&'static str> {
     Ok(if crate::session::has_tables(conn)? { ROW_SQL } else { ROW_SQL_NO_TASK_LOGS })
@@ -374,6 +377,9 @@ struct Scanned {
 /// Rows from which the stored lists are read on a second connection, beside the rows.
 const LISTS_BESIDE_FROM: usize = 50_000;
 
+/// The share of the rows (by rowid, in percent) the second connection reads after the lists.
+const ROWS_BESIDE_PERCENT: i64 = 35;
+
 /// The stored neighbour lists of one model, in rowid order, back to back.
 #[derive(Default)]
 struct StoredLists {
@@ -420,11 +426,33 @@ impl Scanned {
             None
         };
         let lists_job = Job { progress: None, cancel: job.cancel };
+        // The second connection reads the lists and then the last rows (from `split`): the
+        // lists take about a third of the rows' time, so the two cores finish together.
+        let split = total - total * ROWS_BESIDE_PERCENT / 100;
         let (rows, mistyped, lists) = std::thread::scope(|scope| -> Result<_> {
-            let lists = beside.map(|c| scope.spawn(move || StoredLists::read(&c, model, &lists_job)));
-            let (rows, mistyped) = Self::read_rows(conn, total, job)?;
-            let lists = match lists {
-                Some(h) => h.join().unwrap_or_else(|_| Err(Error::column("the neighbour lists' reader stopped")))?,
+            let beside = beside.map(|c| {
+                scope.spawn(move || -> Result<_> {
+                    let lists = StoredLists::read(&c, model, &lists_job)?;
+                    let (rows, mistyped) = Self::read_rows(&c, (split, i64::MAX), total, &lists_job)?;
+                    Ok((lists, rows, mistyped))
+                })
+            });
+            let (mut rows, mut mistyped) =
+                Self::read_rows(conn, (i64::MIN, if beside.is_some() { split } else { i64::MAX }), total, job)?;
+            let lists = match beside {
+                Some(h) => {
+                    let (lists, last, last_mistyped) =
+                        h.join().unwrap_or_else(|_| Err(Error::column("the second reader stopped")))?;
+                    rows.extend(last);
+                    // What one scan would report: rows are looked at until the limit is reached.
+                    for one_row in last_mistyped.chunk_by(|a, b| a.id == b.id) {
+                        if mistyped.len() >= MISTYPED_LIMIT {
+                            break;
+                        }
+                        mistyped.extend_from_slice(one_row);
+                    }
+                    lists
+                }
                 None => StoredLists::read(conn, model, job)?,
             };
             Ok((rows, mistyped, lists))
@@ -447,12 +475,19 @@ impl Scanned {
         Ok(Scanned { rows, raw, spans, pending, mistyped })
     }
 
-    fn read_rows(conn: &Connection, total: i64, job: &Job<'_>) -> Result<(Vec<Row>, Vec<crate::store::Mistyped>)> {
+    /// The rows with `range.0 < rowid <= range.1`, in rowid order.
+    fn read_rows(
+        conn: &Connection,
+        range: (i64, i64),
+        total: i64,
+        job: &Job<'_>,
+    ) -> Result<(Vec<Row>, Vec<crate::store::Mistyped>)> {
         job.report(LoadStage::Reading, 0, total as usize);
         let sql = if crate::session::has_tables(conn)? { ROW_SCAN_SQL } else { ROW_SCAN_SQL_NO_TASK_LOGS };
         let mut stmt = conn.prepare_cached(sql)?;
-        let (mut rows, mut mistyped) = (Vec::with_capacity(total.clamp(0, 1 << 24) as usize), Vec::new());
-        let mut iter = stmt.query([])?;
+        let expected = range.1.min(total).saturating_sub(range.0.max(0)).clamp(0, 1 << 24) as usize;
+        let (mut rows, mut mistyped) = (Vec::with_capacity(expected), Vec::new());
+        let mut iter = stmt.query(crate::storage::db::params![range.0, range.1])?;
         let mut seen = 0usize;
         while let Some(r) = iter.next()? {
             seen += 1;
