@@ -202,8 +202,11 @@ pub fn table_exists(conn: &Connection, name: &str) -> Result<bool> {
     if conn.is_postgres() {
         return super::postgres::table_exists(conn, name);
     }
+    // Cached: recall asks at every query (one statement prepared per call was ~3 % of a
+    // recall at 10k).
     Ok(conn
-        .query_row("SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?1", [name], |_| Ok(()))
+        .prepare_cached("SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?1")?
+        .query_row([name], |_| Ok(()))
         .optional()?
         .is_some())
 }
