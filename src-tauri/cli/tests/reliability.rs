@@ -487,16 +487,21 @@ fn kill_9_of_the_forgetting_batch_leaves_a_consistent_file() {
     let dry = at(&full, &["forget", "--dry-run"]);
     assert_eq!(dry.code, 0, "{}", dry.err);
     let scan_time = dry.elapsed;
-    // The uninterrupted run, watched: when its first decision chunk commits. Before it come
-    // the scan and the store of the neighbour lists (which a dry run does not write), so the
-    // writing phase is measured, not taken as "run minus dry run".
+    // The uninterrupted run, watched: when its first and its last decision chunks commit.
+    // Before the first come the scan and the store of the neighbour lists (which a dry run
+    // does not write), after the last the process's end; so the writing phase is measured,
+    // not taken as "run minus dry run" (the batch's writes are a short part of the run, and
+    // kills aimed at the rest land before or after them).
     let mut child: Child = command(&full, &["forget"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     let started = Instant::now();
     let reader = inspect(&full);
-    let mut first_commit: Option<Duration> = None;
+    let (mut first_commit, mut last_commit, mut seen): (Option<Duration>, Option<Duration>, i64) = (None, None, 0);
     let status = loop {
-        if first_commit.is_none() && count(&reader, "SELECT COUNT(*) FROM memory_forgetting_event") > 0 {
-            first_commit = Some(started.elapsed());
+        let now = count(&reader, "SELECT COUNT(*) FROM memory_forgetting_event");
+        if now != seen {
+            seen = now;
+            first_commit.get_or_insert(started.elapsed());
+            last_commit = Some(started.elapsed());
         }
         if let Some(st) = child.try_wait().unwrap() {
             break st;
@@ -506,7 +511,10 @@ fn kill_9_of_the_forgetting_batch_leaves_a_consistent_file() {
     drop(reader);
     assert!(status.success(), "the uninterrupted forget failed: {status}");
     let run_time = started.elapsed();
-    let write_time = run_time.saturating_sub(first_commit.unwrap_or(scan_time));
+    let write_time = match (first_commit, last_commit) {
+        (Some(first), Some(last)) => (last - first).max(Duration::from_millis(5)),
+        _ => run_time.saturating_sub(scan_time),
+    };
     let full_events = events(&inspect(&full));
     assert!(full_events.2 > (n as i64) / 2, "most memories are forgotten: {full_events:?}");
     assert_audit_matches_state(&inspect(&full), "uninterrupted");
@@ -526,7 +534,8 @@ fn kill_9_of_the_forgetting_batch_leaves_a_consistent_file() {
         // Even trials: a random delay across the whole uninterrupted run time, startup and
         // scan included. Odd trials aim at the writing phase, whose start moves with the load
         // of the machine: they wait until a reader sees the first chunk committed, then kill
-        // after a random part of the writing time (measured in the uninterrupted run).
+        // after a random part of the time from the first commit to the last (measured in the
+        // uninterrupted run).
         if trial % 2 == 0 {
             std::thread::sleep(run_time.mul_f64(rng.unit() * 1.1));
         } else {
@@ -578,11 +587,12 @@ fn kill_9_of_the_forgetting_batch_leaves_a_consistent_file() {
     }
     println!(
         "kill -9 of `lethe forget`: N = {n} (prepared by import in {prepare_s:.1} s), uninterrupted run {} ms \
-         (dry run {} ms; {} soft + {} review events), {trials} trials: {mid} mid-batch, {before_first} before the first commit, \
+         (dry run {} ms, first to last commit {} ms; {} soft + {} review events), {trials} trials: {mid} mid-batch, {before_first} before the first commit, \
          {after_last} after the last commit, {finished} finished before the kill; quarantine after recovery \
          differs from the uninterrupted run by at most {max_drift} memories\n  kill points: {}",
         run_time.as_millis(),
         scan_time.as_millis(),
+        write_time.as_millis(),
         full_events.0,
         full_events.1,
         points.join(", ")
