@@ -132,9 +132,8 @@ pub enum Step {
     /// `COMMIT`: the WAL frames of every page the transaction changed, and a checkpoint when
     /// the WAL has grown past `wal_autocheckpoint`.
     Commit,
-    /// Waiting, after the `COMMIT`, for the write-time `similar` scan by meaning, which runs
-    /// on a second thread from `BEGIN` on.
-    ScanWait,
+    /// The write-time `similar` scan by meaning (the process's index, before `BEGIN`).
+    Scan,
     /// Reading the process's vector index before the write, patching it after, and the
     /// write-time `similar` candidates' words (or, without a model, the lexical scan).
     Similar,
@@ -154,7 +153,7 @@ impl Step {
         Step::Audit,
         Step::CacheKeys,
         Step::Commit,
-        Step::ScanWait,
+        Step::Scan,
         Step::Similar,
     ];
 
@@ -172,7 +171,7 @@ impl Step {
             Step::Audit => "audit",
             Step::CacheKeys => "cache_keys",
             Step::Commit => "commit",
-            Step::ScanWait => "similar_scan_wait",
+            Step::Scan => "similar_scan",
             Step::Similar => "similar",
         }
     }
@@ -378,39 +377,37 @@ fn remember_with(
     type Key = (i64, i64);
     let mut written: Option<(Key, Key)> = None;
     let mut new_rowid = 0i64;
-    // The write-time neighbours by meaning are searched on a second thread while the
-    // transaction below runs and commits: they need only the index read above.
-    let (stored, nearest) = std::thread::scope(|scope| {
-        let scan = before_write
-            .as_deref()
-            .zip(vector.as_ref())
-            .map(|(ix, q)| scope.spawn(move || crate::semantic::nearest_on_write(ix, q, SIMILAR_LIMIT)));
-        // write_tx's retry on BUSY, spelled out so that BEGIN and COMMIT are timed on their own.
-        let stored = crate::store::with_retry(|| {
-            written = None;
-            let tx = conn.transaction_with_behavior(crate::storage::db::TransactionBehavior::Immediate)?;
-            clock.lap(Step::Begin);
-            let before = if vector.is_some() { Some(crate::semantic::cache_key(&tx)?) } else { None };
-            clock.lap(Step::CacheKeys);
-            let (id, rowid) = match insert_tx(&tx, &p, actor, now, clock)? {
-                Ok(x) => x,
-                Err((reason, existing_id)) => {
-                    tx.commit()?;
-                    return Ok(Err(RememberOutcome::Skipped { stored: false, reason, existing_id }));
-                }
-            };
-            new_rowid = rowid;
-            if let Some(before) = before {
-                written = Some((before, crate::semantic::cache_key(&tx)?));
+    // The write-time neighbours by meaning, from the index as it was before this write. They
+    // are searched here, on the writer's thread: on a second thread (overlapping the
+    // transaction) a busy machine made each call wait for that thread to be scheduled,
+    // 1.7 ms a call while two compilers ran, against a scan of tens of µs.
+    let nearest = before_write
+        .as_deref()
+        .zip(vector.as_ref())
+        .map(|(ix, q)| crate::semantic::nearest_on_write(ix, q, SIMILAR_LIMIT));
+    clock.lap(Step::Scan);
+    // write_tx's retry on BUSY, spelled out so that BEGIN and COMMIT are timed on their own.
+    let stored = crate::store::with_retry(|| {
+        written = None;
+        let tx = conn.transaction_with_behavior(crate::storage::db::TransactionBehavior::Immediate)?;
+        clock.lap(Step::Begin);
+        let before = if vector.is_some() { Some(crate::semantic::cache_key(&tx)?) } else { None };
+        clock.lap(Step::CacheKeys);
+        let (id, rowid) = match insert_tx(&tx, &p, actor, now, clock)? {
+            Ok(x) => x,
+            Err((reason, existing_id)) => {
+                tx.commit()?;
+                return Ok(Err(RememberOutcome::Skipped { stored: false, reason, existing_id }));
             }
-            clock.lap(Step::CacheKeys);
-            tx.commit()?;
-            clock.lap(Step::Commit);
-            Ok(Ok(id))
-        });
-        let nearest = scan.map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
-        clock.lap(Step::ScanWait);
-        (stored, nearest)
+        };
+        new_rowid = rowid;
+        if let Some(before) = before {
+            written = Some((before, crate::semantic::cache_key(&tx)?));
+        }
+        clock.lap(Step::CacheKeys);
+        tx.commit()?;
+        clock.lap(Step::Commit);
+        Ok(Ok(id))
     });
     // The scan's hold on the index ends here, so the patch below updates it in place.
     drop(before_write);

@@ -514,9 +514,9 @@ pub fn similar_to_text(
 
 /// The first half of `remember`'s write-time neighbours: the nearest rows by meaning
 /// (`(rowid, cosine)`), through the index's sign bits once a long-running process has built
-/// them (approximate: see [`VectorIndex::top_approx`]). It needs only the process's index, so
-/// the writer runs it on a second thread while its transaction commits; taken before the
-/// write, the index does not hold the memory being written.
+/// them (approximate: see [`VectorIndex::top_approx`]). It needs only the process's index:
+/// the writer runs it before its transaction begins, on the index taken before the write, which
+/// does not hold the memory being written.
 pub fn nearest_on_write(ix: &VectorIndex, q: &Vector, limit: usize) -> Vec<(i64, f32)> {
     ix.top_approx(q, candidates_for(limit), |_| true).into_iter().map(|(i, c)| (ix.rowids[i], c)).collect()
 }
