@@ -201,10 +201,16 @@ fn split_loads_and_passes_equal_single_ones() {
     let (dir, mut conn) = load(3_000);
     neighbours::refresh(&mut conn).unwrap();
     conn.execute_batch(
-        "UPDATE memory_item SET is_deleted = 1, deleted_at = '2026-05-30T00:00:00.000Z' WHERE rowid % 97 = 0; \
-         UPDATE memory_item SET view_count = 'often', cite_count = 1.5 WHERE rowid % 53 = 0;",
+        "UPDATE memory_item SET is_deleted = 1, deleted_at = '2026-05-30T00:00:00.000Z' WHERE rowid % 97 = 0;",
     )
     .unwrap();
+    // Values of the wrong type (another program's damage) exist only in a file: a team
+    // server's typed columns refuse them.
+    let mistyped = !conn.is_postgres();
+    if mistyped {
+        conn.execute_batch("UPDATE memory_item SET view_count = 'often', cite_count = 1.5 WHERE rowid % 53 = 0;")
+            .unwrap();
+    }
     let s = Settings::default();
     let check = |conn: &store::Connection, searched: usize| {
         let one = Snapshot::load(conn).unwrap();
@@ -215,7 +221,8 @@ fn split_loads_and_passes_equal_single_ones() {
         assert_eq!((one.searched, split.searched), (searched, searched));
         let ids = |s: &Snapshot| s.rows.iter().map(|r| (r.rowid, r.id.clone(), r.is_deleted)).collect::<Vec<_>>();
         assert_eq!(ids(&split), ids(&one));
-        assert_eq!(one.mistyped.len(), forgetting::MISTYPED_LIMIT, "{:?}", one.mistyped.len());
+        let want = if mistyped { forgetting::MISTYPED_LIMIT } else { 0 };
+        assert_eq!(one.mistyped.len(), want, "{:?}", one.mistyped.len());
         assert_eq!(split.mistyped, one.mistyped);
         assert!(one.pairs().len() > 1_000, "the clusters give many pairs: {}", one.pairs().len());
         assert_eq!(split.pairs(), one.pairs());
