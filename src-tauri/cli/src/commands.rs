@@ -1039,8 +1039,7 @@ fn ensure_vectors(conn: &mut store::Connection) -> Result<()> {
 /// dropped: a command ends right after its answer, and freeing a million rows one by one took
 /// about 0.1 s of a 1.7 s `lethe stats`; the process's end returns the memory at once.
 fn scoring_snapshot(conn: &mut store::Connection, read_only: bool) -> Result<ManuallyDrop<forgetting::Snapshot>> {
-    let snap = if read_only { forgetting::Snapshot::load(conn) } else { forgetting::Snapshot::load_and_keep(conn) };
-    snap.map(ManuallyDrop::new)
+    forgetting::Snapshot::load_for(conn, !read_only).map(ManuallyDrop::new)
 }
 
 /// What `lethe admin` does on a team server.

@@ -355,17 +355,6 @@ fn actor_of(peer: &Peer<RoleServer>) -> String {
     lethe_engine::actor::agent_from_client_name(&name)
 }
 
-/// The scoring snapshot of `memory_stats` and `list_memories`. What it had to search (the
-/// neighbours of memories another program stored, e.g. by `lethe import`) is stored, so that it
-/// is searched once and not at every call; a team store's reader role writes nothing.
-fn scoring_snapshot(c: &mut store::Connection, reader: bool) -> lethe_engine::Result<forgetting::Snapshot> {
-    if reader {
-        forgetting::Snapshot::load(c)
-    } else {
-        forgetting::Snapshot::load_and_keep(c)
-    }
-}
-
 fn tier_of(t: Option<TierArg>) -> Option<Tier> {
     t.map(Tier::from)
 }
@@ -759,7 +748,7 @@ impl LetheMcp {
         let reader = self.reader;
         self.run("memory_stats", &peer, args, move |_: NoArgs, c, _, _, now| {
             let s = Settings::load(c)?;
-            let snap = scoring_snapshot(c, reader)?;
+            let snap = forgetting::Snapshot::load_for(c, !reader)?;
             let mut v = serde_json::to_value(forgetting::stats(c, &snap, &s, now)?)?;
             v["recall_mode"] = json!(lethe_engine::embed::status());
             Ok(v)
@@ -796,7 +785,7 @@ impl LetheMcp {
                 limit: a.limit.unwrap_or(50) as usize,
                 offset: a.offset.unwrap_or(0) as usize,
             };
-            let snap = scoring_snapshot(c, reader)?;
+            let snap = forgetting::Snapshot::load_for(c, !reader)?;
             Ok(serde_json::to_value(forgetting::list(c, &snap, &q, &s, now)?)?)
         })
         .await

@@ -565,6 +565,16 @@ impl Snapshot {
         Ok(snap)
     }
 
+    /// [`Snapshot::load_and_keep`] for a process that may write, [`Snapshot::load`] (which
+    /// stores nothing) for one that must not: a read-only open, a team store's reader role.
+    pub fn load_for(conn: &mut Connection, may_write: bool) -> Result<Snapshot> {
+        if may_write {
+            Self::load_and_keep(conn)
+        } else {
+            Self::load(conn)
+        }
+    }
+
     /// The rows and their stored lists; the snapshot when every active memory has its list,
     /// else the scan for [`Snapshot::search`].
     fn scan(conn: &Connection, job: &Job<'_>) -> Result<std::result::Result<Snapshot, Scanned>> {
