@@ -31,7 +31,7 @@ pub mod time;
 pub use io::{demo, push, transfer};
 pub use ops::{archive, audit, duplicates, health, lifecycle, meta, procedural, recall, recall_log, scan, session};
 pub use policy::{decay, dialogue, forgetting, redact, settings};
-pub use similarity::{dedup, embed, neighbours, semantic};
+pub use similarity::{dedup, embed, lexical, neighbours, semantic};
 pub use storage::sqlite as store;
 pub use storage::watch;
 

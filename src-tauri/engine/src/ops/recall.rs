@@ -83,9 +83,13 @@ pub fn dropped_words(text: &str) -> Vec<String> {
     distinct_words(text).into_iter().skip(MAX_QUERY_WORDS).collect()
 }
 
+/// The words of a query recall searches, in order: its first [`MAX_QUERY_WORDS`] distinct ones.
+pub fn searched_words(text: &str) -> Vec<String> {
+    distinct_words(text).into_iter().take(MAX_QUERY_WORDS).collect()
+}
+
 fn quoted_words(text: &str) -> Option<Vec<String>> {
-    let words: Vec<String> =
-        distinct_words(text).into_iter().take(MAX_QUERY_WORDS).map(|w| format!("\"{w}\"")).collect();
+    let words: Vec<String> = searched_words(text).into_iter().map(|w| format!("\"{w}\"")).collect();
     (!words.is_empty()).then_some(words)
 }
 
@@ -660,7 +664,13 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
     // both; ranking every match of a common word costs ~15× more at 10k).
     let mut fts = conn.prepare_cached(lexical_sql(conn))?;
     let all = match_all_expression(&q.text).unwrap_or_else(|| any.clone());
-    let exprs: Vec<&str> = if all == any { vec![&any] } else { vec![&all, &any] };
+    let exprs: Vec<(&str, bool)> = if all == any { vec![(&any, false)] } else { vec![(&all, true), (&any, false)] };
+    // A long-running process searches its in-memory copy of the same index instead, with the
+    // same scores and order (`lexical`), unless a query word is not one token.
+    let in_memory = match crate::lexical::index(conn)? {
+        Some(ix) => ix.phrases(conn, &searched_words(&q.text))?.map(|p| (ix, p)),
+        None => None,
+    };
     // The vector scan needs nothing of the lexical search: on a large index it runs on a
     // second thread meanwhile (at 100k it takes ~3 ms of a ~8 ms recall).
     let scan = |ix: &crate::semantic::VectorIndex, qv: &crate::embed::Vector| {
@@ -673,14 +683,22 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
             (Some(ix), Some(qv)) if ix.len() >= PARALLEL_SCAN_MIN => Some(scope.spawn(|| scan(ix, qv))),
             _ => None,
         };
-        for expr in exprs {
+        for (expr, every_word) in exprs {
             let mut eligible = cands.len();
+            let found = in_memory.as_ref().map(|(ix, phrases)| ix.search(phrases, every_word));
             for inner in [INNER, -1] {
-                let matches: Vec<(i64, f64)> = fts
-                    .query_map(crate::storage::db::params![lexical_param(conn, expr), inner], |r| {
-                        Ok((r.get(0)?, r.get(1)?))
-                    })?
-                    .collect::<std::result::Result<_, _>>()?;
+                let matches: Vec<(i64, f64)> = match &found {
+                    Some(found) => {
+                        let mut m = found.clone();
+                        crate::lexical::best(&mut m, usize::try_from(inner).ok());
+                        m
+                    }
+                    None => fts
+                        .query_map(crate::storage::db::params![lexical_param(conn, expr), inner], |r| {
+                            Ok((r.get(0)?, r.get(1)?))
+                        })?
+                        .collect::<std::result::Result<_, _>>()?,
+                };
                 let raw = matches.len();
                 let fresh: Vec<(i64, f64)> =
                     matches.into_iter().filter(|(r, _)| !seen.contains(r)).map(|(r, rank)| (r, -rank)).collect();

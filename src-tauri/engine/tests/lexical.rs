@@ -1,0 +1,217 @@
+//! Recall's in-memory stemmed BM25 (`lexical`) against FTS5's own `bm25()` on the same file:
+//! the same matches, the same scores to the bit and the same order, for every query of both
+//! workloads, before and after writes from other connections, and the same recall results as
+//! a connection that asks FTS5.
+//!
+//! These are SQLite files on purpose: a team store has no FTS5 index to mirror.
+
+use lethe_engine::lexical::{self, LexicalIndex};
+use lethe_engine::recall::{self, RecallQuery};
+use lethe_engine::{model::Memory, store, time, transfer, Tier};
+use lethe_testkit::workload::realistic::RealisticGenerator;
+use lethe_testkit::workload::Generator;
+
+fn now() -> time::Instant {
+    time::parse("2026-06-01T00:00:00.000Z").unwrap()
+}
+
+/// Memories of both workloads (the reference one has many equal scores: ties), and a few
+/// that use every indexed column, accents, digits, an empty text and a very long word.
+fn memories() -> Vec<Memory> {
+    let mut out: Vec<Memory> = RealisticGenerator::new(2_500).map(|m| m.to_memory(now())).collect();
+    out.extend(Generator::new(1_500).map(|m| {
+        let mut m = m.to_memory(now());
+        m.id = format!("mem_ref_{}", &m.id[4..]);
+        m
+    }));
+    let mut special = |id: &str, content: &str| {
+        let mut m = out[0].clone();
+        m.id = id.into();
+        m.content = content.into();
+        m.tier = Tier::Procedural;
+        m.task_goal = Some("Roll back a broken deploy".into());
+        m.workflow_name = Some("deploy-rollback".into());
+        m.skill_name = Some("release_engineering".into());
+        m.tags = vec!["deploy".into(), "rollback".into()];
+        out.push(m);
+    };
+    special("mem_sp_1", "Café naïve résumé: the CAFÉS were running; runners ran 3 runs in 2026");
+    special("mem_sp_3", &format!("{} deploy", "x".repeat(300)));
+    special("mem_sp_4", "deploy deploy deploy deploying deployed deploys rollback");
+    out
+}
+
+fn load(path: &std::path::Path, memories: &[Memory]) -> store::Connection {
+    let mut conn = store::open(path).unwrap();
+    fill(&mut conn, memories);
+    conn
+}
+
+fn fill(conn: &mut store::Connection, memories: &[Memory]) {
+    let mut jsonl = Vec::new();
+    for m in memories {
+        serde_json::to_writer(&mut jsonl, m).unwrap();
+        jsonl.push(b'\n');
+    }
+    transfer::import(conn, &jsonl[..], &transfer::ImportOptions::new(now())).unwrap();
+    // An empty text counts as a row of no tokens, and steps are indexed too (written as
+    // another program would: import refuses an empty text).
+    conn.execute_batch(
+        "INSERT INTO memory_item (id, type, content, created_at) VALUES ('mem_sp_empty', 'episodic', '', '2026-05-01T00:00:00.000Z');
+         UPDATE memory_item SET steps = '[\"Run the rollback script\", \"Verify the health checks\"]' WHERE id LIKE 'mem_sp_%';",
+    )
+    .unwrap();
+}
+
+fn queries() -> Vec<String> {
+    let mut q = lethe_testkit::workload::realistic::queries(150);
+    q.extend(Generator::new(10).queries(150));
+    q.extend(
+        [
+            "running runs ran",
+            "café cafés naive",
+            "how do I undo a broken release",
+            "rollback deploy",
+            "release_engineering",
+            "deploy-rollback steps",
+            "2026 3",
+            "zzzz nothing matches this",
+            "the a of to",
+        ]
+        .map(String::from),
+    );
+    q
+}
+
+/// FTS5's answer: `recall::LEXICAL_SQL` with every word (`all`) or any, at most `limit`.
+fn fts5(conn: &store::Connection, text: &str, all: bool, limit: i64) -> Vec<(i64, u64)> {
+    let expr = if all { recall::match_all_expression(text) } else { recall::match_expression(text) };
+    let Some(expr) = expr else { return Vec::new() };
+    let mut stmt = conn.prepare(recall::LEXICAL_SQL).unwrap();
+    stmt.query_map(lethe_engine::params![expr, limit], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?.to_bits())))
+        .unwrap()
+        .collect::<lethe_engine::Result<_>>()
+        .unwrap()
+}
+
+fn in_memory(
+    ix: &LexicalIndex,
+    conn: &store::Connection,
+    text: &str,
+    all: bool,
+    limit: i64,
+) -> Option<Vec<(i64, u64)>> {
+    let phrases = ix.phrases(conn, &recall::searched_words(text)).unwrap()?;
+    let mut m = ix.search(&phrases, all);
+    lexical::best(&mut m, usize::try_from(limit).ok());
+    Some(m.into_iter().map(|(r, s)| (r, s.to_bits())).collect())
+}
+
+/// Every query, both searches, top 400 and all: bit-identical to FTS5. Returns how many
+/// query searches were compared.
+fn assert_same_as_fts5(ix: &LexicalIndex, conn: &store::Connection, when: &str) -> usize {
+    let mut compared = 0;
+    for q in queries() {
+        for all in [true, false] {
+            for limit in [recall::INNER, -1] {
+                let Some(mine) = in_memory(ix, conn, &q, all, limit) else { continue };
+                let theirs = fts5(conn, &q, all, limit);
+                assert_eq!(mine, theirs, "{when}: {q:?} (every word: {all}, limit {limit})");
+                compared += 1;
+            }
+        }
+    }
+    compared
+}
+
+#[test]
+fn the_in_memory_index_scores_and_orders_every_query_as_fts5_does() {
+    let dir = std::env::temp_dir().join(format!("lethe-lex-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conn = load(&dir.join("a.db"), &memories());
+    let ix = LexicalIndex::load(&conn).unwrap();
+    assert_eq!(ix.len(), memories().len() + 1);
+    let compared = assert_same_as_fts5(&ix, &conn, "loaded");
+    let fell_back: Vec<String> =
+        queries().into_iter().filter(|q| ix.phrases(&conn, &recall::searched_words(q)).unwrap().is_none()).collect();
+    assert!(fell_back.is_empty(), "left to FTS5: {fell_back:?}");
+    assert_eq!(compared, 4 * queries().len());
+    // Ties are common in the reference workload: the comparison above covered their order.
+    let ties = fts5(&conn, "react", false, -1);
+    assert!(ties.windows(2).any(|w| w[0].1 == w[1].1), "the reference workload has equal scores");
+    // Identifiers are phrases of several tokens (`release_engineering` is two for unicode61),
+    // matched at consecutive places of one column.
+    let phrases = ix.phrases(&conn, &recall::searched_words("CDN_BASE_URL release_engineering")).unwrap().unwrap();
+    assert_eq!(phrases.iter().map(Vec::len).collect::<Vec<_>>(), vec![3, 2]);
+    assert!(!fts5(&conn, "release_engineering", false, -1).is_empty());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn the_process_index_follows_every_write_and_recall_answers_as_fts5_does() {
+    let dir = std::env::temp_dir().join(format!("lethe-lex-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("b.db");
+    let mems = memories();
+    let mut conn = load(&path, &mems);
+    let other = store::open(&path).unwrap();
+
+    // A one-shot command's single recall asks FTS5; the next one builds the index.
+    let first = lexical::index(&conn).unwrap();
+    assert!(first.is_none(), "the first recall of a file does not build the index");
+    let ix = lexical::index(&conn).unwrap().expect("built at the second recall");
+    assert_same_as_fts5(&ix, &conn, "built");
+
+    // Recall through the index equals recall on a copy that only FTS5 serves (a file in
+    // memory never gets the index).
+    let mut copy = store::open_in_memory().unwrap();
+    fill(&mut copy, &mems);
+    for text in queries().into_iter().step_by(7) {
+        let q = RecallQuery { text: text.clone(), limit: 10, ..Default::default() };
+        let a = recall::recall(&conn, &q, now()).unwrap();
+        let b = recall::recall(&copy, &q, now()).unwrap();
+        assert_eq!(a, b, "recall of {text:?}");
+    }
+
+    // Writes from another connection: a new memory, an edit by another program, a delete.
+    other
+        .execute_batch(
+            "INSERT INTO memory_item (id, type, content, importance, created_at, version, is_deleted) \
+             VALUES ('mem_new_1', 'episodic', 'Café deploy rolled back by the runners', 0.5, '2026-05-01T00:00:00.000Z', 1, 0);
+             UPDATE memory_item SET content = 'deploying naïve runners again' WHERE id = 'mem_sp_1';
+             UPDATE memory_item SET tags = '[\"café\"]' WHERE id = 'mem_sp_4';
+             DELETE FROM memory_item WHERE id = 'mem_sp_3';",
+        )
+        .unwrap();
+    let ix = lexical::index(&conn).unwrap().expect("kept");
+    assert_same_as_fts5(&ix, &conn, "after writes");
+    assert_eq!(ix.len(), mems.len() + 1);
+
+    // Many deletes at once: the index drops its dead rows (compaction) and still agrees.
+    other
+        .execute("DELETE FROM memory_item WHERE rowid IN (SELECT rowid FROM memory_item ORDER BY rowid LIMIT 1500)", [])
+        .unwrap();
+    let ix = lexical::index(&conn).unwrap().expect("kept");
+    assert_eq!(ix.len(), mems.len() + 1 - 1500);
+    assert_same_as_fts5(&ix, &conn, "after 1,500 deletes");
+
+    // A write the journal does not show (its trigger dropped by another program) changes
+    // FTS5's totals: the index sees the disagreement and is built again.
+    other
+        .execute_batch(
+            "DROP TRIGGER lethe_change_au;
+             UPDATE memory_item SET content = content || ' extra words for the totals' \
+             WHERE rowid = (SELECT MAX(rowid) FROM memory_item);",
+        )
+        .unwrap();
+    let ix = lexical::index(&conn).unwrap().expect("rebuilt");
+    assert_same_as_fts5(&ix, &conn, "after a write outside the journal");
+
+    // The recall path itself still works after all of it.
+    let hits =
+        recall::recall(&conn, &RecallQuery { text: "café runners".into(), limit: 5, ..Default::default() }, now())
+            .unwrap();
+    assert!(hits.iter().any(|h| h.id == "mem_new_1"), "{hits:?}");
+    drop(conn.transaction().unwrap());
+    std::fs::remove_dir_all(&dir).ok();
+}
