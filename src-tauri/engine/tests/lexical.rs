@@ -124,6 +124,45 @@ fn assert_same_as_fts5(ix: &LexicalIndex, conn: &store::Connection, when: &str) 
     compared
 }
 
+/// Every live row's facts as the index keeps them equal what recall's statement reads now.
+fn assert_same_facts(ix: &LexicalIndex, conn: &store::Connection, when: &str) {
+    let mut stmt = conn.prepare(&format!("SELECT {}, m.rowid, m.id FROM memory_item m", recall::FACT_COLUMNS)).unwrap();
+    let mut rows = stmt.query([]).unwrap();
+    let mut n = 0;
+    while let Some(r) = rows.next().unwrap() {
+        let rowid: i64 = r.get(9).unwrap();
+        let want = recall::facts_of(&r, 0).unwrap();
+        assert_eq!(ix.facts(rowid), Some(&want), "{when}: facts of rowid {rowid}");
+        assert_eq!(ix.id(rowid), r.get::<_, String>(10).unwrap());
+        n += 1;
+    }
+    assert_eq!(n, ix.len(), "{when}");
+}
+
+/// Recall (and its explanation) through the process's copy equals recall on `copy`, which
+/// only the file serves, for queries with every kind of filter and context.
+fn assert_same_recall(conn: &store::Connection, copy: &store::Connection, session: &str, when: &str) {
+    for (k, text) in queries().into_iter().step_by(5).enumerate() {
+        let mut q = RecallQuery { text: text.clone(), limit: 10, ..Default::default() };
+        match k % 6 {
+            1 => q.tier = Some(Tier::Semantic),
+            2 => q.pinned = Some(false),
+            3 => q.session = Some(session.to_string()),
+            4 => q.tags = vec!["deploy".into()],
+            5 => q.task_kind = Some("deploy".into()),
+            _ => {}
+        }
+        let a = recall::recall(conn, &q, now()).unwrap();
+        let b = recall::recall(copy, &q, now()).unwrap();
+        assert_eq!(a, b, "{when}: recall of {q:?}");
+        if k % 4 == 0 {
+            let a = recall::explain(conn, &q, now(), 10).unwrap();
+            let b = recall::explain(copy, &q, now(), 10).unwrap();
+            assert_eq!(a, b, "{when}: explain of {q:?}");
+        }
+    }
+}
+
 #[test]
 fn the_in_memory_index_scores_and_orders_every_query_as_fts5_does() {
     let dir = std::env::temp_dir().join(format!("lethe-lex-{}", uuid::Uuid::new_v4()));
@@ -159,19 +198,44 @@ fn the_process_index_follows_every_write_and_recall_answers_as_fts5_does() {
     // A one-shot command's single recall asks FTS5; the next one builds the index.
     let first = lexical::index(&conn).unwrap();
     assert!(first.is_none(), "the first recall of a file does not build the index");
-    let ix = lexical::index(&conn).unwrap().expect("built at the second recall");
+    let ix = lexical::index(&conn).unwrap().expect("built at the second recall").index;
     assert_same_as_fts5(&ix, &conn, "built");
+    assert_same_facts(&ix, &conn, "built");
 
     // Recall through the index equals recall on a copy that only FTS5 serves (a file in
     // memory never gets the index).
     let mut copy = store::open_in_memory().unwrap();
     fill(&mut copy, &mems);
-    for text in queries().into_iter().step_by(7) {
-        let q = RecallQuery { text: text.clone(), limit: 10, ..Default::default() };
-        let a = recall::recall(&conn, &q, now()).unwrap();
-        let b = recall::recall(&copy, &q, now()).unwrap();
-        assert_eq!(a, b, "recall of {text:?}");
+    let session: String = conn
+        .query_row("SELECT session_id FROM memory_item WHERE session_id IS NOT NULL LIMIT 1", [], |r| r.get(0))
+        .unwrap();
+    assert_same_recall(&conn, &copy, &session, "built");
+    // Superseded, archived and task-log memories leave recall (tables the journal does not
+    // cover): the first three hits of a query become one of each, in both files.
+    let top =
+        recall::recall(&conn, &RecallQuery { text: "deploy rollback".into(), limit: 3, ..Default::default() }, now())
+            .unwrap();
+    assert_eq!(top.len(), 3);
+    for c in [&conn, &copy] {
+        c.execute_batch(&format!(
+            "INSERT INTO lethe_supersede (old_id, new_id, actor, created_at) VALUES ('{}', '{}', 'test', '2026-05-01T00:00:00.000Z');
+             INSERT INTO lethe_archive (memory_id, memo, original, sha256, bytes, actor, archived_at) \
+             VALUES ('{}', 'memo', x'00', 'x', 1, 'test', '2026-05-01T00:00:00.000Z');
+             INSERT INTO lethe_task_log (memory_id, session_id, task_kind, ended_at) \
+             VALUES ('{}', 's', 'deploy', '2026-05-01T00:00:00.000Z');",
+            top[0].id, top[1].id, top[1].id, top[2].id
+        ))
+        .unwrap();
     }
+    assert_same_recall(&conn, &copy, &session, "with exclusions");
+    let after =
+        recall::recall(&conn, &RecallQuery { text: "deploy rollback".into(), limit: 3, ..Default::default() }, now())
+            .unwrap();
+    assert!(after.iter().all(|h| top.iter().all(|t| t.id != h.id)), "{after:?}");
+    for c in [&conn, &copy] {
+        c.execute("UPDATE lethe_archive SET restored_at = '2026-05-02T00:00:00.000Z'", []).unwrap();
+    }
+    assert_same_recall(&conn, &copy, &session, "after a restore");
 
     // Writes from another connection: a new memory, an edit by another program, a delete.
     other
@@ -183,17 +247,19 @@ fn the_process_index_follows_every_write_and_recall_answers_as_fts5_does() {
              DELETE FROM memory_item WHERE id = 'mem_sp_3';",
         )
         .unwrap();
-    let ix = lexical::index(&conn).unwrap().expect("kept");
+    let ix = lexical::index(&conn).unwrap().expect("kept").index;
     assert_same_as_fts5(&ix, &conn, "after writes");
+    assert_same_facts(&ix, &conn, "after writes");
     assert_eq!(ix.len(), mems.len() + 1);
 
     // Many deletes at once: the index drops its dead rows (compaction) and still agrees.
     other
         .execute("DELETE FROM memory_item WHERE rowid IN (SELECT rowid FROM memory_item ORDER BY rowid LIMIT 1500)", [])
         .unwrap();
-    let ix = lexical::index(&conn).unwrap().expect("kept");
+    let ix = lexical::index(&conn).unwrap().expect("kept").index;
     assert_eq!(ix.len(), mems.len() + 1 - 1500);
     assert_same_as_fts5(&ix, &conn, "after 1,500 deletes");
+    assert_same_facts(&ix, &conn, "after 1,500 deletes");
 
     // A write the journal does not show (its trigger dropped by another program) changes
     // FTS5's totals: the index sees the disagreement and is built again.
@@ -204,7 +270,7 @@ fn the_process_index_follows_every_write_and_recall_answers_as_fts5_does() {
              WHERE rowid = (SELECT MAX(rowid) FROM memory_item);",
         )
         .unwrap();
-    let ix = lexical::index(&conn).unwrap().expect("rebuilt");
+    let ix = lexical::index(&conn).unwrap().expect("rebuilt").index;
     assert_same_as_fts5(&ix, &conn, "after a write outside the journal");
 
     // The recall path itself still works after all of it.

@@ -385,6 +385,52 @@ pub fn age_words(days: f64) -> String {
     }
 }
 
+/// The columns of a row the ranking reads, as [`facts_of`] reads them: from the candidate
+/// statement, or kept per row by the process's in-memory index (`lexical`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Facts {
+    /// `None`: a text that names no tier (the row is filtered out).
+    pub tier: Option<Tier>,
+    pub created: Option<Instant>,
+    pub importance: f64,
+    pub pinned: bool,
+    pub deleted: bool,
+    pub session: Option<String>,
+    pub project: Option<String>,
+    pub workflow: Option<String>,
+    pub tags: Vec<String>,
+}
+
+/// The statement columns [`facts_of`] reads, in order, from `base`.
+pub const FACT_COLUMNS: &str = "m.type, m.created_at, m.importance, m.pinned, COALESCE(m.is_deleted, 0), \
+     m.session_id, m.project_id, m.workflow_name, m.tags";
+
+/// Reads [`FACT_COLUMNS`] at `base..base + 9` (an error for a tier or time that is not text).
+pub fn facts_of(r: &crate::storage::db::Row, base: usize) -> Result<Facts> {
+    // Context columns as text when they hold any: scene fit compares them as text.
+    let text = |i: usize| -> Result<Option<String>> {
+        use crate::storage::db::ValueRef;
+        Ok(match r.get_ref(base + i)? {
+            ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+            ValueRef::Integer(v) => Some(v.to_string()),
+            ValueRef::Real(v) => Some(v.to_string()),
+            ValueRef::Null | ValueRef::Blob(_) => None,
+        })
+    };
+    let tags = text(8)?;
+    Ok(Facts {
+        tier: r.get_ref(base)?.as_str()?.parse::<Tier>().ok(),
+        created: time::parse_opt(r.get_ref(base + 1)?.as_str_or_null()?),
+        importance: crate::model::lenient::real(r, base + 2)?.unwrap_or(0.5),
+        pinned: crate::model::lenient::flag(r, base + 3)?,
+        deleted: crate::model::lenient::flag(r, base + 4)?,
+        session: text(5)?,
+        project: text(6)?,
+        workflow: text(7)?,
+        tags: parse_tags(tags.as_deref()),
+    })
+}
+
 /// A candidate: the columns the ranking needs, its BM25 (when a word matched) and cosine.
 struct Cand {
     rowid: i64,
@@ -556,9 +602,7 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
     // The candidates' columns, for a batch of rowids at once (one statement per batch, not
     // per candidate: a statement's own cost was a tenth of a recall at 10k).
     let sql = format!(
-        "SELECT m.type, m.created_at, m.importance, m.pinned, COALESCE(m.is_deleted, 0), {}, {}, {}, m.rowid \
-         FROM memory_item m WHERE m.rowid IN ({})",
-        if ctx_size > 0 { "m.session_id, m.project_id, m.workflow_name, m.tags" } else { "NULL, NULL, NULL, NULL" },
+        "SELECT {FACT_COLUMNS}, {}, {}, m.rowid FROM memory_item m WHERE m.rowid IN ({})",
         if excluding {
             "EXISTS (SELECT 1 FROM lethe_supersede s WHERE s.old_id = m.id) \
              OR EXISTS (SELECT 1 FROM lethe_archive a WHERE a.memory_id = m.id AND a.restored_at IS NULL)"
@@ -573,50 +617,63 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
         },
     );
     let mut row_stmt = conn.prepare_cached(&sql)?;
-    // What one row of that statement says of its candidate.
-    let candidate = |r: &crate::storage::db::Row, rowid: i64| -> Result<Looked> {
-        let Ok(tier) = r.get_ref(0)?.as_str()?.parse::<Tier>() else {
-            return Ok(Looked::Filtered);
-        };
-        let pinned = crate::model::lenient::flag(r, 3)?;
-        let deleted = crate::model::lenient::flag(r, 4)?;
-        let task_kind: Option<String> = r.get(10)?;
+    // A long-running process's in-memory copy of the lexical index and of the rows' facts
+    // (`lexical`), up to date in this transaction.
+    let kept = crate::lexical::index(conn)?;
+    // What a row's facts say of its candidate: excluded (by state, or a task log of another
+    // kind), filtered out (by the caller's tier or pin), or eligible with its cosine.
+    let judge = |f: Facts, rowid: i64, excluded: bool, task_kind: Option<String>| -> Looked {
+        let Some(tier) = f.tier else { return Looked::Filtered };
         // A task log is recalled only for a caller doing the same kind of task.
-        let excluded = r.get::<_, bool>(9)? || task_kind.as_ref().is_some_and(|k| q.task_kind.as_ref() != Some(k));
-        if deleted || excluded {
-            return Ok(Looked::Excluded);
+        let excluded = excluded || task_kind.as_ref().is_some_and(|k| q.task_kind.as_ref() != Some(k));
+        if f.deleted || excluded {
+            return Looked::Excluded;
         }
-        if q.tier.is_some_and(|t| t != tier) || q.pinned.is_some_and(|p| p != pinned) {
-            return Ok(Looked::Filtered);
+        if q.tier.is_some_and(|t| t != tier) || q.pinned.is_some_and(|p| p != f.pinned) {
+            return Looked::Filtered;
         }
         let cosine = match (&qvec, &ix) {
             (Some(qv), Some(ix)) => ix.position(rowid).map(|p| f64::from(ix.cosine_at(qv, p))),
             _ => None,
         };
-        let tags: Option<String> = r.get(8)?;
-        Ok(Looked::Eligible(Box::new(Cand {
+        Looked::Eligible(Box::new(Cand {
             rowid,
             bm25: 0.0,
             cosine,
             tier,
-            created: time::parse_opt(r.get_ref(1)?.as_str_or_null()?),
-            importance: crate::model::lenient::real(r, 2)?.unwrap_or(0.5),
-            pinned,
-            session: r.get(5)?,
-            project: r.get(6)?,
-            workflow: r.get(7)?,
-            tags: parse_tags(tags.as_deref()),
+            created: f.created,
+            importance: f.importance,
+            pinned: f.pinned,
+            session: f.session,
+            project: f.project,
+            workflow: f.workflow,
+            tags: f.tags,
             task_kind,
-        })))
+        }))
     };
     // The candidates at `rowids`, in their order (a rowid without a row is filtered out).
     let mut look_up = |rowids: &[i64]| -> Result<Vec<Looked>> {
+        // From the process's copy of the rows when it holds them all (as read in this
+        // transaction), else from the file.
+        if let Some(kept) = &kept {
+            let facts: Option<Vec<&Facts>> = rowids.iter().map(|&r| kept.index.facts(r)).collect();
+            if let Some(facts) = facts {
+                return Ok(rowids
+                    .iter()
+                    .zip(facts)
+                    .map(|(&rowid, f)| {
+                        let (excluded, task_kind) = kept.exclusions.of(kept.index.id(rowid));
+                        judge(f.clone(), rowid, excluding && excluded, task_kind.filter(|_| task_logs))
+                    })
+                    .collect());
+            }
+        }
         let list = format!("[{}]", rowids.iter().map(i64::to_string).collect::<Vec<_>>().join(","));
         let mut found: std::collections::HashMap<i64, Looked> = std::collections::HashMap::with_capacity(rowids.len());
         let mut rows = row_stmt.query([list])?;
         while let Some(r) = rows.next()? {
             let rowid: i64 = r.get(11)?;
-            found.insert(rowid, candidate(&r, rowid)?);
+            found.insert(rowid, judge(facts_of(&r, 0)?, rowid, r.get::<_, bool>(9)?, r.get(10)?));
         }
         Ok(rowids.iter().map(|r| found.remove(r).unwrap_or(Looked::Filtered)).collect())
     };
@@ -667,8 +724,8 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
     let exprs: Vec<(&str, bool)> = if all == any { vec![(&any, false)] } else { vec![(&all, true), (&any, false)] };
     // A long-running process searches its in-memory copy of the same index instead, with the
     // same scores and order (`lexical`), unless a query word is not one token.
-    let in_memory = match crate::lexical::index(conn)? {
-        Some(ix) => ix.phrases(conn, &searched_words(&q.text))?.map(|p| (ix, p)),
+    let in_memory = match &kept {
+        Some(k) => k.index.phrases(conn, &searched_words(&q.text))?.map(|p| (k.index.clone(), p)),
         None => None,
     };
     // The vector scan needs nothing of the lexical search: on a large index it runs on a

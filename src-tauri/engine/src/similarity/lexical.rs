@@ -19,10 +19,11 @@
 //! vector index; a one-shot command asks FTS5. A query word that is not exactly one token,
 //! or a team store, is searched by FTS5 as before.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
+use crate::recall::Facts;
 use crate::storage::db::Connection;
 
 /// `lethe_fts`'s columns, in order, with the weight recall gives each (`LEXICAL_SQL`'s
@@ -175,6 +176,13 @@ pub struct LexicalIndex {
     /// Live rows holding each term (FTS5's `nHit` of a one-token phrase).
     df: Vec<u32>,
     rowids: Vec<i64>,
+    /// Each slot's memory id (empty when the row has none).
+    ids: Vec<Box<str>>,
+    /// What recall reads of each slot's row besides its words (`None`: a value recall's
+    /// statement would refuse; such a row is read from the file).
+    facts: Vec<Option<Facts>>,
+    /// The live slot of each rowid.
+    by_rowid: HashMap<i64, u32>,
     /// Each slot's size in tokens, all columns (`xColumnSize(-1)`).
     lens: Vec<u32>,
     alive: Vec<bool>,
@@ -214,7 +222,7 @@ impl LexicalIndex {
         let sqlite = conn.sqlite_only("the in-memory lexical index")?;
         let mut tokenizer = Tokenizer::new(sqlite)?;
         let mut ix = LexicalIndex::default();
-        let mut stmt = conn.prepare(&row_sql("ORDER BY rowid"))?;
+        let mut stmt = conn.prepare(&row_sql("ORDER BY m.rowid"))?;
         let mut rows = stmt.query([])?;
         let mut scratch = Vec::new();
         while let Some(r) = rows.next()? {
@@ -224,9 +232,21 @@ impl LexicalIndex {
             for (i, c) in cols.iter_mut().enumerate() {
                 *c = r.get(2 + i)?;
             }
-            ix.add(&mut tokenizer, rowid, id, &cols, &mut scratch)?;
+            let facts = crate::recall::facts_of(&r, 2 + COLUMNS.len()).ok();
+            ix.add(&mut tokenizer, rowid, id, &cols, facts, &mut scratch)?;
         }
         Ok(ix)
+    }
+
+    /// What recall reads of the live row at `rowid` besides its words: `None` when the index
+    /// does not hold it or could not read it as recall's statement does.
+    pub fn facts(&self, rowid: i64) -> Option<&Facts> {
+        self.facts[*self.by_rowid.get(&rowid)? as usize].as_ref()
+    }
+
+    /// The memory id of the live row at `rowid` ("" when unknown).
+    pub fn id(&self, rowid: i64) -> &str {
+        self.by_rowid.get(&rowid).map_or("", |&s| &self.ids[s as usize])
     }
 
     /// Live rows.
@@ -244,6 +264,7 @@ impl LexicalIndex {
         rowid: i64,
         id: Option<String>,
         cols: &[Option<String>; 6],
+        facts: Option<Facts>,
         scratch: &mut Vec<(u32, f32)>,
     ) -> Result<()> {
         scratch.clear();
@@ -295,8 +316,14 @@ impl LexicalIndex {
         self.rowids.push(rowid);
         self.lens.push(len);
         self.alive.push(true);
-        if let Some(id) = id {
-            self.by_id.insert(id.into(), slot);
+        self.facts.push(facts);
+        self.by_rowid.insert(rowid, slot);
+        match id {
+            Some(id) => {
+                self.by_id.insert(id.as_str().into(), slot);
+                self.ids.push(id.into());
+            }
+            None => self.ids.push("".into()),
         }
         self.rows += 1;
         self.tokens += i64::from(len);
@@ -309,6 +336,10 @@ impl LexicalIndex {
             return;
         }
         self.alive[s] = false;
+        self.facts[s] = None;
+        if self.by_rowid.get(&self.rowids[s]) == Some(&slot) {
+            self.by_rowid.remove(&self.rowids[s]);
+        }
         let mut distinct: Vec<u32> =
             self.seqs[self.starts[s]..self.starts[s + 1]].iter().copied().filter(|&t| t != END).collect();
         distinct.sort_unstable();
@@ -326,7 +357,7 @@ impl LexicalIndex {
     fn apply(&mut self, conn: &Connection, ids: &[String]) -> Result<()> {
         let sqlite = conn.sqlite_only("the in-memory lexical index")?;
         let mut tokenizer = Tokenizer::new(sqlite)?;
-        let mut stmt = conn.prepare_cached(&row_sql("WHERE id = ?1"))?;
+        let mut stmt = conn.prepare_cached(&row_sql("WHERE m.id = ?1"))?;
         let mut scratch = Vec::new();
         for id in ids {
             if let Some(&slot) = self.by_id.get(id.as_str()) {
@@ -340,7 +371,12 @@ impl LexicalIndex {
                 for (i, c) in cols.iter_mut().enumerate() {
                     *c = r.get(2 + i)?;
                 }
-                self.add(&mut tokenizer, rowid, Some(id.clone()), &cols, &mut scratch)?;
+                // A row whose rowid moved to another id leaves its old slot too.
+                if let Some(&old) = self.by_rowid.get(&rowid) {
+                    self.remove(old);
+                }
+                let facts = crate::recall::facts_of(&r, 2 + COLUMNS.len()).ok();
+                self.add(&mut tokenizer, rowid, Some(id.clone()), &cols, facts, &mut scratch)?;
             }
         }
         if self.dead > 1024 && self.dead * 4 > self.rowids.len() {
@@ -369,13 +405,19 @@ impl LexicalIndex {
         let mut seqs = Vec::with_capacity(self.seqs.len());
         let mut starts = vec![0];
         let (mut rowids, mut lens) = (Vec::with_capacity(n as usize), Vec::with_capacity(n as usize));
+        let (mut ids, mut facts) = (Vec::with_capacity(n as usize), Vec::with_capacity(n as usize));
         for s in 0..self.rowids.len() {
             if self.alive[s] {
                 seqs.extend_from_slice(&self.seqs[self.starts[s]..self.starts[s + 1]]);
                 starts.push(seqs.len());
                 rowids.push(self.rowids[s]);
                 lens.push(self.lens[s]);
+                ids.push(std::mem::take(&mut self.ids[s]));
+                facts.push(self.facts[s].take());
             }
+        }
+        for slot in self.by_rowid.values_mut() {
+            *slot = new_slot[*slot as usize];
         }
         for slot in self.by_id.values_mut() {
             *slot = new_slot[*slot as usize];
@@ -385,6 +427,8 @@ impl LexicalIndex {
         self.starts = starts;
         self.rowids = rowids;
         self.lens = lens;
+        self.ids = ids;
+        self.facts = facts;
         self.alive = vec![true; n as usize];
         self.dead = 0;
     }
@@ -561,8 +605,67 @@ fn varint(b: &[u8]) -> Option<(u64, usize)> {
 /// The statement that reads rows as FTS5 reads them (each column's text as `sqlite3_value_text`
 /// gives it), with a tail (`WHERE …` / `ORDER BY …`).
 fn row_sql(tail: &str) -> String {
-    let cols: Vec<String> = COLUMNS.iter().map(|c| format!("CAST({c} AS TEXT)")).collect();
-    format!("SELECT rowid, id, {} FROM memory_item {tail}", cols.join(", "))
+    let cols: Vec<String> = COLUMNS.iter().map(|c| format!("CAST(m.{c} AS TEXT)")).collect();
+    format!("SELECT m.rowid, m.id, {}, {} FROM memory_item m {tail}", cols.join(", "), crate::recall::FACT_COLUMNS)
+}
+
+/// What leaves recall besides a row's own state, from the tables beside `memory_item`:
+/// superseded memories, archived payloads (not restored) and task logs with their kind.
+#[derive(Debug, Default)]
+pub struct Exclusions {
+    superseded: HashSet<String>,
+    archived: HashSet<String>,
+    task_kinds: HashMap<String, Option<String>>,
+}
+
+impl Exclusions {
+    fn load(conn: &Connection) -> Result<Exclusions> {
+        let strings = |sql: &str| -> Result<HashSet<String>> {
+            conn.prepare(sql)?.query_map([], |r| r.get::<_, String>(0))?.collect()
+        };
+        let mut task_kinds = HashMap::new();
+        if crate::session::has_tables(conn)? {
+            let mut stmt = conn.prepare("SELECT memory_id, task_kind FROM lethe_task_log ORDER BY rowid")?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                // The first row of a memory, as recall's scalar subquery reads it.
+                task_kinds.entry(r.get::<_, String>(0)?).or_insert(r.get::<_, Option<String>>(1)?);
+            }
+        }
+        Ok(Exclusions {
+            superseded: strings("SELECT old_id FROM lethe_supersede")?,
+            archived: strings("SELECT memory_id FROM lethe_archive WHERE restored_at IS NULL")?,
+            task_kinds,
+        })
+    }
+
+    /// Whether the memory `id` is superseded or archived, and its task kind when it is a
+    /// task log.
+    pub fn of(&self, id: &str) -> (bool, Option<String>) {
+        (self.superseded.contains(id) || self.archived.contains(id), self.task_kinds.get(id).cloned().flatten())
+    }
+}
+
+/// What changes when the tables [`Exclusions`] reads change: their sizes and newest rows.
+fn exclusions_key(conn: &Connection) -> Result<[i64; 6]> {
+    let task = if crate::session::has_tables(conn)? {
+        "(SELECT COUNT(*) FROM lethe_task_log), (SELECT COALESCE(MAX(rowid), 0) FROM lethe_task_log)"
+    } else {
+        "0, 0"
+    };
+    conn.prepare_cached(&format!(
+        "SELECT (SELECT COUNT(*) FROM lethe_supersede), (SELECT COALESCE(MAX(rowid), 0) FROM lethe_supersede), \
+         (SELECT COUNT(*) FROM lethe_archive WHERE restored_at IS NULL), (SELECT COALESCE(MAX(rowid), 0) FROM lethe_archive), {task}"
+    ))?
+    .query_row([], |r| Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?]))
+}
+
+/// A long-running process's copy of what recall reads: the lexical index with each row's
+/// facts, and the exclusions.
+#[derive(Debug, Clone)]
+pub struct Kept {
+    pub index: Arc<LexicalIndex>,
+    pub exclusions: Arc<Exclusions>,
 }
 
 /// One index per process: the last file recalled from.
@@ -571,6 +674,7 @@ struct Cached {
     seq: i64,
     recalls: usize,
     index: Option<Arc<LexicalIndex>>,
+    exclusions: Option<([i64; 6], Arc<Exclusions>)>,
 }
 
 static CACHE: Mutex<Option<Cached>> = Mutex::new(None);
@@ -578,7 +682,7 @@ static CACHE: Mutex<Option<Cached>> = Mutex::new(None);
 /// The index of `conn`'s file, up to date in the caller's read transaction, once this process
 /// has recalled from the file [`BUILD_AT`] times; `None` before, on a team store and for a
 /// file in memory (those ask FTS5 or PostgreSQL).
-pub fn index(conn: &Connection) -> Result<Option<Arc<LexicalIndex>>> {
+pub fn index(conn: &Connection) -> Result<Option<Kept>> {
     if conn.is_postgres() {
         return Ok(None);
     }
@@ -591,7 +695,7 @@ pub fn index(conn: &Connection) -> Result<Option<Arc<LexicalIndex>>> {
     let c = match cache.as_mut() {
         Some(c) if c.path == path => c,
         _ => {
-            *cache = Some(Cached { path, seq, recalls: 0, index: None });
+            *cache = Some(Cached { path, seq, recalls: 0, index: None, exclusions: None });
             cache.as_mut().expect("just set")
         }
     };
@@ -612,15 +716,25 @@ pub fn index(conn: &Connection) -> Result<Option<Arc<LexicalIndex>>> {
         };
         c.seq = seq;
     }
-    if let Some(ix) = &c.index {
-        if ix.agrees_with_fts(conn)? {
-            return Ok(Some(ix.clone()));
+    let index = match &c.index {
+        Some(ix) if ix.agrees_with_fts(conn)? => ix.clone(),
+        _ => {
+            let ix = Arc::new(LexicalIndex::load(conn)?);
+            c.seq = seq;
+            c.index = Some(ix.clone());
+            ix
         }
-    }
-    let ix = Arc::new(LexicalIndex::load(conn)?);
-    c.seq = seq;
-    c.index = Some(ix.clone());
-    Ok(Some(ix))
+    };
+    let key = exclusions_key(conn)?;
+    let exclusions = match &c.exclusions {
+        Some((k, e)) if *k == key => e.clone(),
+        _ => {
+            let e = Arc::new(Exclusions::load(conn)?);
+            c.exclusions = Some((key, e.clone()));
+            e
+        }
+    };
+    Ok(Some(Kept { index, exclusions }))
 }
 
 #[cfg(test)]
