@@ -266,7 +266,7 @@ mod simd {
     fn dots_avx2(q: &[i8], rows: &[i8], out: &mut [i32]) {
         use std::arch::x86_64::*;
         let n = q.len();
-        debug_assert!(n % 32 == 0 && !q.contains(&-128));
+        debug_assert!(n.is_multiple_of(32) && !q.contains(&-128));
         let ones = _mm256_set1_epi16(1);
         for (o, row) in out.iter_mut().zip(rows.chunks_exact(n)) {
             let mut acc = _mm256_setzero_si256();
@@ -319,7 +319,7 @@ mod simd {
 
     pub fn dots(q: &[i8], rows: &[i8], out: &mut [i32]) {
         #[cfg(target_arch = "x86_64")]
-        if has_avx2() && q.len() % 32 == 0 && !q.contains(&-128) {
+        if has_avx2() && q.len().is_multiple_of(32) && !q.contains(&-128) {
             // SAFETY: as in `dot`.
             return unsafe { dots_avx2(q, rows, out) };
         }
