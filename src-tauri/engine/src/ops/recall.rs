@@ -622,7 +622,8 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
     let kept = crate::lexical::index(conn)?;
     // What a row's facts say of its candidate: excluded (by state, or a task log of another
     // kind), filtered out (by the caller's tier or pin), or eligible with its cosine.
-    let judge = |f: Facts, rowid: i64, excluded: bool, task_kind: Option<String>| -> Looked {
+    // The context columns are copied only when the query has a context to match them with.
+    let judge = |f: &Facts, rowid: i64, excluded: bool, task_kind: Option<String>| -> Looked {
         let Some(tier) = f.tier else { return Looked::Filtered };
         // A task log is recalled only for a caller doing the same kind of task.
         let excluded = excluded || task_kind.as_ref().is_some_and(|k| q.task_kind.as_ref() != Some(k));
@@ -644,10 +645,10 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
             created: f.created,
             importance: f.importance,
             pinned: f.pinned,
-            session: f.session,
-            project: f.project,
-            workflow: f.workflow,
-            tags: f.tags,
+            session: if context.is_empty() { None } else { f.session.clone() },
+            project: if context.is_empty() { None } else { f.project.clone() },
+            workflow: if context.is_empty() { None } else { f.workflow.clone() },
+            tags: if q.tags.is_empty() { Vec::new() } else { f.tags.clone() },
             task_kind,
         }))
     };
@@ -662,8 +663,12 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
                     .iter()
                     .zip(facts)
                     .map(|(&rowid, f)| {
-                        let (excluded, task_kind) = kept.exclusions.of(kept.index.id(rowid));
-                        judge(f.clone(), rowid, excluding && excluded, task_kind.filter(|_| task_logs))
+                        let (excluded, task_kind) = if excluding || task_logs {
+                            kept.exclusions.of(kept.index.id(rowid))
+                        } else {
+                            (false, None)
+                        };
+                        judge(f, rowid, excluding && excluded, task_kind.filter(|_| task_logs))
                     })
                     .collect());
             }
@@ -673,7 +678,7 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
         let mut rows = row_stmt.query([list])?;
         while let Some(r) = rows.next()? {
             let rowid: i64 = r.get(11)?;
-            found.insert(rowid, judge(facts_of(&r, 0)?, rowid, r.get::<_, bool>(9)?, r.get(10)?));
+            found.insert(rowid, judge(&facts_of(&r, 0)?, rowid, r.get::<_, bool>(9)?, r.get(10)?));
         }
         Ok(rowids.iter().map(|r| found.remove(r).unwrap_or(Looked::Filtered)).collect())
     };
