@@ -11,6 +11,9 @@ use lethe_engine::{model::Memory, store, time, transfer, Tier};
 use lethe_testkit::workload::realistic::RealisticGenerator;
 use lethe_testkit::workload::Generator;
 
+/// The process keeps one file's index: the tests that use it run one at a time.
+static PROCESS_CACHE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn now() -> time::Instant {
     time::parse("2026-06-01T00:00:00.000Z").unwrap()
 }
@@ -188,6 +191,7 @@ fn the_in_memory_index_scores_and_orders_every_query_as_fts5_does() {
 
 #[test]
 fn the_process_index_follows_every_write_and_recall_answers_as_fts5_does() {
+    let _one_at_a_time = PROCESS_CACHE.lock().unwrap_or_else(|p| p.into_inner());
     let dir = std::env::temp_dir().join(format!("lethe-lex-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("b.db");
@@ -279,5 +283,38 @@ fn the_process_index_follows_every_write_and_recall_answers_as_fts5_does() {
             .unwrap();
     assert!(hits.iter().any(|h| h.id == "mem_new_1"), "{hits:?}");
     drop(conn.transaction().unwrap());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_large_file_gets_its_index_from_a_build_on_the_side_while_fts5_answers() {
+    let _one_at_a_time = PROCESS_CACHE.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = std::env::temp_dir().join(format!("lethe-lex-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("c.db");
+    let conn = load(&path, &memories()[..600]);
+    // Every file counts as large here (limit 0): the second recall starts the build and
+    // returns without an index, as do the recalls until it is done.
+    assert!(lexical::index_with(&conn, 0).unwrap().is_none());
+    assert!(lexical::index_with(&conn, 0).unwrap().is_none(), "the build runs on the side");
+    // A write while the build may be running: the index is patched from the journal position
+    // it was read at.
+    conn.execute(
+        "INSERT INTO memory_item (id, type, content, created_at) \
+         VALUES ('mem_late', 'semantic', 'a late café deploy note', '2026-05-01T00:00:00.000Z')",
+        [],
+    )
+    .unwrap();
+    let start = std::time::Instant::now();
+    let kept = loop {
+        if let Some(k) = lexical::index_with(&conn, 0).unwrap() {
+            break k;
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(60), "the build on the side never finished");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    assert_eq!(kept.index.len(), 602);
+    assert_same_as_fts5(&kept.index, &conn, "built on the side");
+    assert_same_facts(&kept.index, &conn, "built on the side");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -15,9 +15,11 @@
 //!   ties by rowid.
 //!
 //! A long-running process (the window, `lethe mcp`, the benchmark) builds it at its
-//! [`BUILD_AT`]-th recall of a file and patches it from the change journal, as it does the
-//! vector index; a one-shot command asks FTS5. A query word that is not exactly one token,
-//! or a team store, is searched by FTS5 as before.
+//! [`BUILD_AT`]-th recall of a file (above [`BUILD_INLINE_MAX`] rows on a thread of its own,
+//! FTS5 answering meanwhile) and patches it from the change journal, as it does the vector
+//! index; a one-shot command asks FTS5. It also keeps what recall reads of each row besides
+//! its words ([`Facts`]) and the exclusions from the tables beside `memory_item`. A query word
+//! with no token at all, or a team store, is searched by FTS5 / PostgreSQL as before.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -40,6 +42,9 @@ const MAX_TOKEN: usize = 32768;
 pub const BUILD_AT: usize = 2;
 /// Changes the journal may list for a patch; more, and the index is built again.
 const MAX_PATCH: usize = 10_000;
+/// Up to this many rows the index is built in the recall that needs it (≈ 0.25 s of realistic
+/// text); above, on a thread of its own with its own connection, while recall asks FTS5.
+pub const BUILD_INLINE_MAX: i64 = 50_000;
 
 pub use tokenizer::Tokenizer;
 
@@ -436,25 +441,7 @@ impl LexicalIndex {
     /// Whether this index holds what FTS5's averages record says `lethe_fts` holds: its row
     /// count and its token total (a write the journal did not show would change them).
     fn agrees_with_fts(&self, conn: &Connection) -> Result<bool> {
-        let block: Option<Vec<u8>> = conn
-            .prepare_cached("SELECT block FROM lethe_fts_data WHERE id = 1")?
-            .query_map([], |r| r.get(0))?
-            .next()
-            .transpose()?;
-        let Some(block) = block else { return Ok(self.rows == 0) };
-        let mut at = 0;
-        let mut next = || -> Option<i64> {
-            let (v, n) = varint(block.get(at..)?)?;
-            at += n;
-            Some(v as i64)
-        };
-        let Some(rows) = next() else { return Ok(false) };
-        let mut tokens = 0i64;
-        for _ in 0..COLUMNS.len() {
-            let Some(t) = next() else { return Ok(false) };
-            tokens += t;
-        }
-        Ok(rows == self.rows && tokens == self.tokens)
+        Ok(fts_totals(conn)? == Some((self.rows, self.tokens)))
     }
 
     /// The phrases FTS5 would search for these query words, or `None` when a word has no
@@ -586,6 +573,30 @@ pub fn best(matches: &mut Vec<(i64, f64)>, n: Option<usize>) {
     matches.sort_unstable_by(order);
 }
 
+/// FTS5's row count and token total of `lethe_fts`, from its averages record (`None` when the
+/// record cannot be read; `(0, 0)` for an index never written).
+fn fts_totals(conn: &Connection) -> Result<Option<(i64, i64)>> {
+    let block: Option<Vec<u8>> = conn
+        .prepare_cached("SELECT block FROM lethe_fts_data WHERE id = 1")?
+        .query_map([], |r| r.get(0))?
+        .next()
+        .transpose()?;
+    let Some(block) = block else { return Ok(Some((0, 0))) };
+    let mut at = 0;
+    let mut next = || -> Option<i64> {
+        let (v, n) = varint(block.get(at..)?)?;
+        at += n;
+        Some(v as i64)
+    };
+    let Some(rows) = next() else { return Ok(None) };
+    let mut tokens = 0i64;
+    for _ in 0..COLUMNS.len() {
+        let Some(t) = next() else { return Ok(None) };
+        tokens += t;
+    }
+    Ok(Some((rows, tokens)))
+}
+
 /// SQLite's varint (1–9 bytes, big-endian, 7 bits a byte, the ninth all 8).
 fn varint(b: &[u8]) -> Option<(u64, usize)> {
     let mut v: u64 = 0;
@@ -675,14 +686,25 @@ struct Cached {
     recalls: usize,
     index: Option<Arc<LexicalIndex>>,
     exclusions: Option<([i64; 6], Arc<Exclusions>)>,
+    /// A build runs on its own thread.
+    building: bool,
+    /// A build on its own thread failed: this process leaves the file's recall to FTS5.
+    failed: bool,
 }
 
 static CACHE: Mutex<Option<Cached>> = Mutex::new(None);
 
 /// The index of `conn`'s file, up to date in the caller's read transaction, once this process
-/// has recalled from the file [`BUILD_AT`] times; `None` before, on a team store and for a
-/// file in memory (those ask FTS5 or PostgreSQL).
+/// has recalled from the file [`BUILD_AT`] times and, for a file of more than
+/// [`BUILD_INLINE_MAX`] rows, once the build on the side has finished; `None` before, on a
+/// team store and for a file in memory (those ask FTS5 or PostgreSQL).
 pub fn index(conn: &Connection) -> Result<Option<Kept>> {
+    index_with(conn, BUILD_INLINE_MAX)
+}
+
+/// [`index`] with another limit for building in the recall itself (tests and the benchmark
+/// use 0 to build on the side).
+pub fn index_with(conn: &Connection, inline_max: i64) -> Result<Option<Kept>> {
     if conn.is_postgres() {
         return Ok(None);
     }
@@ -695,7 +717,8 @@ pub fn index(conn: &Connection) -> Result<Option<Kept>> {
     let c = match cache.as_mut() {
         Some(c) if c.path == path => c,
         _ => {
-            *cache = Some(Cached { path, seq, recalls: 0, index: None, exclusions: None });
+            *cache =
+                Some(Cached { path, seq, recalls: 0, index: None, exclusions: None, building: false, failed: false });
             cache.as_mut().expect("just set")
         }
     };
@@ -719,6 +742,16 @@ pub fn index(conn: &Connection) -> Result<Option<Kept>> {
     let index = match &c.index {
         Some(ix) if ix.agrees_with_fts(conn)? => ix.clone(),
         _ => {
+            c.index = None;
+            if c.building || c.failed {
+                return Ok(None);
+            }
+            let rows = fts_totals(conn)?.map_or(i64::MAX, |t| t.0);
+            if rows > inline_max {
+                c.building = build_aside(c.path.clone());
+                c.failed = !c.building;
+                return Ok(None);
+            }
             let ix = Arc::new(LexicalIndex::load(conn)?);
             c.seq = seq;
             c.index = Some(ix.clone());
@@ -735,6 +768,30 @@ pub fn index(conn: &Connection) -> Result<Option<Kept>> {
         }
     };
     Ok(Some(Kept { index, exclusions }))
+}
+
+/// Builds the index of the file at `path` on a thread of its own, with its own read-only
+/// connection and read transaction, and hands it to the process cache with the journal
+/// position it was read at (the next recall patches it from there).
+fn build_aside(path: String) -> bool {
+    std::thread::Builder::new()
+        .name("lethe-lexical-index".into())
+        .spawn(move || {
+            let built = crate::store::open_read_only(&path).and_then(|conn| {
+                crate::store::read_tx(&conn, || Ok((crate::store::last_change_seq(&conn)?, LexicalIndex::load(&conn)?)))
+            });
+            let Ok(mut cache) = CACHE.lock() else { return };
+            let Some(c) = cache.as_mut().filter(|c| c.path == path) else { return };
+            c.building = false;
+            match built {
+                Ok((seq, ix)) => {
+                    c.index = Some(Arc::new(ix));
+                    c.seq = seq;
+                }
+                Err(_) => c.failed = true,
+            }
+        })
+        .is_ok()
 }
 
 #[cfg(test)]
