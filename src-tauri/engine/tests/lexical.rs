@@ -57,10 +57,13 @@ fn fill(conn: &mut store::Connection, memories: &[Memory]) {
         jsonl.push(b'\n');
     }
     transfer::import(conn, &jsonl[..], &transfer::ImportOptions::new(now())).unwrap();
-    // An empty text counts as a row of no tokens, and steps are indexed too (written as
-    // another program would: import refuses an empty text).
+    // An empty text counts as a row of no tokens, bytes that are not UTF-8 are tokenized as
+    // FTS5 tokenizes them, a number as session is text to scene fit, and steps are indexed
+    // too (written as another program would: import refuses such rows).
     conn.execute_batch(
         "INSERT INTO memory_item (id, type, content, created_at) VALUES ('mem_sp_empty', 'episodic', '', '2026-05-01T00:00:00.000Z');
+         INSERT INTO memory_item (id, type, content, created_at, session_id) \
+         VALUES ('mem_sp_bytes', 'episodic', CAST(x'6465706c6f79ff20636166c3a9' AS TEXT), '2026-05-01T00:00:00.000Z', 42);
          UPDATE memory_item SET steps = '[\"Run the rollback script\", \"Verify the health checks\"]' WHERE id LIKE 'mem_sp_%';",
     )
     .unwrap();
@@ -172,7 +175,7 @@ fn the_in_memory_index_scores_and_orders_every_query_as_fts5_does() {
     std::fs::create_dir_all(&dir).unwrap();
     let conn = load(&dir.join("a.db"), &memories());
     let ix = LexicalIndex::load(&conn).unwrap();
-    assert_eq!(ix.len(), memories().len() + 1);
+    assert_eq!(ix.len(), memories().len() + 2);
     let compared = assert_same_as_fts5(&ix, &conn, "loaded");
     let fell_back: Vec<String> =
         queries().into_iter().filter(|q| ix.phrases(&conn, &recall::searched_words(q)).unwrap().is_none()).collect();
@@ -254,14 +257,14 @@ fn the_process_index_follows_every_write_and_recall_answers_as_fts5_does() {
     let ix = lexical::index(&conn).unwrap().expect("kept").index;
     assert_same_as_fts5(&ix, &conn, "after writes");
     assert_same_facts(&ix, &conn, "after writes");
-    assert_eq!(ix.len(), mems.len() + 1);
+    assert_eq!(ix.len(), mems.len() + 2);
 
     // Many deletes at once: the index drops its dead rows (compaction) and still agrees.
     other
         .execute("DELETE FROM memory_item WHERE rowid IN (SELECT rowid FROM memory_item ORDER BY rowid LIMIT 1500)", [])
         .unwrap();
     let ix = lexical::index(&conn).unwrap().expect("kept").index;
-    assert_eq!(ix.len(), mems.len() + 1 - 1500);
+    assert_eq!(ix.len(), mems.len() + 2 - 1500);
     assert_same_as_fts5(&ix, &conn, "after 1,500 deletes");
     assert_same_facts(&ix, &conn, "after 1,500 deletes");
 
@@ -313,7 +316,7 @@ fn a_large_file_gets_its_index_from_a_build_on_the_side_while_fts5_answers() {
         assert!(start.elapsed() < std::time::Duration::from_secs(60), "the build on the side never finished");
         std::thread::sleep(std::time::Duration::from_millis(10));
     };
-    assert_eq!(kept.index.len(), 602);
+    assert_eq!(kept.index.len(), 603);
     assert_same_as_fts5(&kept.index, &conn, "built on the side");
     assert_same_facts(&kept.index, &conn, "built on the side");
     std::fs::remove_dir_all(&dir).ok();

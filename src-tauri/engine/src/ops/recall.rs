@@ -728,7 +728,7 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
     let all = match_all_expression(&q.text).unwrap_or_else(|| any.clone());
     let exprs: Vec<(&str, bool)> = if all == any { vec![(&any, false)] } else { vec![(&all, true), (&any, false)] };
     // A long-running process searches its in-memory copy of the same index instead, with the
-    // same scores and order (`lexical`), unless a query word is not one token.
+    // same scores and order (`lexical`), unless a query word has no token at all.
     let in_memory = match &kept {
         Some(k) => k.index.phrases(conn, &searched_words(&q.text))?.map(|p| (k.index.clone(), p)),
         None => None,

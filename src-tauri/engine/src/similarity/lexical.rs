@@ -112,7 +112,7 @@ mod tokenizer {
 
         /// Calls `each` with every token of `text`, as FTS5 indexes a document (`query` false) or
         /// parses a query phrase (`query` true).
-        pub fn tokens(&mut self, text: &str, query: bool, mut each: impl FnMut(&[u8])) -> Result<()> {
+        pub fn tokens(&mut self, text: &[u8], query: bool, mut each: impl FnMut(&[u8])) -> Result<()> {
             unsafe extern "C" fn callback(
                 ctx: *mut c_void,
                 _flags: c_int,
@@ -232,11 +232,7 @@ impl LexicalIndex {
         let mut scratch = Vec::new();
         while let Some(r) = rows.next()? {
             let rowid: i64 = r.get(0)?;
-            let id: Option<String> = r.get(1)?;
-            let mut cols: [Option<String>; 6] = Default::default();
-            for (i, c) in cols.iter_mut().enumerate() {
-                *c = r.get(2 + i)?;
-            }
+            let (id, cols) = (id_of(&r)?, columns_of(&r)?);
             let facts = crate::recall::facts_of(&r, 2 + COLUMNS.len()).ok();
             ix.add(&mut tokenizer, rowid, id, &cols, facts, &mut scratch)?;
         }
@@ -268,7 +264,7 @@ impl LexicalIndex {
         tokenizer: &mut Tokenizer,
         rowid: i64,
         id: Option<String>,
-        cols: &[Option<String>; 6],
+        cols: &[Option<Vec<u8>>; 6],
         facts: Option<Facts>,
         scratch: &mut Vec<(u32, f32)>,
     ) -> Result<()> {
@@ -372,10 +368,7 @@ impl LexicalIndex {
             let mut rows = stmt.query([id])?;
             if let Some(r) = rows.next()? {
                 let rowid: i64 = r.get(0)?;
-                let mut cols: [Option<String>; 6] = Default::default();
-                for (i, c) in cols.iter_mut().enumerate() {
-                    *c = r.get(2 + i)?;
-                }
+                let cols = columns_of(&r)?;
                 // A row whose rowid moved to another id leaves its old slot too.
                 if let Some(&old) = self.by_rowid.get(&rowid) {
                     self.remove(old);
@@ -452,7 +445,7 @@ impl LexicalIndex {
         let mut out = Vec::with_capacity(words.len());
         for w in words {
             let mut phrase: Vec<Option<u32>> = Vec::with_capacity(1);
-            tokenizer.tokens(w, true, |t| phrase.push(self.terms.get(t).copied()))?;
+            tokenizer.tokens(w.as_bytes(), true, |t| phrase.push(self.terms.get(t).copied()))?;
             if phrase.is_empty() {
                 return Ok(None);
             }
@@ -613,6 +606,31 @@ fn varint(b: &[u8]) -> Option<(u64, usize)> {
     None
 }
 
+/// A row's memory id as text ("" when it has none).
+fn id_of(r: &crate::storage::db::Row) -> Result<Option<String>> {
+    use crate::storage::db::ValueRef;
+    Ok(match r.get_ref(1)? {
+        ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Integer(v) => Some(v.to_string()),
+        ValueRef::Real(v) => Some(v.to_string()),
+        ValueRef::Null | ValueRef::Blob(_) => None,
+    })
+}
+
+/// A row's indexed columns as the bytes FTS5 tokenizes (`CAST(… AS TEXT)`: text or NULL; the
+/// bytes as stored, valid UTF-8 or not).
+fn columns_of(r: &crate::storage::db::Row) -> Result<[Option<Vec<u8>>; 6]> {
+    use crate::storage::db::ValueRef;
+    let mut cols: [Option<Vec<u8>>; 6] = Default::default();
+    for (i, c) in cols.iter_mut().enumerate() {
+        *c = match r.get_ref(2 + i)? {
+            ValueRef::Text(t) | ValueRef::Blob(t) => Some(t.to_vec()),
+            _ => None,
+        };
+    }
+    Ok(cols)
+}
+
 /// The statement that reads rows as FTS5 reads them (each column's text as `sqlite3_value_text`
 /// gives it), with a tail (`WHERE …` / `ORDER BY …`).
 fn row_sql(tail: &str) -> String {
@@ -727,13 +745,20 @@ pub fn index_with(conn: &Connection, inline_max: i64) -> Result<Option<Kept>> {
         return Ok(None);
     }
     if c.index.is_some() && c.seq != seq {
-        // Taken out first: a patch that fails leaves no index, and the next recall builds one.
+        // Taken out first: a patch that cannot read its rows leaves no index, and this
+        // process leaves the file's recall to FTS5 (`failed`; the same rows read by recall's
+        // own statement give the same answers, or its error).
         let held = c.index.take().expect("checked");
         c.index = match crate::store::changes_since(conn, c.seq, MAX_PATCH)?.1 {
             Some(ids) => {
                 let mut ix = Arc::try_unwrap(held).unwrap_or_else(|shared| (*shared).clone());
-                ix.apply(conn, &ids)?;
-                Some(Arc::new(ix))
+                match ix.apply(conn, &ids) {
+                    Ok(()) => Some(Arc::new(ix)),
+                    Err(_) => {
+                        c.failed = true;
+                        None
+                    }
+                }
             }
             None => None,
         };
@@ -752,7 +777,11 @@ pub fn index_with(conn: &Connection, inline_max: i64) -> Result<Option<Kept>> {
                 c.failed = !c.building;
                 return Ok(None);
             }
-            let ix = Arc::new(LexicalIndex::load(conn)?);
+            let Ok(ix) = LexicalIndex::load(conn) else {
+                c.failed = true;
+                return Ok(None);
+            };
+            let ix = Arc::new(ix);
             c.seq = seq;
             c.index = Some(ix.clone());
             ix
@@ -762,7 +791,11 @@ pub fn index_with(conn: &Connection, inline_max: i64) -> Result<Option<Kept>> {
     let exclusions = match &c.exclusions {
         Some((k, e)) if *k == key => e.clone(),
         _ => {
-            let e = Arc::new(Exclusions::load(conn)?);
+            let Ok(e) = Exclusions::load(conn) else {
+                (c.failed, c.index) = (true, None);
+                return Ok(None);
+            };
+            let e = Arc::new(e);
             c.exclusions = Some((key, e.clone()));
             e
         }
