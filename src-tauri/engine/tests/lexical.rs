@@ -257,6 +257,9 @@ fn the_process_index_follows_every_write_and_recall_answers_as_fts5_does() {
     let ix = lexical::index(&conn).unwrap().expect("kept").index;
     assert_same_as_fts5(&ix, &conn, "after writes");
     assert_same_facts(&ix, &conn, "after writes");
+    // The deleted memory's only word left the process's vocabulary too.
+    let gone = ix.phrases(&conn, &["x".repeat(300)]).unwrap().unwrap();
+    assert_eq!(gone, vec![vec![None]], "a deleted memory's word is still held in memory");
     assert_eq!(ix.len(), mems.len() + 2);
 
     // Many deletes at once: the index drops its dead rows (compaction) and still agrees.

@@ -199,6 +199,8 @@ pub struct LexicalIndex {
     rows: i64,
     tokens: i64,
     dead: usize,
+    /// A word's last live row died since the vocabulary was last pruned.
+    emptied: bool,
 }
 
 /// Per-thread scratch of a search: an accumulator and a phrase count per slot, and the slots
@@ -347,10 +349,27 @@ impl LexicalIndex {
         distinct.dedup();
         for t in distinct {
             self.df[t as usize] -= 1;
+            if self.df[t as usize] == 0 {
+                self.emptied = true;
+            }
         }
+        // A deleted memory's words leave the process too, not only the file: its sequence and
+        // id are overwritten now, and a word no live row holds any more leaves the vocabulary
+        // at the end of the patch (`forget_unused_words`).
+        self.seqs[self.starts[s]..self.starts[s + 1]].fill(END);
+        self.ids[s] = "".into();
         self.rows -= 1;
         self.tokens -= i64::from(self.lens[s]);
         self.dead += 1;
+    }
+
+    /// Drops from the vocabulary every word no live row holds (their postings are dead slots
+    /// only; a row that brings the word back gets a new term id).
+    fn forget_unused_words(&mut self) {
+        if std::mem::take(&mut self.emptied) {
+            let df = &self.df;
+            self.terms.retain(|_, t| df[*t as usize] > 0);
+        }
     }
 
     /// Brings the rows of the memories `ids` up to date (each id's old slot dies; a row that
@@ -377,6 +396,7 @@ impl LexicalIndex {
                 self.add(&mut tokenizer, rowid, Some(id.clone()), &cols, facts, &mut scratch)?;
             }
         }
+        self.forget_unused_words();
         if self.dead > 1024 && self.dead * 4 > self.rowids.len() {
             self.compact();
         }
