@@ -408,15 +408,7 @@ pub const FACT_COLUMNS: &str = "m.type, m.created_at, m.importance, m.pinned, CO
 /// Reads [`FACT_COLUMNS`] at `base..base + 9` (an error for a tier or time that is not text).
 pub fn facts_of(r: &crate::storage::db::Row, base: usize) -> Result<Facts> {
     // Context columns as text when they hold any: scene fit compares them as text.
-    let text = |i: usize| -> Result<Option<String>> {
-        use crate::storage::db::ValueRef;
-        Ok(match r.get_ref(base + i)? {
-            ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
-            ValueRef::Integer(v) => Some(v.to_string()),
-            ValueRef::Real(v) => Some(v.to_string()),
-            ValueRef::Null | ValueRef::Blob(_) => None,
-        })
-    };
+    let text = |i: usize| crate::model::lenient::text(r, base + i);
     let tags = text(8)?;
     Ok(Facts {
         tier: r.get_ref(base)?.as_str()?.parse::<Tier>().ok(),

@@ -234,7 +234,7 @@ impl LexicalIndex {
         let mut scratch = Vec::new();
         while let Some(r) = rows.next()? {
             let rowid: i64 = r.get(0)?;
-            let (id, cols) = (id_of(&r)?, columns_of(&r)?);
+            let (id, cols) = (crate::model::lenient::text(&r, 1)?, columns_of(&r)?);
             let facts = crate::recall::facts_of(&r, 2 + COLUMNS.len()).ok();
             ix.add(&mut tokenizer, rowid, id, &cols, facts, &mut scratch)?;
         }
@@ -624,17 +624,6 @@ fn varint(b: &[u8]) -> Option<(u64, usize)> {
         }
     }
     None
-}
-
-/// A row's memory id as text ("" when it has none).
-fn id_of(r: &crate::storage::db::Row) -> Result<Option<String>> {
-    use crate::storage::db::ValueRef;
-    Ok(match r.get_ref(1)? {
-        ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
-        ValueRef::Integer(v) => Some(v.to_string()),
-        ValueRef::Real(v) => Some(v.to_string()),
-        ValueRef::Null | ValueRef::Blob(_) => None,
-    })
 }
 
 /// A row's indexed columns as the bytes FTS5 tokenizes (`CAST(… AS TEXT)`: text or NULL; the
