@@ -92,10 +92,13 @@ lint: deps ui
 PG_SUITES := --test engine --test duplicates --test duplication --test seeds --test recall_quality \
 	--test semantic --test redaction --test concurrency --test fuzz --test erasure
 
+# The suites are chosen with --workspace, not -p: a narrower package set unifies dependency
+# features differently and rebuilt ~6 minutes of dependencies in CI. (The CLI's own
+# duplicates and seeds suites, which share a name with the engine's, run again on SQLite: 2 s.)
 rust-test: build
 	cargo test --workspace
-	LETHE_PG_BIN=$(PGVECTOR_BIN) tests/pg/with-server.sh cargo test -p lethe-engine $(PG_SUITES)
-	tests/pg/with-server.sh cargo test -p lethe-cli --test team
+	LETHE_PG_BIN=$(PGVECTOR_BIN) tests/pg/with-server.sh cargo test --workspace $(PG_SUITES)
+	tests/pg/with-server.sh cargo test --workspace --test team
 
 # Rewrites ui/src/bindings.ts, the window's TypeScript types, from the Rust types. rust-test
 # fails while the committed file differs (src-tauri/bindings.rs), saying to run this.
