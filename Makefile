@@ -90,7 +90,7 @@ lint: deps ui
 # The engine's suites that run on both backends, here on a throwaway PostgreSQL server
 # (tests/pg/with-server.sh), plus the CLI on a team server (issue #20).
 PG_SUITES := --test engine --test duplicates --test duplication --test seeds --test recall_quality \
-	--test semantic --test redaction --test concurrency --test fuzz --test erasure
+	--test semantic --test redaction --test concurrency --test fuzz --test erasure --test group_commit
 
 # The suites are chosen with --workspace, not -p: a narrower package set unifies dependency
 # features differently and rebuilt ~6 minutes of dependencies in CI. (The CLI's own

@@ -29,7 +29,9 @@ pub mod storage;
 pub mod time;
 
 pub use io::{demo, push, transfer};
-pub use ops::{archive, audit, duplicates, health, lifecycle, meta, procedural, recall, recall_log, scan, session};
+pub use ops::{
+    archive, audit, duplicates, group_commit, health, lifecycle, meta, procedural, recall, recall_log, scan, session,
+};
 pub use policy::{decay, dialogue, forgetting, redact, settings};
 pub use similarity::{dedup, embed, lexical, neighbours, semantic};
 pub use storage::sqlite as store;

@@ -1,12 +1,14 @@
 //! The memory operations people and agents call: remember, edit, pin, quarantine, restore,
 //! erase (`lifecycle`, over the shared row changes in `rows` and the write rules in
-//! `validate`), procedural memory with compare-and-swap and reflection notes, the reversible
-//! archive, recall and its log, recall statistics, the audit, sessions, the secrets scan,
-//! the duplicates review and the Overview's health lists.
+//! `validate`; a long-running writer groups concurrent remembers in `group_commit`),
+//! procedural memory with compare-and-swap and reflection notes, the reversible archive,
+//! recall and its log, recall statistics, the audit, sessions, the secrets scan, the
+//! duplicates review and the Overview's health lists.
 
 pub mod archive;
 pub mod audit;
 pub mod duplicates;
+pub mod group_commit;
 pub mod health;
 pub mod lifecycle;
 pub mod meta;

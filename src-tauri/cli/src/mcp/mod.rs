@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use lethe_engine::group_commit::RememberQueue;
 use lethe_engine::lifecycle::{self, ListQuery, NewMemory, ProcedureFields, SortBy};
 use lethe_engine::storage::postgres::Role;
 use lethe_engine::{archive, forgetting, meta, procedural, recall, session, store, time, Error, Settings, Tier};
@@ -37,6 +38,8 @@ const PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 #[derive(Clone)]
 pub struct LetheMcp {
     conn: Arc<Mutex<store::Connection>>,
+    /// Concurrent `remember` calls written in one transaction (group commit, issue #19).
+    remembers: Arc<RememberQueue>,
     buffer: Arc<meta::MetaBuffer>,
     /// On a team server, an agent role acts as `agent:<role>` whatever the client is called
     /// (the server's audit triggers record the same).
@@ -380,6 +383,7 @@ impl LetheMcp {
         };
         Ok(LetheMcp {
             conn: Arc::new(Mutex::new(conn)),
+            remembers: Arc::new(RememberQueue::new()),
             buffer: Arc::new(buffer),
             role_actor,
             reader,
@@ -404,18 +408,40 @@ impl LetheMcp {
             + Send
             + 'static,
     ) -> ToolResult {
+        self.run_shared(tool, peer, args, move |a, conn, _, buffer, actor, now| {
+            let mut c = conn.lock().unwrap_or_else(|e| e.into_inner());
+            f(a, &mut c, buffer, actor, now)
+        })
+        .await
+    }
+
+    /// [`Self::run`], with the connection not yet locked (for the group commit).
+    async fn run_shared<T: DeserializeOwned + JsonSchema + Send + 'static>(
+        &self,
+        tool: &'static str,
+        peer: &Peer<RoleServer>,
+        args: JsonObject,
+        f: impl FnOnce(
+                T,
+                &Mutex<store::Connection>,
+                &RememberQueue,
+                &meta::MetaBuffer,
+                &str,
+                time::Instant,
+            ) -> lethe_engine::Result<Value>
+            + Send
+            + 'static,
+    ) -> ToolResult {
         let a = match parse::<T>(tool, args) {
             Ok(a) => a,
             Err(r) => return Ok(r),
         };
         let actor = self.role_actor.clone().unwrap_or_else(|| actor_of(peer));
         let conn = Arc::clone(&self.conn);
+        let remembers = Arc::clone(&self.remembers);
         let buffer = Arc::clone(&self.buffer);
-        let res = tokio::task::spawn_blocking(move || {
-            let mut c = conn.lock().unwrap_or_else(|e| e.into_inner());
-            f(a, &mut c, &buffer, &actor, chrono::Utc::now())
-        })
-        .await;
+        let res =
+            tokio::task::spawn_blocking(move || f(a, &conn, &remembers, &buffer, &actor, chrono::Utc::now())).await;
         Ok(match res {
             Ok(Ok(v)) => CallToolResult::structured(v),
             Ok(Err(e)) => engine_error(&e),
@@ -442,7 +468,7 @@ impl LetheMcp {
         annotations(title = "Remember", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
     async fn remember(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
-        self.run("remember", &peer, args, |a: RememberArgs, c, _, actor, now| {
+        self.run_shared("remember", &peer, args, |a: RememberArgs, conn, remembers, _, actor, now| {
             let m = NewMemory {
                 tier: a.tier.into(),
                 content: a.content,
@@ -467,13 +493,15 @@ impl LetheMcp {
             match (a.memory_id, a.expected_version) {
                 (Some(id), Some(v)) => {
                     let patch = procedural::ProcedurePatch { content: Some(m.content), fields: m.procedure };
-                    let (u, r) = procedural::update_guarded(c, &id, v, &patch, actor, now)?;
+                    let mut c = conn.lock().unwrap_or_else(|e| e.into_inner());
+                    let (u, r) = procedural::update_guarded(&mut c, &id, v, &patch, actor, now)?;
                     Ok(json!({
                         "id": u.id, "stored": true, "version": u.version,
                         "redacted": r.redacted, "pii_tags": r.pii_tags,
                     }))
                 }
-                (None, None) => Ok(serde_json::to_value(lifecycle::remember(c, &m, actor, now)?)?),
+                // Written with the calls of other requests waiting for the connection.
+                (None, None) => Ok(serde_json::to_value(remembers.remember(conn, m, actor, now)?)?),
                 _ => Err(Error::invalid("memory_id and expected_version go together")),
             }
         })

@@ -350,95 +350,215 @@ fn remember_with(
     now: Instant,
     clock: &mut StepClock,
 ) -> Result<RememberOutcome> {
-    model::validate_actor(actor)?;
+    let mut out = remember_group(conn, &[RememberCall { memory: m, actor, now }], clock)?;
+    out.pop().expect("one answer per call")
+}
+
+/// One `remember` of a group commit ([`remember_many`]).
+#[derive(Debug, Clone, Copy)]
+pub struct RememberCall<'a> {
+    pub memory: &'a NewMemory,
+    pub actor: &'a str,
+    pub now: Instant,
+}
+
+/// Several `remember` calls in one write transaction (group commit, issue #19): one `BEGIN`
+/// and one `COMMIT` for all, each call in a savepoint of its own. The answers are, in order,
+/// what the calls would have answered one after the other: each its own outcome or error and
+/// its own audit row; a call that fails leaves nothing and does not touch the others; an exact
+/// duplicate of an earlier call of the group is not stored; and `similar` also names the
+/// memories written earlier in the group. When the group as a whole cannot be written (its
+/// commit fails), each call is made again on its own, so that each gets its own error.
+pub fn remember_many(conn: &mut Connection, calls: &[RememberCall]) -> Vec<Result<RememberOutcome>> {
+    match remember_group(conn, calls, &mut StepClock::off()) {
+        Ok(out) => out,
+        Err(_) if calls.len() > 1 => calls.iter().map(|c| remember(conn, c.memory, c.actor, c.now)).collect(),
+        Err(e) => vec![Err(e)],
+    }
+}
+
+/// A call of a group once prepared: what it will write, or what it already answers.
+enum Pending {
+    Write { p: Prepared, nearest: Option<Vec<(i64, f32)>> },
+    Done(Result<RememberOutcome>),
+}
+
+/// What a stored call of the group wrote.
+struct Wrote {
+    id: String,
+    rowid: i64,
+    /// The vector-cache keys before and after its rows (see [`crate::semantic::Written`]).
+    keys: Option<((i64, i64), (i64, i64))>,
+}
+
+/// [`remember_many`]'s work. `Err` only when nothing of the group was written.
+fn remember_group(
+    conn: &mut Connection,
+    calls: &[RememberCall],
+    clock: &mut StepClock,
+) -> Result<Vec<Result<RememberOutcome>>> {
     let settings = Settings::load(conn)?;
     clock.lap(Step::Settings);
-    let p = prepare_timed(m, &settings, now, clock)?;
-    if p.trivial {
-        return Ok(RememberOutcome::Skipped {
-            stored: false,
-            reason: "trivial: the content is a filler phrase with nothing to remember".into(),
-            existing_id: None,
-        });
-    }
-    let m = &p.memory;
-    let redactions = &p.redactions;
+    let mut pending: Vec<Pending> = calls
+        .iter()
+        .map(|c| {
+            let prepared =
+                model::validate_actor(c.actor).and_then(|()| prepare_timed(c.memory, &settings, c.now, clock));
+            match prepared {
+                Err(e) => Pending::Done(Err(e)),
+                Ok(p) if p.trivial => Pending::Done(Ok(RememberOutcome::Skipped {
+                    stored: false,
+                    reason: "trivial: the content is a filler phrase with nothing to remember".into(),
+                    existing_id: None,
+                })),
+                Ok(p) => Pending::Write { p, nearest: None },
+            }
+        })
+        .collect();
     let embedder = crate::embed::shared();
-    let vector = &p.vector;
     let path = conn.path().unwrap_or("").to_string();
-    // The process's vector index as it is before this write (read outside the write lock; a
+    let vectors = pending.iter().any(|w| matches!(w, Pending::Write { p, .. } if p.vector.is_some()));
+    // The process's vector index as it is before these writes (read outside the write lock; a
     // cache hit after the first call of a long-running writer).
-    let before_write = match (embedder, vector) {
-        (Some(e), Some(_)) => Some(crate::semantic::index(conn, e)?),
+    let before_write = match embedder {
+        Some(e) if vectors => Some(crate::semantic::index(conn, e)?),
         _ => None,
     };
     clock.lap(Step::Similar);
-    // (cache key before, cache key after) of the vector this call writes, and its memory's rowid.
-    type Key = (i64, i64);
-    let mut written: Option<(Key, Key)> = None;
-    let mut new_rowid = 0i64;
-    // The write-time neighbours by meaning, from the index as it was before this write. They
+    // The write-time neighbours by meaning, from the index as it was before the group. They
     // are searched here, on the writer's thread: on a second thread (overlapping the
     // transaction) a busy machine made each call wait for that thread to be scheduled,
     // 1.7 ms a call while two compilers ran, against a scan of tens of µs.
-    let nearest = before_write
-        .as_deref()
-        .zip(vector.as_ref())
-        .map(|(ix, q)| crate::semantic::nearest_on_write(ix, q, SIMILAR_LIMIT));
+    if let Some(ix) = before_write.as_deref() {
+        for w in &mut pending {
+            if let Pending::Write { p: Prepared { vector: Some(q), .. }, nearest } = w {
+                *nearest = Some(crate::semantic::nearest_on_write(ix, q, SIMILAR_LIMIT));
+            }
+        }
+    }
     clock.lap(Step::Scan);
+    let alone = calls.len() == 1;
     // write_tx's retry on BUSY, spelled out so that BEGIN and COMMIT are timed on their own.
-    let stored = crate::store::with_retry(|| {
-        written = None;
+    let wrote = crate::store::with_retry(|| {
         let tx = conn.transaction_with_behavior(crate::storage::db::TransactionBehavior::Immediate)?;
         clock.lap(Step::Begin);
-        let before = if vector.is_some() { Some(crate::semantic::cache_key(&tx)?) } else { None };
+        let mut key = if vectors { Some(crate::semantic::cache_key(&tx)?) } else { None };
         clock.lap(Step::CacheKeys);
-        let (id, rowid) = match insert_tx(&tx, &p, actor, now, clock)? {
-            Ok(x) => x,
-            Err((reason, existing_id)) => {
-                tx.commit()?;
-                return Ok(Err(RememberOutcome::Skipped { stored: false, reason, existing_id }));
+        let mut wrote: Vec<Option<Result<std::result::Result<Wrote, NotStored>>>> = Vec::with_capacity(pending.len());
+        for (w, c) in pending.iter().zip(calls) {
+            let Pending::Write { p, .. } = w else {
+                wrote.push(None);
+                continue;
+            };
+            if !alone {
+                tx.execute_batch("SAVEPOINT lethe_group_call")?;
             }
-        };
-        new_rowid = rowid;
-        if let Some(before) = before {
-            written = Some((before, crate::semantic::cache_key(&tx)?));
+            let one = insert_tx(&tx, p, c.actor, c.now, clock).and_then(|r| match r {
+                Ok((id, rowid)) => {
+                    let keys = match key {
+                        Some(before) => {
+                            let after = crate::semantic::cache_key(&tx)?;
+                            key = Some(after);
+                            Some((before, after))
+                        }
+                        None => None,
+                    };
+                    Ok(Ok(Wrote { id, rowid, keys }))
+                }
+                Err(skipped) => Ok(Err(skipped)),
+            });
+            clock.lap(Step::CacheKeys);
+            match one {
+                // Alone, or BUSY (the whole group is tried again): the transaction ends here.
+                Err(e) if alone || e.is_retryable() => return Err(e),
+                Err(e) => {
+                    tx.execute_batch("ROLLBACK TO SAVEPOINT lethe_group_call; RELEASE SAVEPOINT lethe_group_call")?;
+                    wrote.push(Some(Err(e)));
+                }
+                Ok(r) => {
+                    if !alone {
+                        tx.execute_batch("RELEASE SAVEPOINT lethe_group_call")?;
+                    }
+                    wrote.push(Some(Ok(r)));
+                }
+            }
         }
-        clock.lap(Step::CacheKeys);
         tx.commit()?;
         clock.lap(Step::Commit);
-        Ok(Ok(id))
-    });
-    // The scan's hold on the index ends here, so the patch below updates it in place.
+        Ok(wrote)
+    })?;
+    // The scans' hold on the index ends here, so the patches below update it in place.
     drop(before_write);
-    let id = match stored? {
-        Ok(id) => id,
-        Err(skipped) => return Ok(skipped),
-    };
-    if let (Some(e), Some(v), Some((before, after))) = (embedder, vector, written) {
-        let w = crate::semantic::Written {
-            path: &path,
-            before,
-            after,
-            rowid: new_rowid,
-            tier: m.tier,
-            pinned: m.pinned,
-            vector: v,
-        };
-        crate::semantic::patch_cache(e, w);
+    // Each stored vector enters the process's index in the order written (each patch applies
+    // only to an index at its `before` key, so the order matters).
+    if let Some(e) = embedder {
+        for (w, r) in pending.iter().zip(&wrote) {
+            if let (Pending::Write { p: Prepared { vector: Some(v), memory, .. }, .. }, Some(Ok(Ok(wr)))) = (w, r) {
+                if let Some((before, after)) = wr.keys {
+                    let m = memory;
+                    let written = crate::semantic::Written {
+                        path: &path,
+                        before,
+                        after,
+                        rowid: wr.rowid,
+                        tier: m.tier,
+                        pinned: m.pinned,
+                        vector: v,
+                    };
+                    crate::semantic::patch_cache(e, written);
+                }
+            }
+        }
     }
     // The candidates' words are read after the commit (the write lock is not held for them).
-    let similar =
-        crate::semantic::similar_on_write(conn, &m.content, nearest.as_deref(), &id, SIMILAR_LIMIT, SIMILAR_ON_WRITE)?;
-    clock.lap(Step::Similar);
-    Ok(RememberOutcome::Stored {
-        id,
-        stored: true,
-        version: 1,
-        similar,
-        redacted: redactions.redacted.clone(),
-        pii_tags: redactions.pii_tags.clone(),
-    })
+    let mut earlier: Vec<(i64, crate::embed::Vector)> = Vec::new();
+    let mut out = Vec::with_capacity(calls.len());
+    for (w, r) in pending.into_iter().zip(wrote) {
+        let (p, nearest, r) = match (w, r) {
+            (Pending::Done(answer), _) => {
+                out.push(answer);
+                continue;
+            }
+            (Pending::Write { p, nearest }, Some(r)) => (p, nearest, r),
+            (Pending::Write { .. }, None) => unreachable!("every call to write has an answer"),
+        };
+        let wr = match r {
+            Ok(Ok(wr)) => wr,
+            Ok(Err((reason, existing_id))) => {
+                out.push(Ok(RememberOutcome::Skipped { stored: false, reason, existing_id }));
+                continue;
+            }
+            Err(e) => {
+                out.push(Err(e));
+                continue;
+            }
+        };
+        let nearest = nearest.map(|n| match &p.vector {
+            Some(q) => crate::semantic::with_earlier(n, q, &earlier, SIMILAR_LIMIT),
+            None => n,
+        });
+        let similar = crate::semantic::similar_on_write(
+            conn,
+            &p.memory.content,
+            nearest.as_deref(),
+            &wr.id,
+            SIMILAR_LIMIT,
+            SIMILAR_ON_WRITE,
+        );
+        clock.lap(Step::Similar);
+        if let Some(v) = &p.vector {
+            earlier.push((wr.rowid, v.clone()));
+        }
+        out.push(similar.map(|similar| RememberOutcome::Stored {
+            id: wr.id,
+            stored: true,
+            version: 1,
+            similar,
+            redacted: p.redactions.redacted.clone(),
+            pii_tags: p.redactions.pii_tags.clone(),
+        }));
+    }
+    Ok(out)
 }
 
 fn snapshot(m: &Memory) -> serde_json::Value {

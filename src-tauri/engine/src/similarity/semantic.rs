@@ -521,6 +521,27 @@ pub fn nearest_on_write(ix: &VectorIndex, q: &Vector, limit: usize) -> Vec<(i64,
     ix.top_approx(q, candidates_for(limit), |_| true).into_iter().map(|(i, c)| (ix.rowids[i], c)).collect()
 }
 
+/// [`nearest_on_write`]'s candidates together with memories written earlier in the same group
+/// commit, which the index read before the group does not hold (`(rowid, vector)`), scored as
+/// the index scores its rows; the best [`candidates_for`] `limit` of both.
+pub fn with_earlier(
+    mut nearest: Vec<(i64, f32)>,
+    q: &Vector,
+    earlier: &[(i64, Vector)],
+    limit: usize,
+) -> Vec<(i64, f32)> {
+    if earlier.is_empty() {
+        return nearest;
+    }
+    for (rowid, v) in earlier {
+        let s = embed::dot_q(&q.q, &v.q) as f32 * q.inv_norm * v.inv_norm;
+        let at = nearest.partition_point(|&(_, x)| x >= s);
+        nearest.insert(at, (*rowid, s));
+    }
+    nearest.truncate(candidates_for(limit));
+    nearest
+}
+
 /// `remember`'s write-time neighbours: the candidates of [`nearest_on_write`] judged by their
 /// words as well, or without a model (`nearest` is `None`) the lexical neighbours of `text`
 /// other than `exclude` (the memory just written).
