@@ -480,6 +480,60 @@ async fn eight_processes_write_while_another_recalls() {
     println!("load: 8 writers x 500, {reads} recalls during the writes, 0 errors");
 }
 
+/// Issue #19: the remember calls one client sends at once are written together (group commit)
+/// and each still gets its own answer, error and audit row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_remembers_of_one_client_each_get_their_own_answer() {
+    let path = db("group");
+    let c = connect(&path, "group-writer").await;
+    let mut calls = tokio::task::JoinSet::new();
+    for i in 0..60 {
+        let args = match i {
+            // The same text twice: one is stored, the other names it.
+            20 | 21 => json!({"type": "semantic", "content": "Every migration ships with a rollback script"}),
+            // A supersede of a memory that does not exist: an error for this call alone.
+            30 => json!({"type": "semantic", "content": "Exports moved to 03:00 UTC", "supersedes": ["mem_missing"]}),
+            _ => {
+                json!({"type": "episodic", "content": format!("build {i} on runner {} took {} seconds", i % 4, 40 + i)})
+            }
+        };
+        let peer = c.peer().clone();
+        calls.spawn(async move {
+            let r = peer
+                .call_tool(CallToolRequestParams::new("remember").with_arguments(args.as_object().cloned().unwrap()));
+            (i, r.await.unwrap())
+        });
+    }
+    let mut answers = std::collections::BTreeMap::new();
+    while let Some(done) = calls.join_next().await {
+        let (i, r) = done.unwrap();
+        answers.insert(i, r);
+    }
+    assert_eq!(code(&answers[&30]), "not_found");
+    let (a, b) = (ok(&answers[&20]), ok(&answers[&21]));
+    let (kept, dup) = if a["stored"] == json!(true) { (a, b) } else { (b, a) };
+    assert_eq!(dup["stored"], json!(false), "{dup}");
+    assert_eq!(dup["existing_id"], kept["id"], "the duplicate names the one stored");
+    let mut ids: Vec<String> = answers
+        .iter()
+        .filter(|(i, _)| ![21, 20, 30].contains(*i))
+        .map(|(_, r)| ok(r)["id"].as_str().expect("stored").to_string())
+        .collect();
+    ids.push(kept["id"].as_str().unwrap().to_string());
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 58, "58 memories, each its own id");
+    c.cancel().await.unwrap();
+    let conn = lethe_engine::store::open(&path).unwrap();
+    let f = lethe_engine::audit::EventFilter { action: Some("remember".into()), limit: 1000, ..Default::default() };
+    let mut audited: Vec<String> =
+        lethe_engine::audit::list_events(&conn, &f).unwrap().into_iter().map(|e| e.memory_id.unwrap()).collect();
+    audited.sort();
+    assert_eq!(audited, ids, "one audit row per stored memory");
+    let n: i64 = conn.query_row("SELECT COUNT(*) FROM memory_item", [], |r| r.get(0)).unwrap();
+    assert_eq!(n, 58, "the failed call wrote nothing");
+}
+
 /// Issue #23: an abnormal end is reported. Here the host stops reading (stdout closed): the
 /// answer cannot be written, and the server says so on stderr and exits non-zero.
 #[test]

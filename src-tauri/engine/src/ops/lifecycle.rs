@@ -379,7 +379,7 @@ pub fn remember_many(conn: &mut Connection, calls: &[RememberCall]) -> Vec<Resul
 
 /// A call of a group once prepared: what it will write, or what it already answers.
 enum Pending {
-    Write { p: Prepared, nearest: Option<Vec<(i64, f32)>> },
+    Write { p: Box<Prepared>, nearest: Option<Vec<(i64, f32)>> },
     Done(Result<RememberOutcome>),
 }
 
@@ -411,7 +411,7 @@ fn remember_group(
                     reason: "trivial: the content is a filler phrase with nothing to remember".into(),
                     existing_id: None,
                 })),
-                Ok(p) => Pending::Write { p, nearest: None },
+                Ok(p) => Pending::Write { p: Box::new(p), nearest: None },
             }
         })
         .collect();
@@ -431,8 +431,10 @@ fn remember_group(
     // 1.7 ms a call while two compilers ran, against a scan of tens of µs.
     if let Some(ix) = before_write.as_deref() {
         for w in &mut pending {
-            if let Pending::Write { p: Prepared { vector: Some(q), .. }, nearest } = w {
-                *nearest = Some(crate::semantic::nearest_on_write(ix, q, SIMILAR_LIMIT));
+            if let Pending::Write { p, nearest } = w {
+                if let Some(q) = &p.vector {
+                    *nearest = Some(crate::semantic::nearest_on_write(ix, q, SIMILAR_LIMIT));
+                }
             }
         }
     }
@@ -493,9 +495,9 @@ fn remember_group(
     // only to an index at its `before` key, so the order matters).
     if let Some(e) = embedder {
         for (w, r) in pending.iter().zip(&wrote) {
-            if let (Pending::Write { p: Prepared { vector: Some(v), memory, .. }, .. }, Some(Ok(Ok(wr)))) = (w, r) {
-                if let Some((before, after)) = wr.keys {
-                    let m = memory;
+            if let (Pending::Write { p, .. }, Some(Ok(Ok(wr)))) = (w, r) {
+                if let (Some((before, after)), Some(v)) = (wr.keys, &p.vector) {
+                    let m = &p.memory;
                     let written = crate::semantic::Written {
                         path: &path,
                         before,
