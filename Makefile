@@ -176,9 +176,10 @@ demo: build
 #   target/release/lethe-bench --make-db PATH --workload realistic --sizes 100000
 BENCH_ARGS ?= --sizes 10000,100000
 bench:
-	cargo build --release -p lethe-cli --bin lethe-bench
+	cargo build --release -p lethe-cli --bin lethe-bench --bin lethe-mcp-bench --bin lethe
 	./target/release/lethe-bench --workload reference $(BENCH_ARGS) --out target/bench-reference.json
 	./target/release/lethe-bench --workload realistic $(BENCH_ARGS) --out target/bench-realistic.json
+	./target/release/lethe-mcp-bench --calls 2000 | tee target/bench-mcp.json
 
 # The team store beside SQLite (remember, recall, forgetting batch, push) on a throwaway
 # PostgreSQL cluster; results go to BENCHMARKS.md by hand.

@@ -882,85 +882,6 @@ fn import_floor(dir: &Path, wl: Workload, n: usize, now: Instant, args: &Args) -
     Ok(Value::Object(out))
 }
 
-/// `remember` through `lethe mcp`, as an agent host calls it: a child process over stdio,
-/// `in_flight` requests outstanding at a time (1: each waits for the answer before the next).
-/// With several in flight the server's group commit writes the calls waiting for its
-/// connection in one transaction.
-fn mcp_remember(dir: &Path, wl: Workload, n: usize, calls: usize, in_flight: usize, now: Instant) -> Result<Value> {
-    use std::io::BufRead;
-    let exe = std::env::current_exe()?.with_file_name("lethe");
-    if !exe.exists() {
-        return Ok(json!({ "skipped": format!("{} is not built", exe.display()) }));
-    }
-    let db = dir.join(format!("mcp-{in_flight}.db"));
-    let mut child = Command::new(&exe)
-        .arg("--db")
-        .arg(&db)
-        .arg("mcp")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .context("starting lethe mcp")?;
-    let mut stdin = child.stdin.take().expect("piped");
-    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("piped"));
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "lethe-bench", "version": "1"}}});
-    writeln!(stdin, "{init}")?;
-    let mut line = String::new();
-    stdout.read_line(&mut line)?;
-    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
-    let requests: Vec<String> = wl
-        .items(n)
-        .take(calls)
-        .enumerate()
-        .map(|(i, it)| {
-            let m = it.to_new_memory(now);
-            json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": {"name": "remember",
-                "arguments": {"type": m.tier.as_str(), "content": m.content}}})
-            .to_string()
-        })
-        .collect();
-    // One token per request in flight: the writer takes one before sending, the reader
-    // returns it with each answer.
-    let (tokens, freed) = std::sync::mpsc::sync_channel::<()>(in_flight);
-    let t = Clock::now();
-    let (stored, errors) = std::thread::scope(|s| -> Result<(usize, usize)> {
-        let writer = s.spawn(move || -> Result<()> {
-            for r in &requests {
-                tokens.send(()).context("the reader stopped")?;
-                writeln!(stdin, "{r}")?;
-                stdin.flush()?;
-            }
-            // End of input: the server ends once it has answered everything.
-            drop(stdin);
-            Ok(())
-        });
-        let (mut stored, mut errors) = (0, 0);
-        for _ in 0..calls {
-            line.clear();
-            if stdout.read_line(&mut line)? == 0 {
-                bail!("lethe mcp ended before answering");
-            }
-            let v: Value = serde_json::from_str(&line)?;
-            match v["result"]["structuredContent"]["stored"].as_bool() {
-                Some(true) => stored += 1,
-                Some(false) => {}
-                None => errors += 1,
-            }
-            let _ = freed.recv();
-        }
-        writer.join().expect("the writer thread")?;
-        Ok((stored, errors))
-    })?;
-    let secs = t.elapsed().as_secs_f64();
-    child.wait()?;
-    Ok(json!({
-        "in_flight": in_flight, "calls": calls, "stored": stored, "errors": errors,
-        "secs": round3(secs), "per_s": (calls as f64 / secs).round(),
-    }))
-}
-
 /// Lethe's bulk import of the same N memories with the model off (`LETHE_MODEL_DIR=off`): no
 /// vectors are computed or stored. Run as `--make-db` in a child process, since the model is
 /// chosen once per process.
@@ -1040,8 +961,6 @@ fn open_db(path: &Path, args: &Args) -> Result<store::Connection> {
 
 /// Threads calling `remember` at once in the group-commit measure.
 const GROUP_CALLERS: usize = 8;
-/// `remember` calls sent through `lethe mcp` in each of its two measures.
-const MCP_CALLS: usize = 5_000;
 
 fn run_size(n: usize, args: &Args, now: Instant) -> Result<Value> {
     let base = args.tmp.clone().unwrap_or_else(std::env::temp_dir);
@@ -1157,7 +1076,8 @@ fn run_size(n: usize, args: &Args, now: Instant) -> Result<Value> {
 
     // 1c. The same calls from GROUP_CALLERS threads at once through one connection, as
     // `lethe mcp` serves concurrent requests: its group commit writes the calls waiting for
-    // the connection in one transaction.
+    // the connection in one transaction. (`lethe-mcp-bench` measures the same through the
+    // server: sequential and pipelined.)
     let remember_grouped = if skip("remember") {
         Value::Null
     } else {
@@ -1193,18 +1113,6 @@ fn run_size(n: usize, args: &Args, now: Instant) -> Result<Value> {
             "vs_one_caller": round3(per_s / one), "transactions": k.groups,
             "mean_group": round3(k.calls as f64 / k.groups.max(1) as f64), "largest_group": k.largest,
         })
-    };
-
-    // 1d. The same through `lethe mcp`: one request at a time, then GROUP_CALLERS in flight.
-    let remember_mcp = if skip("remember") {
-        Value::Null
-    } else {
-        let calls = sample.min(MCP_CALLS);
-        progress(n, &format!("lethe mcp remember × {calls}, 1 and {GROUP_CALLERS} in flight"));
-        let one = mcp_remember(&dir, wl, n, calls, 1, now)?;
-        let many = mcp_remember(&dir, wl, n, calls, GROUP_CALLERS, now)?;
-        let ratio = many["per_s"].as_f64().unwrap_or(f64::NAN) / one["per_s"].as_f64().unwrap_or(f64::NAN);
-        json!({ "one_in_flight": one, "many_in_flight": many, "many_vs_one": round3(ratio) })
     };
 
     // 2. Bulk import: N memories with their ages, access and views as JSONL.
@@ -1381,7 +1289,6 @@ fn run_size(n: usize, args: &Args, now: Instant) -> Result<Value> {
         "remember_sqlite_floor": floor,
         "remember_detector_off": remember_guard_off,
         "remember_grouped": remember_grouped,
-        "remember_mcp": remember_mcp,
         "import": import,
         "import_without_model": import_no_model,
         "import_sqlite_floor": import_floor_v,
@@ -1685,18 +1592,6 @@ fn table(doc: &Value) -> String {
         push(
             "group commit: calls per transaction (mean / largest)",
             format!("{} / {}", f(&r["remember_grouped"]["mean_group"]), f(&r["remember_grouped"]["largest_group"])),
-            "",
-            "",
-            None,
-        );
-        push(
-            &format!("lethe mcp remember /s: 1 in flight / {GROUP_CALLERS} in flight (ratio)"),
-            format!(
-                "{} / {} ({})",
-                f(&r["remember_mcp"]["one_in_flight"]["per_s"]),
-                f(&r["remember_mcp"]["many_in_flight"]["per_s"]),
-                f(&r["remember_mcp"]["many_vs_one"])
-            ),
             "",
             "",
             None,
