@@ -739,13 +739,12 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
         };
         for (expr, every_word) in exprs {
             let mut eligible = cands.len();
-            let found = in_memory.as_ref().map(|(ix, phrases)| ix.search(phrases, every_word));
+            let mut found = in_memory.as_ref().map(|(ix, phrases)| ix.search(phrases, every_word));
             for inner in [INNER, -1] {
-                let matches: Vec<(i64, f64)> = match &found {
+                let matches: Vec<(i64, f64)> = match &mut found {
                     Some(found) => {
-                        let mut m = found.clone();
-                        crate::lexical::best(&mut m, usize::try_from(inner).ok());
-                        m
+                        let n = crate::lexical::best_first(found, usize::try_from(inner).ok());
+                        found[..n].to_vec()
                     }
                     None => fts
                         .query_map(crate::storage::db::params![lexical_param(conn, expr), inner], |r| {

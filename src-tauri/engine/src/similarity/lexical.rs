@@ -21,8 +21,10 @@
 //! its words ([`Facts`]) and the exclusions from the tables beside `memory_item`. A query word
 //! with no token at all, or a team store, is searched by FTS5 / PostgreSQL as before.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{Error, Result};
 use crate::recall::Facts;
@@ -187,7 +189,7 @@ pub struct LexicalIndex {
     /// statement would refuse; such a row is read from the file).
     facts: Vec<Option<Facts>>,
     /// The live slot of each rowid.
-    by_rowid: HashMap<i64, u32>,
+    by_rowid: FxHashMap<i64, u32>,
     /// Each slot's size in tokens, all columns (`xColumnSize(-1)`).
     lens: Vec<u32>,
     alive: Vec<bool>,
@@ -572,18 +574,24 @@ impl LexicalIndex {
 /// drops the rest: lower `bm25()` first, ties by rowid (FTS5 visits rows by rowid and
 /// SQLite's sorter keeps equal keys in the order met).
 pub fn best(matches: &mut Vec<(i64, f64)>, n: Option<usize>) {
+    let k = best_first(matches, n);
+    matches.truncate(k);
+}
+
+/// [`best`] in place: the best `n` (all when `None`) come first, in order, and their number
+/// is returned; the rest stay behind them in no order (so that a caller can ask again for
+/// more without a copy of all the matches).
+pub fn best_first(matches: &mut [(i64, f64)], n: Option<usize>) -> usize {
     let order = |a: &(i64, f64), b: &(i64, f64)| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0));
-    if let Some(n) = n {
-        if n == 0 {
-            matches.clear();
-            return;
-        }
-        if n < matches.len() {
-            matches.select_nth_unstable_by(n - 1, order);
-            matches.truncate(n);
-        }
+    let n = n.unwrap_or(matches.len()).min(matches.len());
+    if n == 0 {
+        return 0;
     }
-    matches.sort_unstable_by(order);
+    if n < matches.len() {
+        matches.select_nth_unstable_by(n - 1, order);
+    }
+    matches[..n].sort_unstable_by(order);
+    n
 }
 
 /// FTS5's row count and token total of `lethe_fts`, from its averages record (`None` when the
@@ -651,17 +659,17 @@ fn row_sql(tail: &str) -> String {
 /// superseded memories, archived payloads (not restored) and task logs with their kind.
 #[derive(Debug, Default)]
 pub struct Exclusions {
-    superseded: HashSet<String>,
-    archived: HashSet<String>,
-    task_kinds: HashMap<String, Option<String>>,
+    superseded: FxHashSet<String>,
+    archived: FxHashSet<String>,
+    task_kinds: FxHashMap<String, Option<String>>,
 }
 
 impl Exclusions {
     fn load(conn: &Connection) -> Result<Exclusions> {
-        let strings = |sql: &str| -> Result<HashSet<String>> {
+        let strings = |sql: &str| -> Result<FxHashSet<String>> {
             conn.prepare(sql)?.query_map([], |r| r.get::<_, String>(0))?.collect()
         };
-        let mut task_kinds = HashMap::new();
+        let mut task_kinds = FxHashMap::default();
         if crate::session::has_tables(conn)? {
             let mut stmt = conn.prepare("SELECT memory_id, task_kind FROM lethe_task_log ORDER BY rowid")?;
             let mut rows = stmt.query([])?;
