@@ -737,9 +737,14 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
             (Some(ix), Some(qv)) if ix.len() >= PARALLEL_SCAN_MIN => Some(scope.spawn(|| scan(ix, qv))),
             _ => None,
         };
+        // In memory, one pass finds the matches of both searches.
+        let counted = in_memory.as_ref().map(|(ix, phrases)| (ix.search_counted(phrases), phrases.len()));
         for (expr, every_word) in exprs {
             let mut eligible = cands.len();
-            let mut found = in_memory.as_ref().map(|(ix, phrases)| ix.search(phrases, every_word));
+            let mut found = counted.as_ref().map(|(all, n)| {
+                let need = if every_word { *n } else { 1 };
+                all.iter().filter(|m| usize::from(m.2) >= need).map(|&(r, s, _)| (r, s)).collect::<Vec<_>>()
+            });
             for inner in [INNER, -1] {
                 let matches: Vec<(i64, f64)> = match &mut found {
                     Some(found) => {

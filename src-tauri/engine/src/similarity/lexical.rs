@@ -509,6 +509,14 @@ impl LexicalIndex {
     /// The rows matching every phrase (`all`) or any, each with its `bm25()` as FTS5 gives it
     /// (negative; lower is better), unordered.
     pub fn search(&self, phrases: &[Vec<Option<u32>>], all: bool) -> Vec<(i64, f64)> {
+        let need = if all { phrases.len() } else { 1 };
+        self.search_counted(phrases).into_iter().filter(|m| usize::from(m.2) >= need).map(|(r, s, _)| (r, s)).collect()
+    }
+
+    /// The rows matching any phrase, each with its `bm25()` and the number of phrases it
+    /// matches: both of recall's searches (every word, then any) from one pass, since
+    /// `bm25()` sums over all the query's phrases under either.
+    pub fn search_counted(&self, phrases: &[Vec<Option<u32>>]) -> Vec<(i64, f64, u16)> {
         if phrases.is_empty() || self.rows == 0 {
             return Vec::new();
         }
@@ -554,13 +562,10 @@ impl LexicalIndex {
                     hits[slot] += 1;
                 }
             }
-            let need = if all { phrases.len() as u16 } else { 1 };
-            let mut out = Vec::with_capacity(if all { 16 } else { touched.len() });
+            let mut out = Vec::with_capacity(touched.len());
             for &slot in touched.iter() {
                 let s = slot as usize;
-                if hits[s] >= need {
-                    out.push((self.rowids[s], -score[s]));
-                }
+                out.push((self.rowids[s], -score[s], hits[s]));
                 score[s] = 0.0;
                 hits[s] = 0;
             }
