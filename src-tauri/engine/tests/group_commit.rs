@@ -243,3 +243,28 @@ fn a_group_waits_out_another_program_holding_the_write_lock() {
     assert!(answers.iter().all(|a| matches!(a, Ok(RememberOutcome::Stored { .. }))), "{answers:?}");
     assert_eq!(audited(&conn, "remember").len(), 2);
 }
+
+#[test]
+fn calls_with_nothing_to_write_answer_without_the_write_lock() {
+    if backend::is_postgres() {
+        return; // SQLite's file lock; PostgreSQL has none to hold.
+    }
+    let db = temp_db();
+    let mut conn = backend::open(&db).unwrap();
+    let other = backend::open(&db).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let now = chrono::Utc::now();
+    let bad = NewMemory::new(Tier::Semantic, "Lint runs before every push");
+    let trivial = NewMemory::new(Tier::Episodic, "thanks");
+    let started = std::time::Instant::now();
+    let alone = lifecycle::remember(&mut conn, &bad, "", now);
+    assert_eq!(alone.map_err(|e| e.code()).err(), Some("invalid_input"));
+    let answers = lifecycle::remember_many(
+        &mut conn,
+        &[RememberCall { memory: &bad, actor: "", now }, RememberCall { memory: &trivial, actor: "agent:a", now }],
+    );
+    assert!(started.elapsed() < Duration::from_secs(1), "no call waited for the lock: {:?}", started.elapsed());
+    assert_eq!(answers[0].as_ref().map_err(|e| e.code()).err(), Some("invalid_input"));
+    assert!(matches!(answers[1], Ok(RememberOutcome::Skipped { .. })), "{:?}", answers[1]);
+    other.execute_batch("ROLLBACK").unwrap();
+}

@@ -367,7 +367,8 @@ pub struct RememberCall<'a> {
 /// what the calls would have answered one after the other: each its own outcome or error and
 /// its own audit row; a call that fails leaves nothing and does not touch the others; an exact
 /// duplicate of an earlier call of the group is not stored; and `similar` also names the
-/// memories written earlier in the group. When the group as a whole cannot be written (its
+/// memories written earlier in the group (without a model its word neighbours are read after
+/// the commit, so it may also name a later one). When the group as a whole cannot be written (its
 /// commit fails), each call is made again on its own, so that each gets its own error.
 pub fn remember_many(conn: &mut Connection, calls: &[RememberCall]) -> Vec<Result<RememberOutcome>> {
     match remember_group(conn, calls, &mut StepClock::off()) {
@@ -415,6 +416,16 @@ fn remember_group(
             }
         })
         .collect();
+    // Nothing to write (every call invalid or trivial): no transaction, no write lock.
+    if pending.iter().all(|w| matches!(w, Pending::Done(_))) {
+        return Ok(pending
+            .into_iter()
+            .map(|w| match w {
+                Pending::Done(answer) => answer,
+                Pending::Write { .. } => unreachable!("all are done"),
+            })
+            .collect());
+    }
     let embedder = crate::embed::shared();
     let path = conn.path().unwrap_or("").to_string();
     let vectors = pending.iter().any(|w| matches!(w, Pending::Write { p, .. } if p.vector.is_some()));
