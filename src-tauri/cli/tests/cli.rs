@@ -261,3 +261,17 @@ fn memento_files_open_and_take_pin_delete_restore() {
         );
     }
 }
+
+/// A limit far beyond any list (here 10^17) is clamped to 1,000, as recall's is: `similar`
+/// answered a panic ("capacity overflow") before.
+#[test]
+fn similar_takes_a_huge_limit() {
+    let db = db();
+    let (_, a, _) =
+        lethe(&db, &["remember", "--type", "semantic", "--content", "The staging database lives on db-stage-3"]);
+    lethe(&db, &["remember", "--type", "semantic", "--content", "Staging DB runs on host db-stage-3"]);
+    let id = a["id"].as_str().unwrap();
+    let (code, out, err) = lethe(&db, &["similar", id, "--limit", "99999999999999999"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out["items"].as_array().map(Vec::len), Some(1), "{out}");
+}

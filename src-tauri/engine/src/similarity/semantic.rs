@@ -186,7 +186,8 @@ impl VectorIndex {
         let order = |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
         let mut dots = Vec::new();
         embed::dots(&q.q, &self.data, &mut dots);
-        let mut best: Vec<(usize, f32)> = Vec::with_capacity(2 * k);
+        let full = k.saturating_mul(2);
+        let mut best: Vec<(usize, f32)> = Vec::with_capacity(full.min(dots.len()));
         // Once `best` has held k rows, a row must beat the worst of the k best kept then: an
         // equal cosine at a later position never does.
         let mut floor: Option<f32> = None;
@@ -196,7 +197,7 @@ impl VectorIndex {
                 continue;
             }
             best.push((i, c));
-            if best.len() == 2 * k {
+            if best.len() == full {
                 best.select_nth_unstable_by(k - 1, order);
                 best.truncate(k);
                 floor = Some(best[k - 1].1);
@@ -475,6 +476,8 @@ pub fn similar_to_text(
     limit: usize,
     min_similarity: f64,
 ) -> Result<Vec<Similar>> {
+    // At most 1,000, as recall's limit (a larger `--limit` asked for a list it cannot hold).
+    let limit = limit.min(1000);
     let Some(e) = embed::shared() else { return similar_lexical(conn, text, exclude, limit, min_similarity) };
     let exclude_rowid: Option<i64> = match exclude {
         Some(id) => conn
