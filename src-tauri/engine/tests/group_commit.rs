@@ -19,6 +19,19 @@ fn temp_db() -> std::path::PathBuf {
     dir.join("t.db")
 }
 
+/// A fresh SQLite store and a second connection holding its write lock (`None` on the
+/// PostgreSQL test server, which has no file lock).
+fn write_locked_by_another() -> Option<(Connection, Connection)> {
+    if backend::is_postgres() {
+        return None;
+    }
+    let db = temp_db();
+    let conn = backend::open(&db).unwrap();
+    let other = backend::open(&db).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    Some((conn, other))
+}
+
 fn audited(conn: &Connection, action: &str) -> Vec<(Option<String>, String)> {
     let f = EventFilter { action: Some(action.into()), limit: 10_000, ..Default::default() };
     audit::list_events(conn, &f).unwrap().into_iter().map(|e| (e.memory_id, e.actor)).collect()
@@ -221,13 +234,8 @@ fn many_writers_through_one_queue_lose_nothing() {
 
 #[test]
 fn a_group_waits_out_another_program_holding_the_write_lock() {
-    if backend::is_postgres() {
-        return; // SQLite's file lock; PostgreSQL has none to hold.
-    }
-    let db = temp_db();
-    let mut conn = backend::open(&db).unwrap();
-    let other = backend::open(&db).unwrap();
-    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    // SQLite's file lock; PostgreSQL has none to hold.
+    let Some((mut conn, other)) = write_locked_by_another() else { return };
     let releaser = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(300));
         other.execute_batch("COMMIT").unwrap();
@@ -246,13 +254,8 @@ fn a_group_waits_out_another_program_holding_the_write_lock() {
 
 #[test]
 fn calls_with_nothing_to_write_answer_without_the_write_lock() {
-    if backend::is_postgres() {
-        return; // SQLite's file lock; PostgreSQL has none to hold.
-    }
-    let db = temp_db();
-    let mut conn = backend::open(&db).unwrap();
-    let other = backend::open(&db).unwrap();
-    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    // SQLite's file lock; PostgreSQL has none to hold.
+    let Some((mut conn, other)) = write_locked_by_another() else { return };
     let now = chrono::Utc::now();
     let bad = NewMemory::new(Tier::Semantic, "Lint runs before every push");
     let trivial = NewMemory::new(Tier::Episodic, "thanks");
