@@ -359,6 +359,19 @@ export type MetaStats = { memory_id: string, recall_count: number, success_count
 
 export type MetaSummary = { recalled_memories: number, total_recalls: number, avg_confidence: number | null, };
 
+/**
+ * A [`Period`] as `recall --explain` and the window show it.
+ */
+export type NamedPeriod = { said: string, 
+/**
+ * ISO-8601, inclusive.
+ */
+from: string, 
+/**
+ * ISO-8601, exclusive.
+ */
+until: string, };
+
 export type Page = { total: number, items: Array<MemoryRow>, };
 
 /**
@@ -384,7 +397,11 @@ export type RecallContext = { session: string | null, project: string | null, wo
  */
 export type RecallExplainArgs = { query: string, limit?: number, session?: string, project?: string, workflow?: string, tags?: Array<string>, weights?: RecallWeights, now?: string, };
 
-export type RecallExplained = { recall_mode: string, results: Array<ExplainedHit>, declined: Array<Declined>, weights: RecallWeights, };
+export type RecallExplained = { recall_mode: string, results: Array<ExplainedHit>, declined: Array<Declined>, weights: RecallWeights, 
+/**
+ * The periods the query names (see [`named_periods`]); empty when it names none.
+ */
+periods: Array<NamedPeriod>, };
 
 /**
  * A logged recall.

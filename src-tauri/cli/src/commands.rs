@@ -841,6 +841,10 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
                 meta::write_batch(conn, &deltas, &[entry])?;
             }
             let mut v = json!({ "results": hits, "recall_mode": lethe_engine::embed::status() });
+            let periods = recall::named_periods(&a.query, now);
+            if !periods.is_empty() {
+                v["periods"] = json!(periods);
+            }
             let dropped = recall::dropped_words(&a.query);
             if !dropped.is_empty() {
                 v["dropped_words"] = json!(dropped);

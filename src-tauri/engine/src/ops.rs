@@ -12,6 +12,7 @@ pub mod group_commit;
 pub mod health;
 pub mod lifecycle;
 pub mod meta;
+pub mod period;
 pub mod procedural;
 pub mod recall;
 pub mod recall_log;

@@ -535,6 +535,10 @@ impl LetheMcp {
             }
             buffer.record_recall(lethe_engine::recall_log::NewEntry::of(actor, &time::format(now), &q, &hits));
             let mut out = json!({ "results": hits, "recall_mode": lethe_engine::embed::status() });
+            let periods = recall::named_periods(&q.text, now);
+            if !periods.is_empty() {
+                out["periods"] = json!(periods);
+            }
             if !dropped.is_empty() {
                 out["dropped_words"] = json!(dropped);
             }

@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::decay;
 use crate::error::{Error, Result};
 use crate::model::{parse_tags, Tier};
+use crate::ops::period::{self, NamedPeriod, Period};
 use crate::settings::{RecallWeights, Settings};
 use crate::time::{self, Instant};
 
@@ -248,6 +249,14 @@ pub struct Explained {
     pub results: Vec<ExplainedHit>,
     pub declined: Vec<Declined>,
     pub weights: RecallWeights,
+    /// The periods the query names (see [`named_periods`]); empty when it names none.
+    pub periods: Vec<NamedPeriod>,
+}
+
+/// The periods a query names ("in July 2022", "on 3 August 2023", "last week"), as `recall`
+/// answers them: a memory dated inside one matches the scene, and recency counts from it.
+pub fn named_periods(text: &str, now: Instant) -> Vec<NamedPeriod> {
+    period::named(text, now).iter().map(Period::view).collect()
 }
 
 /// [`recall`] with its reasons: the same results in the same order with the same breakdowns,
@@ -257,7 +266,7 @@ pub struct Explained {
 pub fn explain(conn: &Connection, q: &RecallQuery, now: Instant, declined: usize) -> Result<Explained> {
     crate::store::read_tx(conn, || {
         let ranked = rank(conn, q, now, true)?;
-        let Ranked { limit, weights, mut hits, excluded } = ranked;
+        let Ranked { limit, weights, periods, mut hits, excluded } = ranked;
         let below: Vec<(i64, Hit, Why)> = hits.split_off(limit.min(hits.len())).into_iter().take(declined).collect();
         let cut = hits.last().map(|(_, h, _)| h.breakdown);
         let ages: Vec<Option<f64>> = hits.iter().map(|(_, _, w)| w.age_days).collect();
@@ -271,7 +280,7 @@ pub fn explain(conn: &Connection, q: &RecallQuery, now: Instant, declined: usize
         for (rowid, h, why) in below {
             let (id, content): (String, String) = preview.query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?)))?;
             let (component, reason) = match cut {
-                Some(cut) => ranked_out_reason(&h.breakdown, &cut, &weights, why),
+                Some(cut) => ranked_out_reason(&h.breakdown, &cut, &weights, why, &periods),
                 None => (None, String::new()),
             };
             out.push(Declined {
@@ -330,13 +339,19 @@ pub fn explain(conn: &Connection, q: &RecallQuery, now: Instant, declined: usize
                 superseded_by: if deleted { None } else { superseded_by },
             });
         }
-        Ok(Explained { results, declined: out, weights })
+        Ok(Explained { results, declined: out, weights, periods: periods.iter().map(Period::view).collect() })
     })
 }
 
 /// Which weighted term of a ranked-out candidate fell furthest short of the last result's,
 /// and the sentence that says so.
-fn ranked_out_reason(b: &Breakdown, cut: &Breakdown, w: &RecallWeights, why: Why) -> (Option<String>, String) {
+fn ranked_out_reason(
+    b: &Breakdown,
+    cut: &Breakdown,
+    w: &RecallWeights,
+    why: Why,
+    periods: &[Period],
+) -> (Option<String>, String) {
     let gaps = [
         ("similarity", w.similarity * (cut.similarity - b.similarity)),
         ("recency", w.recency * (cut.recency - b.recency)),
@@ -352,9 +367,17 @@ fn ranked_out_reason(b: &Breakdown, cut: &Breakdown, w: &RecallWeights, why: Why
             Some(sem) => format!("similarity {:.2} — lexical {:.2}, semantic {:.2}", b.similarity, b.lexical, sem),
             None => format!("similarity {:.2} — lexical {:.2}", b.similarity, b.lexical),
         },
-        "recency" => match why.age_days {
-            Some(age) => format!("recency {:.2} — {}", b.recency, age_words(age)),
-            None => format!("recency {:.2} — no readable creation time", b.recency),
+        "recency" => match (why.period_days, why.age_days) {
+            (Some(away), _) => {
+                let said = periods.iter().map(|p| p.said.as_str()).collect::<Vec<_>>().join(" / ");
+                if away == 0.0 {
+                    format!("recency {:.2} — dated inside {said}", b.recency)
+                } else {
+                    format!("recency {:.2} — {} from {said}", b.recency, age_words(away).trim_end_matches(" old"))
+                }
+            }
+            (None, Some(age)) => format!("recency {:.2} — {}", b.recency, age_words(age)),
+            (None, None) => format!("recency {:.2} — no readable creation time", b.recency),
         },
         "scene" if b.scene == 0.0 => "scene 0.00 — matches none of the context".to_string(),
         "scene" => {
@@ -444,6 +467,8 @@ struct Cand {
 #[derive(Debug, Clone, Copy)]
 struct Why {
     age_days: Option<f64>,
+    /// Days from the nearest period the query names (None when it names none).
+    period_days: Option<f64>,
     importance: f64,
     pinned: bool,
 }
@@ -453,6 +478,7 @@ struct Why {
 struct Ranked {
     limit: usize,
     weights: RecallWeights,
+    periods: Vec<Period>,
     hits: Vec<(i64, Hit, Why)>,
     excluded: Vec<i64>,
 }
@@ -557,7 +583,13 @@ enum Looked {
 fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool) -> Result<Ranked> {
     let limit = effective_limit(q);
     let Some(any) = match_expression(&q.text) else {
-        return Ok(Ranked { limit, weights: RecallWeights::default(), hits: Vec::new(), excluded: Vec::new() });
+        return Ok(Ranked {
+            limit,
+            weights: RecallWeights::default(),
+            periods: Vec::new(),
+            hits: Vec::new(),
+            excluded: Vec::new(),
+        });
     };
     let settings = Settings::load(conn)?;
     let w = q.weights.clone().unwrap_or_else(|| settings.recall_weights.clone());
@@ -566,7 +598,10 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
             .into_iter()
             .filter_map(|(k, v)| v.map(|v| (k, v)))
             .collect();
-    let ctx_size = context.len() + q.tags.len() + usize::from(q.task_kind.is_some());
+    // A period the query names ("in July 2022", "last week") is part of the context: a memory
+    // dated inside it matches, and recency counts from it instead of from now.
+    let periods = period::named(&q.text, now);
+    let ctx_size = context.len() + q.tags.len() + usize::from(q.task_kind.is_some()) + usize::from(!periods.is_empty());
     // Superseded memories and archived payloads leave recall. Most files have neither; then
     // the per-candidate checks are skipped.
     let excluding: bool = conn
@@ -815,6 +850,7 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
                 None => lexical,
             };
             let age_days = c.created.map(|t| time::days_between(t, now));
+            let period_days = c.created.and_then(|t| period::days_away(&periods, t));
             let rec = c
                 .created
                 .map(|t| {
@@ -823,7 +859,7 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
                     } else {
                         settings.half_life_days.get(c.tier)
                     };
-                    decay::recency(time::days_between(t, now), h)
+                    decay::recency(period_days.unwrap_or_else(|| time::days_between(t, now)), h)
                 })
                 .unwrap_or(0.0);
             let mut matched = 0usize;
@@ -839,12 +875,13 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
             }
             matched += usize::from(q.task_kind.is_some() && c.task_kind == q.task_kind);
             matched += q.tags.iter().filter(|t| c.tags.iter().any(|ct| ct.eq_ignore_ascii_case(t))).count();
+            matched += usize::from(period_days == Some(0.0));
             let scene = if ctx_size == 0 { 0.0 } else { matched as f64 / ctx_size as f64 };
             let pri = (c.importance + if c.pinned { 0.2 } else { 0.0 }).clamp(0.0, 1.0);
             let score = w.similarity * sim + w.recency * rec + w.scene * scene + w.priority * pri;
             let breakdown =
                 Breakdown { similarity: sim, lexical, semantic, cosine: c.cosine, recency: rec, scene, priority: pri };
-            let why = Why { age_days, importance: c.importance, pinned: c.pinned };
+            let why = Why { age_days, period_days, importance: c.importance, pinned: c.pinned };
             (
                 c.rowid,
                 Hit { id: String::new(), tier: c.tier, content: String::new(), score, bm25: -c.bm25, breakdown },
@@ -853,7 +890,7 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
         })
         .collect();
     hits.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.1.bm25.total_cmp(&b.1.bm25)).then(a.0.cmp(&b.0)));
-    Ok(Ranked { limit, weights: w, hits, excluded })
+    Ok(Ranked { limit, weights: w, periods, hits, excluded })
 }
 
 #[cfg(test)]
@@ -1196,6 +1233,66 @@ mod tests {
         );
         // R = exp(−ln2 · 426 / 30) ≈ 0.00005.
         assert_eq!(d.reason, "recency 0.00 — 14 months old");
+    }
+
+    #[test]
+    fn a_period_the_query_names_ranks_the_memories_dated_in_it_first() {
+        let mut conn = store::open_in_memory().unwrap();
+        let now = time::parse("2026-06-01T00:00:00Z").unwrap();
+        // Three deploys of the same service: the newest would win on recency alone.
+        let mut march = NewMemory::new(Tier::Episodic, "deployed the billing service with a schema change");
+        march.created_at = Some(time::parse("2026-03-12T10:00:00Z").unwrap());
+        let march = put(&mut conn, march, now);
+        let mut april = NewMemory::new(Tier::Episodic, "deployed the billing service, config only");
+        april.created_at = Some(time::parse("2026-04-20T10:00:00Z").unwrap());
+        let april = put(&mut conn, april, now);
+        let mut may = NewMemory::new(Tier::Episodic, "deployed the billing service again");
+        may.created_at = Some(time::parse("2026-05-30T10:00:00Z").unwrap());
+        let may = put(&mut conn, may, now);
+        let ask = |text: &str| {
+            let q = RecallQuery { text: text.into(), limit: 3, ..Default::default() };
+            let e = explain(&conn, &q, now, DECLINED).unwrap();
+            let hits = recall(&conn, &q, now).unwrap();
+            assert_eq!(
+                hits.iter().map(|h| &h.id).collect::<Vec<_>>(),
+                e.results.iter().map(|r| &r.hit.id).collect::<Vec<_>>(),
+                "recall and explain agree"
+            );
+            e
+        };
+        let plain = ask("billing service deploy");
+        assert_eq!(plain.results[0].hit.id, may, "without a period the newest ranks first");
+        assert!(plain.periods.is_empty());
+        assert_eq!(plain.results[0].hit.breakdown.scene, 0.0);
+
+        let e = ask("what did we deploy to the billing service in March 2026?");
+        assert_eq!(e.results[0].hit.id, march);
+        assert_eq!(e.periods.len(), 1);
+        assert_eq!(e.periods[0].said, "March 2026");
+        assert_eq!(e.periods[0].from, "2026-03-01T00:00:00.000Z");
+        assert_eq!(e.periods[0].until, "2026-04-01T00:00:00.000Z");
+        let top = e.results[0].hit.breakdown;
+        // Inside the period: the whole context matches and recency is at its top.
+        assert_eq!((top.scene, top.recency), (1.0, 1.0));
+        // April's memory is 19 days 10 hours after March's end: R = 2^(−19.42/30).
+        let of = |id: &str| e.results.iter().find(|r| r.hit.id == id).unwrap().hit.breakdown;
+        let r = (-std::f64::consts::LN_2 * (19.0 + 10.0 / 24.0) / 30.0).exp();
+        assert!((of(&april).recency - r).abs() < 1e-9, "{:?}", of(&april));
+        assert_eq!(of(&april).scene, 0.0);
+        assert!(of(&april).recency > of(&may).recency, "the nearer to the period, the higher R");
+
+        // A day with the week before it; the reason of a ranked-out memory says how far it is.
+        let q = RecallQuery {
+            text: "billing service deploy the week before 25 April 2026".into(),
+            limit: 1,
+            weights: Some(RecallWeights { similarity: 0.2, recency: 0.8, scene: 0.0, priority: 0.0 }),
+            ..Default::default()
+        };
+        let e = explain(&conn, &q, now, DECLINED).unwrap();
+        assert_eq!(e.results[0].hit.id, april);
+        let d = e.declined.iter().find(|d| d.id == may).unwrap();
+        assert_eq!(d.component.as_deref(), Some("recency"));
+        assert_eq!(d.reason, "recency 0.45 — 34 days from the week before 25 April 2026");
     }
 
     #[test]

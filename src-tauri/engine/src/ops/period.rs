@@ -1,0 +1,365 @@
+//! The periods a recall query names: "in July 2022", "on 3 August, 2023", "May 9th 2023",
+//! "2023-08-03", "in 2024", "the week before 16 November 2023", "yesterday", "last week",
+//! "3 days ago". Recall ranks a memory dated inside such a period as a match of the caller's
+//! context, and counts its recency from the period instead of from now (DESIGN §6), so that
+//! "what did we decide in March?" finds March's memories however old they are.
+//!
+//! Only explicit forms are read; anything else ("recently", "after the launch") names no
+//! period and leaves recall as it was. Days are UTC days, as `created_at` is stored.
+
+use std::sync::LazyLock;
+
+use chrono::{Datelike, Duration, NaiveDate};
+use regex::Regex;
+use serde::Serialize;
+
+use crate::time::{self, Instant};
+
+/// A period a query names: from `from` (inclusive) to `until` (exclusive).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Period {
+    /// The query's words that name it, as written.
+    pub said: String,
+    pub from: Instant,
+    pub until: Instant,
+}
+
+/// A [`Period`] as `recall --explain` and the window show it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct NamedPeriod {
+    pub said: String,
+    /// ISO-8601, inclusive.
+    pub from: String,
+    /// ISO-8601, exclusive.
+    pub until: String,
+}
+
+impl Period {
+    pub fn view(&self) -> NamedPeriod {
+        NamedPeriod { said: self.said.clone(), from: time::format(self.from), until: time::format(self.until) }
+    }
+
+    /// Days from `t` to the period (0 inside it).
+    pub fn days_away(&self, t: Instant) -> f64 {
+        if t < self.from {
+            time::days_between(t, self.from)
+        } else if t >= self.until {
+            time::days_between(self.until, t)
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Days from `t` to the nearest of `periods` (0 inside one); None without periods.
+pub fn days_away(periods: &[Period], t: Instant) -> Option<f64> {
+    periods.iter().map(|p| p.days_away(t)).min_by(f64::total_cmp)
+}
+
+const MONTH: &str = r"(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)\.?";
+const BEFORE: &str = r"(?:(?:the\s+)?(day|week|weekend|month)\s+(before|after|of)\s+)?";
+
+static DAY_FIRST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&format!(r"(?i)\b{BEFORE}(?:on\s+)?(\d{{1,2}})(?:st|nd|rd|th)?(?:\s+of)?\s+{MONTH},?\s+(\d{{4}})\b"))
+        .expect("valid regex")
+});
+static MONTH_FIRST: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&format!(r"(?i)\b{BEFORE}(?:on\s+)?{MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b"))
+        .expect("valid regex")
+});
+static ISO_DAY: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(&format!(r"(?i)\b{BEFORE}(\d{{4}})-(\d{{2}})-(\d{{2}})\b")).expect("valid regex"));
+static MONTH_YEAR: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(&format!(r"(?i)\b{MONTH},?\s+(?:of\s+)?(\d{{4}})\b")).expect("valid regex"));
+static YEAR: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b(19\d\d|20\d\d)\b").expect("valid regex"));
+static RELATIVE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\b(today|yesterday|(?:last|this|past|previous)\s+(?:week|month|year)|(\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten)\s+(days?|weeks?|months?)\s+ago)\b",
+    )
+    .expect("valid regex")
+});
+
+fn month_number(name: &str) -> Option<u32> {
+    let m = name.trim_end_matches('.').to_ascii_lowercase();
+    let i = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+        .iter()
+        .position(|p| m.starts_with(p))?;
+    Some(i as u32 + 1)
+}
+
+fn start(d: NaiveDate) -> Instant {
+    d.and_hms_opt(0, 0, 0).expect("midnight exists").and_utc()
+}
+
+fn days(from: NaiveDate, until: NaiveDate) -> (Instant, Instant) {
+    (start(from), start(until))
+}
+
+fn month_of(y: i32, m: u32) -> Option<(NaiveDate, NaiveDate)> {
+    let first = NaiveDate::from_ymd_opt(y, m, 1)?;
+    let next = if m == 12 { NaiveDate::from_ymd_opt(y + 1, 1, 1)? } else { NaiveDate::from_ymd_opt(y, m + 1, 1)? };
+    Some((first, next))
+}
+
+/// A day, widened by the words before it: "the week before" = the seven days before it and
+/// the day itself, "the weekend before" = the three days before it, "the day before" = the
+/// day before, "the month before" = the 31 days before it and the day; "after" mirrors them;
+/// "the week of" = the day and six after.
+fn around(day: NaiveDate, unit: Option<&str>, side: Option<&str>) -> (Instant, Instant) {
+    let next = day + Duration::days(1);
+    let span = match unit.map(str::to_ascii_lowercase).as_deref() {
+        Some("day") => 1,
+        Some("weekend") => 3,
+        Some("month") => 31,
+        Some(_) => 7,
+        None => return days(day, next),
+    };
+    match side.map(str::to_ascii_lowercase).as_deref() {
+        Some("before") if span == 1 => days(day - Duration::days(1), day),
+        Some("before") => days(day - Duration::days(span), next),
+        Some("after") if span == 1 => days(next, next + Duration::days(1)),
+        Some("after") => days(day, next + Duration::days(span)),
+        _ => days(day, day + Duration::days(span)),
+    }
+}
+
+fn number(word: &str) -> Option<i64> {
+    let w = word.to_ascii_lowercase();
+    let words = ["a", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"];
+    if w == "an" {
+        return Some(1);
+    }
+    match words.iter().position(|x| *x == w) {
+        Some(0) => Some(1),
+        Some(i) => Some(i as i64),
+        None => w.parse().ok(),
+    }
+}
+
+fn push(
+    found: &mut Vec<(usize, Period)>,
+    taken: &mut Vec<(usize, usize)>,
+    m: regex::Match<'_>,
+    span: (Instant, Instant),
+) {
+    taken.push((m.start(), m.end()));
+    found.push((m.start(), Period { said: m.as_str().trim().to_string(), from: span.0, until: span.1 }));
+}
+
+/// The periods `text` names, in the order written; `now` anchors "yesterday", "last week",
+/// "3 days ago". A date that does not exist ("31 February 2023") names nothing.
+pub fn named(text: &str, now: Instant) -> Vec<Period> {
+    let mut found: Vec<(usize, Period)> = Vec::new();
+    // Spans already read as a day or a month, so that their month and year are not read again.
+    let mut taken: Vec<(usize, usize)> = Vec::new();
+    let free = |taken: &[(usize, usize)], s: usize, e: usize| taken.iter().all(|&(a, b)| e <= a || s >= b);
+    for c in DAY_FIRST.captures_iter(text) {
+        let whole = c.get(0).expect("match");
+        let (Some(m), Ok(d), Ok(y)) = (month_number(&c[4]), c[3].parse::<u32>(), c[5].parse::<i32>()) else { continue };
+        if let Some(day) = NaiveDate::from_ymd_opt(y, m, d) {
+            let span = around(day, c.get(1).map(|x| x.as_str()), c.get(2).map(|x| x.as_str()));
+            push(&mut found, &mut taken, whole, span);
+        } else {
+            // No such day: its month and year are not read on their own either.
+            taken.push((whole.start(), whole.end()));
+        }
+    }
+    for c in MONTH_FIRST.captures_iter(text) {
+        let whole = c.get(0).expect("match");
+        if !free(&taken, whole.start(), whole.end()) {
+            continue;
+        }
+        let (Some(m), Ok(d), Ok(y)) = (month_number(&c[3]), c[4].parse::<u32>(), c[5].parse::<i32>()) else { continue };
+        if let Some(day) = NaiveDate::from_ymd_opt(y, m, d) {
+            let span = around(day, c.get(1).map(|x| x.as_str()), c.get(2).map(|x| x.as_str()));
+            push(&mut found, &mut taken, whole, span);
+        } else {
+            // No such day: its month and year are not read on their own either.
+            taken.push((whole.start(), whole.end()));
+        }
+    }
+    for c in ISO_DAY.captures_iter(text) {
+        let whole = c.get(0).expect("match");
+        if !free(&taken, whole.start(), whole.end()) {
+            continue;
+        }
+        let (Ok(y), Ok(m), Ok(d)) = (c[3].parse::<i32>(), c[4].parse::<u32>(), c[5].parse::<u32>()) else { continue };
+        if let Some(day) = NaiveDate::from_ymd_opt(y, m, d) {
+            let span = around(day, c.get(1).map(|x| x.as_str()), c.get(2).map(|x| x.as_str()));
+            push(&mut found, &mut taken, whole, span);
+        } else {
+            // No such day: its month and year are not read on their own either.
+            taken.push((whole.start(), whole.end()));
+        }
+    }
+    for c in MONTH_YEAR.captures_iter(text) {
+        let whole = c.get(0).expect("match");
+        if !free(&taken, whole.start(), whole.end()) {
+            continue;
+        }
+        let (Some(m), Ok(y)) = (month_number(&c[1]), c[2].parse::<i32>()) else { continue };
+        if let Some((a, b)) = month_of(y, m) {
+            push(&mut found, &mut taken, whole, days(a, b));
+        }
+    }
+    for c in YEAR.captures_iter(text) {
+        let whole = c.get(0).expect("match");
+        if !free(&taken, whole.start(), whole.end()) {
+            continue;
+        }
+        let Ok(y) = c[1].parse::<i32>() else { continue };
+        if let (Some(a), Some(b)) = (NaiveDate::from_ymd_opt(y, 1, 1), NaiveDate::from_ymd_opt(y + 1, 1, 1)) {
+            push(&mut found, &mut taken, whole, days(a, b));
+        }
+    }
+    let today = now.date_naive();
+    for c in RELATIVE.captures_iter(text) {
+        let whole = c.get(0).expect("match");
+        let said = whole.as_str().to_ascii_lowercase();
+        let said: Vec<&str> = said.split_whitespace().collect();
+        let span = match said.as_slice() {
+            ["today"] => Some(days(today, today + Duration::days(1))),
+            ["yesterday"] => Some(days(today - Duration::days(1), today)),
+            ["this", "week"] => {
+                let monday = today - Duration::days(i64::from(today.weekday().num_days_from_monday()));
+                Some(days(monday, today + Duration::days(1)))
+            }
+            ["past", unit] => {
+                let back = match *unit {
+                    "week" => 7,
+                    "month" => 30,
+                    _ => 365,
+                };
+                Some(days(today - Duration::days(back), today + Duration::days(1)))
+            }
+            [_, "week"] => {
+                let monday = today - Duration::days(i64::from(today.weekday().num_days_from_monday()));
+                Some(days(monday - Duration::days(7), monday))
+            }
+            ["this", "month"] => month_of(today.year(), today.month()).map(|(a, b)| days(a, b)),
+            [_, "month"] => {
+                let (y, m) =
+                    if today.month() == 1 { (today.year() - 1, 12) } else { (today.year(), today.month() - 1) };
+                month_of(y, m).map(|(a, b)| days(a, b))
+            }
+            ["this", "year"] => NaiveDate::from_ymd_opt(today.year(), 1, 1)
+                .zip(NaiveDate::from_ymd_opt(today.year() + 1, 1, 1))
+                .map(|(a, b)| days(a, b)),
+            [_, "year"] => NaiveDate::from_ymd_opt(today.year() - 1, 1, 1)
+                .zip(NaiveDate::from_ymd_opt(today.year(), 1, 1))
+                .map(|(a, b)| days(a, b)),
+            [n, unit, "ago"] => number(n).filter(|n| (1..=400).contains(n)).map(|n| {
+                let (back, half) = match unit.trim_end_matches('s') {
+                    "day" => (n, 0),
+                    "week" => (7 * n, 3),
+                    _ => (30 * n, 15),
+                };
+                let day = today - Duration::days(back);
+                days(day - Duration::days(half), day + Duration::days(half + 1))
+            }),
+            _ => None,
+        };
+        if let Some(span) = span {
+            push(&mut found, &mut taken, whole, span);
+        }
+    }
+    found.sort_by_key(|(at, _)| *at);
+    found.into_iter().map(|(_, p)| p).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> Instant {
+        time::parse("2026-03-18T15:00:00.000Z").unwrap() // a Wednesday
+    }
+
+    fn spans(text: &str) -> Vec<(String, String, String)> {
+        named(text, now())
+            .into_iter()
+            .map(|p| (p.said, time::format(p.from)[..10].to_string(), time::format(p.until)[..10].to_string()))
+            .collect()
+    }
+
+    fn one(said: &str, from: &str, until: &str) -> Vec<(String, String, String)> {
+        vec![(said.to_string(), from.to_string(), until.to_string())]
+    }
+
+    #[test]
+    fn days_in_every_written_order() {
+        assert_eq!(
+            spans("What did Tim say on 16 November, 2023?"),
+            one("on 16 November, 2023", "2023-11-16", "2023-11-17")
+        );
+        assert_eq!(spans("the 3rd of Aug 2023"), one("3rd of Aug 2023", "2023-08-03", "2023-08-04"));
+        assert_eq!(spans("on February 7, 2022 he"), one("on February 7, 2022", "2022-02-07", "2022-02-08"));
+        assert_eq!(spans("May 9th 2023"), one("May 9th 2023", "2023-05-09", "2023-05-10"));
+        assert_eq!(spans("deploy of 2024-02-29"), one("2024-02-29", "2024-02-29", "2024-03-01"));
+    }
+
+    #[test]
+    fn months_and_years() {
+        assert_eq!(spans("in July 2022?"), one("July 2022", "2022-07-01", "2022-08-01"));
+        assert_eq!(spans("December of 2023"), one("December of 2023", "2023-12-01", "2024-01-01"));
+        assert_eq!(spans("recently in 2024"), one("2024", "2024-01-01", "2025-01-01"));
+    }
+
+    #[test]
+    fn words_before_a_day_widen_it() {
+        assert_eq!(
+            spans("Where was Tim in the week before 16 November 2023?"),
+            one("the week before 16 November 2023", "2023-11-09", "2023-11-17")
+        );
+        assert_eq!(
+            spans("the day before 3 March 2024"),
+            one("the day before 3 March 2024", "2024-03-02", "2024-03-03")
+        );
+        assert_eq!(
+            spans("the weekend before May 20, 2023"),
+            one("the weekend before May 20, 2023", "2023-05-17", "2023-05-21")
+        );
+        assert_eq!(spans("the week of 2023-01-02"), one("the week of 2023-01-02", "2023-01-02", "2023-01-09"));
+    }
+
+    #[test]
+    fn relative_to_now() {
+        assert_eq!(spans("what broke yesterday"), one("yesterday", "2026-03-17", "2026-03-18"));
+        assert_eq!(spans("notes from last week"), one("last week", "2026-03-09", "2026-03-16"));
+        assert_eq!(spans("this week"), one("this week", "2026-03-16", "2026-03-19"));
+        assert_eq!(spans("last month's incidents"), one("last month", "2026-02-01", "2026-03-01"));
+        assert_eq!(spans("3 days ago"), one("3 days ago", "2026-03-15", "2026-03-16"));
+        assert_eq!(spans("two weeks ago"), one("two weeks ago", "2026-03-01", "2026-03-08"));
+        assert_eq!(spans("last year"), one("last year", "2025-01-01", "2026-01-01"));
+        assert_eq!(spans("in the past week"), one("past week", "2026-03-11", "2026-03-19"));
+    }
+
+    #[test]
+    fn nothing_else_names_a_period() {
+        for q in [
+            "roll back a failed deploy",
+            "may I deploy on friday",
+            "what happened recently",
+            "port 8080 and 443",
+            "31 February 2023",
+            "version 12345 of the api",
+            "",
+        ] {
+            assert!(named(q, now()).is_empty(), "{q:?} named {:?}", named(q, now()));
+        }
+    }
+
+    #[test]
+    fn several_periods_in_the_order_written_and_the_nearest_counts() {
+        let p = named("between March 2023 and 2024-06-01", now());
+        assert_eq!(p.len(), 2);
+        assert_eq!(p[0].said, "March 2023");
+        assert_eq!(p[1].said, "2024-06-01");
+        let inside = time::parse("2023-03-10T08:00:00.000Z").unwrap();
+        assert_eq!(days_away(&p, inside), Some(0.0));
+        let after = time::parse("2024-06-04T00:00:00.000Z").unwrap();
+        assert_eq!(days_away(&p, after), Some(2.0));
+        assert_eq!(days_away(&[], after), None);
+    }
+}
