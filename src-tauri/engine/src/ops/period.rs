@@ -72,7 +72,16 @@ static ISO_DAY: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(&format!(r"(?i)\b{BEFORE}(\d{{4}})-(\d{{2}})-(\d{{2}})\b")).expect("valid regex"));
 static MONTH_YEAR: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(&format!(r"(?i)\b{MONTH},?\s+(?:of\s+)?(\d{{4}})\b")).expect("valid regex"));
-static YEAR: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b(19\d\d|20\d\d)\b").expect("valid regex"));
+/// A year alone only after a word that makes it a time ("in 2023", "during 2024"): a bare
+/// number such as "error 2003" or "port 2000" is not a year.
+static YEAR: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:in|during|throughout|early|late|mid|of|year)[\s-]+(19\d\d|20\d\d)\b").expect("valid regex")
+});
+/// A season of a year, northern-hemisphere months; winter takes in both readings (the winter
+/// that starts in December of the year before, and the one that ends in the year after).
+static SEASON: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(spring|summer|autumn|fall|winter)\s+(?:of\s+)?(19\d\d|20\d\d)\b").expect("valid regex")
+});
 static RELATIVE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"(?i)\b(today|yesterday|(?:last|this|past|previous)\s+(?:week|month|year)|(\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten)\s+(days?|weeks?|months?)\s+ago)\b",
@@ -203,6 +212,22 @@ pub fn named(text: &str, now: Instant) -> Vec<Period> {
             push(&mut found, &mut taken, whole, days(a, b));
         }
     }
+    for c in SEASON.captures_iter(text) {
+        let whole = c.get(0).expect("match");
+        if !free(&taken, whole.start(), whole.end()) {
+            continue;
+        }
+        let Ok(y) = c[2].parse::<i32>() else { continue };
+        let (a, b) = match c[1].to_ascii_lowercase().as_str() {
+            "spring" => ((y, 3), (y, 6)),
+            "summer" => ((y, 6), (y, 9)),
+            "winter" => ((y - 1, 12), (y + 1, 3)),
+            _ => ((y, 9), (y, 12)),
+        };
+        if let (Some(a), Some(b)) = (NaiveDate::from_ymd_opt(a.0, a.1, 1), NaiveDate::from_ymd_opt(b.0, b.1, 1)) {
+            push(&mut found, &mut taken, whole, days(a, b));
+        }
+    }
     for c in YEAR.captures_iter(text) {
         let whole = c.get(0).expect("match");
         if !free(&taken, whole.start(), whole.end()) {
@@ -303,7 +328,9 @@ mod tests {
     fn months_and_years() {
         assert_eq!(spans("in July 2022?"), one("July 2022", "2022-07-01", "2022-08-01"));
         assert_eq!(spans("December of 2023"), one("December of 2023", "2023-12-01", "2024-01-01"));
-        assert_eq!(spans("recently in 2024"), one("2024", "2024-01-01", "2025-01-01"));
+        assert_eq!(spans("recently in 2024"), one("in 2024", "2024-01-01", "2025-01-01"));
+        assert_eq!(spans("the beach in summer 2021"), one("summer 2021", "2021-06-01", "2021-09-01"));
+        assert_eq!(spans("fall of 2023"), one("fall of 2023", "2023-09-01", "2023-12-01"));
     }
 
     #[test]
@@ -342,6 +369,8 @@ mod tests {
             "may I deploy on friday",
             "what happened recently",
             "port 8080 and 443",
+            "what causes error 2003 on port 2000",
+            "the 2024 roadmap",
             "31 February 2023",
             "version 12345 of the api",
             "",
