@@ -119,8 +119,11 @@ async fn an_agent_host_can_use_every_tool() {
     let id = r["id"].as_str().unwrap().to_string();
     let r = ok(&call(&client, "recall", json!({"query": "docker uid", "limit": 5})).await);
     assert_eq!(r["results"][0]["id"], json!(id));
+    assert!(r.get("periods").is_none(), "no period named");
     let r = ok(&call(&client, "get_meta_memory_stats", json!({"memory_id": id})).await);
     assert_eq!(r["recall_count"], json!(1), "pending recall hits are visible at once");
+    let r = ok(&call(&client, "recall", json!({"query": "docker uid yesterday", "limit": 5})).await);
+    assert_eq!(r["periods"][0]["said"], json!("yesterday"), "the periods a query names are answered");
     let r = ok(&call(&client, "forget", json!({"id": id, "reason": "testing"})).await);
     assert_eq!(r["action"], json!("soft"));
     let r = ok(&call(&client, "recall", json!({"query": "docker uid"})).await);

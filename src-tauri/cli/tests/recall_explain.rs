@@ -77,3 +77,47 @@ fn the_recall_log_filters_by_actor_and_by_memory() {
     let queries: Vec<&str> = all["items"].as_array().unwrap().iter().map(|e| e["query"].as_str().unwrap()).collect();
     assert_eq!(queries, ["kafka consumer", "postgres vacuum"], "--limit keeps the newest");
 }
+
+#[test]
+fn a_query_that_names_a_period_says_so_and_ranks_that_time_first() {
+    let db = db();
+    let march = lethe(
+        &db,
+        &[
+            "remember",
+            "--type",
+            "episodic",
+            "--created-at",
+            "2026-03-12T10:00:00Z",
+            "--content",
+            "rotated the vault tokens",
+        ],
+    );
+    let may = lethe(
+        &db,
+        &[
+            "remember",
+            "--type",
+            "episodic",
+            "--created-at",
+            "2026-05-30T10:00:00Z",
+            "--content",
+            "rotated the vault tokens again",
+        ],
+    );
+    let now = ["--now", "2026-06-01T00:00:00Z"];
+    let plain = lethe(&db, &[&now[..], &["recall", "rotated vault tokens"]].concat());
+    assert_eq!(ids(&plain, "results")[0], may["id"].as_str().unwrap());
+    assert!(plain.get("periods").is_none(), "no period named: {plain}");
+
+    let dated = lethe(&db, &[&now[..], &["recall", "when were the vault tokens rotated in March 2026?"]].concat());
+    assert_eq!(ids(&dated, "results")[0], march["id"].as_str().unwrap());
+    assert_eq!(
+        dated["periods"],
+        serde_json::json!([{"said": "March 2026", "from": "2026-03-01T00:00:00.000Z", "until": "2026-04-01T00:00:00.000Z"}])
+    );
+    assert_eq!(dated["results"][0]["breakdown"]["scene"], 1.0);
+    let explained = lethe(&db, &[&now[..], &["recall", "vault tokens rotated last week", "--explain"]].concat());
+    assert_eq!(explained["periods"][0]["said"], "last week");
+    assert_eq!(explained["periods"][0]["from"], "2026-05-25T00:00:00.000Z");
+}
