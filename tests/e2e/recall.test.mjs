@@ -131,6 +131,32 @@ test('results and breakdown equal the CLI, a quarantined match is declined, rece
   }
 });
 
+test('a query that names a period shows it, and ranks the memory of that time first as the CLI does', { timeout: 120_000 }, async () => {
+  const db = tempDb();
+  const year = new Date().getUTCFullYear() - 1;
+  const march = lethe(db, 'remember', '--type', 'episodic', '--content', 'rotated the vault tokens', '--created-at', `${year}-03-12T10:00:00Z`);
+  const later = lethe(db, 'remember', '--type', 'episodic', '--content', 'rotated the vault tokens again', '--created-at', ago(1));
+  const driver = await openApp(db);
+  try {
+    await nav(driver, 'recall');
+    await byTestId(driver, 'recall-weight-recency', 15000);
+    await typeQuery(driver, 'vault tokens rotated');
+    await waitFor(async () => (await shown(driver))[0]?.id === later.id, 15000, 'the newest first without a period');
+    assert.equal((await driver.findElements(css('[data-testid="recall-periods"]'))).length, 0, 'no period named');
+    const query = `when were the vault tokens rotated in March ${year}?`;
+    await typeQuery(driver, query);
+    const said = await waitFor(async () => (await driver.findElements(css('[data-testid="recall-periods"]')))[0], 15000, 'the period shown');
+    assert.match(await said.getText(), new RegExp(`March ${year}`));
+    await waitFor(async () => (await shown(driver))[0]?.id === march.id, 15000, "March's memory first");
+    const cli = lethe(db, 'recall', query, '--explain');
+    assert.deepEqual(ids(await shown(driver)), cli.results.map((h) => h.id), 'the same order as the CLI');
+    assert.equal(cli.periods[0].said, `March ${year}`);
+    assert.equal((await shown(driver))[0].parts.scene, 1, 'dated inside the period: the whole context matches');
+  } finally {
+    await closeApp(driver);
+  }
+});
+
 /** A minimal MCP client over stdio: newline-delimited JSON-RPC (as tests/e2e/load.test.mjs). */
 function mcpClient(db, name) {
   const p = spawn(LETHE, ['--db', db, 'mcp'], { stdio: ['pipe', 'pipe', 'pipe'] });
