@@ -156,14 +156,34 @@ fn push(
     found.push((m.start(), Period { said: m.as_str().trim().to_string(), from: span.0, until: span.1 }));
 }
 
+/// Whether `text` holds four digits 1900–2099 standing alone, which every absolute form has.
+fn has_year(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.windows(4).enumerate().any(|(i, w)| {
+        w.iter().all(u8::is_ascii_digit)
+            && matches!(&w[..2], b"19" | b"20")
+            && (i == 0 || !b[i - 1].is_ascii_digit())
+            && b.get(i + 4).is_none_or(|c| !c.is_ascii_digit())
+    })
+}
+
 /// The periods `text` names, in the order written; `now` anchors "yesterday", "last week",
 /// "3 days ago". A date that does not exist ("31 February 2023") names nothing.
 pub fn named(text: &str, now: Instant) -> Vec<Period> {
     let mut found: Vec<(usize, Period)> = Vec::new();
+    // Every recall asks: most queries hold neither a year nor a relative word, and then no
+    // pattern is run (all of them together cost ~3 % of a recall at 10k memories).
+    let year = has_year(text);
+    let lower = text.to_lowercase();
+    let relative = ["today", "yesterday", "week", "month", "year", "ago"].iter().any(|w| lower.contains(w));
+    if !year && !relative {
+        return Vec::new();
+    }
     // Spans already read as a day or a month, so that their month and year are not read again.
     let mut taken: Vec<(usize, usize)> = Vec::new();
     let free = |taken: &[(usize, usize)], s: usize, e: usize| taken.iter().all(|&(a, b)| e <= a || s >= b);
-    for c in DAY_FIRST.captures_iter(text) {
+    let with_year = if year { text } else { "" };
+    for c in DAY_FIRST.captures_iter(with_year) {
         let whole = c.get(0).expect("match");
         let (Some(m), Ok(d), Ok(y)) = (month_number(&c[4]), c[3].parse::<u32>(), c[5].parse::<i32>()) else { continue };
         if let Some(day) = NaiveDate::from_ymd_opt(y, m, d) {
@@ -174,7 +194,7 @@ pub fn named(text: &str, now: Instant) -> Vec<Period> {
             taken.push((whole.start(), whole.end()));
         }
     }
-    for c in MONTH_FIRST.captures_iter(text) {
+    for c in MONTH_FIRST.captures_iter(with_year) {
         let whole = c.get(0).expect("match");
         if !free(&taken, whole.start(), whole.end()) {
             continue;
@@ -188,7 +208,7 @@ pub fn named(text: &str, now: Instant) -> Vec<Period> {
             taken.push((whole.start(), whole.end()));
         }
     }
-    for c in ISO_DAY.captures_iter(text) {
+    for c in ISO_DAY.captures_iter(with_year) {
         let whole = c.get(0).expect("match");
         if !free(&taken, whole.start(), whole.end()) {
             continue;
@@ -202,7 +222,7 @@ pub fn named(text: &str, now: Instant) -> Vec<Period> {
             taken.push((whole.start(), whole.end()));
         }
     }
-    for c in MONTH_YEAR.captures_iter(text) {
+    for c in MONTH_YEAR.captures_iter(with_year) {
         let whole = c.get(0).expect("match");
         if !free(&taken, whole.start(), whole.end()) {
             continue;
@@ -212,7 +232,7 @@ pub fn named(text: &str, now: Instant) -> Vec<Period> {
             push(&mut found, &mut taken, whole, days(a, b));
         }
     }
-    for c in SEASON.captures_iter(text) {
+    for c in SEASON.captures_iter(with_year) {
         let whole = c.get(0).expect("match");
         if !free(&taken, whole.start(), whole.end()) {
             continue;
@@ -228,7 +248,7 @@ pub fn named(text: &str, now: Instant) -> Vec<Period> {
             push(&mut found, &mut taken, whole, days(a, b));
         }
     }
-    for c in YEAR.captures_iter(text) {
+    for c in YEAR.captures_iter(with_year) {
         let whole = c.get(0).expect("match");
         if !free(&taken, whole.start(), whole.end()) {
             continue;
@@ -239,7 +259,7 @@ pub fn named(text: &str, now: Instant) -> Vec<Period> {
         }
     }
     let today = now.date_naive();
-    for c in RELATIVE.captures_iter(text) {
+    for c in RELATIVE.captures_iter(if relative { text } else { "" }) {
         let whole = c.get(0).expect("match");
         let said = whole.as_str().to_ascii_lowercase();
         let said: Vec<&str> = said.split_whitespace().collect();
