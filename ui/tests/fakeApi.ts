@@ -295,7 +295,7 @@ export function resetFake() {
   api.keepBoth.mockImplementation(async (a: string, b: string) => ({ a, b, dismissed: true, actor: 'user', at: '2025-03-03T00:00:00.000Z' }));
   api.supersedeDuplicate.mockImplementation(async (a: string, b: string) => ({ old: a, new: b, superseded: true }));
   api.health.mockResolvedValue({ lists: [] });
-  api.recallExplain.mockResolvedValue({ results: [], declined: [], weights: { similarity: 0.7, recency: 0.1, scene: 0.1, priority: 0.1 }, recall_mode: 'lexical' });
+  api.recallExplain.mockResolvedValue({ results: [], declined: [], weights: { similarity: 0.7, recency: 0.1, scene: 0.1, priority: 0.1 }, periods: [], recall_mode: 'lexical' });
   api.showMemory.mockImplementation(async (id: string) => makeDetail(id));
   api.pinMemory.mockImplementation(async (id: string) => makeDetail(id, { pinned: true }));
   api.unpinMemory.mockImplementation(async (id: string) => makeDetail(id, { pinned: false }));

@@ -48,6 +48,7 @@ const answer0 = {
     },
   ],
   weights: { similarity: 0.7, recency: 0.1, scene: 0.1, priority: 0.1 },
+  periods: [] as { said: string; from: string; until: string }[],
   recall_mode: 'lexical recall only: test',
 };
 
@@ -123,6 +124,28 @@ describe('recall view', () => {
     await fireEvent.click(screen.getByTestId('recall-weights-reset'));
     await waitFor(() => expect(api.recallExplain).toHaveBeenCalledTimes(4));
     expect(last().weights.recency).toBe(0.1);
+  });
+
+  it('says which period the query names, as text', async () => {
+    const said = '<img src="x"> March 2026';
+    api.recallExplain.mockResolvedValue({
+      ...structuredClone(answer0),
+      periods: [{ said, from: '2026-03-01T00:00:00.000Z', until: '2026-04-01T00:00:00.000Z' }],
+    });
+    await renderAt('recall');
+    await waitFor(() => expect(screen.getByTestId('recall-weight-recency')).toBeTruthy());
+    await typeQuery('deploy');
+    await waitFor(() => expect(ids('recall-result')).toEqual(['mem_a', 'mem_b']));
+    expect(screen.getByTestId('recall-periods').textContent).toContain(said);
+    expect(document.querySelector('img[src="x"]')).toBeNull();
+  });
+
+  it('shows no period line when the query names none', async () => {
+    await renderAt('recall');
+    await waitFor(() => expect(screen.getByTestId('recall-weight-recency')).toBeTruthy());
+    await typeQuery('deploy');
+    await waitFor(() => expect(ids('recall-result')).toEqual(['mem_a', 'mem_b']));
+    expect(screen.queryByTestId('recall-periods')).toBeNull();
   });
 
   it('opens a declined memory in the Memories view', async () => {
