@@ -137,6 +137,7 @@ describe('recall view', () => {
     await typeQuery('deploy');
     await waitFor(() => expect(ids('recall-result')).toEqual(['mem_a', 'mem_b']));
     expect(screen.getByTestId('recall-periods').textContent).toContain(said);
+    expect(screen.getByTestId('recall-periods').textContent).toContain('(2026-03-01 – 2026-03-31)');
     expect(document.querySelector('img[src="x"]')).toBeNull();
   });
 
