@@ -509,7 +509,7 @@ impl LetheMcp {
     }
 
     #[tool(
-        description = "Ranked search over active memories with a score breakdown per result (similarity, recency, scene, priority). Recall does not count as usage; its hits go to the meta-memory statistics only.",
+        description = "Ranked search over active memories with a score breakdown per result (similarity, recency, scene, priority). A query that names a time (\"in July 2022\", \"on 3 August 2023\", \"last week\", \"3 days ago\") ranks the memories dated then first and answers the periods it read. Recall does not count as usage; its hits go to the meta-memory statistics only.",
         input_schema = schema::input::<RecallArgs>(),
         output_schema = schema::recall(),
         annotations(title = "Recall", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)

@@ -264,6 +264,14 @@ pub fn recall() -> Arc<JsonObject> {
             "results": array(hit, "best first"),
             "recall_mode": t("string", "semantic + lexical, or lexical only"),
             "dropped_words": array(t("string", "a word"), "words not searched: the query had more than 64 distinct words"),
+            "periods": array(
+                object(&["said", "from", "until"], json!({
+                    "said": t("string", "the query's words that name it"),
+                    "from": t("string", "ISO-8601, inclusive"),
+                    "until": t("string", "ISO-8601, exclusive"),
+                })),
+                "the periods the query names (absent when none): memories dated inside match the scene, and recency counts from the period"
+            ),
         }),
     ))
 }
