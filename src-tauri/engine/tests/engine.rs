@@ -979,3 +979,34 @@ fn kept_scores_are_those_of_the_same_instant_settings_and_data() {
     assert_eq!(patched, fresh(&conn, &s, now()), "a patch scores again");
     assert_ne!(patched[&ids[3]], first[&ids[3]]);
 }
+
+#[test]
+fn a_period_the_query_names_ranks_that_time_first_on_every_backend() {
+    use lethe_engine::recall::{self, RecallQuery};
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let dated = |conn: &mut store::Connection, at: &str, content: &str| {
+        let mut m = NewMemory::new(Tier::Episodic, content);
+        m.created_at = Some(time::parse(at).unwrap());
+        lifecycle::remember(conn, &m, "user", now()).unwrap().id().unwrap().to_string()
+    };
+    let march = dated(&mut conn, "2026-03-12T10:00:00.000Z", "rotated the vault tokens for the billing service");
+    let may = dated(&mut conn, "2026-05-30T10:00:00.000Z", "rotated the vault tokens for the billing service again");
+    let ask = |text: &str| {
+        let q = RecallQuery { text: text.into(), limit: 2, ..Default::default() };
+        let hits = recall::recall(&conn, &q, now()).unwrap();
+        let explained = recall::explain(&conn, &q, now(), recall::DECLINED).unwrap();
+        assert_eq!(
+            hits.iter().map(|h| (&h.id, h.score)).collect::<Vec<_>>(),
+            explained.results.iter().map(|r| (&r.hit.id, r.hit.score)).collect::<Vec<_>>()
+        );
+        (hits, explained.periods)
+    };
+    let (hits, periods) = ask("vault tokens rotated");
+    assert_eq!(hits[0].id, may, "the newest first without a period");
+    assert!(periods.is_empty());
+    let (hits, periods) = ask("when did we rotate the vault tokens in March 2026");
+    assert_eq!(hits[0].id, march);
+    assert_eq!((hits[0].breakdown.scene, hits[0].breakdown.recency), (1.0, 1.0));
+    assert_eq!(periods.len(), 1);
+    assert_eq!(periods[0].said, "March 2026");
+}
