@@ -1,11 +1,13 @@
 //! The periods a recall query names: "in July 2022", "on 3 August, 2023", "May 9th 2023",
 //! "2023-08-03", "in 2024", "the week before 16 November 2023", "yesterday", "last week",
-//! "3 days ago". Recall ranks a memory dated inside such a period as a match of the caller's
+//! "last Friday", "3 days ago". Recall ranks a memory dated inside such a period as a match of the caller's
 //! context, and counts its recency from the period instead of from now (DESIGN §6), so that
 //! "what did we decide in March?" finds March's memories however old they are.
 //!
-//! Only explicit forms are read; anything else ("recently", "after the launch") names no
-//! period and leaves recall as it was. Days are UTC days, as `created_at` is stored.
+//! Only explicit forms are read; anything else ("recently", "after the launch", "4 years ago",
+//! which dates an event rather than its writing down) names no period and leaves recall as it
+//! was. Relative words count from the first date the query names ("last week, as mentioned
+//! on 6 November 2023"), else from now. Days are UTC days, as `created_at` is stored.
 
 use std::sync::LazyLock;
 
@@ -84,7 +86,7 @@ static SEASON: LazyLock<Regex> = LazyLock::new(|| {
 });
 static RELATIVE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b(today|yesterday|(?:last|this|past|previous)\s+(?:week|month|year)|(\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten)\s+(days?|weeks?|months?)\s+ago)\b",
+        r"(?i)\b(today|yesterday|(?:last|this|past|previous)\s+(?:week|month|year|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|(\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten)\s+(days?|weeks?|months?)\s+ago)\b",
     )
     .expect("valid regex")
 });
@@ -133,6 +135,10 @@ fn around(day: NaiveDate, unit: Option<&str>, side: Option<&str>) -> (Instant, I
     }
 }
 
+fn weekday(word: &str) -> Option<chrono::Weekday> {
+    word.parse().ok()
+}
+
 fn number(word: &str) -> Option<i64> {
     let w = word.to_ascii_lowercase();
     let words = ["a", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"];
@@ -175,7 +181,7 @@ pub fn named(text: &str, now: Instant) -> Vec<Period> {
     // pattern is run (all of them together cost ~3 % of a recall at 10k memories).
     let year = has_year(text);
     let lower = text.to_lowercase();
-    let relative = ["today", "yesterday", "week", "month", "year", "ago"].iter().any(|w| lower.contains(w));
+    let relative = ["day", "week", "month", "year", "ago"].iter().any(|w| lower.contains(w));
     if !year && !relative {
         return Vec::new();
     }
@@ -258,7 +264,13 @@ pub fn named(text: &str, now: Instant) -> Vec<Period> {
             push(&mut found, &mut taken, whole, days(a, b));
         }
     }
-    let today = now.date_naive();
+    // Relative words count from the first day the query names, if it names one ("last week,
+    // as mentioned on 6 November 2023"), else from now.
+    let today = found
+        .iter()
+        .min_by_key(|(at, _)| *at)
+        .map(|(_, p)| (p.until - Duration::days(1)).date_naive())
+        .unwrap_or_else(|| now.date_naive());
     for c in RELATIVE.captures_iter(if relative { text } else { "" }) {
         let whole = c.get(0).expect("match");
         let said = whole.as_str().to_ascii_lowercase();
@@ -270,7 +282,7 @@ pub fn named(text: &str, now: Instant) -> Vec<Period> {
                 let monday = today - Duration::days(i64::from(today.weekday().num_days_from_monday()));
                 Some(days(monday, today + Duration::days(1)))
             }
-            ["past", unit] => {
+            ["past", unit @ ("week" | "month" | "year")] => {
                 let back = match *unit {
                     "week" => 7,
                     "month" => 30,
@@ -294,6 +306,21 @@ pub fn named(text: &str, now: Instant) -> Vec<Period> {
             [_, "year"] => NaiveDate::from_ymd_opt(today.year() - 1, 1, 1)
                 .zip(NaiveDate::from_ymd_opt(today.year(), 1, 1))
                 .map(|(a, b)| days(a, b)),
+            ["last" | "previous", day] if weekday(day).is_some() => {
+                // The latest such day before today.
+                let want = weekday(day).expect("a weekday");
+                let back = (i64::from(today.weekday().num_days_from_monday()) - i64::from(want.num_days_from_monday()))
+                    .rem_euclid(7);
+                let day = today - Duration::days(if back == 0 { 7 } else { back });
+                Some(days(day, day + Duration::days(1)))
+            }
+            ["this", day] if weekday(day).is_some() => {
+                // This week's (Monday to Sunday) such day.
+                let want = weekday(day).expect("a weekday");
+                let monday = today - Duration::days(i64::from(today.weekday().num_days_from_monday()));
+                let day = monday + Duration::days(i64::from(want.num_days_from_monday()));
+                Some(days(day, day + Duration::days(1)))
+            }
             [n, unit, "ago"] => number(n).filter(|n| (1..=400).contains(n)).map(|n| {
                 let (back, half) = match unit.trim_end_matches('s') {
                     "day" => (n, 0),
@@ -380,6 +407,25 @@ mod tests {
         assert_eq!(spans("two weeks ago"), one("two weeks ago", "2026-03-01", "2026-03-08"));
         assert_eq!(spans("last year"), one("last year", "2025-01-01", "2026-01-01"));
         assert_eq!(spans("in the past week"), one("past week", "2026-03-11", "2026-03-19"));
+        assert_eq!(spans("what did we ship last Friday"), one("last Friday", "2026-03-13", "2026-03-14"));
+        assert_eq!(spans("last wednesday"), one("last wednesday", "2026-03-11", "2026-03-12"));
+        assert_eq!(spans("this Monday"), one("this Monday", "2026-03-16", "2026-03-17"));
+        assert!(spans("4 years ago").is_empty(), "an event's age, not when it was written down");
+    }
+
+    #[test]
+    fn relative_words_count_from_the_day_the_query_names() {
+        assert_eq!(
+            spans("What did Joanna finish last Friday on 23 January, 2022?"),
+            vec![
+                ("last Friday".to_string(), "2022-01-21".to_string(), "2022-01-22".to_string()),
+                ("on 23 January, 2022".to_string(), "2022-01-23".to_string(), "2022-01-24".to_string()),
+            ]
+        );
+        assert_eq!(
+            spans("Tim's writing issue last week, as mentioned on November 6, 2023")[0],
+            ("last week".to_string(), "2023-10-30".to_string(), "2023-11-06".to_string())
+        );
     }
 
     #[test]
