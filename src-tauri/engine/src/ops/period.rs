@@ -180,8 +180,24 @@ pub fn named(text: &str, now: Instant) -> Vec<Period> {
     // Every recall asks: most queries hold neither a year nor a relative word, and then no
     // pattern is run (all of them together cost ~3 % of a recall at 10k memories).
     let year = has_year(text);
-    let lower = text.to_lowercase();
-    let relative = ["day", "week", "month", "year", "ago"].iter().any(|w| lower.contains(w));
+    const RELATIVE_WORDS: [&str; 13] = [
+        "today",
+        "yesterday",
+        "week",
+        "month",
+        "year",
+        "ago",
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+    ];
+    let relative = text
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .any(|w| (3..=9).contains(&w.len()) && RELATIVE_WORDS.iter().any(|r| w.eq_ignore_ascii_case(r)));
     if !year && !relative {
         return Vec::new();
     }
