@@ -12,7 +12,7 @@
 use std::sync::LazyLock;
 
 use chrono::{Datelike, Duration, NaiveDate};
-use regex::Regex;
+use regex::{Captures, Regex};
 use serde::Serialize;
 
 use crate::time::{self, Instant};
@@ -162,6 +162,9 @@ fn push(
     found.push((m.start(), Period { said: m.as_str().trim().to_string(), from: span.0, until: span.1 }));
 }
 
+/// Reads the year, month and day of a match of a day pattern.
+type YearMonthDay = dyn Fn(&Captures) -> Option<(i32, u32, u32)>;
+
 /// Whether `text` holds four digits 1900–2099 standing alone, which every absolute form has.
 fn has_year(text: &str) -> bool {
     let b = text.as_bytes();
@@ -173,8 +176,9 @@ fn has_year(text: &str) -> bool {
     })
 }
 
-/// The periods `text` names, in the order written; `now` anchors "yesterday", "last week",
-/// "3 days ago". A date that does not exist ("31 February 2023") names nothing.
+/// The periods `text` names, in the order written. "yesterday", "last week", "3 days ago"
+/// count from the first date `text` names, else from `now`. A date that does not exist
+/// ("31 February 2023") names nothing.
 pub fn named(text: &str, now: Instant) -> Vec<Period> {
     let mut found: Vec<(usize, Period)> = Vec::new();
     // Every recall asks: most queries hold neither a year nor a relative word, and then no
@@ -205,43 +209,26 @@ pub fn named(text: &str, now: Instant) -> Vec<Period> {
     let mut taken: Vec<(usize, usize)> = Vec::new();
     let free = |taken: &[(usize, usize)], s: usize, e: usize| taken.iter().all(|&(a, b)| e <= a || s >= b);
     let with_year = if year { text } else { "" };
-    for c in DAY_FIRST.captures_iter(with_year) {
-        let whole = c.get(0).expect("match");
-        let (Some(m), Ok(d), Ok(y)) = (month_number(&c[4]), c[3].parse::<u32>(), c[5].parse::<i32>()) else { continue };
-        if let Some(day) = NaiveDate::from_ymd_opt(y, m, d) {
-            let span = around(day, c.get(1).map(|x| x.as_str()), c.get(2).map(|x| x.as_str()));
-            push(&mut found, &mut taken, whole, span);
-        } else {
-            // No such day: its month and year are not read on their own either.
-            taken.push((whole.start(), whole.end()));
-        }
-    }
-    for c in MONTH_FIRST.captures_iter(with_year) {
-        let whole = c.get(0).expect("match");
-        if !free(&taken, whole.start(), whole.end()) {
-            continue;
-        }
-        let (Some(m), Ok(d), Ok(y)) = (month_number(&c[3]), c[4].parse::<u32>(), c[5].parse::<i32>()) else { continue };
-        if let Some(day) = NaiveDate::from_ymd_opt(y, m, d) {
-            let span = around(day, c.get(1).map(|x| x.as_str()), c.get(2).map(|x| x.as_str()));
-            push(&mut found, &mut taken, whole, span);
-        } else {
-            // No such day: its month and year are not read on their own either.
-            taken.push((whole.start(), whole.end()));
-        }
-    }
-    for c in ISO_DAY.captures_iter(with_year) {
-        let whole = c.get(0).expect("match");
-        if !free(&taken, whole.start(), whole.end()) {
-            continue;
-        }
-        let (Ok(y), Ok(m), Ok(d)) = (c[3].parse::<i32>(), c[4].parse::<u32>(), c[5].parse::<u32>()) else { continue };
-        if let Some(day) = NaiveDate::from_ymd_opt(y, m, d) {
-            let span = around(day, c.get(1).map(|x| x.as_str()), c.get(2).map(|x| x.as_str()));
-            push(&mut found, &mut taken, whole, span);
-        } else {
-            // No such day: its month and year are not read on their own either.
-            taken.push((whole.start(), whole.end()));
+    // Days: day first, month first, ISO; the words before one may widen it (groups 1 and 2).
+    let day_first = |c: &Captures| Some((c[5].parse().ok()?, month_number(&c[4])?, c[3].parse().ok()?));
+    let month_first = |c: &Captures| Some((c[5].parse().ok()?, month_number(&c[3])?, c[4].parse().ok()?));
+    let iso = |c: &Captures| Some((c[3].parse().ok()?, c[4].parse().ok()?, c[5].parse().ok()?));
+    let day_forms: [(&Regex, &YearMonthDay); 3] =
+        [(&DAY_FIRST, &day_first), (&MONTH_FIRST, &month_first), (&ISO_DAY, &iso)];
+    for (pattern, ymd) in day_forms {
+        for c in pattern.captures_iter(with_year) {
+            let whole = c.get(0).expect("match");
+            if !free(&taken, whole.start(), whole.end()) {
+                continue;
+            }
+            match ymd(&c).and_then(|(y, m, d)| NaiveDate::from_ymd_opt(y, m, d)) {
+                Some(day) => {
+                    let span = around(day, c.get(1).map(|x| x.as_str()), c.get(2).map(|x| x.as_str()));
+                    push(&mut found, &mut taken, whole, span);
+                }
+                // No such day: its month and year are not read on their own either.
+                None => taken.push((whole.start(), whole.end())),
+            }
         }
     }
     for c in MONTH_YEAR.captures_iter(with_year) {
