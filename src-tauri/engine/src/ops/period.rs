@@ -107,6 +107,15 @@ fn days(from: NaiveDate, until: NaiveDate) -> (Instant, Instant) {
     (start(from), start(until))
 }
 
+fn year_of(y: i32) -> Option<(Instant, Instant)> {
+    Some(days(NaiveDate::from_ymd_opt(y, 1, 1)?, NaiveDate::from_ymd_opt(y + 1, 1, 1)?))
+}
+
+/// The Monday of `day`'s week (weeks run Monday to Sunday).
+fn monday_of(day: NaiveDate) -> NaiveDate {
+    day - Duration::days(i64::from(day.weekday().num_days_from_monday()))
+}
+
 fn month_of(y: i32, m: u32) -> Option<(NaiveDate, NaiveDate)> {
     let first = NaiveDate::from_ymd_opt(y, m, 1)?;
     let next = if m == 12 { NaiveDate::from_ymd_opt(y + 1, 1, 1)? } else { NaiveDate::from_ymd_opt(y, m + 1, 1)? };
@@ -162,8 +171,15 @@ fn push(
     found.push((m.start(), Period { said: m.as_str().trim().to_string(), from: span.0, until: span.1 }));
 }
 
-/// Reads the year, month and day of a match of a day pattern.
-type YearMonthDay = dyn Fn(&Captures) -> Option<(i32, u32, u32)>;
+/// The span of a day pattern's match from its year, month and day, widened by the words
+/// before it (groups 1 and 2); None when there is no such day.
+fn day_span(c: &Captures, (y, m, d): (Option<i32>, Option<u32>, Option<u32>)) -> Option<(Instant, Instant)> {
+    let day = NaiveDate::from_ymd_opt(y?, m?, d?)?;
+    Some(around(day, c.get(1).map(|x| x.as_str()), c.get(2).map(|x| x.as_str())))
+}
+
+/// Reads the span a match of an absolute form names (None: no such day).
+type SpanOf = dyn Fn(&Captures) -> Option<(Instant, Instant)>;
 
 /// Whether `text` holds four digits 1900–2099 standing alone, which every absolute form has.
 fn has_year(text: &str) -> bool {
@@ -209,62 +225,41 @@ pub fn named(text: &str, now: Instant) -> Vec<Period> {
     let mut taken: Vec<(usize, usize)> = Vec::new();
     let free = |taken: &[(usize, usize)], s: usize, e: usize| taken.iter().all(|&(a, b)| e <= a || s >= b);
     let with_year = if year { text } else { "" };
-    // Days: day first, month first, ISO; the words before one may widen it (groups 1 and 2).
-    let day_first = |c: &Captures| Some((c[5].parse().ok()?, month_number(&c[4])?, c[3].parse().ok()?));
-    let month_first = |c: &Captures| Some((c[5].parse().ok()?, month_number(&c[3])?, c[4].parse().ok()?));
-    let iso = |c: &Captures| Some((c[3].parse().ok()?, c[4].parse().ok()?, c[5].parse().ok()?));
-    let day_forms: [(&Regex, &YearMonthDay); 3] =
-        [(&DAY_FIRST, &day_first), (&MONTH_FIRST, &month_first), (&ISO_DAY, &iso)];
-    for (pattern, ymd) in day_forms {
-        for c in pattern.captures_iter(with_year) {
-            let whole = c.get(0).expect("match");
-            if !free(&taken, whole.start(), whole.end()) {
-                continue;
-            }
-            match ymd(&c).and_then(|(y, m, d)| NaiveDate::from_ymd_opt(y, m, d)) {
-                Some(day) => {
-                    let span = around(day, c.get(1).map(|x| x.as_str()), c.get(2).map(|x| x.as_str()));
-                    push(&mut found, &mut taken, whole, span);
-                }
-                // No such day: its month and year are not read on their own either.
-                None => taken.push((whole.start(), whole.end())),
-            }
-        }
-    }
-    for c in MONTH_YEAR.captures_iter(with_year) {
-        let whole = c.get(0).expect("match");
-        if !free(&taken, whole.start(), whole.end()) {
-            continue;
-        }
-        let (Some(m), Ok(y)) = (month_number(&c[1]), c[2].parse::<i32>()) else { continue };
-        if let Some((a, b)) = month_of(y, m) {
-            push(&mut found, &mut taken, whole, days(a, b));
-        }
-    }
-    for c in SEASON.captures_iter(with_year) {
-        let whole = c.get(0).expect("match");
-        if !free(&taken, whole.start(), whole.end()) {
-            continue;
-        }
-        let Ok(y) = c[2].parse::<i32>() else { continue };
+    // Each absolute form reads its span from a match; a match that names no real time ("31
+    // February 2023") is still taken, so that its month and year are not read on their own.
+    let day_first = |c: &Captures| day_span(c, (c[5].parse().ok(), month_number(&c[4]), c[3].parse().ok()));
+    let month_first = |c: &Captures| day_span(c, (c[5].parse().ok(), month_number(&c[3]), c[4].parse().ok()));
+    let iso = |c: &Captures| day_span(c, (c[3].parse().ok(), c[4].parse().ok(), c[5].parse().ok()));
+    let month = |c: &Captures| month_of(c[2].parse().ok()?, month_number(&c[1])?).map(|(a, b)| days(a, b));
+    let season = |c: &Captures| {
+        let y: i32 = c[2].parse().ok()?;
         let (a, b) = match c[1].to_ascii_lowercase().as_str() {
             "spring" => ((y, 3), (y, 6)),
             "summer" => ((y, 6), (y, 9)),
             "winter" => ((y - 1, 12), (y + 1, 3)),
             _ => ((y, 9), (y, 12)),
         };
-        if let (Some(a), Some(b)) = (NaiveDate::from_ymd_opt(a.0, a.1, 1), NaiveDate::from_ymd_opt(b.0, b.1, 1)) {
-            push(&mut found, &mut taken, whole, days(a, b));
-        }
-    }
-    for c in YEAR.captures_iter(with_year) {
-        let whole = c.get(0).expect("match");
-        if !free(&taken, whole.start(), whole.end()) {
-            continue;
-        }
-        let Ok(y) = c[1].parse::<i32>() else { continue };
-        if let (Some(a), Some(b)) = (NaiveDate::from_ymd_opt(y, 1, 1), NaiveDate::from_ymd_opt(y + 1, 1, 1)) {
-            push(&mut found, &mut taken, whole, days(a, b));
+        Some(days(NaiveDate::from_ymd_opt(a.0, a.1, 1)?, NaiveDate::from_ymd_opt(b.0, b.1, 1)?))
+    };
+    let in_year = |c: &Captures| year_of(c[1].parse().ok()?);
+    let forms: [(&Regex, &SpanOf); 6] = [
+        (&DAY_FIRST, &day_first),
+        (&MONTH_FIRST, &month_first),
+        (&ISO_DAY, &iso),
+        (&MONTH_YEAR, &month),
+        (&SEASON, &season),
+        (&YEAR, &in_year),
+    ];
+    for (pattern, span_of) in forms {
+        for c in pattern.captures_iter(with_year) {
+            let whole = c.get(0).expect("match");
+            if !free(&taken, whole.start(), whole.end()) {
+                continue;
+            }
+            match span_of(&c) {
+                Some(span) => push(&mut found, &mut taken, whole, span),
+                None => taken.push((whole.start(), whole.end())),
+            }
         }
     }
     // Relative words count from the first day the query names, if it names one ("last week,
@@ -281,10 +276,7 @@ pub fn named(text: &str, now: Instant) -> Vec<Period> {
         let span = match said.as_slice() {
             ["today"] => Some(days(today, today + Duration::days(1))),
             ["yesterday"] => Some(days(today - Duration::days(1), today)),
-            ["this", "week"] => {
-                let monday = today - Duration::days(i64::from(today.weekday().num_days_from_monday()));
-                Some(days(monday, today + Duration::days(1)))
-            }
+            ["this", "week"] => Some(days(monday_of(today), today + Duration::days(1))),
             ["past", unit @ ("week" | "month" | "year")] => {
                 let back = match *unit {
                     "week" => 7,
@@ -293,22 +285,15 @@ pub fn named(text: &str, now: Instant) -> Vec<Period> {
                 };
                 Some(days(today - Duration::days(back), today + Duration::days(1)))
             }
-            [_, "week"] => {
-                let monday = today - Duration::days(i64::from(today.weekday().num_days_from_monday()));
-                Some(days(monday - Duration::days(7), monday))
-            }
+            [_, "week"] => Some(days(monday_of(today) - Duration::days(7), monday_of(today))),
             ["this", "month"] => month_of(today.year(), today.month()).map(|(a, b)| days(a, b)),
             [_, "month"] => {
                 let (y, m) =
                     if today.month() == 1 { (today.year() - 1, 12) } else { (today.year(), today.month() - 1) };
                 month_of(y, m).map(|(a, b)| days(a, b))
             }
-            ["this", "year"] => NaiveDate::from_ymd_opt(today.year(), 1, 1)
-                .zip(NaiveDate::from_ymd_opt(today.year() + 1, 1, 1))
-                .map(|(a, b)| days(a, b)),
-            [_, "year"] => NaiveDate::from_ymd_opt(today.year() - 1, 1, 1)
-                .zip(NaiveDate::from_ymd_opt(today.year(), 1, 1))
-                .map(|(a, b)| days(a, b)),
+            ["this", "year"] => year_of(today.year()),
+            [_, "year"] => year_of(today.year() - 1),
             ["last" | "previous", day] if weekday(day).is_some() => {
                 // The latest such day before today.
                 let want = weekday(day).expect("a weekday");
@@ -320,8 +305,7 @@ pub fn named(text: &str, now: Instant) -> Vec<Period> {
             ["this", day] if weekday(day).is_some() => {
                 // This week's (Monday to Sunday) such day.
                 let want = weekday(day).expect("a weekday");
-                let monday = today - Duration::days(i64::from(today.weekday().num_days_from_monday()));
-                let day = monday + Duration::days(i64::from(want.num_days_from_monday()));
+                let day = monday_of(today) + Duration::days(i64::from(want.num_days_from_monday()));
                 Some(days(day, day + Duration::days(1)))
             }
             [n, unit, "ago"] => number(n).filter(|n| (1..=400).contains(n)).map(|n| {
