@@ -483,12 +483,15 @@ struct Ranked {
     excluded: Vec<i64>,
 }
 
+/// The most results a query (or `similar`) answers: a larger limit asks for a list it cannot hold.
+pub const MAX_LIMIT: usize = 1000;
+
 /// The effective number of results of a query.
 fn effective_limit(q: &RecallQuery) -> usize {
     if q.limit == 0 {
         10
     } else {
-        q.limit.min(1000)
+        q.limit.min(MAX_LIMIT)
     }
 }
 

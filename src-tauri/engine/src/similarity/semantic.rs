@@ -476,8 +476,7 @@ pub fn similar_to_text(
     limit: usize,
     min_similarity: f64,
 ) -> Result<Vec<Similar>> {
-    // At most 1,000, as recall's limit (a larger `--limit` asked for a list it cannot hold).
-    let limit = limit.min(1000);
+    let limit = limit.min(crate::recall::MAX_LIMIT);
     let Some(e) = embed::shared() else { return similar_lexical(conn, text, exclude, limit, min_similarity) };
     let exclude_rowid: Option<i64> = match exclude {
         Some(id) => conn
