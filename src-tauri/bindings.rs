@@ -29,6 +29,7 @@ fn render() -> String {
     let mut out = Declarations { cfg: &cfg, decls: BTreeMap::new(), visited: HashSet::new() };
     // What the commands return (docs/IPC.md lists which returns what) ...
     out.add::<DbInfo>();
+    out.add::<crate::state::Notice>();
     out.add::<forgetting::Stats>();
     out.add::<lifecycle::Page>();
     out.add::<RecallResults>();

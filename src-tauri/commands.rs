@@ -3,8 +3,8 @@
 //! runtime's few workers: a command waiting for a file that is still opening, or for a
 //! snapshot that is loading, holds a pool thread while `db_info` and the others answer.
 //!
-//! No command takes a path from the page. Open, new and export ask the person through the
-//! native dialog, opened here in Rust; a recent file is picked by its index in the list Rust
+//! No command takes a path from the page. Open, new and export ask the person in a file
+//! chooser that Rust shows from a child process (`chooser`); a recent file is picked by its index in the list Rust
 //! handed out (`files` checks every path before use).
 
 use std::path::PathBuf;
@@ -16,9 +16,9 @@ use lethe_engine::lifecycle::{self, ListQuery, Page};
 use lethe_engine::{time, MemoryDetail, Settings};
 use serde::{Deserialize, Serialize};
 use tauri::{AppHandle, Emitter, Manager, State};
-use tauri_plugin_dialog::{DialogExt, FileDialogBuilder};
 use ts_rs::TS;
 
+use crate::chooser;
 use crate::error::{ApiError, ApiResult};
 use crate::files;
 use crate::state::{AppState, OpenMode, Phase};
@@ -76,6 +76,11 @@ pub struct DbInfo {
     /// the window can ignore an answer older than what it already shows: `db_info` and
     /// `db://opened` travel separately and may arrive in either order.
     pub revision: u64,
+    /// The file can be read but not written (its permissions, a read-only mount): the window
+    /// shows it read-only and offers to open a copy.
+    pub read_only: bool,
+    /// The newest thing the window should say once (see `state::Notice`).
+    pub notice: Option<crate::state::Notice>,
 }
 
 /// What `db_info` says, from the state's short lock only: never waits for the file.
@@ -98,6 +103,8 @@ pub(crate) fn db_info_of(state: &AppState) -> DbInfo {
         loading: c.phase == Phase::Opening || (c.phase == Phase::Open && !c.scored),
         revision: c.generation * 3 + step,
         error,
+        read_only: c.read_only,
+        notice: state.notice(),
     }
 }
 
@@ -297,35 +304,23 @@ pub async fn what_if(app: AppHandle, settings: Settings, now: Option<String>) ->
 const DB_EXTENSIONS: &[&str] = &["db", "sqlite", "sqlite3"];
 const DB_FILTER: &str = "Lethe / memento database";
 
-/// The native file dialog, parented to the window, on the blocking pool; the chosen path
-/// must be a plain absolute path. `None` when the person cancelled.
-async fn ask(
-    app: &AppHandle,
-    configure: impl FnOnce(FileDialogBuilder<tauri::Wry>) -> FileDialogBuilder<tauri::Wry> + Send + 'static,
-    save: bool,
-) -> ApiResult<Option<PathBuf>> {
-    let app = app.clone();
-    // The builder is made on the pool thread too: it never crosses threads.
-    let picked = tauri::async_runtime::spawn_blocking(move || {
-        let mut dialog = app.dialog().file();
-        if let Some(window) = app.get_webview_window("main") {
-            dialog = dialog.set_parent(&window);
-        }
-        let dialog = configure(dialog);
-        if save {
-            dialog.blocking_save_file()
-        } else {
-            dialog.blocking_pick_file()
-        }
-    })
-    .await
-    .map_err(|e| ApiError::internal(format!("the file dialog failed: {e}")))?;
-    match picked {
-        None => Ok(None),
-        Some(p) => match p.as_path() {
-            Some(path) => files::plain_absolute(path).map(Some),
-            None => Err(ApiError::invalid(format!("{p}: only a local file path is accepted"))),
-        },
+/// Asks in a file chooser (shown by a child process: see `chooser`) on the blocking pool.
+/// `None` when the person cancelled.
+async fn ask(request: chooser::Request) -> ApiResult<Option<PathBuf>> {
+    tauri::async_runtime::spawn_blocking(move || chooser::ask(&request))
+        .await
+        .map_err(|e| ApiError::internal(format!("the file dialog failed: {e}")))?
+}
+
+/// A chooser for database files that starts in the open store's folder.
+fn db_request(app: &AppHandle, save: bool, title: &str) -> chooser::Request {
+    let current = app.state::<AppState>().info().path;
+    chooser::Request {
+        save,
+        title: title.into(),
+        directory: chooser::folder_of(current.as_deref()),
+        file_name: save.then(|| "memory.db".to_string()),
+        filters: vec![(DB_FILTER.into(), DB_EXTENSIONS.iter().map(|e| e.to_string()).collect())],
     }
 }
 
@@ -333,7 +328,7 @@ async fn ask(
 /// person cancelled. Returns at once with the path and `loading`; `db://opened` follows.
 #[tauri::command]
 pub async fn open_db(app: AppHandle) -> ApiResult<Option<DbInfo>> {
-    let Some(path) = ask(&app, |d| d.add_filter(DB_FILTER, DB_EXTENSIONS), false).await? else {
+    let Some(path) = ask(db_request(&app, false, "Open a Lethe or memento database")).await? else {
         return Ok(None);
     };
     Ok(Some(crate::start_open(&app, path, OpenMode::Existing)))
@@ -343,8 +338,7 @@ pub async fn open_db(app: AppHandle) -> ApiResult<Option<DbInfo>> {
 /// already there (the file is created with O_EXCL, 0600), then opens it like `open_db`.
 #[tauri::command]
 pub async fn new_db(app: AppHandle) -> ApiResult<Option<DbInfo>> {
-    let ask_new = |d: FileDialogBuilder<tauri::Wry>| d.add_filter(DB_FILTER, DB_EXTENSIONS).set_file_name("memory.db");
-    let Some(path) = ask(&app, ask_new, true).await? else {
+    let Some(path) = ask(db_request(&app, true, "Create a new database")).await? else {
         return Ok(None);
     };
     files::create_new_db_file(&path)?;
@@ -358,6 +352,27 @@ pub fn reopen_db(app: AppHandle) -> ApiResult<DbInfo> {
     let path = c.path.ok_or_else(|| ApiError::invalid("no database to open again"))?;
     let path = if crate::is_server(&path) { path } else { files::plain_absolute(&path)? };
     Ok(crate::start_open(&app, path, c.mode))
+}
+
+/// "Open a copy" of a read-only file: asks where to put the copy (a save dialog that starts in
+/// the person's home folder), writes it there with SQLite's `VACUUM INTO` (a consistent copy,
+/// WAL included, that never writes to the original) and opens it. `null` when cancelled.
+#[tauri::command]
+pub async fn open_copy(app: AppHandle) -> ApiResult<Option<DbInfo>> {
+    let current = app.state::<AppState>().info().path;
+    let name = current.as_deref().and_then(|p| p.file_stem()).map(|s| s.to_string_lossy().into_owned());
+    let mut request = db_request(&app, true, "Save a copy to work on");
+    request.directory = std::env::var_os("HOME").map(PathBuf::from);
+    request.file_name = Some(format!("{}-copy.db", name.unwrap_or_else(|| "memory".into())));
+    let Some(path) = ask(request).await? else {
+        return Ok(None);
+    };
+    if std::fs::symlink_metadata(&path).is_ok() {
+        return Err(ApiError::invalid(format!("{} already exists; choose a new name", path.display())));
+    }
+    let target = path.clone();
+    blocking(app.clone(), move |st| st.with_db(|db| lethe_engine::store::copy_to(&db.conn, &target))).await?;
+    Ok(Some(crate::start_open(&app, path, OpenMode::Existing)))
 }
 
 /// File → Connect to a team server…: opens the team store at `url`
@@ -708,10 +723,14 @@ pub async fn export_chart(
         _ => return Err(ApiError::invalid(format!("unknown chart {chart:?} (or projection without id)"))),
     };
     let name = files::chart_file_name(&kind);
-    let ask_where = move |d: FileDialogBuilder<tauri::Wry>| {
-        d.set_file_name(name).add_filter("SVG image", &["svg"]).add_filter("PNG image", &["png"])
+    let request = chooser::Request {
+        save: true,
+        title: "Export chart".into(),
+        directory: chooser::folder_of(app.state::<AppState>().info().path.as_deref()),
+        file_name: Some(name),
+        filters: vec![("SVG image".into(), vec!["svg".into()]), ("PNG image".into(), vec!["png".into()])],
     };
-    let Some(path) = ask(&app, ask_where, true).await? else {
+    let Some(path) = ask(request).await? else {
         return Ok(None);
     };
     let format = lethe_engine::chart::ChartFormat::from_path(&path)?;

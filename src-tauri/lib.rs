@@ -3,6 +3,7 @@
 
 #[cfg(test)]
 mod bindings;
+mod chooser;
 mod commands;
 mod connect;
 mod error;
@@ -16,24 +17,44 @@ mod window_commands;
 use std::path::{Path, PathBuf};
 
 use events::{DbChanged, DbStatus, LiveState, VectorsProgress};
+use lethe_engine::store::FileTrouble;
 use lethe_engine::watch::{self, WatchEvent};
 use state::{FileFacts, OpenDb, OpenMode};
 use tauri::{AppHandle, Emitter, Manager};
 
 pub use state::AppState;
 
+/// When the process was started as the window's file chooser: shows it, prints the answer and
+/// returns the exit code (see `chooser`).
+pub fn file_chooser(args: &[String]) -> Option<i32> {
+    chooser::child_main(args)
+}
+
 /// Starts opening `path` on a background thread and returns at once with what the window
 /// should show meanwhile (the path, `loading`). When the connection is ready, and again when
 /// the first scoring snapshot is loaded, `db://opened` carries the new `DbInfo`; until the
 /// connection is ready, commands wait for it (off the main thread, see `state`).
 pub(crate) fn start_open(app: &AppHandle, path: PathBuf, mode: OpenMode) -> commands::DbInfo {
+    start_open_saying(app, path, mode, None)
+}
+
+/// [`start_open`] of an open the person did not ask for: `notice` says why (the window shows
+/// it once).
+pub(crate) fn start_open_saying(
+    app: &AppHandle,
+    path: PathBuf,
+    mode: OpenMode,
+    notice: Option<String>,
+) -> commands::DbInfo {
     let st = app.state::<AppState>();
-    let generation = st.begin_open(&path, mode);
+    // After trouble with the file's locks the new connection must take them afresh.
+    let fresh_locks = notice.is_some();
+    let generation = st.begin_open_saying(&path, mode, notice);
     let info = commands::db_info_of(&st);
     let handle = app.clone();
     let spawned = std::thread::Builder::new()
         .name("lethe-open".into())
-        .spawn(move || open_in_background(&handle, generation, &path, mode));
+        .spawn(move || open_in_background(&handle, generation, &path, mode, fresh_locks));
     if let Err(e) = spawned {
         st.finish_open(generation, Err(format!("cannot start opening: {e}")));
         return commands::db_info_of(&st);
@@ -41,13 +62,15 @@ pub(crate) fn start_open(app: &AppHandle, path: PathBuf, mode: OpenMode) -> comm
     info
 }
 
-fn open_in_background(app: &AppHandle, generation: u64, path: &Path, mode: OpenMode) {
+fn open_in_background(app: &AppHandle, generation: u64, path: &Path, mode: OpenMode, fresh_locks: bool) {
     let st = app.state::<AppState>();
     st.retire_previous(generation);
     let opened = open_file(path, mode).and_then(|conn| {
+        let conn = if fresh_locks { with_fresh_locks(conn, path, mode)? } else { conn };
         let facts = FileFacts {
             memento: lethe_engine::store::is_memento(&conn)?,
             schema_version: lethe_engine::store::schema_version(&conn)?,
+            read_only: lethe_engine::store::is_read_only(&conn)?,
         };
         Ok((conn, facts))
     });
@@ -79,6 +102,67 @@ fn open_in_background(app: &AppHandle, generation: u64, path: &Path, mode: OpenM
     st.mark_scored(generation);
     let _ = app.emit(events::DB_OPENED, commands::db_info_of(&st));
     spawn_backfill(app, generation, path);
+}
+
+/// The open file's files are in trouble (`store::FileTrouble`, found by a command or the
+/// watcher): the window's writes stop (every command checks first), the dot turns red with
+/// the reason, and the file is opened again, which closes every connection of this process to
+/// it and so takes SQLite's locks afresh. A file that is gone waits for the watcher to see it
+/// back; another file at the path is opened as a new store.
+fn on_file_trouble(app: &AppHandle, generation: u64, trouble: FileTrouble, after_a_call: bool) {
+    let st = app.state::<AppState>();
+    let current = st.info();
+    let Some(path) = current.path.filter(|_| current.generation == generation) else { return };
+    let status = |state, message: String| {
+        let _ = app.emit(events::DB_STATUS, DbStatus { state, message });
+    };
+    let notice = match trouble {
+        FileTrouble::Missing => {
+            status(LiveState::Missing, format!("{trouble}: nothing can be changed until a file is back at its path"));
+            return;
+        }
+        FileTrouble::Replaced => {
+            format!("Another file took the place of {}; Lethe shows it as a new store.", path.display())
+        }
+        FileTrouble::WalReplaced | FileTrouble::LocksLost => {
+            let kept = if after_a_call && trouble == FileTrouble::WalReplaced {
+                " The last change made in the window may not have been kept: please check it."
+            } else {
+                " No change the window confirmed was lost."
+            };
+            format!(
+                "Lethe opened {} again: {trouble}. Everything shown was read again from the file.{kept}",
+                path.display()
+            )
+        }
+    };
+    status(LiveState::Error, format!("{trouble}. Lethe stopped writing and is opening the file again."));
+    start_open_saying(app, path, OpenMode::Existing, Some(notice));
+}
+
+/// `conn`, once it holds this process's locks on the file anew. SQLite asks the kernel for
+/// them only when no other connection of the process has the file open; one that is still
+/// closing (a background task of the previous open) is waited for, up to a few seconds.
+fn with_fresh_locks(
+    mut conn: lethe_engine::store::Connection,
+    path: &Path,
+    mode: OpenMode,
+) -> lethe_engine::Result<lethe_engine::store::Connection> {
+    if !cfg!(target_os = "linux") {
+        return Ok(conn);
+    }
+    for _ in 0..50 {
+        match lethe_engine::store::FileGuard::capture(&conn)? {
+            Some(guard) if !guard.locks_seen() => {}
+            _ => return Ok(conn),
+        }
+        lethe_engine::store::close_without_checkpoint(conn);
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        conn = open_file(path, mode)?;
+    }
+    Err(lethe_engine::Error::invalid(
+        "another part of Lethe still has the file open, so its locks cannot be taken afresh; try again in a moment",
+    ))
 }
 
 /// Whether `path` is a team server's address (`postgres://…`) rather than a file.
@@ -127,10 +211,23 @@ fn watch_file(app: &AppHandle, generation: u64, path: &Path) -> Option<watch::Db
     let handle = app.clone();
     let reopen = path.to_path_buf();
     let status = |state, message: &str| DbStatus { state, message: message.to_string() };
+    let server = is_server(path);
     let on_event = move |ev| {
         let _ = match ev {
             WatchEvent::Changed { data_version, ids } => {
+                // Another program wrote: the moment a lost lock starts to matter.
+                if let Some(st) = handle.try_state::<AppState>() {
+                    st.check_files(generation);
+                }
                 handle.emit(events::DB_CHANGED, DbChanged { data_version, ids })
+            }
+            WatchEvent::Back if !server => {
+                // A file at the path again: whatever it holds, it is not what the window
+                // showed, so it is opened as a new store (nothing held over from the old one).
+                let notice =
+                    format!("A database file appeared again at {}; Lethe shows it as a new store.", reopen.display());
+                start_open_saying(&handle, reopen.clone(), OpenMode::Existing, Some(notice));
+                Ok(())
             }
             WatchEvent::Missing => handle.emit(
                 events::DB_STATUS,
@@ -174,13 +271,14 @@ fn spawn_backfill(app: &AppHandle, generation: u64, path: &Path) {
             let p = VectorsProgress { path: shown.clone(), done, total, finished, error };
             let _ = handle.emit(events::VECTORS_PROGRESS, p);
         };
-        let never = std::sync::atomic::AtomicBool::new(false);
+        let stop = handle.state::<AppState>().background_stop();
         let result = lethe_engine::store::open(&path).and_then(|mut conn| {
+            lethe_engine::store::no_checkpoint_on_close(&conn);
             let total = lethe_engine::semantic::pending(&conn, e)?;
             if total > 0 {
                 progress(0, total, false, None);
             }
-            let done = lethe_engine::semantic::backfill(&mut conn, e, |d, t| progress(d, t, false, None), &never)?;
+            let done = lethe_engine::semantic::backfill(&mut conn, e, |d, t| progress(d, t, false, None), &stop)?;
             // The process's vector index, which recall and a memory's similar memories search,
             // read here rather than by the first of them, which would hold the window's
             // connection meanwhile (≈ 0.2 s at 100k memories: the scroll after the first
@@ -205,6 +303,31 @@ fn spawn_backfill(app: &AppHandle, generation: u64, path: &Path) {
             }
         }
     });
+}
+
+/// WebKit draws the page in a process of its own. When that process ends (it ran out of
+/// memory, it crashed, it was killed), the window would stay on its last picture and ignore
+/// every click; instead the page is loaded again, the store stays open, and the page says so.
+#[cfg(target_os = "linux")]
+fn reload_when_the_page_dies(window: &tauri::WebviewWindow, app: AppHandle) {
+    let watched = window.with_webview(move |webview| {
+        use webkit2gtk::WebViewExt;
+        webview.inner().connect_web_process_terminated(move |view, reason| {
+            let why = match reason {
+                webkit2gtk::WebProcessTerminationReason::ExceededMemoryLimit => "it ran out of memory",
+                webkit2gtk::WebProcessTerminationReason::Crashed => "it crashed or was stopped",
+                _ => "it ended",
+            };
+            eprintln!("lethe: the window's page process ended ({why}); loading the page again");
+            app.state::<AppState>().set_notice(format!(
+                "The window's page stopped ({why}) and was loaded again; the database stayed open and nothing was lost."
+            ));
+            view.reload();
+        });
+    });
+    if let Err(e) = watched {
+        eprintln!("lethe: the window cannot watch its page process: {e}");
+    }
 }
 
 /// Writes the window's size and position half a second after it stops moving or resizing.
@@ -258,7 +381,6 @@ pub fn run() {
     let args: Vec<String> = std::env::args().collect();
     let db_path = state::launch_path(&args, recent::list().into_iter().next());
     tauri::Builder::default()
-        .plugin(tauri_plugin_dialog::init())
         // Size, position and maximised state come back at the next start (Rust only: the page
         // is granted none of the plugin's commands).
         .plugin(tauri_plugin_window_state::Builder::default().build())
@@ -269,6 +391,14 @@ pub fn run() {
         })
         .manage(AppState::default())
         .setup(move |app| {
+            let handle = app.handle().clone();
+            app.state::<AppState>().set_trouble_sink(std::sync::Arc::new(move |generation, trouble, after| {
+                on_file_trouble(&handle, generation, trouble, after)
+            }));
+            #[cfg(target_os = "linux")]
+            if let Some(window) = app.get_webview_window("main") {
+                reload_when_the_page_dies(&window, app.handle().clone());
+            }
             let handle = app.handle().clone();
             app.state::<AppState>().set_progress_sink(std::sync::Arc::new(move |stage, done, total| {
                 let _ = handle.emit(events::SCORING_PROGRESS, events::ScoringProgress { stage, done, total });
@@ -302,6 +432,7 @@ pub fn run() {
             commands::open_db,
             commands::new_db,
             commands::reopen_db,
+            commands::open_copy,
             commands::connect_server,
             commands::open_recent,
             commands::recent_files,

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use lethe_engine::forgetting::{Job, LoadStage, Snapshot};
 use lethe_engine::storage::journal::Journal;
-use lethe_engine::store::{self, Connection};
+use lethe_engine::store::{self, Connection, FileGuard, FileTrouble};
 use lethe_engine::watch::DbWatcher;
 
 use crate::error::{ApiError, ApiResult};
@@ -66,6 +66,8 @@ struct Current {
     scored: bool,
     memento: bool,
     schema_version: i64,
+    /// The file can be read but not written (its permissions, a read-only mount).
+    read_only: bool,
 }
 
 impl Default for Current {
@@ -78,6 +80,7 @@ impl Default for Current {
             scored: false,
             memento: false,
             schema_version: 0,
+            read_only: false,
         }
     }
 }
@@ -92,6 +95,16 @@ pub struct CurrentInfo {
     pub scored: bool,
     pub memento: bool,
     pub schema_version: i64,
+    pub read_only: bool,
+}
+
+/// Something the window should say once that the person did not ask for: why the file was
+/// opened again, why the page was reloaded. `seq` grows with each, so the page shows each
+/// one once, also after it was itself reloaded.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, ts_rs::TS)]
+pub struct Notice {
+    pub seq: u64,
+    pub text: String,
 }
 
 /// The facts about a freshly opened file that `db_info` reports.
@@ -99,6 +112,7 @@ pub struct CurrentInfo {
 pub struct FileFacts {
     pub memento: bool,
     pub schema_version: i64,
+    pub read_only: bool,
 }
 
 pub struct OpenDb {
@@ -108,13 +122,29 @@ pub struct OpenDb {
     /// Who the window's writes are by: the person (`user`) on a file; on a team store the
     /// signed-in role (`user:<role>` for a curator or the owner, `agent:<role>` for an agent).
     pub actor: String,
+    /// The identity of the file's files when it was opened, and whether this process holds
+    /// SQLite's locks on them: checked around every command (`AppState::with_db`).
+    guard: Option<FileGuard>,
     _watcher: Option<DbWatcher>,
 }
 
 impl OpenDb {
     pub fn new(generation: u64, path: PathBuf, conn: Connection, watcher: Option<DbWatcher>) -> Self {
         let actor = window_actor(&conn);
-        OpenDb { generation, path, conn, actor, _watcher: watcher }
+        // No checkpoint when it closes: after a lost lock or an unlinked WAL it could copy
+        // stale pages over newer ones (`store::close_without_checkpoint`); the next
+        // checkpoint of any connection copies the WAL all the same.
+        store::no_checkpoint_on_close(&conn);
+        let guard = FileGuard::capture(&conn).unwrap_or_else(|e| {
+            eprintln!("lethe: cannot tell whether {} stays the same file: {e}", path.display());
+            None
+        });
+        OpenDb { generation, path, conn, actor, guard, _watcher: watcher }
+    }
+
+    /// What is wrong with the files the connection uses, if anything.
+    fn file_trouble(&self) -> Option<FileTrouble> {
+        self.guard.as_ref().and_then(|g| g.check().err())
     }
 }
 
@@ -154,10 +184,21 @@ pub struct AppState {
     pub cancel: Arc<AtomicBool>,
     /// Where snapshot loads report their progress (the window's `scoring://progress`).
     progress: Mutex<Option<ProgressSink>>,
+    /// Where file trouble is reported, and the newest generation it was reported for.
+    trouble: Mutex<(Option<TroubleSink>, u64)>,
+    notice: Mutex<Option<Notice>>,
+    /// Set when the file is opened anew: background work on the previous open (the vector
+    /// back-fill) stops and closes its connection.
+    background: Mutex<Arc<AtomicBool>>,
 }
 
 /// Receives `(stage, done, total)` while a scoring snapshot loads.
 pub type ProgressSink = Arc<dyn Fn(LoadStage, usize, usize) + Send + Sync>;
+
+/// Told when a command or the watcher finds the open file's files in trouble:
+/// `(generation, what, whether a command had just run on the connection)`. Called at most
+/// once per generation; it stops the window's writes and opens the file again (lib.rs).
+pub type TroubleSink = Arc<dyn Fn(u64, FileTrouble, bool) + Send + Sync>;
 
 pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -174,7 +215,11 @@ fn keep_searched(path: &Path, snap: &Arc<Snapshot>) {
     }
     let (path, snap) = (path.to_path_buf(), Arc::clone(snap));
     let spawned = std::thread::Builder::new().name("lethe-keep-searched".into()).spawn(move || {
-        if let Err(e) = store::open(&path).and_then(|mut conn| snap.persist(&mut conn)) {
+        let kept = store::open(&path).and_then(|mut conn| {
+            store::no_checkpoint_on_close(&conn);
+            snap.persist(&mut conn)
+        });
+        if let Err(e) = kept {
             eprintln!("lethe: storing the neighbours found for {}: {e}", path.display());
         }
     });
@@ -195,12 +240,76 @@ impl AppState {
             scored: c.scored,
             memento: c.memento,
             schema_version: c.schema_version,
+            read_only: c.read_only,
+        }
+    }
+
+    /// The flag background work of the current open stops on (see `AppState::background`).
+    pub fn background_stop(&self) -> Arc<AtomicBool> {
+        Arc::clone(&lock(&self.background))
+    }
+
+    /// The newest notice (see [`Notice`]).
+    pub fn notice(&self) -> Option<Notice> {
+        lock(&self.notice).clone()
+    }
+
+    /// Makes `text` the newest notice.
+    pub fn set_notice(&self, text: String) {
+        let mut n = lock(&self.notice);
+        let seq = n.as_ref().map_or(1, |n| n.seq + 1);
+        *n = Some(Notice { seq, text });
+    }
+
+    /// Sets who is told of file trouble (see [`TroubleSink`]).
+    pub fn set_trouble_sink(&self, sink: TroubleSink) {
+        lock(&self.trouble).0 = Some(sink);
+    }
+
+    /// Tells the sink of `trouble` on `generation`, once per generation; returns whether this
+    /// call was the first for it.
+    fn report_trouble(&self, generation: u64, trouble: &FileTrouble, after_a_call: bool) -> bool {
+        let sink = {
+            let mut t = lock(&self.trouble);
+            if t.1 >= generation {
+                return false;
+            }
+            t.1 = generation;
+            t.0.clone()
+        };
+        eprintln!("lethe: {trouble}; the window stops writing and opens the file again");
+        if let Some(sink) = sink {
+            sink(generation, trouble.clone(), after_a_call);
+        }
+        true
+    }
+
+    /// Checks the open file's files now (the watcher calls this on every change it sees);
+    /// skipped while a command holds the connection, which checks after itself.
+    pub fn check_files(&self, generation: u64) {
+        let trouble = match self.db.try_lock() {
+            Ok(g) => g.as_ref().filter(|db| db.generation == generation).and_then(OpenDb::file_trouble),
+            Err(_) => None,
+        };
+        if let Some(trouble) = trouble {
+            self.report_trouble(generation, &trouble, false);
         }
     }
 
     /// Records that `path` is being opened and returns the generation of that open; commands
     /// wait from now on until [`finish_open`](Self::finish_open) of this generation.
     pub fn begin_open(&self, path: &Path, mode: OpenMode) -> u64 {
+        self.begin_open_saying(path, mode, None)
+    }
+
+    /// [`AppState::begin_open`] of an open the person did not ask for; `notice` says why, and
+    /// `db_info` carries it for this generation.
+    pub fn begin_open_saying(&self, path: &Path, mode: OpenMode, notice: Option<String>) -> u64 {
+        if let Some(text) = notice {
+            self.set_notice(text);
+        }
+        let old = std::mem::take(&mut *lock(&self.background));
+        old.store(true, std::sync::atomic::Ordering::SeqCst);
         let mut c = lock(&self.current);
         let generation = c.generation + 1;
         *c = Current { generation, path: Some(path.to_path_buf()), mode, phase: Phase::Opening, ..Current::default() };
@@ -243,6 +352,7 @@ impl AppState {
             Ok((db, facts)) => {
                 c.memento = facts.memento;
                 c.schema_version = facts.schema_version;
+                c.read_only = facts.read_only;
                 c.phase = Phase::Open;
                 lock(&self.db).replace(db)
             }
@@ -276,8 +386,29 @@ impl AppState {
             let generation = self.wait_open(deadline)?;
             let mut g = lock(&self.db);
             if let Some(db) = g.as_mut().filter(|db| db.generation == generation) {
+                // The files are checked before and after: a write into a file that is gone,
+                // replaced or no longer locked by this process would be confirmed and lost.
+                if let Some(trouble) = db.file_trouble() {
+                    drop(g);
+                    self.report_trouble(generation, &trouble, false);
+                    return Err(ApiError::unavailable(format!(
+                        "{trouble}; nothing was changed. Lethe is opening the file again"
+                    )));
+                }
                 let f = f.take().expect("called once: the loop returns right after");
-                return f(db).map_err(ApiError::from);
+                let result = f(db);
+                let after = db.file_trouble();
+                drop(g);
+                if let Some(trouble) = after {
+                    self.report_trouble(generation, &trouble, true);
+                    // With the locks lost but the same WAL, what was written is in the file.
+                    if trouble != FileTrouble::LocksLost {
+                        return Err(ApiError::unavailable(format!(
+                            "{trouble}; what was just done may not have been kept. Lethe is opening the file again"
+                        )));
+                    }
+                }
+                return result.map_err(ApiError::from);
             }
             // A newer open began between reading `current` and taking the connection.
             drop(g);
@@ -360,6 +491,7 @@ impl AppState {
                 return Ok((c.journal.clone(), snap));
             }
             let conn = store::open(&path)?;
+            store::no_checkpoint_on_close(&conn);
             let journal = Journal::at(&conn)?;
             let snap = Arc::new(Snapshot::load_with(&conn, &job)?);
             keep_searched(&path, &snap);
@@ -487,14 +619,89 @@ mod tests {
         )
     }
 
+    const FACTS: FileFacts = FileFacts { memento: false, schema_version: 1, read_only: false };
+
     fn open_now(st: &AppState, path: &Path) -> u64 {
         let g = st.begin_open(path, OpenMode::Existing);
         let conn = store::open(path).unwrap();
-        assert!(st.finish_open(
-            g,
-            Ok((OpenDb::new(g, path.to_path_buf(), conn, None), FileFacts { memento: false, schema_version: 1 }))
-        ));
+        assert!(st.finish_open(g, Ok((OpenDb::new(g, path.to_path_buf(), conn, None), FACTS))));
         g
+    }
+
+    /// What a file dialog's content-type sniffing does to the store's files in this process:
+    /// open each and close it again.
+    fn sniff(path: &Path) {
+        for suffix in ["", "-wal", "-shm"] {
+            let mut name = path.as_os_str().to_os_string();
+            name.push(suffix);
+            if let Ok(f) = std::fs::File::open(&name) {
+                drop(f);
+            }
+        }
+    }
+
+    /// Another program (not Lethe: no persistent WAL) that reads the file and closes last.
+    fn another_program_reads(path: &Path) -> i64 {
+        let script = "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\n\
+                      print(c.execute('SELECT COUNT(*) FROM memory_item').fetchone()[0])\nc.close()";
+        let out = std::process::Command::new("python3").args(["-c", script]).arg(path).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+    }
+
+    fn remember(st: &AppState, text: &str) -> ApiResult<()> {
+        let memory = lethe_engine::lifecycle::NewMemory::new(lethe_engine::Tier::Semantic, text);
+        st.with_db(|db| lethe_engine::lifecycle::remember(&mut db.conn, &memory, "user", chrono::Utc::now()).map(drop))
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn locks_dropped_behind_sqlites_back_stop_the_windows_writes_until_the_file_is_opened_again() {
+        let dir = temp_dir("locks");
+        let path = dir.join("memory.db");
+        let st = AppState::default();
+        let told = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&told);
+        st.set_trouble_sink(Arc::new(move |g, trouble, after| lock(&sink).push((g, trouble, after))));
+        let g = open_now(&st, &path);
+        remember(&st, "written before the dialog").unwrap();
+        sniff(&path);
+        assert_eq!(another_program_reads(&path), 1, "the other program sees the window's write");
+        let err = remember(&st, "written after the dialog").unwrap_err();
+        assert_eq!(err.code, crate::error::ErrorCode::DbUnavailable, "{}", err.message);
+        assert!(err.message.contains("nothing was changed"), "{}", err.message);
+        let told_now = lock(&told).clone();
+        assert_eq!(told_now.len(), 1, "the trouble is reported once: {told_now:?}");
+        assert_eq!(told_now[0].0, g);
+        assert!(told_now[0].1.same_store(), "the same file, its locks or WAL lost: {:?}", told_now[0].1);
+        // What lib.rs does on that report: a new generation, every old connection closed
+        // first, then the file opened again.
+        let g2 = st.begin_open(&path, OpenMode::Existing);
+        st.retire_previous(g2);
+        let conn = store::open(&path).unwrap();
+        assert!(st.finish_open(g2, Ok((OpenDb::new(g2, path.clone(), conn, None), FACTS))));
+        remember(&st, "written after opening again").unwrap();
+        sniff(&path);
+        assert_eq!(another_program_reads(&path), 2, "every write the window confirmed is in the file");
+        assert!(remember(&st, "refused again").is_err(), "a second sniff is caught as well");
+        assert_eq!(lock(&told).len(), 2, "and reported for the new generation");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_deleted_file_refuses_every_write_and_says_why() {
+        let dir = temp_dir("deleted");
+        let path = dir.join("memory.db");
+        let st = AppState::default();
+        open_now(&st, &path);
+        remember(&st, "kept").unwrap();
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+        let err = remember(&st, "would be written into a deleted file").unwrap_err();
+        assert_eq!(err.code, crate::error::ErrorCode::DbUnavailable);
+        assert!(err.message.contains("gone"), "{}", err.message);
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -551,10 +758,7 @@ mod tests {
             "a command waits while the file opens, rather than failing or seeing the old file"
         );
         let conn = store::open(&path).unwrap();
-        assert!(st.finish_open(
-            g,
-            Ok((OpenDb::new(g, path.clone(), conn, None), FileFacts { memento: false, schema_version: 1 }))
-        ));
+        assert!(st.finish_open(g, Ok((OpenDb::new(g, path.clone(), conn, None), FACTS))));
         assert_eq!(waiter.join().unwrap().unwrap(), path);
         std::fs::remove_dir_all(dir).unwrap();
     }
@@ -568,10 +772,7 @@ mod tests {
         let gb = st.begin_open(&b, OpenMode::Existing);
         let conn = store::open(&a).unwrap();
         assert!(
-            !st.finish_open(
-                ga,
-                Ok((OpenDb::new(ga, a.clone(), conn, None), FileFacts { memento: false, schema_version: 1 }))
-            ),
+            !st.finish_open(ga, Ok((OpenDb::new(ga, a.clone(), conn, None), FACTS))),
             "a slower, older open must not replace the newer one"
         );
         assert!(st.finish_open(gb, Err("b.db: not a database".into())));

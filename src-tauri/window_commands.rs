@@ -25,6 +25,7 @@ pub const WINDOW_COMMANDS: &[&str] = &[
     "open_db",
     "new_db",
     "reopen_db",
+    "open_copy",
     "connect_server",
     "open_recent",
     "recent_files",

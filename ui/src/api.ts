@@ -172,6 +172,8 @@ export const openDb = () => call<DbInfo | null>('open_db');
 export const newDb = () => call<DbInfo | null>('new_db');
 /** Opens the current file again (after it could not be opened). */
 export const reopenDb = () => call<DbInfo>('reopen_db');
+/** Saves a copy of the (read-only) current file where the person chooses, then opens the copy. */
+export const openCopy = () => call<DbInfo | null>('open_copy');
 /** The recent files, newest first; open one by its index in this list. */
 export const recentFiles = () => call<string[]>('recent_files');
 export const openRecent = (index: number) => call<DbInfo>('open_recent', { index });

@@ -164,7 +164,16 @@ loading: boolean,
  * the window can ignore an answer older than what it already shows: `db_info` and
  * `db://opened` travel separately and may arrive in either order.
  */
-revision: number, };
+revision: number, 
+/**
+ * The file can be read but not written (its permissions, a read-only mount): the window
+ * shows it read-only and offers to open a copy.
+ */
+read_only: boolean, 
+/**
+ * The newest thing the window should say once (see `state::Notice`).
+ */
+notice: Notice | null, };
 
 /**
  * Payload of `db://status`.
@@ -371,6 +380,13 @@ from: string,
  * ISO-8601, exclusive.
  */
 until: string, };
+
+/**
+ * Something the window should say once that the person did not ask for: why the file was
+ * opened again, why the page was reloaded. `seq` grows with each, so the page shows each
+ * one once, also after it was itself reloaded.
+ */
+export type Notice = { seq: number, text: string, };
 
 export type Page = { total: number, items: Array<MemoryRow>, };
 

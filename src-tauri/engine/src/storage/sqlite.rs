@@ -12,7 +12,9 @@ use crate::storage::db::{OptionalExtension, Transaction, TransactionBehavior};
 
 use crate::error::{is_busy, Error, Result};
 
+mod file_guard;
 mod schema_guard;
+pub use file_guard::{close_without_checkpoint, no_checkpoint_on_close, FileGuard, FileTrouble};
 pub use schema_guard::foreign_objects;
 
 /// One migration: a version, the SQL (or Rust) that brings the schema there, and a guard.
@@ -435,6 +437,7 @@ fn configure(conn: &Connection) -> Result<()> {
     if mode != "wal" && mode != "memory" {
         return Err(Error::Foreign(format!("could not switch the database to WAL (journal mode {mode})")));
     }
+    file_guard::keep_wal_on_close(raw)?;
     // temp_store in memory: sorting and FTS merges need no temp files (import +15%,
     // forgetting batch −16% at 100k, 40% fewer bytes written; see BENCHMARKS.md).
     // secure_delete: freed space is overwritten with zeros, so a hard-deleted memory (or the
@@ -880,6 +883,33 @@ fn create_private(path: &Path) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(Error::Foreign(format!("cannot create {}: {e}", path.display()))),
     }
+}
+
+/// Whether the file can only be read through `conn` (its permissions, a read-only mount):
+/// SQLite opens such a file read-only without an error, and every write then fails.
+pub fn is_read_only(conn: &Connection) -> Result<bool> {
+    match conn.sqlite() {
+        Some(raw) => Ok(raw.is_readonly(rusqlite::MAIN_DB)?),
+        None => Ok(false),
+    }
+}
+
+/// Writes a consistent copy of the file (what its WAL holds included) to `path`, a new file
+/// private to its owner, with `VACUUM INTO`: nothing is written to the original, so this
+/// works on a read-only file. `path` must not exist.
+pub fn copy_to(conn: &Connection, path: &Path) -> Result<()> {
+    let raw = conn.sqlite_only("a copy of the store")?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path).map_err(|e| Error::invalid(format!("cannot create {}: {e}", path.display())))?;
+    let target = path.to_str().ok_or_else(|| Error::invalid("the copy's path is not valid UTF-8"))?;
+    if let Err(e) = raw.execute("VACUUM INTO ?1", [target]) {
+        let _ = std::fs::remove_file(path);
+        return Err(e.into());
+    }
+    Ok(())
 }
 
 /// An in-memory database with the full schema, for tests.

@@ -38,7 +38,22 @@ pub enum WatchEvent {
 }
 
 pub struct DbWatcher {
-    _inner: Inner,
+    inner: Option<Inner>,
+    /// A file watcher's thread, waited for on drop: it holds a connection to the file, and a
+    /// process that reopens a file after losing its locks must have closed every connection
+    /// to it first (see `store::FileGuard`).
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for DbWatcher {
+    fn drop(&mut self) {
+        drop(self.inner.take());
+        if let Some(thread) = self.thread.take() {
+            if thread.thread().id() != std::thread::current().id() {
+                let _ = thread.join();
+            }
+        }
+    }
 }
 
 // Held for their drop only: the debouncer stops watching, the flag stops the thread.
@@ -76,6 +91,9 @@ struct Probe {
 impl Probe {
     fn connect(&mut self) -> Result<()> {
         let conn = store::open(&self.path)?;
+        // A watcher only reads: its close never needs to checkpoint (and must not after the
+        // process lost its locks, see `store::FileGuard`).
+        store::no_checkpoint_on_close(&conn);
         self.data_version = store::data_version(&conn)?;
         self.seq = store::last_change_seq(&conn)?;
         self.conn = Some(conn);
@@ -137,7 +155,7 @@ pub fn watch(db_path: impl Into<PathBuf>, on_event: impl Fn(WatchEvent) + Send +
     } else {
         probe.missing = true;
     }
-    std::thread::Builder::new().name("lethe-db-watch".into()).spawn(move || {
+    let thread = std::thread::Builder::new().name("lethe-db-watch".into()).spawn(move || {
         // Ends when the debouncer (and with it the sender) is dropped.
         while rx.recv().is_ok() {
             while rx.try_recv().is_ok() {}
@@ -146,7 +164,7 @@ pub fn watch(db_path: impl Into<PathBuf>, on_event: impl Fn(WatchEvent) + Send +
             }
         }
     })?;
-    Ok(DbWatcher { _inner: Inner::File(Box::new(debouncer)) })
+    Ok(DbWatcher { inner: Some(Inner::File(Box::new(debouncer))), thread: Some(thread) })
 }
 
 /// How often the server watcher reads the journal without a notification, and how soon after
@@ -209,7 +227,7 @@ pub fn watch_postgres(url: &str, on_event: impl Fn(WatchEvent) + Send + 'static)
             }
         }
     })?;
-    Ok(DbWatcher { _inner: Inner::Server(StopOnDrop(stop)) })
+    Ok(DbWatcher { inner: Some(Inner::Server(StopOnDrop(stop))), thread: None })
 }
 
 #[cfg(test)]
