@@ -1,6 +1,6 @@
 // Application-wide state shared by the views. Views read it inside $effect blocks so a
 // change of the time-travel offset, the DB or a live event re-runs exactly their fetches.
-import type { DbInfo, LiveState, ScoringProgress, Stats, Theme } from './types';
+import type { DbInfo, LiveState, Notice, ScoringProgress, Stats, Theme } from './types';
 import * as api from './api';
 import { invalidate, lookup, quote } from './memref.svelte';
 import { plural } from './format';
@@ -119,6 +119,35 @@ export function dismissToast(): void {
   app.toast = null;
 }
 
+/**
+ * Why nothing can be changed right now, in a person's words, or null when changes are
+ * allowed. Every control that writes is disabled with this as its tooltip: a write the
+ * window cannot keep is never offered.
+ */
+export function writeBlock(): string | null {
+  const db = app.db;
+  if (!db) return null;
+  if (db.error) return 'The database could not be opened';
+  if (db.read_only) return 'This file is read-only: open a copy to make changes';
+  switch (app.live) {
+    case 'missing':
+      return 'The database file is gone: nothing can be changed until a file is back at its place';
+    case 'reconnecting':
+      return 'The team server does not answer: nothing can be changed until it is back';
+    case 'error':
+      return app.liveMessage ? `Nothing can be changed right now: ${app.liveMessage.replace(/[.\s]+$/, '')}` : 'Nothing can be changed right now';
+    default:
+      return null;
+  }
+}
+
+/** For keyboard shortcuts that write: says why not in a toast and returns true when blocked. */
+export function refusedWrite(): boolean {
+  const why = writeBlock();
+  if (why) showToast(why, undefined, undefined, 'error');
+  return !!why;
+}
+
 /** True when the window already explains that the database cannot be used right now. */
 export function dbUnusable(): boolean {
   return !!app.db?.error || app.live !== 'live';
@@ -140,12 +169,39 @@ export function reportError(e: unknown): void {
  */
 export function applyDbInfo(info: DbInfo): boolean {
   if (app.db && info.revision < app.db.revision) return false;
+  // Another open (a new file, or the same path opened again): nothing of the old one holds.
+  if (app.db && generationOf(info) !== generationOf(app.db)) {
+    app.selectedId = null;
+    app.stats = null;
+  }
   app.db = info;
+  if (info.notice) showNotice(info.notice);
   app.live = info.error ? 'error' : info.loading ? 'opening' : info.exists ? 'live' : 'missing';
   app.liveMessage = info.error;
   // An error from before we knew the DB is unusable is explained by the problem screen.
   if (info.error && app.toast?.kind === 'error') app.toast = null;
   return true;
+}
+
+/** Each open has three revisions (opening, open, scored); see `DbInfo.revision`. */
+const generationOf = (info: DbInfo) => Math.floor(info.revision / 3);
+
+const NOTICE_KEY = 'lethe.notice';
+
+/**
+ * Says what the shell did that the person did not ask for (opened the file again, reloaded
+ * the page), once: the newest one seen is kept in the session's storage, which outlives a
+ * reload of the page.
+ */
+function showNotice(notice: Notice): void {
+  let seen = 0;
+  try {
+    seen = Number(globalThis.sessionStorage?.getItem(NOTICE_KEY) ?? 0);
+    globalThis.sessionStorage?.setItem(NOTICE_KEY, String(Math.max(seen, notice.seq)));
+  } catch {
+    // Without storage a notice may be said twice; never not at all.
+  }
+  if (notice.seq > seen) showToast(notice.text);
 }
 
 export async function loadDbInfo(): Promise<void> {
@@ -194,6 +250,8 @@ export const openDbDialog = () => switchDb(api.openDb);
 export const newDbDialog = () => switchDb(api.newDb);
 /** Entry `index` of the recent list the shell last gave. */
 export const openRecentDb = (index: number) => switchDb(() => api.openRecent(index));
+/** A copy of the current (read-only) file, saved where the person chooses, then opened. */
+export const openCopyDb = () => switchDb(api.openCopy);
 /** The current file again, after it could not be opened. */
 export const reopenDb = () => switchDb(api.reopenDb);
 /** A team store on PostgreSQL, by its address. */
@@ -201,6 +259,7 @@ export const connectServerDb = (url: string) => switchDb(() => api.connectServer
 
 /** Soft-deletes and offers an Undo that restores every id; one memory is named by its text. */
 export async function softDelete(ids: string[], reason = 'deleted by user'): Promise<void> {
+  if (refusedWrite()) return;
   const done: string[] = [];
   // Read before the delete: the toast names what was moved, not its id.
   const one = ids.length === 1 ? await lookup(ids[0]) : null;

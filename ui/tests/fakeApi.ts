@@ -37,7 +37,7 @@ let revision = 0;
 /** A `DbInfo` as the shell sends it, each with a newer `revision` than the one before. */
 export function dbInfoOf(path: string, over: Partial<DbInfo> = {}): DbInfo {
   revision += 3;
-  return { path, exists: true, memento: false, schema_version: 3, error: null, loading: false, revision, ...over };
+  return { path, exists: true, memento: false, schema_version: 3, error: null, loading: false, revision, read_only: false, notice: null, ...over };
 }
 
 export function emitChanged(p: DbChanged) {
@@ -252,6 +252,7 @@ export const api = {
   openDb: vi.fn(),
   newDb: vi.fn(),
   reopenDb: vi.fn(),
+  openCopy: vi.fn(),
   recentFiles: vi.fn(),
   openRecent: vi.fn(),
   about: vi.fn(),
@@ -324,6 +325,8 @@ export function resetFake() {
   api.openDb.mockImplementation(async () => dbInfoOf('/tmp/picked.db'));
   api.newDb.mockImplementation(async () => dbInfoOf('/tmp/new.db'));
   api.reopenDb.mockImplementation(async () => dbInfoOf('/home/me/.local/share/lethe/memory.db'));
+  // The copy of a read-only file, saved where the shell's save dialog "chose".
+  api.openCopy.mockImplementation(async () => dbInfoOf('/home/me/memory-copy.db'));
   api.recentFiles.mockResolvedValue(['/tmp/a.db', '/tmp/b.db']);
   api.about.mockResolvedValue({
     version: '0.1.0',

@@ -17,6 +17,7 @@ export function resetApp(): void {
   app.modal = false;
   app.dialog = null;
   localStorage.clear();
+  sessionStorage.clear();
 }
 
 /** Renders the whole app and switches to a view, like a person clicking the nav. */
