@@ -734,6 +734,7 @@ pub async fn export_chart(
         return Ok(None);
     };
     let format = lethe_engine::chart::ChartFormat::from_path(&path)?;
+    files::refuse_store_files(&path, app.state::<AppState>().info().path.as_deref())?;
     blocking(app, move |st| {
         let bytes =
             st.with_snapshot(|db, snap| lethe_engine::export_chart(&db.conn, snap, &kind, now, theme, format))?;

@@ -52,6 +52,34 @@ pub fn create_new_db_file(path: &Path) -> ApiResult<()> {
     }
 }
 
+/// Refuses `target` when it is one of the open store's own files (the database, its WAL,
+/// `-shm` or `-journal`), by name or by identity (a hard link): replacing it would destroy the
+/// store, and even opening and closing it would drop SQLite's locks on it.
+pub fn refuse_store_files(target: &Path, store: Option<&Path>) -> ApiResult<()> {
+    let Some(store) = store.filter(|s| !crate::is_server(s)) else { return Ok(()) };
+    let same = |a: &Path, b: &Path| {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+                return x.dev() == y.dev() && x.ino() == y.ino();
+            }
+        }
+        a == b
+    };
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut name = store.as_os_str().to_os_string();
+        name.push(suffix);
+        if same(target, Path::new(&name)) {
+            return Err(ApiError::invalid(format!(
+                "{} is one of the open database's own files; choose another name",
+                target.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Writes `bytes` to `path`: a new file, or an existing regular file replaced in place.
 /// A symbolic link at `path` is refused, not followed (its target stays untouched), and so
 /// is anything that is not a regular file (a FIFO, a device, a directory).
@@ -202,6 +230,27 @@ mod tests {
         std::os::unix::fs::symlink(&target, &link).unwrap();
         assert!(create_new_db_file(&link).is_err(), "a dangling link is something already there");
         assert!(!target.exists(), "and its target was not created");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn an_export_onto_the_stores_own_files_is_refused() {
+        let dir = temp_dir("own");
+        let db = dir.join("memory.db");
+        std::fs::write(&db, b"the store").unwrap();
+        for name in ["memory.db", "memory.db-wal", "memory.db-shm", "memory.db-journal"] {
+            let err = refuse_store_files(&dir.join(name), Some(&db)).expect_err(name);
+            assert!(err.message.contains("own files"), "{}", err.message);
+        }
+        #[cfg(unix)]
+        {
+            let link = dir.join("chart.svg");
+            std::fs::hard_link(&db, &link).unwrap();
+            assert!(refuse_store_files(&link, Some(&db)).is_err(), "a hard link to the store is the store");
+        }
+        assert!(refuse_store_files(&dir.join("lethe-decay.svg"), Some(&db)).is_ok());
+        assert!(refuse_store_files(&dir.join("memory.db"), None).is_ok(), "no store open");
+        assert_eq!(std::fs::read(&db).unwrap(), b"the store");
         std::fs::remove_dir_all(dir).unwrap();
     }
 
