@@ -76,6 +76,7 @@ fn open_in_background(app: &AppHandle, generation: u64, path: &Path, mode: OpenM
     });
     let result = match opened {
         Ok((conn, facts)) => {
+            st.anchor(path, &conn);
             let watcher = watch_file(app, generation, path);
             Ok((OpenDb::new(generation, path.to_path_buf(), conn, watcher), facts))
         }

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use lethe_engine::forgetting::{Job, LoadStage, Snapshot};
 use lethe_engine::storage::journal::Journal;
-use lethe_engine::store::{self, Connection, FileGuard, FileTrouble};
+use lethe_engine::store::{self, Connection, FileGuard, FileTrouble, LockAnchor};
 use lethe_engine::watch::DbWatcher;
 
 use crate::error::{ApiError, ApiResult};
@@ -190,6 +190,9 @@ pub struct AppState {
     /// Set when the file is opened anew: background work on the previous open (the vector
     /// back-fill) stops and closes its connection.
     background: Mutex<Arc<AtomicBool>>,
+    /// The locks that hold the open file for this process whatever else in it closes (see
+    /// `store::LockAnchor`); kept across opens of the same file, so a reopen never lets go.
+    anchor: Mutex<Option<LockAnchor>>,
 }
 
 /// Receives `(stage, done, total)` while a scoring snapshot loads.
@@ -242,6 +245,22 @@ impl AppState {
             schema_version: c.schema_version,
             read_only: c.read_only,
         }
+    }
+
+    /// Anchors the file `conn` has open, unless it is anchored already. Called once the
+    /// previous file's connections are closed (the previous anchor goes now).
+    pub fn anchor(&self, path: &Path, conn: &Connection) {
+        let mut held = lock(&self.anchor);
+        if held.as_ref().is_some_and(|a| a.is_for(path)) {
+            return;
+        }
+        let old = held.take();
+        *held = LockAnchor::take(conn).unwrap_or_else(|e| {
+            eprintln!("lethe: cannot anchor the locks of {}: {e}", path.display());
+            None
+        });
+        drop(held);
+        drop(old);
     }
 
     /// The flag background work of the current open stops on (see `AppState::background`).
@@ -640,7 +659,8 @@ mod tests {
         }
     }
 
-    /// Another program (not Lethe: no persistent WAL) that reads the file and closes last.
+    /// Another program that reads the file and closes last (checkpointing and unlinking the WAL
+    /// when it believes it is the last).
     fn another_program_reads(path: &Path) -> i64 {
         let script = "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\n\
                       print(c.execute('SELECT COUNT(*) FROM memory_item').fetchone()[0])\nc.close()";

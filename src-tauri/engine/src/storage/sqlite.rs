@@ -14,7 +14,7 @@ use crate::error::{is_busy, Error, Result};
 
 mod file_guard;
 mod schema_guard;
-pub use file_guard::{close_without_checkpoint, no_checkpoint_on_close, FileGuard, FileTrouble};
+pub use file_guard::{close_without_checkpoint, no_checkpoint_on_close, FileGuard, FileTrouble, LockAnchor};
 pub use schema_guard::foreign_objects;
 
 /// One migration: a version, the SQL (or Rust) that brings the schema there, and a guard.
@@ -437,7 +437,6 @@ fn configure(conn: &Connection) -> Result<()> {
     if mode != "wal" && mode != "memory" {
         return Err(Error::Foreign(format!("could not switch the database to WAL (journal mode {mode})")));
     }
-    file_guard::keep_wal_on_close(raw)?;
     // temp_store in memory: sorting and FTS merges need no temp files (import +15%,
     // forgetting batch −16% at 100k, 40% fewer bytes written; see BENCHMARKS.md).
     // secure_delete: freed space is overwritten with zeros, so a hard-deleted memory (or the

@@ -19,6 +19,14 @@
 //! connections of a process to one file and asks the kernel only for the first. Whoever sees
 //! a [`FileTrouble`] closes every connection of the process to the file, without the
 //! checkpoint a close would make ([`close_without_checkpoint`]), and opens it again.
+//!
+//! A long-lived process (the window) also holds a [`LockAnchor`]: the two locks SQLite keeps
+//! for as long as a connection is open (shared on the database file, shared on the `-shm`'s
+//! "in use" byte), taken again as Linux open-file-description locks on descriptors of its
+//! own. Those belong to that descriptor, not to the process, so no stray close elsewhere in
+//! the process drops them: while the anchor is held no other process can take the exclusive
+//! lock with which the last connection checkpoints and unlinks the WAL, nor believe it is the
+//! first and reset the `-shm` under this one.
 
 use std::path::{Path, PathBuf};
 
@@ -166,35 +174,76 @@ impl FileGuard {
     }
 }
 
-/// Sets SQLite's persistent-WAL file control on a connection: when it is the last to close,
-/// it checkpoints the WAL but leaves the file in place instead of unlinking it. A process
-/// that believes it is the last one (because another process lost its locks, see the module's
-/// documentation) then cannot pull the WAL from under a connection that still writes to it.
-/// The WAL left behind is empty of anything not already in the database file, and the hard
-/// delete truncates it to zero bytes as before.
-#[allow(unsafe_code)]
-pub(super) fn keep_wal_on_close(raw: &rusqlite::Connection) -> Result<()> {
-    let mut on: std::os::raw::c_int = 1;
-    // SAFETY: the handle belongs to `raw`, which outlives the call; "main" is a NUL-terminated
-    // string; SQLITE_FCNTL_PERSIST_WAL takes a pointer to an int, which `on` is.
-    let rc = unsafe {
-        rusqlite::ffi::sqlite3_file_control(
-            raw.handle(),
-            c"main".as_ptr(),
-            rusqlite::ffi::SQLITE_FCNTL_PERSIST_WAL,
-            (&raw mut on).cast(),
-        )
-    };
-    if rc != rusqlite::ffi::SQLITE_OK && rc != rusqlite::ffi::SQLITE_NOTFOUND {
-        return Err(rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rc), None).into());
+/// SQLite's unix locking layout: the byte range of the shared lock on the database file
+/// (`SHARED_FIRST`, `SHARED_SIZE`), and the `-shm`'s "in use" byte (`UNIX_SHM_DMS`).
+#[cfg(target_os = "linux")]
+const DB_SHARED: (i64, i64) = (0x4000_0002, 510);
+#[cfg(target_os = "linux")]
+const SHM_IN_USE: (i64, i64) = (120 + 8, 1);
+
+/// Shared locks on a store's database file and `-shm` that no close elsewhere in the process
+/// can drop (see the module's documentation). Dropping it releases them: drop it only after
+/// every connection of the process to the file is closed, since closing its descriptors drops
+/// the process's other (POSIX) locks on the files as any close does.
+#[derive(Debug)]
+pub struct LockAnchor {
+    db: FileId,
+    _files: Vec<std::fs::File>,
+}
+
+impl LockAnchor {
+    /// Whether the anchor holds the file that is at `path` now.
+    pub fn is_for(&self, path: &Path) -> bool {
+        file_id(path) == Some(self.db)
     }
-    Ok(())
+
+    /// Takes the anchor for `conn`'s file; `None` for a team server, an in-memory store, a
+    /// platform without open-file-description locks, or when another process holds an
+    /// exclusive lock right now (it is closing; the guard's checks still hold).
+    pub fn take(conn: &Connection) -> Result<Option<LockAnchor>> {
+        let Some(path) = conn.path().filter(|p| !p.is_empty()).map(PathBuf::from) else { return Ok(None) };
+        #[cfg(target_os = "linux")]
+        {
+            let mut files = Vec::new();
+            for (suffix, (start, len)) in [("", DB_SHARED), ("-shm", SHM_IN_USE)] {
+                let Ok(file) = std::fs::File::open(sibling(&path, suffix)) else { return Ok(None) };
+                if !read_lock_description(&file, start, len) {
+                    return Ok(None);
+                }
+                files.push(file);
+            }
+            let Some(db) = file_id(&path) else { return Ok(None) };
+            Ok(Some(LockAnchor { db, _files: files }))
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = path;
+            Ok(None)
+        }
+    }
+}
+
+/// An open-file-description read lock on `len` bytes from `start` of `file`; false when the
+/// kernel refuses it (a conflicting lock, or no OFD locks).
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn read_lock_description(file: &std::fs::File, start: i64, len: i64) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `flock` is plain data, zeroed then filled; the descriptor is open for the call;
+    // F_OFD_SETLK reads the struct and does not keep it.
+    unsafe {
+        let mut lock: libc::flock = std::mem::zeroed();
+        lock.l_type = libc::F_RDLCK as libc::c_short;
+        lock.l_whence = libc::SEEK_SET as libc::c_short;
+        lock.l_start = start as libc::off_t;
+        lock.l_len = len as libc::off_t;
+        libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &lock) == 0
+    }
 }
 
 /// Closes `conn` without the checkpoint SQLite makes when the last connection of a process
 /// closes: after a [`FileTrouble`] that checkpoint could copy pages of an unlinked WAL over
-/// newer pages another program wrote, or (without the persistent WAL) unlink the WAL other
-/// programs now use.
+/// newer pages another program wrote, or unlink (by its name) the WAL other programs now use.
 pub fn close_without_checkpoint(conn: Connection) {
     no_checkpoint_on_close(&conn);
     drop(conn);
@@ -237,24 +286,6 @@ mod tests {
     }
 
     #[test]
-    fn lethes_connections_leave_the_wal_in_place_when_they_close_last() {
-        let (dir, path) = temp_db("persist");
-        let conn = store::open(&path).unwrap();
-        conn.execute_batch("CREATE TABLE IF NOT EXISTS t (x); INSERT INTO t VALUES (1);").unwrap();
-        drop(conn);
-        assert!(
-            sibling(&path, "-wal").exists(),
-            "the last Lethe connection to close checkpoints but never unlinks the WAL another \
-             process might still write to"
-        );
-        let conn = store::open(&path).unwrap();
-        let n: i64 = conn.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0)).unwrap();
-        assert_eq!(n, 1, "what was written is in the file");
-        drop(conn);
-        std::fs::remove_dir_all(dir).unwrap();
-    }
-
-    #[test]
     fn an_unlinked_wal_is_noticed() {
         let (dir, path) = temp_db("wal");
         let conn = store::open(&path).unwrap();
@@ -283,6 +314,38 @@ mod tests {
         assert_eq!(again.check(), Ok(()));
         drop(std::fs::File::open(&path).unwrap());
         assert_eq!(again.check(), Err(FileTrouble::LocksLost), "the database file's own lock too");
+        close_without_checkpoint(conn);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn with_an_anchor_another_program_closing_last_cannot_unlink_the_wal_after_a_stray_close() {
+        let (dir, path) = temp_db("anchor");
+        let conn = store::open(&path).unwrap();
+        let anchor = LockAnchor::take(&conn).unwrap().expect("Linux has open-file-description locks");
+        let guard = FileGuard::capture(&conn).unwrap().unwrap();
+        drop(std::fs::File::open(&path).unwrap());
+        drop(std::fs::File::open(sibling(&path, "-shm")).unwrap());
+        // Another program (not Lethe) reads and closes, believing itself the last.
+        let script = "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\nc.execute('SELECT COUNT(*) FROM memory_item').fetchall()\nc.close()";
+        let out = std::process::Command::new("python3").args(["-c", script]).arg(&path).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            guard.check(),
+            Err(FileTrouble::LocksLost),
+            "SQLite's own locks are gone, but the WAL and -shm are still the connection's"
+        );
+        close_without_checkpoint(conn);
+        drop(anchor);
+        // Without the anchor the same sequence costs the WAL.
+        let conn = store::open(&path).unwrap();
+        let guard = FileGuard::capture(&conn).unwrap().unwrap();
+        drop(std::fs::File::open(&path).unwrap());
+        drop(std::fs::File::open(sibling(&path, "-shm")).unwrap());
+        let out = std::process::Command::new("python3").args(["-c", script]).arg(&path).output().unwrap();
+        assert!(out.status.success());
+        assert_eq!(guard.check(), Err(FileTrouble::WalReplaced), "the other program unlinked the WAL");
         close_without_checkpoint(conn);
         std::fs::remove_dir_all(dir).unwrap();
     }
