@@ -222,7 +222,7 @@ pub enum Command {
     Push { file: PathBuf },
     /// MCP server on stdio for agent hosts.
     Mcp,
-    /// Test support: write a hand-made memento database (memento-0.1 | memento-1.36).
+    /// Test support: write a memento database (memento-0.1: memento 0.1.0's own schema; memento-1.36: hand-made).
     #[command(hide = true)]
     Fixture { kind: String, path: PathBuf },
     /// Team server administration (`--db postgres://…`, as the role that owns the database).

@@ -262,6 +262,59 @@ fn memento_files_open_and_take_pin_delete_restore() {
     }
 }
 
+/// A memento 0.1.0 file (memento's own schema.sql) holding rows its schema allows but Lethe
+/// cannot read — no id, a BLOB content, an integer time — lists, scores, recalls and exports
+/// the others and names the three under `mistyped`; none of them is an `internal` error.
+#[test]
+fn memento_rows_lethe_cannot_read_are_named_and_skipped() {
+    use lethe_testkit::fixtures::{build_memento_with, memento_connection, MementoSchema};
+    let db = db();
+    build_memento_with(&db, MementoSchema::Schema1_5_1, 12).unwrap();
+    memento_connection(&db)
+        .unwrap()
+        .execute_batch(
+            "INSERT INTO memory_item (id, type, content, created_at) VALUES (NULL, 'semantic', 'no id topic1', CURRENT_TIMESTAMP);
+             INSERT INTO memory_item (id, type, content, created_at) VALUES ('mem_blob', 'semantic', X'746f70696331', CURRENT_TIMESTAMP);
+             INSERT INTO memory_item (id, type, content, created_at) VALUES ('mem_int', 'semantic', 'int time topic1', 1735722000);",
+        )
+        .unwrap();
+    for args in
+        [&["list", "--limit", "100"][..], &["stats"], &["forget", "--dry-run"], &["recall", "topic1"], &["scan"]]
+    {
+        let (code, out, err) = lethe(&db, args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        if args[0] == "list" {
+            assert_eq!(out["total"], 12, "{out}");
+        }
+        if args[0] == "recall" {
+            let ids: Vec<&str> = out["results"].as_array().unwrap().iter().map(|h| h["id"].as_str().unwrap()).collect();
+            assert!(!ids.is_empty() && ids.iter().all(|i| i.starts_with("mem_17")), "{ids:?}");
+        }
+        if args[0] == "list" || args[0] == "stats" {
+            let mut found: Vec<String> = out["mistyped"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{args:?}: {out}"))
+                .iter()
+                .map(|m| {
+                    format!(
+                        "{}/{}/{}",
+                        m["id"].as_str().unwrap(),
+                        m["column"].as_str().unwrap(),
+                        m["found"].as_str().unwrap()
+                    )
+                })
+                .collect();
+            found.sort();
+            assert_eq!(found, ["/id/null", "mem_blob/content/blob", "mem_int/created_at/integer"], "{args:?}");
+        }
+    }
+    for id in ["mem_blob", "mem_int"] {
+        let (code, _, err) = lethe(&db, &["show", id]);
+        assert_eq!(code, 2, "{id}: a typed error, not an internal one: {err}");
+        assert_eq!(err["error"]["code"], "invalid_input", "{err}");
+    }
+}
+
 /// A limit far beyond any list (here 10^17) is clamped to 1,000, as recall's is: `similar`
 /// answered a panic ("capacity overflow") before.
 #[test]

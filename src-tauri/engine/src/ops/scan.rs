@@ -78,7 +78,8 @@ fn item_of(conn: &Connection, m: &Memory) -> Result<Option<ScanItem>> {
 
 /// Lists the memories (active and in quarantine) that hold secrets or personal data.
 pub fn scan(conn: &Connection) -> Result<Vec<ScanItem>> {
-    let mut stmt = conn.prepare(&format!("SELECT {MEMORY_COLUMNS} FROM memory_item ORDER BY rowid"))?;
+    let mut stmt =
+        conn.prepare(&format!("SELECT {MEMORY_COLUMNS} FROM memory_item WHERE id IS NOT NULL ORDER BY rowid"))?;
     let memories: Vec<Memory> = stmt.query_map([], Memory::from_row)?.collect::<std::result::Result<_, _>>()?;
     let mut out = Vec::new();
     for m in &memories {
