@@ -315,6 +315,60 @@ fn memento_rows_lethe_cannot_read_are_named_and_skipped() {
     }
 }
 
+/// (memories, stored signatures, stored neighbour lists) of a file.
+fn derived_counts(db: &Path) -> (i64, i64, i64) {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let n = |sql: &str| c.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap();
+    (
+        n("SELECT COUNT(*) FROM memory_item"),
+        n("SELECT COUNT(*) FROM lethe_signature"),
+        n("SELECT COUNT(*) FROM lethe_neighbour"),
+    )
+}
+
+/// `lethe import` leaves the signatures and neighbour lists of what it imported stored (with
+/// progress on stderr), so the first read has nothing to search; a dry run of `forget` keeps
+/// what it searched when it may write, and writes nothing under `--read-only`.
+#[test]
+fn import_and_dry_run_keep_what_they_derived() {
+    let src = db();
+    for i in 0..30 {
+        let content = format!("Deploy of billing v2.{i} failed on a missing env var number {}", i % 7);
+        assert_eq!(lethe(&src, &["remember", "--type", "episodic", "--content", &content]).0, 0);
+    }
+    let dump = src.with_extension("jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_lethe")).arg("--db").arg(&src).arg("export").output().unwrap();
+    std::fs::write(&dump, &out.stdout).unwrap();
+
+    let dst = db();
+    let out = Command::new(env!("CARGO_BIN_EXE_lethe"))
+        .arg("--db")
+        .arg(&dst)
+        .args(["import", dump.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let progress: Vec<Value> = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect();
+    assert!(progress.iter().any(|p| p["progress"]["step"] == "import"), "{progress:?}");
+    assert!(progress.iter().all(|p| p["progress"]["done"].as_u64() <= p["progress"]["total"].as_u64()));
+    let (n, signed, listed) = derived_counts(&dst);
+    assert_eq!((n, signed, listed), (30, 30, 30), "every imported memory has its signature and neighbours");
+
+    // memento's rows come without any: a dry run searches them and keeps what it found.
+    let m = db();
+    assert_eq!(lethe(&m, &["fixture", "memento-0.1", m.to_str().unwrap()]).0, 0);
+    assert_eq!(lethe(&m, &["list"]).0, 0, "the file is migrated by a command that may write");
+    let plain = rusqlite::Connection::open(&m).unwrap();
+    plain.execute_batch("DELETE FROM lethe_neighbour; DELETE FROM lethe_signature;").unwrap();
+    assert_eq!(lethe(&m, &["--read-only", "forget", "--dry-run"]).0, 0);
+    assert_eq!(derived_counts(&m), (3, 0, 0), "--read-only wrote nothing");
+    assert_eq!(lethe(&m, &["forget", "--dry-run"]).0, 0);
+    assert_eq!(derived_counts(&m), (3, 3, 3), "the dry run kept the lists it searched");
+}
+
 /// A limit far beyond any list (here 10^17) is clamped to 1,000, as recall's is: `similar`
 /// answered a panic ("capacity overflow") before.
 #[test]

@@ -547,7 +547,14 @@ impl Snapshot {
     /// vector is not stored, so every read would search it again. Then the lists it searched
     /// are stored.
     pub fn load_and_keep(conn: &mut Connection) -> Result<Snapshot> {
-        let job = Job::default();
+        Self::load_and_keep_with(conn, &Job::default())
+    }
+
+    /// [`Snapshot::load_and_keep`] that reports its progress and can be cancelled: what an
+    /// import or a push runs after writing, so that the first read after it finds every
+    /// signature and neighbour list stored instead of searching them.
+    pub fn load_and_keep_with(conn: &mut Connection, job: &Job<'_>) -> Result<Snapshot> {
+        let job = *job;
         let first = crate::store::read_tx(conn, || {
             let mut snap = match Self::scan(conn, &job)? {
                 Ok(snap) => snap,
@@ -1385,11 +1392,24 @@ pub struct BatchOptions<'a> {
     /// cache): the batch plans from it instead of loading one, and skips what changed after
     /// it as it skips what changes while it runs.
     pub snapshot: Option<(&'a Snapshot, &'a crate::storage::journal::Journal)>,
+    /// A dry run stores the signatures and neighbour lists it had to search (as `stats`
+    /// does), so that the next read finds them; false for a connection that must not write
+    /// (a read-only open, a team store's reader).
+    pub keep_derived: bool,
 }
 
 impl<'a> BatchOptions<'a> {
     pub fn new(now: Instant, dry_run: bool) -> Self {
-        BatchOptions { dry_run, now, progress: None, cancel: None, chunk: 2000, loading: None, snapshot: None }
+        BatchOptions {
+            dry_run,
+            now,
+            progress: None,
+            cancel: None,
+            chunk: 2000,
+            loading: None,
+            snapshot: None,
+            keep_derived: true,
+        }
     }
 }
 
@@ -1498,8 +1518,9 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
         }
     };
     // Signatures and neighbours of memories written since the last run are stored, so the
-    // next run (and every read) finds them instead of searching again.
-    if !opts.dry_run {
+    // next run (and every read) finds them instead of searching again — by a dry run too,
+    // when its connection may write (they are derived data, not a decision).
+    if !opts.dry_run || opts.keep_derived {
         snap.persist(conn)?;
     }
     let inputs = snap.inputs(&s, now);
