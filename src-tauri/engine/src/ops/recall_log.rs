@@ -204,8 +204,8 @@ pub fn append_tx(tx: &Transaction<'_>, entries: &[NewEntry]) -> Result<()> {
     } else {
         Some(i64::MAX)
     };
-    // And the newest that fit in MAX_LOG_BYTES (`octet_length` reads a value's size from
-    // its record header, not the value).
+    // And the newest that fit in MAX_LOG_BYTES (sizes in bytes, newest first, until the
+    // bound is passed).
     let by_bytes: Option<i64> = {
         let mut stmt = tx.prepare_cached(
             "SELECT id, octet_length(query) + octet_length(context_json) + octet_length(results_json) \
