@@ -266,6 +266,8 @@ pub async fn run_forget(app: AppHandle, dry_run: bool) -> ApiResult<BatchReport>
             opts.progress = Some(&progress);
             opts.cancel = Some(&cancel);
             opts.snapshot = Some((snap, journal));
+            // The window's snapshot keeps what it searched when it is loaded (`keep_searched`).
+            opts.keep_derived = false;
             forgetting::run_batch(&mut db.conn, &opts)
         })
     })

@@ -1,6 +1,6 @@
-// A memento database opens in the window as it is: an early (0.1) and a 1.36 file written by
-// `lethe fixture` (hand-made from memento's schema) show their tier counts, and a pin made
-// in the window lands in memento's table.
+// A memento database opens in the window as it is: a memento 0.1.0 file (memento's own released
+// schema.sql, run verbatim by `lethe fixture memento-0.1`) and a 1.36 file (hand-made from its
+// documented schema) show their tier counts, and a pin made in the window lands in memento's table.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';

@@ -222,7 +222,7 @@ pub enum Command {
     Push { file: PathBuf },
     /// MCP server on stdio for agent hosts.
     Mcp,
-    /// Test support: write a hand-made memento database (memento-0.1 | memento-1.36).
+    /// Test support: write a memento database (memento-0.1: memento 0.1.0's own schema; memento-1.36: hand-made).
     #[command(hide = true)]
     Fixture { kind: String, path: PathBuf },
     /// Team server administration (`--db postgres://…`, as the role that owns the database).
@@ -687,7 +687,9 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
             json!({ "items": items })
         }
         Command::Forget { dry_run } => {
-            to_json(&forgetting::run_batch(conn, &forgetting::BatchOptions::new(now, *dry_run))?)?
+            let mut opts = forgetting::BatchOptions::new(now, *dry_run);
+            opts.keep_derived = !read_only;
+            to_json(&forgetting::run_batch(conn, &opts)?)?
         }
         Command::Delete { id, reason, hard, confirm } => {
             if *hard {
@@ -897,7 +899,11 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
         Command::Import { file, dry_run } => {
             let f = std::fs::File::open(file)?;
             let opts = transfer::ImportOptions { now, dry_run: *dry_run };
-            to_json(&transfer::import(conn, std::io::BufReader::new(f), &opts)?)?
+            let report = transfer::import(conn, std::io::BufReader::new(f), &opts)?;
+            if !*dry_run && report.imported > 0 {
+                keep_derived(conn, "import")?;
+            }
+            to_json(&report)?
         }
         Command::Push { file } => {
             let (name, role) = lethe_engine::storage::postgres::role_of(conn)?;
@@ -908,7 +914,9 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
                 )));
             }
             let src = open_push_source(file)?;
-            to_json(&lethe_engine::push::push(&src, conn, &file.display().to_string(), actor, now)?)?
+            let report = lethe_engine::push::push(&src, conn, &file.display().to_string(), actor, now)?;
+            keep_derived(conn, "push")?;
+            to_json(&report)?
         }
         Command::Export => {
             let stdout = std::io::stdout();
@@ -1042,6 +1050,29 @@ fn ensure_vectors(conn: &mut store::Connection) -> Result<()> {
 /// memories written since the last time) is stored, so that it is searched once. It is never
 /// dropped: a command ends right after its answer, and freeing a million rows one by one took
 /// about 0.1 s of a 1.7 s `lethe stats`; the process's end returns the memory at once.
+/// After an import or a push: the signatures and neighbour lists of what was written are
+/// searched and stored now, so that the first read (`stats`, `list`, the window) finds them
+/// instead of searching them itself. Progress goes to stderr as JSON lines
+/// (`{"progress":{"step":"import","stage":"reading"|"similar","done":N,"total":M}}`), about
+/// every tenth of a stage.
+fn keep_derived(conn: &mut store::Connection, step: &str) -> Result<()> {
+    let last = std::sync::Mutex::new((None::<forgetting::LoadStage>, 0usize));
+    let progress = |stage: forgetting::LoadStage, done: usize, total: usize| {
+        let mut last = last.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let tenth = (done * 10).checked_div(total).unwrap_or(10);
+        if last.0 != Some(stage) || tenth > last.1 {
+            *last = (Some(stage), tenth);
+            let stage = match stage {
+                forgetting::LoadStage::Reading => "reading",
+                forgetting::LoadStage::Similar => "similar",
+            };
+            eprintln!("{}", json!({ "progress": { "step": step, "stage": stage, "done": done, "total": total } }));
+        }
+    };
+    forgetting::Snapshot::load_and_keep_with(conn, &forgetting::Job { progress: Some(&progress), cancel: None })?;
+    Ok(())
+}
+
 fn scoring_snapshot(conn: &mut store::Connection, read_only: bool) -> Result<ManuallyDrop<forgetting::Snapshot>> {
     forgetting::Snapshot::load_for(conn, !read_only).map(ManuallyDrop::new)
 }

@@ -262,6 +262,113 @@ fn memento_files_open_and_take_pin_delete_restore() {
     }
 }
 
+/// A memento 0.1.0 file (memento's own schema.sql) holding rows its schema allows but Lethe
+/// cannot read — no id, a BLOB content, an integer time — lists, scores, recalls and exports
+/// the others and names the three under `mistyped`; none of them is an `internal` error.
+#[test]
+fn memento_rows_lethe_cannot_read_are_named_and_skipped() {
+    use lethe_testkit::fixtures::{build_memento_with, memento_connection, MementoSchema};
+    let db = db();
+    build_memento_with(&db, MementoSchema::Schema1_5_1, 12).unwrap();
+    memento_connection(&db)
+        .unwrap()
+        .execute_batch(
+            "INSERT INTO memory_item (id, type, content, created_at) VALUES (NULL, 'semantic', 'no id topic1', CURRENT_TIMESTAMP);
+             INSERT INTO memory_item (id, type, content, created_at) VALUES ('mem_blob', 'semantic', X'746f70696331', CURRENT_TIMESTAMP);
+             INSERT INTO memory_item (id, type, content, created_at) VALUES ('mem_int', 'semantic', 'int time topic1', 1735722000);",
+        )
+        .unwrap();
+    for args in
+        [&["list", "--limit", "100"][..], &["stats"], &["forget", "--dry-run"], &["recall", "topic1"], &["scan"]]
+    {
+        let (code, out, err) = lethe(&db, args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        if args[0] == "list" {
+            assert_eq!(out["total"], 12, "{out}");
+        }
+        if args[0] == "recall" {
+            let ids: Vec<&str> = out["results"].as_array().unwrap().iter().map(|h| h["id"].as_str().unwrap()).collect();
+            assert!(!ids.is_empty() && ids.iter().all(|i| i.starts_with("mem_17")), "{ids:?}");
+        }
+        if args[0] == "list" || args[0] == "stats" {
+            let mut found: Vec<String> = out["mistyped"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{args:?}: {out}"))
+                .iter()
+                .map(|m| {
+                    format!(
+                        "{}/{}/{}",
+                        m["id"].as_str().unwrap(),
+                        m["column"].as_str().unwrap(),
+                        m["found"].as_str().unwrap()
+                    )
+                })
+                .collect();
+            found.sort();
+            assert_eq!(found, ["/id/null", "mem_blob/content/blob", "mem_int/created_at/integer"], "{args:?}");
+        }
+    }
+    for id in ["mem_blob", "mem_int"] {
+        let (code, _, err) = lethe(&db, &["show", id]);
+        assert_eq!(code, 2, "{id}: a typed error, not an internal one: {err}");
+        assert_eq!(err["error"]["code"], "invalid_input", "{err}");
+    }
+}
+
+/// (memories, stored signatures, stored neighbour lists) of a file.
+fn derived_counts(db: &Path) -> (i64, i64, i64) {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let n = |sql: &str| c.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap();
+    (
+        n("SELECT COUNT(*) FROM memory_item"),
+        n("SELECT COUNT(*) FROM lethe_signature"),
+        n("SELECT COUNT(*) FROM lethe_neighbour"),
+    )
+}
+
+/// `lethe import` leaves the signatures and neighbour lists of what it imported stored (with
+/// progress on stderr), so the first read has nothing to search; a dry run of `forget` keeps
+/// what it searched when it may write, and writes nothing under `--read-only`.
+#[test]
+fn import_and_dry_run_keep_what_they_derived() {
+    let src = db();
+    for i in 0..30 {
+        let content = format!("Deploy of billing v2.{i} failed on a missing env var number {}", i % 7);
+        assert_eq!(lethe(&src, &["remember", "--type", "episodic", "--content", &content]).0, 0);
+    }
+    let dump = src.with_extension("jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_lethe")).arg("--db").arg(&src).arg("export").output().unwrap();
+    std::fs::write(&dump, &out.stdout).unwrap();
+
+    let dst = db();
+    let out = Command::new(env!("CARGO_BIN_EXE_lethe"))
+        .arg("--db")
+        .arg(&dst)
+        .args(["import", dump.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let progress: Vec<Value> = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect();
+    assert!(progress.iter().any(|p| p["progress"]["step"] == "import"), "{progress:?}");
+    assert!(progress.iter().all(|p| p["progress"]["done"].as_u64() <= p["progress"]["total"].as_u64()));
+    let (n, signed, listed) = derived_counts(&dst);
+    assert_eq!((n, signed, listed), (30, 30, 30), "every imported memory has its signature and neighbours");
+
+    // memento's rows come without any: a dry run searches them and keeps what it found.
+    let m = db();
+    assert_eq!(lethe(&m, &["fixture", "memento-0.1", m.to_str().unwrap()]).0, 0);
+    assert_eq!(lethe(&m, &["list"]).0, 0, "the file is migrated by a command that may write");
+    let plain = rusqlite::Connection::open(&m).unwrap();
+    plain.execute_batch("DELETE FROM lethe_neighbour; DELETE FROM lethe_signature;").unwrap();
+    assert_eq!(lethe(&m, &["--read-only", "forget", "--dry-run"]).0, 0);
+    assert_eq!(derived_counts(&m), (3, 0, 0), "--read-only wrote nothing");
+    assert_eq!(lethe(&m, &["forget", "--dry-run"]).0, 0);
+    assert_eq!(derived_counts(&m), (3, 3, 3), "the dry run kept the lists it searched");
+}
+
 /// A limit far beyond any list (here 10^17) is clamped to 1,000, as recall's is: `similar`
 /// answered a panic ("capacity overflow") before.
 #[test]

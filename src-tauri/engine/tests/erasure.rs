@@ -1,5 +1,6 @@
 //! "Delete forever" means forever (issue #17): after remembering, editing, importing,
-//! archiving, reflecting and then hard-deleting texts that carry a marker, the marker is in
+//! archiving, reflecting, recalling (the recall log's query and context) and then
+//! hard-deleting texts that carry a marker, the marker is in
 //! none of the raw bytes of the database, its `-wal` and `-shm`, nor an export; the audit still
 //! tells who deleted what and when. And a secret given to `remember` is never written at all.
 //!
@@ -14,7 +15,8 @@ use std::path::{Path, PathBuf};
 use lethe_engine::forgetting::{self, BatchOptions};
 use lethe_engine::lifecycle::{self, NewMemory, ProcedureFields, RememberOutcome};
 use lethe_engine::procedural::{self, ProcedurePatch};
-use lethe_engine::{archive, audit, store, time, transfer, Tier};
+use lethe_engine::recall::{self, RecallQuery};
+use lethe_engine::{archive, audit, recall_log, store, time, transfer, Tier};
 use lethe_testkit::backend;
 
 /// Every marker starts with this; FTS5 stores a leaf's first term in full, so a surviving
@@ -148,6 +150,24 @@ fn hard_delete_and_purge_leave_no_byte_of_the_text_and_keep_the_facts() {
     )
     .unwrap();
 
+    // recall: an agent's queries that found the memories name what they are about, and the
+    // context says where it worked; both are in the recall log.
+    let logged = |conn: &mut store::Connection, text: String, want: &str| {
+        let q = RecallQuery {
+            text,
+            limit: 5,
+            project: Some(format!("{MARK}project")),
+            tags: vec![format!("{MARK}ctxtag")],
+            ..Default::default()
+        };
+        let hits = recall::recall(conn, &q, now()).unwrap();
+        assert!(hits.iter().any(|h| h.id == want), "the recall finds {want}: {hits:?}");
+        recall_log::append(conn, &[recall_log::NewEntry::of("agent:seeker", "2026-06-01T12:00:00.000Z", &q, &hits)])
+            .unwrap();
+    };
+    logged(&mut conn, format!("customer Lyon {MARK}askedabout"), &remembered);
+    logged(&mut conn, format!("deploy procedure {MARK}purgequery"), &procedure);
+
     // A secret given to remember is never written, not even before any delete.
     let with_secret = put(&mut conn, NewMemory::new(Tier::Semantic, format!("ci token {SECRET} for the bot")));
 
@@ -202,6 +222,16 @@ fn hard_delete_and_purge_leave_no_byte_of_the_text_and_keep_the_facts() {
     let ev =
         audit::list_events(&conn, &audit::EventFilter { memory_id: Some(remembered.clone()), ..Default::default() })
             .unwrap();
+    // The recall log keeps who recalled when, without the query or context that found them.
+    let log = recall_log::list(&conn, &recall_log::LogFilter::default()).unwrap();
+    assert_eq!(log.len(), 2, "{log:?}");
+    for e in &log {
+        assert!(e.query_erased && e.query.is_empty(), "{e:?}");
+        assert_eq!(e.actor, "agent:seeker");
+        assert_eq!(e.at, "2026-06-01T12:00:00.000Z");
+        assert_eq!(e.context, recall_log::RecallContext::default());
+        assert!(e.results.iter().all(|h| h.id != remembered && h.id != procedure), "{e:?}");
+    }
     let hard = ev.iter().find(|e| e.action == "hard").unwrap();
     let content = format!("the customer {MARK}remember lives in Lyon");
     assert_eq!(hard.metadata.as_ref().unwrap()["content_sha256"], audit::sha256_hex(&content));
@@ -255,4 +285,78 @@ fn scan_lists_and_redacts_in_place_erasing_the_old_text() {
     // Nothing left to redact: the listing now shows only the personal data that stays tagged.
     let again = lethe_engine::scan::scan(&conn).unwrap();
     assert_eq!(again[0].kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>(), vec!["email"]);
+}
+
+/// Bad input to the recall log: a 1 MB query is answered and logged cut to a few KB (saying
+/// so), a secret in a query or its context is logged redacted (even where the secrets setting
+/// refuses: the recall was answered), a context keeps at most 64 tags, and the whole log
+/// stays within its byte bound.
+#[test]
+fn the_recall_log_is_guarded_and_bounded() {
+    let db = temp_db();
+    let mut conn = backend::open(&db).unwrap();
+    let id = put(&mut conn, NewMemory::new(Tier::Semantic, "the billing service retries webhooks three times"));
+    let s = lethe_engine::Settings { secrets: lethe_engine::redact::SecretsMode::Refuse, ..Default::default() };
+    lethe_engine::Settings::store(&mut conn, &s, "user", now()).unwrap();
+
+    let huge = format!("billing webhooks {}", "retry ".repeat(1 << 20).trim_end());
+    assert!(huge.len() > 1 << 20);
+    let q = RecallQuery { text: huge.clone(), limit: 5, ..Default::default() };
+    let hits = recall::recall(&conn, &q, now()).unwrap();
+    assert_eq!(hits.first().map(|h| h.id.as_str()), Some(id.as_str()), "a 1 MB query is answered");
+    let secret_q = RecallQuery {
+        text: format!("billing token {SECRET}"),
+        limit: 5,
+        project: Some(format!("proj {SECRET}")),
+        tags: (0..100).map(|i| format!("tag{i}")).chain([SECRET.to_string()]).collect(),
+        ..Default::default()
+    };
+    let secret_hits = recall::recall(&conn, &secret_q, now()).unwrap();
+    recall_log::append(
+        &mut conn,
+        &[
+            recall_log::NewEntry::of("agent:a", "2026-06-01T12:00:00.000Z", &q, &hits),
+            recall_log::NewEntry::of("agent:a", "2026-06-01T12:00:01.000Z", &secret_q, &secret_hits),
+        ],
+    )
+    .unwrap();
+    let log = recall_log::list(&conn, &recall_log::LogFilter::default()).unwrap();
+    let (secret, cut) = (&log[0], &log[1]);
+    assert!(cut.query.len() <= recall_log::MAX_QUERY_BYTES, "{}", cut.query.len());
+    assert!(cut.query.starts_with("billing webhooks retry"));
+    assert!(
+        cut.query.ends_with(&format!("[truncated from {} bytes]", huge.len())),
+        "{}",
+        &cut.query[cut.query.len() - 60..]
+    );
+    assert!(!secret.query.contains(SECRET) && secret.query.contains("[REDACTED:"), "{}", secret.query);
+    assert!(secret.context.project.as_deref().is_some_and(|p| p.contains("[REDACTED:")));
+    assert_eq!(secret.context.tags.len(), recall_log::MAX_TAGS, "at most 64 tags");
+    assert!(files_holding(&conn, &db, "ghp_").is_empty(), "the secret is in no byte of the store");
+
+    // Bounded in bytes: entries with large results (1,000 ids each) past the bound push the
+    // oldest out even though the row bound (10,000) is far away.
+    let many: Vec<recall_log::LoggedHit> =
+        (0..1000).map(|i| recall_log::LoggedHit { id: format!("mem_{i:032}"), score: 0.5 }).collect();
+    let big = recall_log::NewEntry {
+        actor: "agent:b".into(),
+        at: "2026-06-01T12:00:02.000Z".into(),
+        query: "x".repeat(recall_log::MAX_QUERY_BYTES),
+        context: Default::default(),
+        results: many,
+    };
+    for _ in 0..20 {
+        recall_log::append(&mut conn, &vec![big.clone(); 10]).unwrap();
+    }
+    let bytes: i64 = conn
+        .query_row(
+            "SELECT SUM(octet_length(query) + octet_length(context_json) + octet_length(results_json)) FROM lethe_recall_log",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let rows: i64 = conn.query_row("SELECT COUNT(*) FROM lethe_recall_log", [], |r| r.get(0)).unwrap();
+    assert!(bytes <= recall_log::MAX_LOG_BYTES, "{bytes} bytes in {rows} rows");
+    assert!(rows < 200, "the oldest went: {rows} rows kept");
+    assert!(rows > 50, "and not more than needed: {rows}");
 }

@@ -1,7 +1,8 @@
-//! A memento database opens as it is (DESIGN §2): an early (0.1-style) file and a 1.36-style
-//! file, both written by hand here from memento's schema, are opened by Lethe, shown, scored,
-//! pinned, soft-deleted and restored — and after each step memento's own queries still work
-//! from a connection that knows nothing of Lethe.
+//! A memento database opens as it is (DESIGN §2): files made by memento 0.1.0's own SQL (its
+//! `schema.sql` and the DDL of its `database.ts`, copied byte for byte from the released source)
+//! and a 1.36-style file written by hand from memento's documented schema are opened by Lethe,
+//! shown, scored, pinned, soft-deleted and restored — and after each step memento's own
+//! queries still work from a connection that knows nothing of Lethe.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -79,8 +80,9 @@ const MEMENTO_136_COLUMNS: &[&str] = &[
     "project_id",
 ];
 
-/// memento 0.1 (tests/fixtures/memento_0_1.sql): no procedural, versioning or soft-delete
-/// columns, `datetime('now')` times, no FTS index, no forgetting or meta tables.
+/// memento 0.1.0 (its own schema.sql at release tag 1.5.1, and three rows): no procedural,
+/// versioning or soft-delete columns, `CURRENT_TIMESTAMP` times, an FTS index over content,
+/// tags and source kept by memento's triggers, no forgetting or meta tables.
 fn build_early() -> PathBuf {
     let path = temp_db("memento-0.1.db");
     fixtures::build_memento(&path, fixtures::MementoKind::Early).unwrap();
@@ -147,18 +149,30 @@ fn fts_ids(conn: &Connection, q: &str) -> Vec<String> {
     stmt.query_map([q], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
 }
 
+/// The columns of memento's full-text index (three in memento 0.1.0, four with reflection notes
+/// in 1.36).
+fn fts_columns(conn: &Connection) -> Vec<String> {
+    columns(conn, "memory_item_fts")
+}
+
 /// The FTS index holds exactly what a fresh index of the current rows would hold: no row
 /// indexed twice, no stale token left behind by a `delete` with the wrong tokens.
 fn assert_fts_exact(conn: &Connection) {
     conn.execute("INSERT INTO memory_item_fts (memory_item_fts) VALUES ('integrity-check')", []).unwrap();
-    conn.execute_batch(
+    let cols = fts_columns(conn);
+    let values: Vec<String> = cols
+        .iter()
+        .map(|c| if c == "reflection_notes" { format!("normalize_reflection_notes({c})") } else { c.clone() })
+        .collect();
+    conn.execute_batch(&format!(
         "DROP TABLE IF EXISTS temp.got_vocab; DROP TABLE IF EXISTS temp.want_vocab; DROP TABLE IF EXISTS temp.want_fts;
-         CREATE VIRTUAL TABLE temp.want_fts USING fts5(content, tags, source, reflection_notes);
-         INSERT INTO temp.want_fts (rowid, content, tags, source, reflection_notes)
-           SELECT rowid, content, tags, source, normalize_reflection_notes(reflection_notes) FROM main.memory_item;
+         CREATE VIRTUAL TABLE temp.want_fts USING fts5({cols});
+         INSERT INTO temp.want_fts (rowid, {cols}) SELECT rowid, {values} FROM main.memory_item;
          CREATE VIRTUAL TABLE temp.got_vocab USING fts5vocab(main, memory_item_fts, instance);
          CREATE VIRTUAL TABLE temp.want_vocab USING fts5vocab(temp, want_fts, instance);",
-    )
+        cols = cols.join(", "),
+        values = values.join(", ")
+    ))
     .unwrap();
     let read = |t: &str| -> Vec<(String, i64, String, i64)> {
         let mut stmt =
@@ -305,13 +319,14 @@ fn early_memento_file_opens_scores_and_keeps_working_with_memento() {
         .unwrap();
     assert!(forgetting_sql.contains("reason TEXT NOT NULL"), "memento's own definition: {forgetting_sql}");
 
-    // No FTS in memento 0.1: Lethe built one over the existing rows, with memento's trigger names.
+    // memento 0.1.0's own FTS (content, tags, source) is used as it is.
+    assert_eq!(fts_columns(raw(&conn)), ["content", "tags", "source"]);
     assert_eq!(fts_ids(raw(&conn), "deploy"), vec!["mem_early_2".to_string()]);
     assert_eq!(fts_ids(raw(&conn), "postgresql"), vec!["mem_early_1".to_string()]);
     assert_eq!(triggers_on_memory_item(raw(&conn)).into_iter().collect::<Vec<_>>(), EXPECTED_TRIGGERS);
     assert_fts_exact(&memento_conn(&path));
 
-    // Show and score: a datetime('now') timestamp reads as UTC, NULL version counts as 1.
+    // Show and score: a CURRENT_TIMESTAMP-style time reads as UTC, NULL version counts as 1.
     let d = lethe_engine::detail(&conn, "mem_early_1", now(), None).unwrap();
     assert_eq!(d.memory.created_at, "2025-01-02 03:04:05");
     assert_eq!(d.memory.version, 1);
@@ -540,4 +555,254 @@ fn the_index_check_catches_double_indexing() {
         .unwrap();
     let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| assert_fts_exact(&conn)));
     assert!(caught.is_err(), "a row indexed twice must fail the check");
+}
+
+// ---- memento 0.1.0's own SQL ------------------------------------------------------------------
+
+use lethe_testkit::fixtures::MementoSchema;
+
+/// (name, declared type, not null, default, primary key) of every column of a table.
+fn column_decls(conn: &Connection, table: &str) -> Vec<(String, String, i64, Option<String>, i64)> {
+    let mut stmt = conn.prepare(&format!("PRAGMA table_info({table})")).unwrap();
+    stmt.query_map([], |r| Ok((r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// memento's search (`src/algorithms/search-engine.ts` at 4964c2f), its FTS branch: the ids
+/// of the rows `MATCH` finds, by rank.
+fn memento_search(conn: &Connection, q: &str) -> Vec<String> {
+    let mut stmt = conn
+        .prepare(
+            "SELECT
+            m.id, m.content, m.type, m.importance, m.created_at,
+            m.last_accessed, m.pinned, m.tags, m.source,
+            memory_item_fts.rank as fts_rank
+          FROM memory_item_fts
+          JOIN memory_item m ON memory_item_fts.rowid = m.rowid
+          WHERE memory_item_fts MATCH ?
+          ORDER BY fts_rank",
+        )
+        .unwrap();
+    stmt.query_map([q], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+}
+
+/// The (name, sql) of every trigger and view, with whitespace runs made one space.
+fn logic(conn: &Connection) -> Vec<(String, String)> {
+    let mut stmt =
+        conn.prepare("SELECT name, sql FROM sqlite_master WHERE type IN ('trigger', 'view') ORDER BY name").unwrap();
+    stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+        .unwrap()
+        .map(|r| {
+            let (n, s) = r.unwrap();
+            (n, s.split_whitespace().collect::<Vec<_>>().join(" "))
+        })
+        .collect()
+}
+
+#[test]
+fn the_memento_fixtures_are_memento_s_text_unchanged() {
+    use sha2::{Digest, Sha256};
+    for schema in MementoSchema::ALL {
+        let got = format!("{:x}", Sha256::digest(schema.source().as_bytes()));
+        assert_eq!(got, schema.recorded_sha256(), "{schema:?}: the copy differs from memento's file as fetched");
+    }
+    // The statements database.ts runs: its PRAGMAs, seven tables, nineteen indexes, the FTS
+    // table and its three triggers.
+    let stmts = lethe_testkit::fixtures::database_ts_statements();
+    assert_eq!(stmts.iter().filter(|s| s.trim_start().starts_with("CREATE TABLE")).count(), 7, "{stmts:#?}");
+    assert_eq!(stmts.iter().filter(|s| s.contains("CREATE TRIGGER")).count(), 3);
+    assert_eq!(stmts.iter().filter(|s| s.contains("CREATE INDEX")).count(), 19);
+}
+
+#[test]
+fn every_released_memento_schema_opens_and_its_search_keeps_working() {
+    for schema in MementoSchema::ALL {
+        let path = temp_db("memento-real.db");
+        lethe_testkit::fixtures::build_memento_with(&path, schema, 40).unwrap();
+        let before_logic = logic(&memento_conn(&path));
+        assert!(
+            before_logic.iter().any(|(n, _)| n == "memory_item_fts_update"),
+            "{schema:?}: memento created its FTS triggers"
+        );
+        let conn = store::open(&path).unwrap_or_else(|e| panic!("{schema:?}: {e}"));
+        assert!(store::is_memento(&conn).unwrap());
+        assert!(store::foreign_objects(&conn).unwrap().is_empty());
+        // memento's triggers stay as memento wrote them; Lethe's own come next to them.
+        let after_logic = logic(raw(&conn));
+        for t in &before_logic {
+            assert!(after_logic.contains(t), "{schema:?}: Lethe changed memento's {t:?}");
+        }
+        let mut conn = conn;
+        let id: String = conn.query_row("SELECT id FROM memory_item ORDER BY rowid LIMIT 1", [], |r| r.get(0)).unwrap();
+        lifecycle::pin(&mut conn, &id, "user", now()).unwrap();
+        drop(conn);
+        let m = memento_conn(&path);
+        assert_eq!(memento_search(&m, "topic3").len(), 4, "{schema:?}: memento's search finds what it stored");
+        assert_fts_exact(&m);
+    }
+    // database.ts makes the same triggers as schema.sql at the same tag.
+    let (a, b) = (temp_db("schema.db"), temp_db("database-ts.db"));
+    lethe_testkit::fixtures::build_memento_with(&a, MementoSchema::Schema1_5_1, 0).unwrap();
+    lethe_testkit::fixtures::build_memento_with(&b, MementoSchema::DatabaseTs1_5_1, 0).unwrap();
+    assert_eq!(logic(&memento_conn(&a)), logic(&memento_conn(&b)));
+}
+
+#[test]
+fn a_memento_0_1_file_with_500_memories_works_in_lethe_and_in_memento() {
+    use lethe_engine::recall::{self, RecallQuery};
+    let path = temp_db("memento-0.1.0-500.db");
+    lethe_testkit::fixtures::build_memento_with(&path, MementoSchema::Schema1_5_1, 500).unwrap();
+    let memento_columns = column_decls(&memento_conn(&path), "memory_item");
+    let sample = "mem_1735722000007_00000d889"; // memory number 7 (7 * 7919 = 0xd889)
+
+    let mut conn = store::open(&path).unwrap();
+    // memento's columns are all there, declared as memento declared them, in memento's order;
+    // Lethe only adds columns after them.
+    let now_columns = column_decls(raw(&conn), "memory_item");
+    assert_eq!(&now_columns[..memento_columns.len()], &memento_columns[..]);
+
+    // List: every memory, scored.
+    let snap = forgetting::Snapshot::load(&conn).unwrap();
+    assert!(snap.mistyped.is_empty());
+    let q = lifecycle::ListQuery { limit: 1000, ..Default::default() };
+    let listed = forgetting::list(&conn, &snap, &q, &Settings::default(), now()).unwrap();
+    assert_eq!(listed.total, 500);
+    assert!(listed.items.iter().any(|i| i.id == sample));
+
+    // Show, with a score whose recency is the one of memento's CURRENT_TIMESTAMP-style time.
+    let d = lethe_engine::detail(&conn, sample, now(), None).unwrap();
+    assert_eq!(d.memory.content, "memory number 7 about topic7 and the search service");
+    assert_eq!(d.memory.tier, Tier::Procedural);
+    let created = time::parse(&d.memory.created_at.replace(' ', "T")).unwrap();
+    let want =
+        decay::recency(time::days_between(created, now()), Settings::default().half_life_days.get(Tier::Procedural));
+    assert!((d.score.features.recency - want).abs() < 1e-12, "{} vs {want}", d.score.features.recency);
+
+    // Pin and unpin, in memento's own column.
+    lifecycle::pin(&mut conn, sample, "user", now()).unwrap();
+    let pinned: i64 =
+        memento_conn(&path).query_row("SELECT pinned FROM memory_item WHERE id = ?1", [sample], |r| r.get(0)).unwrap();
+    assert_eq!(pinned, 1);
+    lifecycle::unpin(&mut conn, sample, "user", now()).unwrap();
+    assert!(!lifecycle::get(&conn, sample).unwrap().pinned);
+
+    // Recall finds it by its words.
+    let hits = recall::recall(
+        &conn,
+        &RecallQuery { text: "memory number 7 topic7".into(), limit: 5, ..Default::default() },
+        now(),
+    )
+    .unwrap();
+    assert_eq!(hits.first().map(|h| h.id.as_str()), Some(sample), "{hits:?}");
+
+    // Delete and restore.
+    lifecycle::soft_delete(&mut conn, sample, Some("not needed"), "user", now()).unwrap();
+    assert!(forgetting::quarantine(&conn, &Settings::default(), now()).unwrap().iter().any(|q| q.id == sample));
+    let restored = lifecycle::restore(&mut conn, sample, "user", now()).unwrap();
+    assert_eq!(restored.content, d.memory.content);
+    assert_eq!(restored.created_at, d.memory.created_at, "memento's time is kept as memento wrote it");
+    drop(conn);
+
+    // memento: its search still answers (every tenth memory names topic7), its index is exact,
+    // its remember tool's INSERT still works and is searchable, its columns are as it made them.
+    let m = memento_conn(&path);
+    let found = memento_search(&m, "topic7");
+    assert_eq!(found.len(), 50);
+    assert!(found.contains(&sample.to_string()));
+    m.execute(
+        "INSERT INTO memory_item (id, type, content, importance, privacy_scope, tags, source, created_at)
+          VALUES (?, ?, ?, ?, ?, ?, ?, CURRENT_TIMESTAMP)",
+        params![
+            "mem_after_lethe",
+            "semantic",
+            "written by memento after Lethe: walrus",
+            0.5,
+            "private",
+            "[\"x\"]",
+            "memento"
+        ],
+    )
+    .unwrap();
+    assert_eq!(memento_search(&m, "walrus"), ["mem_after_lethe"]);
+    assert_fts_exact(&m);
+    assert_eq!(&column_decls(&m, "memory_item")[..memento_columns.len()], &memento_columns[..]);
+    drop(m);
+
+    // Deleted for ever: gone from memento's search too.
+    let mut conn = store::open(&path).unwrap();
+    lifecycle::hard_delete(&mut conn, sample, true, None, "user", now()).unwrap();
+    drop(conn);
+    let m = memento_conn(&path);
+    assert_eq!(memento_search(&m, "topic7").len(), 49);
+    assert_fts_exact(&m);
+}
+
+#[test]
+fn a_real_memento_file_with_one_more_trigger_or_view_is_refused_untouched() {
+    for extra in [
+        "CREATE TRIGGER audit_me AFTER INSERT ON memory_item BEGIN SELECT 1; END;",
+        "CREATE VIEW recent AS SELECT id FROM memory_item;",
+        // memento's own name with another body.
+        "DROP TRIGGER memory_item_fts_insert;
+         CREATE TRIGGER memory_item_fts_insert AFTER INSERT ON memory_item BEGIN DELETE FROM memory_link; END;",
+    ] {
+        let path = temp_db("memento-extra.db");
+        lethe_testkit::fixtures::build_memento_with(&path, MementoSchema::Schema1_5_1, 10).unwrap();
+        memento_conn(&path).execute_batch(extra).unwrap();
+        let before = schema(&memento_conn(&path));
+        let err = store::open(&path).unwrap_err();
+        assert!(matches!(err, lethe_engine::Error::Refused(_)), "{extra}: {err:?}");
+        assert!(err.to_string().contains("Lethe did not create"), "{err}");
+        assert_eq!(schema(&memento_conn(&path)), before, "{extra}: nothing was written");
+    }
+}
+
+#[test]
+fn rows_memento_allows_but_lethe_cannot_read_are_reported_and_skipped() {
+    use lethe_engine::recall::{self, RecallQuery};
+    let path = temp_db("memento-odd-rows.db");
+    lethe_testkit::fixtures::build_memento_with(&path, MementoSchema::Schema1_5_1, 30).unwrap();
+    // memento's schema allows all three: `id TEXT PRIMARY KEY` takes NULL (not an INTEGER
+    // primary key), and its columns have no STRICT types.
+    let m = memento_conn(&path);
+    m.execute(
+        "INSERT INTO memory_item (id, type, content, created_at) VALUES (NULL, 'semantic', 'a row without an id about topic1', CURRENT_TIMESTAMP)",
+        [],
+    )
+    .unwrap();
+    m.execute(
+        "INSERT INTO memory_item (id, type, content, created_at) VALUES ('mem_blob', 'semantic', X'746f70696331206279746573', CURRENT_TIMESTAMP)",
+        [],
+    )
+    .unwrap();
+    m.execute(
+        "INSERT INTO memory_item (id, type, content, created_at) VALUES ('mem_int_time', 'semantic', 'an integer time about topic1', 1735722000)",
+        [],
+    )
+    .unwrap();
+    drop(m);
+
+    let conn = store::open(&path).unwrap();
+    let snap = forgetting::Snapshot::load(&conn).unwrap();
+    let found: BTreeSet<(String, String, String)> =
+        snap.mistyped.iter().map(|x| (x.id.clone(), x.column.clone(), x.found.clone())).collect();
+    let want: BTreeSet<(String, String, String)> =
+        [("", "id", "null"), ("mem_blob", "content", "blob"), ("mem_int_time", "created_at", "integer")]
+            .iter()
+            .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+            .collect();
+    assert_eq!(found, want);
+    assert_eq!(store::mistyped_rows(&conn, 100).unwrap().len(), 3, "the direct check names the same three");
+
+    // The 30 readable memories are listed, scored and recalled; the three are skipped.
+    let q = lifecycle::ListQuery { limit: 100, ..Default::default() };
+    let listed = forgetting::list(&conn, &snap, &q, &Settings::default(), now()).unwrap();
+    assert_eq!(listed.total, 30, "{:?}", listed.items.iter().map(|i| &i.id).collect::<Vec<_>>());
+    let hits =
+        recall::recall(&conn, &RecallQuery { text: "topic1".into(), limit: 50, ..Default::default() }, now()).unwrap();
+    assert_eq!(hits.len(), 3, "memories 1, 11 and 21: {hits:?}");
+    let stats = forgetting::stats(&conn, &snap, &Settings::default(), now()).unwrap();
+    assert_eq!(stats.total_active, 30);
 }

@@ -280,3 +280,75 @@ fn detector_is_fast_enough_for_every_write() {
     assert_eq!(found, 0, "ordinary memories hold nothing to redact");
     assert!(per < 200.0, "scan of one memory took {per:.1} µs");
 }
+
+/// Labels (session, project, task kind) and delete reasons pass the same guard as a memory's
+/// text; `lethe scan` looks at them too (as another program may have written them); and the
+/// audit of `reflect` keeps the note's hash and length, not a second copy of the note.
+#[test]
+fn labels_reasons_and_reflection_audits_keep_no_secret() {
+    const TOKEN: &str = "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5";
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let mut m = NewMemory::new(Tier::Semantic, "the release train leaves on Thursdays");
+    m.session_id = Some(format!("sess {TOKEN}"));
+    m.project_id = Some(format!("proj {TOKEN}"));
+    let id = match lifecycle::remember(&mut conn, &m, "user", now()).unwrap() {
+        RememberOutcome::Stored { id, .. } => id,
+        other => panic!("{other:?}"),
+    };
+    let stored = lifecycle::get(&conn, &id).unwrap();
+    for label in [&stored.session_id, &stored.project_id] {
+        let label = label.as_deref().unwrap();
+        assert!(!label.contains(TOKEN) && label.contains("[REDACTED:"), "{label}");
+    }
+    lifecycle::soft_delete(&mut conn, &id, Some(&format!("leaked {TOKEN}")), "user", now()).unwrap();
+    let reason: String = conn
+        .query_row("SELECT reason FROM memory_forgetting_event WHERE memory_id = ?1 AND action = 'soft'", [&id], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert!(!reason.contains(TOKEN) && reason.contains("[REDACTED:"), "{reason}");
+    let ended = lethe_engine::session::end_session(
+        &mut conn,
+        &format!("sess {TOKEN}"),
+        &format!("kind {TOKEN}"),
+        &[],
+        "user",
+        now(),
+    )
+    .unwrap();
+    assert!(!ended.task_kind.contains(TOKEN), "{}", ended.task_kind);
+
+    // Written by another program, past the guard: scan names the field.
+    let other =
+        match lifecycle::remember(&mut conn, &NewMemory::new(Tier::Semantic, "plain text"), "user", now()).unwrap() {
+            RememberOutcome::Stored { id, .. } => id,
+            o => panic!("{o:?}"),
+        };
+    conn.execute(
+        "UPDATE memory_item SET project_id = ?2 WHERE id = ?1",
+        lethe_engine::params![other, format!("p {TOKEN}")],
+    )
+    .unwrap();
+    let found = lethe_engine::scan::scan(&conn).unwrap();
+    let item = found.iter().find(|i| i.id == other).expect("scan lists the label");
+    assert_eq!(item.fields, ["project_id"]);
+
+    // reflect: the audit row holds the note's hash and length only.
+    let mut p = NewMemory::new(Tier::Procedural, "how to roll back a deploy");
+    p.procedure.steps = Some(serde_json::json!(["revert", "redeploy"]));
+    let proc_id = match lifecycle::remember(&mut conn, &p, "user", now()).unwrap() {
+        RememberOutcome::Stored { id, .. } => id,
+        o => panic!("{o:?}"),
+    };
+    let note = serde_json::json!({ "failure_type": "tool_error", "failure_description": "it hung", "lessons_learned": "wait for the health check zqxjlesson" });
+    lethe_engine::procedural::reflect(&mut conn, &proc_id, &note, None, "agent:ops", now()).unwrap();
+    let after: String = conn
+        .query_row("SELECT after_json FROM lethe_action WHERE memory_id = ?1 AND action = 'reflect'", [&proc_id], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert!(!after.contains("zqxjlesson"), "{after}");
+    let facts: serde_json::Value = serde_json::from_str(&after).unwrap();
+    assert_eq!(facts["note_sha256"].as_str().unwrap().len(), 64, "{after}");
+    assert!(facts["note_bytes"].as_u64().unwrap() > 40, "{after}");
+}

@@ -132,7 +132,8 @@ pub fn push(src: &Connection, dst: &mut Connection, from: &str, actor: &str, now
 }
 
 fn push_in(src: &Connection, dst: &Connection, report: &mut PushReport, actor: &str, now: time::Instant) -> Result<()> {
-    let mut memories = rows(src, &format!("SELECT {MEMORY_COLUMNS} FROM memory_item ORDER BY rowid"))?;
+    let mut memories =
+        rows(src, &format!("SELECT {MEMORY_COLUMNS} FROM memory_item WHERE id IS NOT NULL ORDER BY rowid"))?;
     report.read = memories.len();
     let all_ids: HashSet<String> = memories.iter().filter_map(|m| text(&m[0]).map(str::to_string)).collect();
     let id_list: Vec<&str> = all_ids.iter().map(String::as_str).collect();

@@ -113,7 +113,8 @@ fn guard(m: Memory, report: &mut ImportReport, s: &Settings) -> Result<Memory> {
 }
 
 pub fn export(conn: &Connection, out: &mut impl Write) -> Result<usize> {
-    let mut stmt = conn.prepare(&format!("SELECT {MEMORY_COLUMNS} FROM memory_item ORDER BY rowid"))?;
+    let mut stmt =
+        conn.prepare(&format!("SELECT {MEMORY_COLUMNS} FROM memory_item WHERE id IS NOT NULL ORDER BY rowid"))?;
     let mut rows = stmt.query([])?;
     let mut n = 0;
     while let Some(r) = rows.next()? {

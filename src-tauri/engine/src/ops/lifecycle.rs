@@ -761,7 +761,7 @@ fn soft_delete_scored(
 ) -> Result<ForgettingEvent> {
     model::validate_actor(actor)?;
     let settings = Settings::load(conn)?;
-    let reason = reason.unwrap_or("deleted by a person");
+    let reason = &crate::ops::validate::guard_label(&settings, "reason", reason.unwrap_or("deleted by a person"))?;
     crate::ops::validate::validate_reason(reason)?;
     let score = score(conn, &settings).ok().map(|f| f.forget_score);
     let policy = if actor.starts_with("agent:") { "agent" } else { "manual" };
@@ -798,7 +798,9 @@ pub fn hard_delete(
             "hard delete of {id} removes it for ever (only the audit events stay); pass confirm to proceed"
         )));
     }
-    let reason = reason.unwrap_or("deleted for ever by a person");
+    let settings = Settings::load(conn)?;
+    let reason =
+        &crate::ops::validate::guard_label(&settings, "reason", reason.unwrap_or("deleted for ever by a person"))?;
     crate::ops::validate::validate_reason(reason)?;
     let event = write_tx(conn, |tx| {
         let e = hard_delete_tx(tx, id, reason, "manual", actor, now)?;

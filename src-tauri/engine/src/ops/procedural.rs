@@ -309,7 +309,7 @@ pub fn reflect(
         while notes.len() > MAX_NOTES {
             let old = notes.remove(0);
             dropped += 1;
-            audit::record_action(tx, Some(id), "reflection_dropped", "policy", Some(&old), None, now)?;
+            audit::record_action(tx, Some(id), "reflection_dropped", "policy", Some(&note_facts(&old)), None, now)?;
         }
         tx.execute(
             "UPDATE memory_item SET reflection_notes = ?2 WHERE id = ?1",
@@ -325,7 +325,17 @@ pub fn reflect(
             validate::validate_tags(&tags)?;
             tx.execute("UPDATE memory_item SET tags = ?2 WHERE id = ?1", params![id, serde_json::to_string(&tags)?])?;
         }
-        audit::record_action(tx, Some(id), "reflect", actor, None, Some(&serde_json::to_value(&note)?), now)?;
+        // The note itself is in the memory; the audit keeps its hash and length, not a second
+        // copy that deleting the memory would have to find.
+        audit::record_action(
+            tx,
+            Some(id),
+            "reflect",
+            actor,
+            None,
+            Some(&note_facts(&serde_json::to_value(&note)?)),
+            now,
+        )?;
         Ok(ReflectOutcome {
             memory_id: id.to_string(),
             notes: notes.len(),
@@ -334,6 +344,12 @@ pub fn reflect(
             redacted: redacted.clone(),
         })
     })
+}
+
+/// What the audit keeps of a reflection note: the sha256 and byte length of its JSON.
+fn note_facts(note: &serde_json::Value) -> serde_json::Value {
+    let text = note.to_string();
+    serde_json::json!({ "note_sha256": audit::sha256_hex(&text), "note_bytes": text.len() })
 }
 
 /// The notes oldest first.

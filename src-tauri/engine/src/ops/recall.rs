@@ -4,7 +4,7 @@
 //! result that shows the lexical and the semantic part. Any user text is a safe query: it is
 //! reduced to quoted words joined by OR.
 
-use crate::storage::db::Connection;
+use crate::storage::db::{Connection, ValueRef};
 use serde::Serialize;
 
 use crate::decay;
@@ -308,8 +308,10 @@ pub fn explain(conn: &Connection, q: &RecallQuery, now: Instant, declined: usize
             let mut rows = state.query([rowid])?;
             let Some(r) = rows.next()? else { continue };
             let Ok(tier) = r.get_ref(1)?.as_str()?.parse::<Tier>() else { continue };
-            let id: String = r.get(0)?;
-            let content: String = r.get(2)?;
+            let (Some(id), Some(content)) = (crate::model::lenient::text(&r, 0)?, crate::model::lenient::text(&r, 2)?)
+            else {
+                continue;
+            };
             let deleted = crate::model::lenient::flag(&r, 3)?;
             let created = time::parse_opt(r.get_ref(4)?.as_str_or_null()?);
             let superseded_by: Option<String> = r.get(5)?;
@@ -428,14 +430,20 @@ pub struct Facts {
 pub const FACT_COLUMNS: &str = "m.type, m.created_at, m.importance, m.pinned, COALESCE(m.is_deleted, 0), \
      m.session_id, m.project_id, m.workflow_name, m.tags";
 
-/// Reads [`FACT_COLUMNS`] at `base..base + 9` (an error for a tier or time that is not text).
+/// Reads [`FACT_COLUMNS`] at `base..base + 9`. A row whose tier or time is not text (another
+/// program's; reported as mistyped) gets no tier, so recall leaves it out as scoring does.
 pub fn facts_of(r: &crate::storage::db::Row, base: usize) -> Result<Facts> {
     // Context columns as text when they hold any: scene fit compares them as text.
     let text = |i: usize| crate::model::lenient::text(r, base + i);
     let tags = text(8)?;
+    let created = r.get_ref(base + 1)?;
+    let readable = matches!(created, ValueRef::Text(_) | ValueRef::Null);
     Ok(Facts {
-        tier: r.get_ref(base)?.as_str()?.parse::<Tier>().ok(),
-        created: time::parse_opt(r.get_ref(base + 1)?.as_str_or_null()?),
+        tier: match r.get_ref(base)? {
+            ValueRef::Text(t) if readable => std::str::from_utf8(t).ok().and_then(|t| t.parse::<Tier>().ok()),
+            _ => None,
+        },
+        created: time::parse_opt(created.as_str_or_null().ok().flatten()),
         importance: crate::model::lenient::real(r, base + 2)?.unwrap_or(0.5),
         pinned: crate::model::lenient::flag(r, base + 3)?,
         deleted: crate::model::lenient::flag(r, base + 4)?,
@@ -501,15 +509,26 @@ fn recall_in_tx(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<
     fill(conn, ranked.hits.into_iter().map(|(rowid, h, _)| (rowid, h)).collect())
 }
 
-/// Id and content are read only for the memories returned, not for every candidate.
+/// Id and content are read only for the memories returned, not for every candidate. A row
+/// whose id or content is not text (another program's; reported as mistyped) is left out.
 fn fill(conn: &Connection, hits: Vec<(i64, Hit)>) -> Result<Vec<Hit>> {
     let mut content = conn.prepare_cached("SELECT id, content FROM memory_item WHERE rowid = ?1")?;
-    hits.into_iter()
-        .map(|(rowid, mut h)| {
-            (h.id, h.content) = content.query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            Ok(h)
-        })
-        .collect()
+    let mut out = Vec::with_capacity(hits.len());
+    for (rowid, mut h) in hits {
+        let read = content.query_row([rowid], |r| {
+            Ok(match (r.get_ref(0)?, r.get_ref(1)?) {
+                (ValueRef::Text(id), ValueRef::Text(c)) => {
+                    Some((String::from_utf8_lossy(id).into_owned(), String::from_utf8_lossy(c).into_owned()))
+                }
+                _ => None,
+            })
+        })?;
+        if let Some((id, c)) = read {
+            (h.id, h.content) = (id, c);
+            out.push(h);
+        }
+    }
+    Ok(out)
 }
 
 /// How many candidates pgvector's HNSW search keeps in view (`hnsw.ef_search`): above the

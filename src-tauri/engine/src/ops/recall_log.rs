@@ -1,14 +1,34 @@
 //! The recall log (issue #18): every agent recall through the CLI or `lethe mcp` — who, when,
 //! the query, the context, and what came back with its score — in a bounded Lethe table
-//! (`recall_log_max_rows`, oldest dropped). Entries reach the file through the same
-//! coalescing flusher as the meta statistics ([`crate::meta::MetaBuffer`]), in the same
-//! transaction, so a recall never waits on the log. The window's own Recall view never logs.
+//! (`recall_log_max_rows`, oldest dropped, and at most [`MAX_LOG_BYTES`] of text). Entries
+//! reach the file through the same coalescing flusher as the meta statistics
+//! ([`crate::meta::MetaBuffer`]), in the same transaction, so a recall never waits on the log.
+//! The window's own Recall view never logs.
+//!
+//! What is written passes the secrets/PII guard first (a secret is redacted even where the
+//! setting is `refuse`: the recall was answered, only its log line is kept without it), a
+//! query keeps at most [`MAX_QUERY_BYTES`] and the context at most [`MAX_TAGS`] tags. A query
+//! that found a memory usually names what the memory is about, so deleting the memory for ever
+//! erases the query and context of every entry that returned it ([`erase_for_memory`]).
 
 use crate::storage::db::{params, Connection, Transaction};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::recall::{Hit, RecallQuery};
+use crate::redact::{Guard, PiiMode, Policy, SecretsMode};
+
+/// The most bytes of a query an entry keeps; a longer one is cut (at a character boundary)
+/// and says so.
+pub const MAX_QUERY_BYTES: usize = 4096;
+/// The most tags of a context an entry keeps, and the most bytes of each label.
+pub const MAX_TAGS: usize = 64;
+pub const MAX_LABEL_BYTES: usize = 256;
+/// The most bytes of text (query, context and results) the whole log keeps; the oldest
+/// entries beyond it are dropped, whatever `recall_log_max_rows` allows.
+pub const MAX_LOG_BYTES: i64 = 8 << 20;
+/// The context stored for an entry whose query and context were erased.
+const ERASED_CONTEXT: &str = r#"{"query_erased":true}"#;
 
 /// The caller's context of a recall, as it asked.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -68,6 +88,86 @@ pub struct RecallLogEntry {
     pub query: String,
     pub context: RecallContext,
     pub results: Vec<LoggedHit>,
+    /// The query and context were erased because a memory it returned was deleted for ever
+    /// (the query is then empty, the context default).
+    #[cfg_attr(feature = "ts", ts(skip))]
+    pub query_erased: bool,
+}
+
+/// The first `max` bytes of `text` at most, ending at a character boundary.
+fn head(text: &str, max: usize) -> &str {
+    let mut end = max.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// `original` as the guard returned it (`guarded`, from at most twice `max` bytes of it) cut
+/// to at most `max` bytes, saying how long the original was when it was longer.
+fn bounded(original: &str, guarded: String, max: usize) -> String {
+    if original.len() <= max && guarded.len() <= max {
+        return guarded;
+    }
+    let note = format!(" [truncated from {} bytes]", original.len());
+    format!("{}{note}", head(&guarded, max.saturating_sub(note.len())))
+}
+
+/// The query and context of `e` as the log may keep them: through the guard (secrets always
+/// redacted, never refused), cut to their bounds.
+fn guarded(e: &NewEntry, settings: &crate::Settings) -> Result<(String, RecallContext)> {
+    let mut policy = Policy::of(settings);
+    if policy.secrets == SecretsMode::Refuse {
+        policy.secrets = SecretsMode::Redact;
+    }
+    if policy.pii == PiiMode::Tag {
+        // Tagging marks a memory; a log line has nothing to tag, so its text stays.
+        policy.pii = PiiMode::Allow;
+    }
+    let mut g = Guard::new(policy);
+    // Cut to twice the bound first so that a secret straddling the bound is still whole when
+    // the guard looks, then to the bound.
+    let query = bounded(&e.query, g.text("query", head(&e.query, 2 * MAX_QUERY_BYTES))?, MAX_QUERY_BYTES);
+    let mut label = |field: &str, t: &Option<String>| -> Result<Option<String>> {
+        let Some(t) = t else { return Ok(None) };
+        Ok(Some(bounded(t, g.text(field, head(t, 2 * MAX_LABEL_BYTES))?, MAX_LABEL_BYTES)))
+    };
+    let context = RecallContext {
+        session: label("session", &e.context.session)?,
+        project: label("project", &e.context.project)?,
+        workflow: label("workflow", &e.context.workflow)?,
+        task_kind: label("task_kind", &e.context.task_kind)?,
+        tags: e
+            .context
+            .tags
+            .iter()
+            .take(MAX_TAGS)
+            .map(|t| label("tags", &Some(t.clone())).map(Option::unwrap_or_default))
+            .collect::<Result<_>>()?,
+    };
+    Ok((query, context))
+}
+
+/// Erases, inside `tx`, the query and context of every logged recall that returned
+/// `memory_id`, and drops the memory from its results; actor, time and the other returned
+/// ids stay, and the entry is marked `query_erased`. Part of deleting a memory for ever.
+pub fn erase_for_memory(tx: &Transaction<'_>, memory_id: &str) -> Result<usize> {
+    let entries: Vec<(i64, String)> = {
+        let mut stmt = tx.prepare_cached(
+            "SELECT l.id, l.results_json FROM lethe_recall_log l JOIN lethe_recall_log_hit h ON h.log_id = l.id \
+             WHERE h.memory_id = ?1",
+        )?;
+        let rows = stmt.query_map([memory_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        rows.collect::<Result<_>>()?
+    };
+    let mut update = tx
+        .prepare_cached("UPDATE lethe_recall_log SET query = '', context_json = ?2, results_json = ?3 WHERE id = ?1")?;
+    for (id, results) in &entries {
+        let mut hits: Vec<LoggedHit> = serde_json::from_str(results).unwrap_or_default();
+        hits.retain(|h| h.id != memory_id);
+        update.execute(params![id, ERASED_CONTEXT, serde_json::to_string(&hits)?])?;
+    }
+    Ok(entries.len())
 }
 
 /// Appends `entries` inside `tx` and drops the oldest beyond the setting
@@ -76,7 +176,8 @@ pub fn append_tx(tx: &Transaction<'_>, entries: &[NewEntry]) -> Result<()> {
     if entries.is_empty() {
         return Ok(());
     }
-    let max_rows = crate::settings::Settings::load(tx)?.recall_log_max_rows;
+    let settings = crate::settings::Settings::load(tx)?;
+    let max_rows = settings.recall_log_max_rows;
     if max_rows > 0 {
         let mut log = tx.prepare_cached(
             "INSERT INTO lethe_recall_log (actor, at, query, context_json, results_json) VALUES (?1, ?2, ?3, ?4, ?5) \
@@ -86,8 +187,9 @@ pub fn append_tx(tx: &Transaction<'_>, entries: &[NewEntry]) -> Result<()> {
             "INSERT OR REPLACE INTO lethe_recall_log_hit (memory_id, log_id, score) VALUES (?1, ?2, ?3)",
         )?;
         for e in entries {
+            let (query, context) = guarded(e, &settings)?;
             let log_id: i64 = log.query_row(
-                params![e.actor, e.at, e.query, serde_json::to_string(&e.context)?, serde_json::to_string(&e.results)?],
+                params![e.actor, e.at, query, serde_json::to_string(&context)?, serde_json::to_string(&e.results)?],
                 |r| r.get(0),
             )?;
             for h in &e.results {
@@ -102,7 +204,25 @@ pub fn append_tx(tx: &Transaction<'_>, entries: &[NewEntry]) -> Result<()> {
     } else {
         Some(i64::MAX)
     };
-    if let Some(cutoff) = cutoff {
+    // And the newest that fit in MAX_LOG_BYTES (sizes in bytes, newest first, until the
+    // bound is passed).
+    let by_bytes: Option<i64> = {
+        let mut stmt = tx.prepare_cached(
+            "SELECT id, octet_length(query) + octet_length(context_json) + octet_length(results_json) \
+             FROM lethe_recall_log ORDER BY id DESC",
+        )?;
+        let mut rows = stmt.query([])?;
+        let (mut total, mut over) = (0i64, None);
+        while let Some(r) = rows.next()? {
+            total += r.get::<_, i64>(1)?;
+            if total > MAX_LOG_BYTES {
+                over = Some(r.get::<_, i64>(0)? + 1);
+                break;
+            }
+        }
+        over
+    };
+    if let Some(cutoff) = cutoff.into_iter().chain(by_bytes).max() {
         tx.execute("DELETE FROM lethe_recall_log WHERE id < ?1", [cutoff])?;
         tx.execute("DELETE FROM lethe_recall_log_hit WHERE log_id < ?1", [cutoff])?;
     }
@@ -156,6 +276,7 @@ pub fn list(conn: &Connection, f: &LogFilter) -> Result<Vec<RecallLogEntry>> {
             actor,
             at,
             query,
+            query_erased: context == ERASED_CONTEXT,
             // A row another program mangled still lists, with what can be read of it.
             context: serde_json::from_str(&context).unwrap_or_default(),
             results: serde_json::from_str(&results).unwrap_or_default(),

@@ -106,9 +106,13 @@ pub(crate) fn hard_delete_tx(
         "DELETE FROM lethe_review WHERE memory_id = ?1",
         "DELETE FROM lethe_task_log WHERE memory_id = ?1",
         "DELETE FROM lethe_session_rule WHERE memory_id = ?1",
-        "DELETE FROM lethe_recall_log_hit WHERE memory_id = ?1",
-        "DELETE FROM memory_item WHERE id = ?1",
     ] {
+        tx.prepare_cached(sql)?.execute([id])?;
+    }
+    // A recall that found the memory usually names what it is about: its query and context
+    // go too (the entry's actor, time and other results stay).
+    crate::recall_log::erase_for_memory(tx, id)?;
+    for sql in ["DELETE FROM lethe_recall_log_hit WHERE memory_id = ?1", "DELETE FROM memory_item WHERE id = ?1"] {
         tx.prepare_cached(sql)?.execute([id])?;
     }
     // The earlier audit rows of this memory lose their text in the same transaction; the

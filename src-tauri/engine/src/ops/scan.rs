@@ -59,11 +59,26 @@ fn archived_originals(conn: &Connection, id: &str) -> Result<Vec<(i64, Vec<u8>)>
         .collect::<std::result::Result<_, _>>()
 }
 
+fn delete_reasons(conn: &Connection, id: &str) -> Result<Vec<String>> {
+    conn.prepare_cached("SELECT reason FROM memory_forgetting_event WHERE memory_id = ?1 AND reason IS NOT NULL")?
+        .query_map([id], |r| r.get(0))?
+        .collect::<std::result::Result<_, _>>()
+}
+
 fn item_of(conn: &Connection, m: &Memory) -> Result<Option<ScanItem>> {
     let mut g = Guard::new(FIND_ALL);
     guard_memory(&mut g, m)?;
     for (_, original) in archived_originals(conn, &m.id)? {
         g.text("archive", &String::from_utf8_lossy(&original))?;
+    }
+    // Its labels and the reasons given for deleting it are text a person or agent typed too.
+    g.opt("session_id", &m.session_id)?;
+    g.opt("project_id", &m.project_id)?;
+    if let Some(kind) = crate::session::task_kind_of(conn, &m.id)? {
+        g.text("task_kind", &kind)?;
+    }
+    for reason in delete_reasons(conn, &m.id)? {
+        g.text("reason", &reason)?;
     }
     if g.findings.is_empty() {
         return Ok(None);
@@ -78,7 +93,8 @@ fn item_of(conn: &Connection, m: &Memory) -> Result<Option<ScanItem>> {
 
 /// Lists the memories (active and in quarantine) that hold secrets or personal data.
 pub fn scan(conn: &Connection) -> Result<Vec<ScanItem>> {
-    let mut stmt = conn.prepare(&format!("SELECT {MEMORY_COLUMNS} FROM memory_item ORDER BY rowid"))?;
+    let mut stmt =
+        conn.prepare(&format!("SELECT {MEMORY_COLUMNS} FROM memory_item WHERE id IS NOT NULL ORDER BY rowid"))?;
     let memories: Vec<Memory> = stmt.query_map([], Memory::from_row)?.collect::<std::result::Result<_, _>>()?;
     let mut out = Vec::new();
     for m in &memories {

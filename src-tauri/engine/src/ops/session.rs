@@ -108,6 +108,9 @@ pub fn end_session(
         return Err(Error::invalid(format!("at most {MAX_RULES} rules per session")));
     }
     let settings = Settings::load(conn)?;
+    // The labels through the same guard as a memory's text.
+    let session_id: &str = &crate::ops::validate::guard_label(&settings, "session", session_id)?;
+    let task_kind: &str = &crate::ops::validate::guard_label(&settings, "task_kind", task_kind)?;
     // Every rule through remember's guard and validation before the transaction opens.
     let mut prepared = Vec::with_capacity(rules.len());
     for (i, r) in rules.iter().enumerate() {

@@ -241,10 +241,18 @@ pub fn guard_new(m: &NewMemory, s: &Settings) -> Result<(NewMemory, Redactions)>
     let mut out = m.clone();
     out.content = g.text("content", &m.content)?;
     out.source = g.opt("source", &m.source)?;
+    out.session_id = g.opt("session_id", &m.session_id)?;
+    out.project_id = g.opt("project_id", &m.project_id)?;
     out.procedure = guard_procedure(&mut g, &m.procedure)?;
     let tags = g.tags(&m.tags)?;
     out.tags = g.with_pii_tags(tags);
     Ok((out, Redactions::of(&g)))
+}
+
+/// A label (session, task kind) or a delete reason as it may be written: through the guard of
+/// the settings' `secrets` and `pii` policy, like a memory's text.
+pub fn guard_label(s: &Settings, field: &str, text: &str) -> Result<String> {
+    Guard::new(Policy::of(s)).text(field, text)
 }
 
 pub(crate) fn guard_procedure(g: &mut Guard, p: &ProcedureFields) -> Result<ProcedureFields> {

@@ -295,6 +295,15 @@ const SCAN_COLUMNS: usize = 17;
 /// [`crate::store::TYPED_COLUMNS`]; the same findings as [`crate::store::mistyped_rows`]
 /// without a scan of its own.
 fn mistyped_in(v: &[ValueRef<'_>; SCAN_COLUMNS], out: &mut Vec<crate::store::Mistyped>) {
+    // An id that is not text (memento's `id TEXT PRIMARY KEY` takes NULL): the row cannot be
+    // named, so it is reported with an empty id and left out.
+    if !matches!(v[1], ValueRef::Text(_)) && out.len() < MISTYPED_LIMIT {
+        out.push(crate::store::Mistyped {
+            id: lenient::text_of(v[1]).unwrap_or_default(),
+            column: "id".into(),
+            found: v[1].type_name().to_string(),
+        });
+    }
     for ((col, ok), at) in crate::store::TYPED_COLUMNS.iter().zip(COLUMN_AT) {
         let found = match v[at] {
             // `typeof(…)` of the two columns the scan does not read.
@@ -337,12 +346,14 @@ fn row_of(v: &[ValueRef<'_>; SCAN_COLUMNS]) -> Result<RawRow> {
         // rather than failing the whole file.
         return Ok(None);
     };
-    let (ValueRef::Integer(rowid), ValueRef::Text(id)) = (v[0], v[1]) else {
-        return Err(Error::column(format!(
-            "a memory's rowid and id are {} and {}",
-            v[0].type_name(),
-            v[1].type_name()
-        )));
+    // Likewise a row without a text id (nothing could name it) or whose content is not text
+    // (`typeof(content)`, read by the scan only): reported as mistyped, not scored.
+    if matches!(v[16], ValueRef::Text(t) if t != b"text" && t != b"null") {
+        return Ok(None);
+    }
+    let ValueRef::Text(id) = v[1] else { return Ok(None) };
+    let ValueRef::Integer(rowid) = v[0] else {
+        return Err(Error::column(format!("a memory's rowid is {}", v[0].type_name())));
     };
     Ok(Some(Row {
         rowid,
@@ -536,7 +547,14 @@ impl Snapshot {
     /// vector is not stored, so every read would search it again. Then the lists it searched
     /// are stored.
     pub fn load_and_keep(conn: &mut Connection) -> Result<Snapshot> {
-        let job = Job::default();
+        Self::load_and_keep_with(conn, &Job::default())
+    }
+
+    /// [`Snapshot::load_and_keep`] that reports its progress and can be cancelled: what an
+    /// import or a push runs after writing, so that the first read after it finds every
+    /// signature and neighbour list stored instead of searching them.
+    pub fn load_and_keep_with(conn: &mut Connection, job: &Job<'_>) -> Result<Snapshot> {
+        let job = *job;
         let first = crate::store::read_tx(conn, || {
             let mut snap = match Self::scan(conn, &job)? {
                 Ok(snap) => snap,
@@ -1374,11 +1392,24 @@ pub struct BatchOptions<'a> {
     /// cache): the batch plans from it instead of loading one, and skips what changed after
     /// it as it skips what changes while it runs.
     pub snapshot: Option<(&'a Snapshot, &'a crate::storage::journal::Journal)>,
+    /// A dry run stores the signatures and neighbour lists it had to search (as `stats`
+    /// does), so that the next read finds them; false for a connection that must not write
+    /// (a read-only open, a team store's reader).
+    pub keep_derived: bool,
 }
 
 impl<'a> BatchOptions<'a> {
     pub fn new(now: Instant, dry_run: bool) -> Self {
-        BatchOptions { dry_run, now, progress: None, cancel: None, chunk: 2000, loading: None, snapshot: None }
+        BatchOptions {
+            dry_run,
+            now,
+            progress: None,
+            cancel: None,
+            chunk: 2000,
+            loading: None,
+            snapshot: None,
+            keep_derived: true,
+        }
     }
 }
 
@@ -1429,7 +1460,10 @@ struct Planned {
 /// Stores missing similarity signatures (rows written by memento or an old import).
 pub fn ensure_signatures(conn: &mut Connection) -> Result<usize> {
     let missing: Vec<(String, String)> = conn
-        .prepare("SELECT m.id, m.content FROM memory_item m LEFT JOIN lethe_signature s ON s.memory_id = m.id WHERE s.memory_id IS NULL")?
+        .prepare(
+            "SELECT m.id, CAST(m.content AS TEXT) FROM memory_item m LEFT JOIN lethe_signature s ON s.memory_id = m.id \
+             WHERE s.memory_id IS NULL AND m.id IS NOT NULL",
+        )?
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<std::result::Result<_, _>>()?;
     for chunk in missing.chunks(5000) {
@@ -1484,8 +1518,9 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
         }
     };
     // Signatures and neighbours of memories written since the last run are stored, so the
-    // next run (and every read) finds them instead of searching again.
-    if !opts.dry_run {
+    // next run (and every read) finds them instead of searching again — by a dry run too,
+    // when its connection may write (they are derived data, not a decision).
+    if !opts.dry_run || opts.keep_derived {
         snap.persist(conn)?;
     }
     let inputs = snap.inputs(&s, now);

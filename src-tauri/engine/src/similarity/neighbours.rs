@@ -148,9 +148,11 @@ const MEMBER_SQL: &str =
     "SELECT m.rowid, m.id, COALESCE(m.is_deleted, 0), s.bands, s.content_hash, n.model, n.hash, n.keys, n.list, \
      CASE WHEN s.bands IS NULL THEN m.content END, COALESCE(m.pinned, 0), COALESCE(m.importance, 0.5), m.created_at \
      FROM memory_item m LEFT JOIN lethe_signature s ON s.memory_id = m.id \
-     LEFT JOIN lethe_neighbour n ON n.memory_rowid = m.rowid";
+     LEFT JOIN lethe_neighbour n ON n.memory_rowid = m.rowid \
+     WHERE typeof(m.id) = 'text'";
 
-/// Loads every memory with its band keys and its stored neighbours (current or not).
+/// Loads every memory with its band keys and its stored neighbours (current or not). A row
+/// without a text id (another program's; reported as mistyped) is not a member.
 pub fn members(conn: &Connection) -> Result<Vec<Member>> {
     let fp = fingerprint();
     let mut stmt = conn.prepare_cached(&format!("{MEMBER_SQL} ORDER BY m.rowid"))?;
@@ -215,14 +217,14 @@ pub fn update_members(conn: &Connection, members: &mut Vec<Member>, ids: &[Strin
         // Reading most of them one by one costs more than reading all in one scan.
         return Ok(None);
     }
-    let mut stmt = conn.prepare_cached(&format!("{MEMBER_SQL} WHERE m.rowid = ?1"))?;
+    let mut stmt = conn.prepare_cached(&format!("{MEMBER_SQL} AND m.rowid = ?1"))?;
     for &i in &dirty {
         let Some(m) = stmt.query_row([members[i].rowid], |r| Ok(member_of_row(r, fp))).optional()? else {
             return Ok(None);
         };
         members[i] = m?;
     }
-    let mut by_id = conn.prepare_cached(&format!("{MEMBER_SQL} WHERE m.id = ?1"))?;
+    let mut by_id = conn.prepare_cached(&format!("{MEMBER_SQL} AND m.id = ?1"))?;
     let mut new: Vec<Member> = Vec::new();
     for &id in &changed {
         let fresh = by_id.query_row([id], |r| Ok(member_of_row(r, fp))).optional()?.transpose()?;

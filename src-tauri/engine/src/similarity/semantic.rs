@@ -30,11 +30,12 @@ pub fn store_vector(tx: &Transaction, fingerprint: &str, memory_id: &str, v: &Ve
     Ok(())
 }
 
-/// How many memories have no vector of this model yet.
+/// How many memories have no vector of this model yet (a row without an id, another
+/// program's and reported as mistyped, never gets one).
 pub fn pending(conn: &Connection, e: &Embedder) -> Result<usize> {
     let n: i64 = conn.query_row(
         "SELECT COUNT(*) FROM memory_item m LEFT JOIN lethe_vector v ON v.memory_id = m.id AND v.model = ?1 \
-         WHERE v.memory_id IS NULL",
+         WHERE v.memory_id IS NULL AND m.id IS NOT NULL",
         [e.fingerprint()],
         |r| r.get(0),
     )?;
@@ -66,9 +67,9 @@ pub fn backfill(
         }
         let batch: Vec<(i64, String, String)> = {
             let mut stmt = conn.prepare_cached(
-                "SELECT m.rowid, m.id, m.content FROM memory_item m \
+                "SELECT m.rowid, m.id, CAST(m.content AS TEXT) FROM memory_item m \
                  LEFT JOIN lethe_vector v ON v.memory_id = m.id AND v.model = ?1 \
-                 WHERE m.rowid > ?3 AND v.memory_id IS NULL ORDER BY m.rowid LIMIT ?2",
+                 WHERE m.rowid > ?3 AND v.memory_id IS NULL AND m.id IS NOT NULL ORDER BY m.rowid LIMIT ?2",
             )?;
             let rows = stmt
                 .query_map(params![e.fingerprint(), CHUNK as i64, after], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;

@@ -684,6 +684,7 @@ fn refuse_other_programs_file(conn: &rusqlite::Connection) -> Result<()> {
 /// program damaged.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Mistyped {
+    /// The memory's id; empty when the id itself is missing (`column` is then `id`).
     pub id: String,
     pub column: String,
     /// SQLite's `typeof` of the stored value.
@@ -711,15 +712,14 @@ pub fn mistyped_rows(conn: &Connection, limit: usize) -> Result<Vec<Mistyped>> {
     if conn.is_postgres() {
         return Ok(Vec::new());
     }
-    let mut cols: Vec<(&str, String)> = Vec::new();
+    // An id that is not text (memento's `id TEXT PRIMARY KEY` takes NULL) is the one case
+    // where NULL is wrong too.
+    let mut cols: Vec<(&str, String)> = vec![("id", "typeof(id) <> 'text'".into())];
     for (col, ok) in TYPED_COLUMNS {
         if column_exists(conn, "memory_item", col)? {
             let allowed = ok.iter().map(|t| format!("'{t}'")).collect::<Vec<_>>().join(", ");
             cols.push((col, format!("typeof({col}) NOT IN ('null', {allowed})")));
         }
-    }
-    if cols.is_empty() {
-        return Ok(Vec::new());
     }
     // One scan of the table, whatever the number of columns checked (`typeof` reads only the
     // record header, not the values).
@@ -729,6 +729,9 @@ pub fn mistyped_rows(conn: &Connection, limit: usize) -> Result<Vec<Mistyped>> {
         cols.iter().map(|(_, w)| w.as_str()).collect::<Vec<_>>().join(" OR ")
     );
     let allowed = |col: &str, found: &str| {
+        if col == "id" {
+            return found == "text";
+        }
         found == "null" || TYPED_COLUMNS.iter().any(|(c, ok)| *c == col && ok.contains(&found))
     };
     let mut stmt = conn.prepare(&sql)?;

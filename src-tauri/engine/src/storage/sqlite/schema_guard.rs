@@ -31,12 +31,17 @@ fn known() -> &'static HashMap<String, Vec<String>> {
                 include_str!("migrations/005_sessions.sql"),
                 include_str!("migrations/006_derived_on_change.sql"),
             ],
-            // memento's schema (its DDL as the fixtures reproduce it), with sqlite-vec.
+            // memento 1.36's schema (hand-written from its documentation), with sqlite-vec.
             &[
                 include_str!("../../../tests/fixtures/memento_1_36.sql"),
                 include_str!("../../../tests/fixtures/memento_1_36_vec.sql"),
             ],
-            &[include_str!("../../../tests/fixtures/memento_0_1.sql")],
+            // memento 0.1.0 as released: its own schema.sql at each release tag whose schema
+            // differs (copied byte for byte; the DDL its database.ts runs creates the same
+            // triggers). Tag 1.5.0's schema needs sqlite-vec to run at all and is not here.
+            &[include_str!("../../../tests/fixtures/memento/schema_1_0_0.sql")],
+            &[include_str!("../../../tests/fixtures/memento/schema_1_0_1.sql")],
+            &[include_str!("../../../tests/fixtures/memento/schema_1_5_1.sql")],
         ];
         for steps in scripts {
             let conn = Connection::open_in_memory().expect("an in-memory database");
