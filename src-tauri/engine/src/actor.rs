@@ -1,6 +1,7 @@
 //! Who acts. One grammar for every interface (DESIGN §10, issue #23): `user` is the person
 //! (the window, or the CLI on an interactive terminal); `agent:<name>` with a name of
-//! `[A-Za-z0-9._-]{1,64}` is an agent; `policy` is reserved for the engine's own batch.
+//! `[A-Za-z0-9._-]{1,64}` holding a letter or digit is an agent; `policy` is reserved for the
+//! engine's own batch.
 //! On a team store a person is also `user:<role>`: the curator or owner whose database role
 //! signed in, named by the server and never claimable. Anything else is `invalid_input`. Person-only operations (settings, hard delete) check
 //! [`require_person`] in the engine, so no interface can skip it.
@@ -37,7 +38,7 @@ pub fn parse(actor: &str) -> Result<&str> {
         Some(name) if valid_name(name) => Ok(actor),
         _ => Err(Error::invalid(format!(
             "invalid actor {actor:?}: expected `user` or `agent:<name>` with a name of 1-64 characters from A-Z a-z 0-9 . _ - \
-             (not user, policy, system, person or lethe)"
+             holding a letter or digit (not user, policy, system, person or lethe)"
         ))),
     }
 }
