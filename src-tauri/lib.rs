@@ -379,6 +379,8 @@ fn disable_compositing(theirs: Option<&std::ffi::OsStr>, gpu: Option<&std::ffi::
 
 pub fn run() {
     draw_on_the_cpu();
+    // The person's audit rows say they acted in the window.
+    lethe_engine::actor::set_via(lethe_engine::actor::Via::Window);
     let args: Vec<String> = std::env::args().collect();
     let db_path = state::launch_path(&args, recent::list().into_iter().next());
     tauri::Builder::default()

@@ -500,7 +500,13 @@ task_log_half_life_days: number,
 /**
  * How many agent recalls the recall log keeps (oldest dropped); 0 keeps none.
  */
-recall_log_max_rows: number, };
+recall_log_max_rows: number, 
+/**
+ * The person-only operations (settings, hard delete) in the window alone: the CLI refuses
+ * them with `forbidden` even on a terminal, for people whose agents have a shell (a
+ * program with a pseudo-terminal can type what a person types).
+ */
+person_ops_window_only: boolean, };
 
 /**
  * A neighbour of a memory as its detail lists it.

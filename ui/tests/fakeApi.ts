@@ -187,6 +187,7 @@ export const DEFAULT_SETTINGS: Settings = {
   pii: 'tag',
   task_log_half_life_days: 30,
   recall_log_max_rows: 10000,
+  person_ops_window_only: false,
 };
 
 /** Pages through `total` synthetic rows like list_memories would. */

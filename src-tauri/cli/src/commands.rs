@@ -549,7 +549,22 @@ fn remember(conn: &mut rusqlite_conn::Connection, a: &RememberArgs, actor: &str,
     to_json(&out)
 }
 
+/// How long a `--read-only` session may run its statements in all: `$LETHE_READ_ONLY_DEADLINE_SECS`,
+/// else 30 s (a list or recall of a big store takes well under a second).
+fn read_only_deadline() -> std::time::Duration {
+    let secs = std::env::var("LETHE_READ_ONLY_DEADLINE_SECS").ok().and_then(|v| v.parse::<u64>().ok());
+    std::time::Duration::from_secs(secs.filter(|s| *s > 0).unwrap_or(30))
+}
+
 pub fn run(cli: Cli) -> Result<Option<Value>> {
+    let read_only = cli.read_only;
+    run_command(cli).map_err(|e| match store::interrupted_message(&e, read_only_deadline()) {
+        Some(m) if read_only => Error::Refused(m),
+        _ => e,
+    })
+}
+
+fn run_command(cli: Cli) -> Result<Option<Value>> {
     use std::io::IsTerminal;
     let on_terminal = std::io::stdin().is_terminal();
     let writes = writes(&cli.command);
@@ -570,6 +585,11 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
     }
     let actor = resolve_actor(cli.actor.as_deref(), on_terminal)?;
     let actor = actor.as_str();
+    if on_terminal && actor == lethe_engine::actor::USER {
+        // The audit says the person acted through a terminal (which a program with a
+        // pseudo-terminal can be, too).
+        lethe_engine::actor::set_via(lethe_engine::actor::Via::Terminal);
+    }
     if let Command::Fixture { kind, path } = &cli.command {
         lethe_testkit::fixtures::build_memento(path, kind.parse()?)?;
         return Ok(Some(json!({ "fixture": kind, "path": path })));
@@ -611,6 +631,11 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
     }
     let mut conn = open_db(&cli.db, read_only)?;
     let conn = &mut conn;
+    if read_only {
+        // A file opened for viewing may be hostile: its statements, all together, get a
+        // deadline (a view that recurses for ever ends with an error).
+        store::session_deadline(conn, read_only_deadline());
+    }
     // On a team server the database role decides: a reader writes nothing, and an agent role
     // acts as `agent:<role>` whatever it claims (the server's audit triggers enforce the same).
     let (team_actor, reader) = team_actor(conn, &cli, writes)?;
@@ -618,8 +643,9 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
     // off a terminal (a script of the team lead's) the sign-in stands for the confirmation.
     let signed_in_person = team_actor.as_deref().is_some_and(lethe_engine::actor::is_person) && !on_terminal;
     let actor = team_actor.as_deref().unwrap_or(actor);
-    // A reader's reads store nothing either (no neighbour lists, no recall statistics).
-    let read_only = read_only || reader;
+    // A reader's reads store nothing either (no neighbour lists, no recall statistics), nor
+    // do reads of a file nobody may write (a read-only mount, an immutable file).
+    let read_only = read_only || reader || store::is_read_only(conn)?;
     if !read_only
         && matches!(
             cli.command,
@@ -947,7 +973,7 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
                 }
                 (Some(k), Some(v)) => {
                     let new = s.with_value(k, v)?;
-                    lethe_engine::actor::require_person(actor, "changing settings")?;
+                    lethe_engine::actor::require_person_with(actor, "changing settings", s.person_ops_window_only)?;
                     let old = to_json(&s)?;
                     let mut slot = &old;
                     for part in k.split('.') {

@@ -414,6 +414,69 @@ fn malformed_lines_get_errors_and_the_server_keeps_serving() {
     assert!(status.success() && err.is_empty(), "a clean end: {status} {err}");
 }
 
+/// A request that does not decode (a lone surrogate escape, a `NaN` or `1e999` id) is
+/// answered with an error the client can match: its id as the client wrote it, or, when no
+/// JSON answer can carry that id, an error with `"id": null` and the end of the session, so
+/// the client is never left waiting.
+#[test]
+fn undecodable_requests_get_an_answer_the_client_can_match() {
+    let path = db("undecodable");
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let start = || {
+        let mut child = raw_server(&path);
+        let mut stdin = child.stdin.take().unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        writeln!(stdin, "{init}").unwrap();
+        let mut l = String::new();
+        out.read_line(&mut l).unwrap();
+        writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
+        (child, stdin, out)
+    };
+    let (mut child, mut stdin, mut out) = start();
+    let mut line = || {
+        let mut l = String::new();
+        out.read_line(&mut l).unwrap();
+        l
+    };
+    // A lone surrogate in the arguments: the error names the request's id.
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{{"name":"recall","arguments":{{"query":"\ud800"}}}}}}"#
+    )
+    .unwrap();
+    let r: Value = serde_json::from_str(&line()).unwrap();
+    assert_eq!((r["id"].clone(), r["error"]["code"].clone()), (json!(41), json!(-32700)), "{r}");
+    // A lone surrogate in the id itself: the answer repeats it as written.
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":"q\udc00","method":"ping"}}"#).unwrap();
+    let l = line();
+    assert!(l.contains(r#""id":"q\udc00""#) && l.contains("-32700"), "{l}");
+    // And the server still serves.
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 42, "method": "ping"})).unwrap();
+    let r: Value = serde_json::from_str(&line()).unwrap();
+    assert_eq!(r["id"], json!(42), "{r}");
+    drop(stdin);
+    child.wait().unwrap();
+
+    for id in ["NaN", "1e999", "Infinity"] {
+        let (mut child, mut stdin, mut out) = start();
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#).unwrap();
+        let mut l = String::new();
+        out.read_line(&mut l).unwrap();
+        let r: Value = serde_json::from_str(&l).unwrap_or_else(|e| panic!("{e}: {l:?}"));
+        assert!(r["id"].is_null() && r["error"]["code"] == json!(-32700), "{id}: {r}");
+        assert!(r["error"]["message"].as_str().unwrap().contains("session ends"), "{id}: {r}");
+        // The session ends: stdout closes and the process exits, with stdin still open.
+        let mut rest = String::new();
+        assert_eq!(out.read_line(&mut rest).unwrap(), 0, "{id}: nothing after the end: {rest:?}");
+        let started = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            assert!(started.elapsed() < std::time::Duration::from_secs(10), "{id}: the server exits");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        drop(stdin);
+    }
+}
+
 /// Eight agent processes write 500 memories each while a ninth recalls in a loop: every
 /// write lands, no call fails (no "database is locked" reaches a caller), all are findable.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -159,3 +159,46 @@ async fn mcp_redacts_and_refuse_mode_is_a_tool_error_that_writes_nothing() {
     assert_eq!(counts(&path), before, "nothing written");
     client.cancel().await.unwrap();
 }
+
+/// Secrets written the ways the older detector let through, stored while `secrets` was
+/// `allow` (as an older version stored them): `lethe scan` lists them by kind, and
+/// `scan --redact --confirm` takes them out.
+#[test]
+fn scan_finds_disguised_secrets_older_versions_let_through() {
+    let db = db("disguised");
+    set_as_person(&db, "secrets", "allow");
+    set_as_person(&db, "pii", "allow");
+    let cases = [
+        ("backup key AKIA\u{200b}Z7QX4ZL2M5N8P3RS in the runbook", "aws_access_key", "Z7QX4ZL2M5N8P3RS"),
+        ("The root password for db01 is Tr0ub4dor&3", "password_assignment", "Tr0ub4dor&3"),
+        ("GET /login?user=ana&password%3DHunter2%21x", "password_assignment", "Hunter2"),
+        ("datadog api key 3f9a8c7e6d5b4a3f2e1d0c9b8a7f6e5d", "password_assignment", "3f9a8c7e6d5b4a3f2e1d0c9b8a7f6e5d"),
+        ("card 4111.1111.1111.1111 exp 09/28", "card_number", "4111.1111.1111.1111"),
+        ("SSN 078-05-1120 on the form", "ssn", "078-05-1120"),
+        ("write to alice [at] example [dot] com", "email", "alice [at] example"),
+    ];
+    let mut ids = Vec::new();
+    for (content, _, _) in &cases {
+        let (code, out, _, all) = lethe(&db, &["remember", "--type", "semantic", "--content", content]);
+        assert_eq!(code, 0, "{all}");
+        assert!(out["redacted"].as_array().is_none_or(|a| a.is_empty()), "allow stores as given: {out}");
+        ids.push(out["id"].as_str().unwrap().to_string());
+    }
+    set_as_person(&db, "secrets", "redact");
+    // Personal data is redacted in place when the setting says so (tag mode keeps the text).
+    set_as_person(&db, "pii", "redact");
+    let (code, out, _, _) = lethe(&db, &["scan"]);
+    assert_eq!(code, 0);
+    for ((content, kind, _), id) in cases.iter().zip(&ids) {
+        let item = out["items"].as_array().unwrap().iter().find(|i| i["id"] == json!(id));
+        let kinds = item.map(|i| i["kinds"].clone()).unwrap_or(Value::Null);
+        assert!(kinds.as_array().is_some_and(|k| k.contains(&json!(kind))), "{content:?}: {kinds}");
+    }
+    let (code, _, _, all) = lethe(&db, &["scan", "--redact", "--confirm"]);
+    assert_eq!(code, 0, "{all}");
+    for ((content, _, value), id) in cases.iter().zip(&ids) {
+        let (_, shown, _, _) = lethe(&db, &["show", id]);
+        let text = shown["content"].as_str().unwrap();
+        assert!(!text.contains(value) && text.contains("[REDACTED:"), "{content:?} -> {text:?}");
+    }
+}

@@ -158,7 +158,17 @@ fn agents_are_named_agents_and_may_not_do_what_only_the_person_may() {
     let events = ok(&db, &["events", "--memory", &id]);
     assert_eq!(events["items"][0]["actor"], "agent:cli", "off a terminal the CLI is an agent");
 
-    for bad in ["agent:user", "policy", "agent:a\u{202e}b", "agent:a\u{200b}b", "agent:", "someone", "agent:x y"] {
+    for bad in [
+        "agent:user",
+        "policy",
+        "agent:a\u{202e}b",
+        "agent:a\u{200b}b",
+        "agent:",
+        "someone",
+        "agent:x y",
+        "agent:.",
+        "agent:..",
+    ] {
         let (code, _, err) = lethe(&db, &["--actor", bad, "pin", &id]);
         assert_eq!((code, err["error"]["code"].as_str()), (2, Some("invalid_input")), "{bad:?}: {err}");
     }
@@ -371,4 +381,179 @@ fn import_refuses_future_dates_and_quarantines_deleted_lines_as_of_now() {
     let q = ok(&db, &["quarantine"]);
     assert!(q["items"][0]["days_left"].as_f64().unwrap() > 29.0, "quarantined as of now: {q}");
     assert!(ok(&db, &["forget"])["purged"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn the_person_at_a_terminal_is_audited_as_via_terminal() {
+    let s = scratch("via");
+    let db = s.0.join("m.db");
+    let id = remember(&db, "a memory erased from a terminal");
+    let (code, _, err) = as_person(&db, &["settings", "quarantine_days", "7"], "yes");
+    assert_eq!(code, 0, "{err}");
+    let ev = &ok(&db, &["events", "--action", "settings"])["items"][0];
+    assert_eq!((ev["actor"].as_str(), ev["after"]["via"].as_str()), (Some("user"), Some("terminal")), "{ev}");
+    let (code, _, err) = as_person(&db, &["delete", &id, "--hard", "--confirm"], "");
+    assert_eq!(code, 0, "{err}");
+    let ev = &ok(&db, &["events", "--action", "hard"])["items"][0];
+    assert_eq!((ev["actor"].as_str(), ev["metadata"]["via"].as_str()), (Some("user"), Some("terminal")), "{ev}");
+    // An agent's rows carry no `via`: it is the person's channel only.
+    let other = remember(&db, "an agent's memory");
+    ok(&db, &["pin", &other]);
+    let ev = &ok(&db, &["events", "--action", "pin"])["items"][0];
+    assert_eq!(ev["actor"], "agent:cli");
+    assert!(ev["after"].get("via").is_none(), "{ev}");
+}
+
+#[test]
+fn with_person_ops_window_only_a_terminal_may_not_change_settings_or_hard_delete() {
+    let s = scratch("window-only");
+    let db = s.0.join("m.db");
+    let id = remember(&db, "a memory only the window may erase");
+    // Turning it on is a setting like the others (from the terminal, while it is off).
+    let (code, out, err) = as_person(&db, &["settings", "person_ops_window_only", "true"], "yes");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out["person_ops_window_only"], true);
+    let ev = &ok(&db, &["events", "--action", "settings"])["items"][0];
+    assert_eq!(ev["before"]["person_ops_window_only"], false, "audited like every setting: {ev}");
+    assert_eq!(ev["after"]["person_ops_window_only"], true, "{ev}");
+
+    let before = bytes_of(&s.0);
+    for (what, args, answer) in [
+        ("a setting", vec!["settings", "quarantine_days", "0"], "yes"),
+        ("turning the setting off", vec!["settings", "person_ops_window_only", "false"], "yes"),
+        ("a hard delete", vec!["delete", id.as_str(), "--hard", "--confirm"], ""),
+    ] {
+        let (code, _, err) = as_person(&db, &args, answer);
+        assert_eq!(code, 6, "{what}: {err}");
+        assert!(err.contains("forbidden") && err.contains("person_ops_window_only"), "{what}: {err}");
+    }
+    assert_eq!(bytes_of(&s.0), before, "nothing written by a refused command");
+    assert_eq!(ok(&db, &["show", &id])["id"], id.as_str());
+
+    // The window (this process declares itself the window) still may.
+    lethe_engine::actor::set_via(lethe_engine::actor::Via::Window);
+    let mut conn = lethe_engine::store::open(&db).unwrap();
+    let settings = lethe_engine::Settings::load(&conn).unwrap().with_value("quarantine_days", "7").unwrap();
+    lethe_engine::Settings::store(&mut conn, &settings, "user", chrono::Utc::now()).unwrap();
+    lethe_engine::lifecycle::hard_delete(&mut conn, &id, true, None, "user", chrono::Utc::now()).unwrap();
+    drop(conn);
+    let ev = &ok(&db, &["events", "--action", "hard"])["items"][0];
+    assert_eq!(ev["metadata"]["via"], "window", "{ev}");
+}
+
+#[test]
+fn an_agents_soft_delete_without_a_reason_is_recorded_as_the_agents() {
+    let s = scratch("agent-delete");
+    let db = s.0.join("m.db");
+    let id = remember(&db, "a memory an agent deletes");
+    ok(&db, &["--actor", "agent:sweeper", "delete", &id]);
+    let ev = &ok(&db, &["events", "--action", "soft"])["items"][0];
+    assert_eq!(ev["reason"], "deleted by agent:sweeper without a reason", "{ev}");
+    assert_eq!(ev["policy"], "agent", "{ev}");
+}
+
+#[test]
+fn a_read_only_session_whose_view_recurses_ends_with_a_clear_error() {
+    let s = scratch("recursive-view");
+    let db = tampered(
+        &s.0,
+        "m.db",
+        "ALTER TABLE memory_item RENAME TO memory_item_kept;
+         CREATE VIEW memory_item AS
+           WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r)
+           SELECT m.rowid AS rowid, m.* FROM r, memory_item_kept m WHERE r.x < 0;",
+    );
+    let before = bytes_of(&s.0);
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_lethe"))
+        .env("LETHE_READ_ONLY_DEADLINE_SECS", "2")
+        .arg("--db")
+        .arg(&db)
+        .args(["--read-only", "list"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let err: Value = serde_json::from_slice(&out.stderr).unwrap_or(Value::Null);
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+    assert_eq!((out.status.code(), err["error"]["code"].as_str()), (Some(1), Some("db_unavailable")), "{err}");
+    assert!(err["error"]["message"].as_str().unwrap().contains("longer than 2 s"), "{err}");
+    assert_eq!(bytes_of(&s.0), before, "the file is as it was");
+}
+
+#[test]
+fn a_dangling_symlink_as_the_store_is_refused_and_nothing_is_created() {
+    let s = scratch("dangling");
+    let target = s.0.join("elsewhere").join("target.db");
+    std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+    let link = s.0.join("link.db");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let (code, _, err) = lethe(&link, &["remember", "--type", "semantic", "--content", "through a dangling link"]);
+    assert_eq!((code, err["error"]["code"].as_str()), (2, Some("invalid_input")), "{err}");
+    assert!(err["error"]["message"].as_str().unwrap().contains("symbolic link"), "{err}");
+    assert!(!target.exists(), "the link's target was not created");
+    // A link to an existing store works as before.
+    remember(&target, "the real store");
+    assert_eq!(ok(&link, &["list"])["total"], 1);
+}
+
+#[test]
+fn sqlite_uris_and_memory_databases_are_refused() {
+    let s = scratch("uri");
+    let in_memory = format!("file:{}?mode=memory", s.0.join("m.db").display());
+    for db in [in_memory.as_str(), ":memory:", "file::memory:", "FILE:m.db"] {
+        for args in [vec!["remember", "--type", "semantic", "--content", "kept nowhere"], vec!["--read-only", "list"]] {
+            let (code, out, err) = lethe(Path::new(db), &args);
+            assert_eq!((code, err["error"]["code"].as_str()), (2, Some("invalid_input")), "{db} {args:?}: {out} {err}");
+        }
+    }
+    assert!(std::fs::read_dir(&s.0).unwrap().next().is_none(), "nothing created");
+}
+
+/// Removes the immutable attribute however the test ends.
+struct Immutable(PathBuf);
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = Command::new("chattr").arg("-i").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn an_immutable_file_and_a_read_only_mount_can_be_read() {
+    let s = scratch("immutable");
+    let db = s.0.join("m.db");
+    let id = remember(&db, "a memory on a file nobody may write");
+    remember(&db, "another memory, so that scoring has neighbours");
+    // Setting the attribute needs CAP_LINUX_IMMUTABLE (root in the test container).
+    let set = Command::new("chattr").arg("+i").arg(&db).stderr(Stdio::null()).status();
+    if !set.is_ok_and(|st| st.success()) {
+        eprintln!("chattr +i is not permitted here: the immutable-file case is not run");
+        return;
+    }
+    let _guard = Immutable(db.clone());
+    let listed = ok(&db, &["list"]);
+    assert_eq!(listed["total"], 2, "a read command skips storing what it found: {listed}");
+    assert_eq!(ok(&db, &["--read-only", "list"])["total"], 2);
+    assert_eq!(ok(&db, &["show", &id])["id"], id.as_str());
+    drop(_guard);
+
+    // A read-only mount of the store's directory (a mount namespace of its own), without the
+    // WAL index SQLite would need to create there.
+    let _ = std::fs::remove_file(s.0.join("m.db-shm"));
+    let cmd = format!(
+        "mount --bind -o ro {dir} {dir} && exec {lethe} --db {db} --read-only list",
+        dir = shell_quote(s.0.to_str().unwrap()),
+        lethe = shell_quote(env!("CARGO_BIN_EXE_lethe")),
+        db = shell_quote(db.to_str().unwrap()),
+    );
+    let out = Command::new("unshare").args(["-m", "sh", "-c", &cmd]).stdin(Stdio::null()).output();
+    match out {
+        Ok(out) if !String::from_utf8_lossy(&out.stderr).contains("mount:") => {
+            let listed: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            assert_eq!(listed["total"], 2, "{listed}");
+        }
+        _ => eprintln!("a read-only bind mount is not permitted here: that case is not run"),
+    }
 }

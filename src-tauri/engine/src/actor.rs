@@ -1,6 +1,7 @@
 //! Who acts. One grammar for every interface (DESIGN §10, issue #23): `user` is the person
 //! (the window, or the CLI on an interactive terminal); `agent:<name>` with a name of
-//! `[A-Za-z0-9._-]{1,64}` is an agent; `policy` is reserved for the engine's own batch.
+//! `[A-Za-z0-9._-]{1,64}` holding a letter or digit is an agent; `policy` is reserved for the
+//! engine's own batch.
 //! On a team store a person is also `user:<role>`: the curator or owner whose database role
 //! signed in, named by the server and never claimable. Anything else is `invalid_input`. Person-only operations (settings, hard delete) check
 //! [`require_person`] in the engine, so no interface can skip it.
@@ -23,6 +24,7 @@ fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= MAX_NAME
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        && name.bytes().any(|b| b.is_ascii_alphanumeric())
         && !RESERVED.iter().any(|r| name.eq_ignore_ascii_case(r))
 }
 
@@ -36,7 +38,7 @@ pub fn parse(actor: &str) -> Result<&str> {
         Some(name) if valid_name(name) => Ok(actor),
         _ => Err(Error::invalid(format!(
             "invalid actor {actor:?}: expected `user` or `agent:<name>` with a name of 1-64 characters from A-Z a-z 0-9 . _ - \
-             (not user, policy, system, person or lethe)"
+             holding a letter or digit (not user, policy, system, person or lethe)"
         ))),
     }
 }
@@ -52,7 +54,7 @@ pub fn agent_from_client_name(name: &str) -> String {
         .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '_' })
         .take(MAX_NAME)
         .collect();
-    let cleaned = if cleaned.is_empty() {
+    let cleaned = if !cleaned.bytes().any(|b| b.is_ascii_alphanumeric()) {
         "unnamed".to_string()
     } else if RESERVED.iter().any(|r| cleaned.eq_ignore_ascii_case(r)) {
         format!("client-{cleaned}")
@@ -71,6 +73,7 @@ fn valid_person_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= MAX_NAME
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        && name.bytes().any(|b| b.is_ascii_alphanumeric())
 }
 
 /// `user:<role>` for the curator or owner signed in to a team store as the database role
@@ -82,11 +85,66 @@ pub fn person_named(role: &str) -> String {
         .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '_' })
         .take(MAX_NAME)
         .collect();
-    if cleaned.is_empty() {
+    if !cleaned.bytes().any(|b| b.is_ascii_alphanumeric()) {
         USER.to_string()
     } else {
         format!("user:{cleaned}")
     }
+}
+
+/// Through what the person acts in this process, recorded with their audit rows (`via`):
+/// the desktop window says `window`, the CLI on an interactive terminal `terminal`. A
+/// terminal is not proof of a person: anything a person can type there, a program with a
+/// pseudo-terminal can type too (README, "Who acts").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    Window,
+    Terminal,
+}
+
+impl Via {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Via::Window => "window",
+            Via::Terminal => "terminal",
+        }
+    }
+}
+
+static VIA: std::sync::OnceLock<Via> = std::sync::OnceLock::new();
+
+/// Declares, once per process, through what the person acts (the interface's start-up).
+/// A second call with another value is ignored: a process is one interface.
+pub fn set_via(via: Via) {
+    let _ = VIA.set(via);
+}
+
+/// What [`set_via`] declared, if anything.
+pub fn via() -> Option<Via> {
+    VIA.get().copied()
+}
+
+/// `via` of an audit row written by `actor`: set for the person only.
+pub fn via_of(actor: &str) -> Option<&'static str> {
+    if is_person(actor) && !actor.starts_with("user:") {
+        via().map(Via::as_str)
+    } else {
+        None
+    }
+}
+
+/// The person-only check with the store's setting `person_ops_window_only`: when it is on,
+/// the person acts in the window alone, and a terminal (where a program with a pseudo-terminal
+/// can type as well) is refused with `forbidden`.
+pub fn require_person_with(actor: &str, what: &str, window_only: bool) -> Result<()> {
+    require_person(actor, what)?;
+    if window_only && actor == USER && via() != Some(Via::Window) {
+        return Err(Error::Forbidden(format!(
+            "{what} is kept to the window on this store (setting person_ops_window_only); a terminal is not proof of a \
+             person, so the lethe CLI may not do it"
+        )));
+    }
+    Ok(())
 }
 
 /// `forbidden` (exit 6) unless the person acts.
@@ -120,6 +178,9 @@ mod tests {
             "User",
             " user",
             "agent:x/y",
+            "agent:.",
+            "agent:..",
+            "agent:-_.",
             "system",
             &format!("agent:{}", "a".repeat(65)),
         ] {

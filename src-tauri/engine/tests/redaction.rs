@@ -71,7 +71,7 @@ fn secrets() -> Vec<(String, &'static str, Kind)> {
         c("The shared key is {} for now", "7Hq2Lm9Xv4Rt8Wz1Ks6Np3Bd5Fy0Cg", Kind::HighEntropy),
         c("signature ?sig={} in the presigned URL", "Qm7Xk2Lp9Vr4Tn8Ws1Hd6Jf3Bc5Gz0Ya", Kind::HighEntropy),
         c("random blob {} in the config", "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MEFCQ0RFRkc", Kind::HighEntropy),
-        c("keycloak secret {} rotated", "Pq8Rs7Tu6Vw5Xy4Za3Bc2De1Fg0Hi9Jk", Kind::HighEntropy),
+        c("keycloak secret {} rotated", "Pq8Rs7Tu6Vw5Xy4Za3Bc2De1Fg0Hi9Jk", Kind::PasswordAssignment),
     ]
 }
 

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ErrorCode, ErrorData, JsonRpcMessage, RequestId};
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
 /// Methods a client may send to a server (MCP 2025-11-25): a line naming one of these whose
@@ -135,7 +135,14 @@ where
     /// Queues the error for the writer task, in order, with no await: false once writing to
     /// stdout has failed.
     fn reply(&mut self, error: ErrorData, id: Option<RequestId>) -> bool {
-        let msg = json!({ "jsonrpc": "2.0", "id": id.map(RequestId::into_json_value), "error": error });
+        let id = id.map(RequestId::into_json_value).unwrap_or(Value::Null).to_string();
+        self.reply_raw(error, id)
+    }
+
+    /// As [`Self::reply`], with the id as JSON text (copied from a line that did not decode).
+    fn reply_raw(&mut self, error: ErrorData, id: String) -> bool {
+        let error = serde_json::to_string(&error).unwrap_or_else(|_| "{}".into());
+        let msg = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{error}}}");
         let (tx, _) = self.errors.get_or_insert_with(|| {
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
             let (out, abnormal) = (Arc::clone(&self.out), Arc::clone(&self.abnormal));
@@ -149,7 +156,7 @@ where
             });
             (tx, task)
         });
-        tx.send(msg.to_string().into_bytes()).is_ok()
+        tx.send(msg.into_bytes()).is_ok()
     }
 
     /// The message of one line, or the JSON-RPC error it deserves (None: nothing to say,
@@ -198,6 +205,109 @@ where
             }
         }
         Ok(msg)
+    }
+}
+
+/// The id of a line that did not decode, as the client wrote it.
+#[derive(Debug, PartialEq)]
+enum RawId {
+    /// A JSON string (whatever its escapes hold, lone surrogates included) or integer: an
+    /// answer can repeat it byte for byte.
+    Json(String),
+    /// `NaN`, `Infinity`, `1e999`, `1.5` or another token: not an id MCP allows (a string or
+    /// an integer), and no JSON answer can carry what the client will look for.
+    Unanswerable(String),
+}
+
+/// The top-level `"id"` member of a JSON object text that a strict parser refused, read by
+/// its syntax only; `None` when the line is not an object or has no id.
+fn raw_id(line: &[u8]) -> Option<RawId> {
+    let s = std::str::from_utf8(line).ok()?;
+    let b = s.as_bytes();
+    let ws = |i: &mut usize| {
+        while *i < b.len() && b[*i].is_ascii_whitespace() {
+            *i += 1;
+        }
+    };
+    // Where the string opening at `i` ends (after its closing quote).
+    let string_end = |mut i: usize| -> Option<usize> {
+        i += 1;
+        while i < b.len() {
+            match b[i] {
+                b'\\' => i += 2,
+                b'"' => return Some(i + 1),
+                _ => i += 1,
+            }
+        }
+        None
+    };
+    let mut i = 0;
+    ws(&mut i);
+    if b.get(i) != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    loop {
+        ws(&mut i);
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        let key_end = string_end(i)?;
+        let key = &s[i..key_end];
+        i = key_end;
+        ws(&mut i);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i += 1;
+        ws(&mut i);
+        let start = i;
+        // One value: a string, a nested object or array, or a bare token.
+        let mut depth = 0usize;
+        while i < b.len() {
+            match b[i] {
+                b'"' => {
+                    i = string_end(i)?;
+                    if depth == 0 {
+                        break;
+                    }
+                    continue;
+                }
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' if depth > 0 => {
+                    depth -= 1;
+                    if depth == 0 {
+                        i += 1;
+                        break;
+                    }
+                }
+                b',' | b'}' if depth == 0 => break,
+                _ => {}
+            }
+            i += 1;
+        }
+        let value = s[start..i.min(s.len())].trim_end();
+        if key == "\"id\"" {
+            let digits = value.strip_prefix('-').unwrap_or(value);
+            let integer = !digits.is_empty()
+                && digits.bytes().all(|c| c.is_ascii_digit())
+                && (digits == "0" || !digits.starts_with('0'))
+                && value.parse::<i64>().is_ok();
+            let string = value.len() >= 2
+                && value.starts_with('"')
+                && string_end(start) == Some(start + value.len())
+                && !value.bytes().any(|c| c < 0x20);
+            return Some(if integer || string {
+                RawId::Json(value.to_string())
+            } else {
+                RawId::Unanswerable(value.chars().take(40).collect())
+            });
+        }
+        ws(&mut i);
+        match b.get(i) {
+            Some(b',') => i += 1,
+            _ => return None,
+        }
     }
 }
 
@@ -255,11 +365,38 @@ where
                         self.line.clear();
                         return Some(msg);
                     }
+                    // A line that is not JSON (a lone surrogate escape, `NaN`, `1e999`) may
+                    // still name its id: the error carries that id's text as sent, so the
+                    // client can match it; an id that no JSON answer can carry ends the
+                    // session, so the client is not left waiting for an answer.
+                    Err(Some((error, None))) if error.code == ErrorCode::PARSE_ERROR => match raw_id(text) {
+                        Some(RawId::Json(id)) => {
+                            if !self.reply_raw(error, id) {
+                                return None;
+                            }
+                        }
+                        Some(RawId::Unanswerable(token)) => {
+                            let msg = format!(
+                                "{}; its id {token} is not a JSON string or integer, so no answer can name it: \
+                                 the session ends here",
+                                error.message
+                            );
+                            self.reply(ErrorData::new(ErrorCode::PARSE_ERROR, msg, None), None);
+                            note(&self.abnormal, format!("a request's id ({token}) could not be answered"));
+                            return None;
+                        }
+                        None => {
+                            if !self.reply(error, None) {
+                                return None;
+                            }
+                        }
+                    },
                     Err(Some((error, id))) => {
                         if !self.reply(error, id) {
                             return None;
                         }
                     }
+
                     Err(None) => {}
                 }
             }
@@ -278,5 +415,25 @@ where
             let _ = task.await;
         }
         self.out.lock().await.shutdown().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{raw_id, RawId};
+
+    #[test]
+    fn the_id_of_an_undecodable_line_is_read_as_written() {
+        let j = |s: &str| Some(RawId::Json(s.to_string()));
+        let u = |s: &str| Some(RawId::Unanswerable(s.to_string()));
+        assert_eq!(raw_id(br#"{"jsonrpc":"2.0","id":7,"method":"x","params":{"q":"\ud800"}}"#), j("7"));
+        assert_eq!(raw_id(br#"{"params":{"id":1,"a":[1,{"b":"}"}]},"id":"\ud800x"}"#), j(r#""\ud800x""#));
+        assert_eq!(raw_id(br#"{"jsonrpc":"2.0","id":NaN,"method":"ping"}"#), u("NaN"));
+        assert_eq!(raw_id(br#"{"jsonrpc":"2.0","id":1e999,"method":"ping"}"#), u("1e999"));
+        assert_eq!(raw_id(br#"{"id":-Infinity}"#), u("-Infinity"));
+        assert_eq!(raw_id(br#"{"id":99999999999999999999}"#), u("99999999999999999999"));
+        assert_eq!(raw_id(b"{not json"), None);
+        assert_eq!(raw_id(br#"{"method":"ping"}"#), None);
+        assert_eq!(raw_id(b"[1, 2"), None);
     }
 }

@@ -31,7 +31,13 @@ pub struct EventSpec<'a> {
     pub metadata: Option<serde_json::Value>,
 }
 
-pub fn record_event(conn: &Connection, e: EventSpec<'_>, now: Instant) -> Result<ForgettingEvent> {
+pub fn record_event(conn: &Connection, mut e: EventSpec<'_>, now: Instant) -> Result<ForgettingEvent> {
+    // The person's events say through what they acted (`via`: window or terminal).
+    if let Some(serde_json::Value::Object(m)) = e.metadata.as_mut() {
+        if let Some(via) = m.get("actor").and_then(|a| a.as_str()).and_then(crate::actor::via_of) {
+            m.insert("via".into(), via.into());
+        }
+    }
     let id = format!("fev_{}", uuid::Uuid::now_v7());
     let created_at = time::format(now);
     let metadata_json = e.metadata.as_ref().map(|m| m.to_string());
@@ -62,6 +68,25 @@ pub fn record_action(
     after: Option<&serde_json::Value>,
     now: Instant,
 ) -> Result<i64> {
+    // The person's actions say through what they acted: `via` (window or terminal) in the
+    // after state (the table has no column for it; an action without an after state gets one
+    // holding `via` alone).
+    let with_via;
+    let after = match crate::actor::via_of(actor) {
+        Some(via) => {
+            with_via = match after {
+                Some(serde_json::Value::Object(m)) => {
+                    let mut m = m.clone();
+                    m.insert("via".into(), via.into());
+                    serde_json::Value::Object(m)
+                }
+                None => serde_json::json!({ "via": via }),
+                Some(other) => other.clone(),
+            };
+            Some(&with_via)
+        }
+        None => after,
+    };
     conn.prepare_cached(
         "INSERT INTO lethe_action (memory_id, action, actor, before_json, after_json, created_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
@@ -223,6 +248,7 @@ pub fn quarantined_since(conn: &Connection, memory_id: &str, deleted_at: Option<
 /// a memory's text; every other string is text and is erased by [`scrub_memory`].
 const FACT_KEYS: &[&str] = &[
     "actor",
+    "via",
     "type",
     "deleted_at",
     "created_at",

@@ -761,7 +761,13 @@ fn soft_delete_scored(
 ) -> Result<ForgettingEvent> {
     model::validate_actor(actor)?;
     let settings = Settings::load(conn)?;
-    let reason = &crate::ops::validate::guard_label(&settings, "reason", reason.unwrap_or("deleted by a person"))?;
+    // Without a reason, the event says who deleted it: the person, or an agent that gave none.
+    let default_reason = if crate::actor::is_person(actor) {
+        "deleted by a person".to_string()
+    } else {
+        format!("deleted by {actor} without a reason")
+    };
+    let reason = &crate::ops::validate::guard_label(&settings, "reason", reason.unwrap_or(&default_reason))?;
     crate::ops::validate::validate_reason(reason)?;
     let score = score(conn, &settings).ok().map(|f| f.forget_score);
     let policy = if actor.starts_with("agent:") { "agent" } else { "manual" };
@@ -789,6 +795,8 @@ pub fn hard_delete(
 ) -> Result<ForgettingEvent> {
     model::validate_actor(actor)?;
     crate::actor::require_person(actor, "deleting a memory for ever")?;
+    let window_only = Settings::load(conn)?.person_ops_window_only;
+    crate::actor::require_person_with(actor, "deleting a memory for ever", window_only)?;
     get(conn, id)?;
     if let Some(why) = crate::store::memory_delete_blocked(conn)? {
         return Err(Error::invalid(why));

@@ -38,6 +38,8 @@ pub enum Kind {
     Phone,
     CardNumber,
     Iban,
+    /// A US social security number.
+    Ssn,
 }
 
 impl Kind {
@@ -61,12 +63,13 @@ impl Kind {
             Kind::Phone => "phone",
             Kind::CardNumber => "card_number",
             Kind::Iban => "iban",
+            Kind::Ssn => "ssn",
         }
     }
 
     /// Secrets follow the `secrets` setting, personal data the `pii` setting.
     pub fn is_secret(self) -> bool {
-        !matches!(self, Kind::Email | Kind::Phone | Kind::CardNumber | Kind::Iban)
+        !matches!(self, Kind::Email | Kind::Phone | Kind::CardNumber | Kind::Iban | Kind::Ssn)
     }
 
     /// The text that replaces the span: `[REDACTED:<kind>]`.
@@ -195,10 +198,10 @@ static SECRET_PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
         ),
         Pattern::new(
             Kind::AwsAccessKey,
-            r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b",
-            r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]",
+            r"(?i)\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)(?:[0-9A-Z]{16}|(?:[ \-][0-9A-Z]{4}){4})\b",
+            r"(?i)(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z \-]",
             0,
-            always,
+            aws_check,
         ),
         Pattern::new(
             Kind::GithubToken,
@@ -242,7 +245,7 @@ static SECRET_PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
         // The password of `scheme://user:password@host`; the rest of the URL stays useful.
         Pattern::new(
             Kind::UrlPassword,
-            r"\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s:/@]{1,100}:([^\s@/]{1,200})@[A-Za-z0-9.\-\[]",
+            r"\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s:/@]{0,100}:([^\s/]{1,200})@[A-Za-z0-9.\-\[]",
             r"://",
             1,
             always,
@@ -257,6 +260,49 @@ static SECRET_PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
         ),
         // `Authorization: Bearer …`
         Pattern::new(Kind::PasswordAssignment, r"(?i)\bbearer\s+([A-Za-z0-9_\-.=+/]{16,})", r"(?i)bearer\s", 1, always),
+        // Credentials in words: "the root password for db01 is …", "pass: …", "pw changed to …".
+        // The value is judged by its shape (see words_check), whatever the separator.
+        Pattern::new(
+            Kind::PasswordAssignment,
+            r#"(?i)\b(?:password|passwd|passphrase|passcode|pwd|pw|pass)\b(?:\s+(?:for|of|on|to|at|in)(?:\s+[^\s:=]{1,40}){1,3}?)?(?:\s+(?:is|was)(?:\s+(?:now|still|set\s+to|changed\s+to))?\s+|\s+(?:changed|set)\s+to\s+|\s*[:=]\s*|\s*->\s*)("[^"\n]{1,300}"|'[^'\n]{1,300}'|[^\s"',;)}\]]{1,300})"#,
+            r"(?i)\b(?:passw|passphrase|passcode|pwd|pw|pass)",
+            1,
+            words_check,
+        ),
+        // "login admin / …", "user root:…": a name, then a slash or colon, then the password.
+        Pattern::new(
+            Kind::PasswordAssignment,
+            r#"(?i)\b(?:login|log-in|logon|credentials|creds|user(?:name)?|account)\b(?:\s+(?:are|is))?\s*[:=]?\s*[^\s/:,;]{1,64}\s*[/:]\s*([^\s"',;)}\]]{1,200})"#,
+            r"(?i)\b(?:log-?[io]n|logon|cred|user|account)",
+            1,
+            login_check,
+        ),
+        // "user deploy password …": a name, then the password after its keyword.
+        Pattern::new(
+            Kind::PasswordAssignment,
+            r#"(?i)\b(?:user(?:name)?|login|account)\b\s*[:=]?\s*[^\s,;:/]{1,64}\s*[,;]?\s*(?:and\s+)?(?:password|passwd|pass|pwd|pw)\b\s*[:=]?\s*([^\s"',;)}\]]{1,200})"#,
+            r"(?i)\b(?:user|login|account)",
+            1,
+            words_check,
+        ),
+        // "datadog api key 3f9a…", "API token for pagerduty …": a long hex or base62 value a
+        // few words after the name of a key or token.
+        Pattern::new(
+            Kind::PasswordAssignment,
+            r#"(?i)\b(?:api[\s_\-]?(?:key|token)|apikey|(?:access|auth|bot|bearer|refresh|personal\s+access)[\s_\-]?token|token|secret(?:[\s_\-]?key)?|access[\s_\-]?key|licen[cs]e[\s_\-]?key)\b([^\n]{0,40}?[\s:="'(])?([A-Za-z0-9][A-Za-z0-9_\-.]{19,})"#,
+            r"(?i)(?:key|token|secret)",
+            2,
+            api_value_check,
+        ),
+        // A private key's body without its PEM lines: the DER openings of PKCS#8 and PKCS#1
+        // RSA, SEC1 and PKCS#8 EC, PKCS#8 Ed25519, and the OpenSSH format, in base64.
+        Pattern::new(
+            Kind::PrivateKey,
+            r"\b(?:MII[A-Za-z0-9+/]{3}IBA(?:DAN|AK)|MHcCAQEE|MIG[A-Za-z0-9+/]AgE[AB]|MC4CAQAw|b3BlbnNzaC1rZXktdjE)[A-Za-z0-9+/]{8,}={0,2}(?:\r?\n[A-Za-z0-9+/]{16,}={0,2})*",
+            r"MII[A-Za-z0-9+/]{3}IBA|MHcCAQEE|MIG[A-Za-z0-9+/]AgE|MC4CAQAw|b3BlbnNzaC1rZXktdjE",
+            0,
+            always,
+        ),
     ]
 });
 
@@ -276,13 +322,23 @@ static PII_PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
             0,
             iban_check,
         ),
-        Pattern::new(Kind::CardNumber, r"\b\d(?:[ \-]?\d){12,18}\b", r"\d(?:[ \-]?\d){12}", 0, card_check),
+        Pattern::new(Kind::CardNumber, r"\b\d(?:[ \-./_]?\d){12,18}\b", r"\d(?:[ \-./_]?\d){12}", 0, card_check),
         Pattern::new(
             Kind::Phone,
-            r"(?:\+\d{1,3}[ .\-]?(?:\(\d{1,4}\)[ .\-]?)?\d{1,4}(?:[ .\-]\d{2,4}){1,4}|\(\d{3}\)[ .\-]?\d{3}[ .\-]\d{4}|\b\d{3}[ .\-]\d{3}[ .\-]\d{4})\b",
+            r"(?:\+\d{1,3}[ .\-]?(?:\(\d{1,4}\)[ .\-]?)?\d{1,4}(?:[ .\-]\d{2,6}){1,4}|\(\d{3}\)[ .\-]?\d{3}[ .\-]\d{4}|\b(?:1[ .\-])?\d{3}[ .\-]\d{3}[ .\-]\d{4})\b",
             r"\+\d|\(\d{3}\)|\d{3}[ .\-]\d{3}",
             0,
             phone_check,
+        ),
+        Pattern::new(Kind::Ssn, r"\b\d{3}[ \-.]?\d{2}[ \-.]?\d{4}\b", r"\d{3}[ \-.]?\d{2}[ \-.]?\d{4}", 0, ssn_check),
+        // "alice [at] example [dot] com", "bob(at)corp(dot)io", "carol at example dot org": a
+        // bracketed "at", or a bracketed or spelled-out "dot" (the plain form is the pattern above).
+        Pattern::new(
+            Kind::Email,
+            r"(?i)\b[a-z0-9._%+\-]{1,64}(?:\s*[\[({<]\s*(?:at|@)\s*[\])}>]\s*[a-z0-9][a-z0-9\-]{0,62}(?:(?:\s*[\[({<]\s*(?:dot|\.)\s*[\])}>]\s*|\s+dot\s+|\.)[a-z0-9\-]{1,63}){1,4}|(?:\s+at\s+|@)[a-z0-9][a-z0-9\-]{0,62}(?:(?:\s*[\[({<]\s*(?:dot|\.)\s*[\])}>]\s*|\s+dot\s+|\.)[a-z0-9\-]{1,63}){0,3}(?:\s*[\[({<]\s*(?:dot|\.)\s*[\])}>]\s*|\s+dot\s+)[a-z0-9\-]{1,63}(?:(?:\s*[\[({<]\s*(?:dot|\.)\s*[\])}>]\s*|\s+dot\s+|\.)[a-z0-9\-]{1,63}){0,3})\b",
+            r"(?i)[\[({<]\s*(?:at|@|dot|\.)\s*[\])}>]|\sdot\s",
+            0,
+            obfuscated_email_check,
         ),
     ]
 });
@@ -291,14 +347,216 @@ static PII_PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
 static TOKEN: LazyLock<Regex> = LazyLock::new(|| re(r"[A-Za-z0-9_+/\-]{24,}={0,2}"));
 
 fn openai_check(_: &str, m: &str, _: usize, _: usize) -> bool {
-    // `sk-` followed by a long run of letters only is a word-ish identifier, not a key.
-    m.bytes().any(|b| b.is_ascii_digit())
+    // The key alphabet: random base62 mixes both cases and digits. `sk-learn-pipeline-v2` (a
+    // name made of lower-case words) is not a key.
+    let body = m.trim_start_matches("sk-");
+    let body = ["proj-", "svcacct-", "admin-"].iter().find_map(|p| body.strip_prefix(p)).unwrap_or(body);
+    let upper = body.bytes().filter(u8::is_ascii_uppercase).count();
+    let lower = body.bytes().filter(u8::is_ascii_lowercase).count();
+    let digit = body.bytes().filter(u8::is_ascii_digit).count();
+    body.len() >= 20 && upper >= 2 && lower >= 2 && digit >= 2
+}
+
+/// A cloud key id: upper case as issued, or (lower-cased, mixed or split in groups) with the
+/// digits a random id has; `AKIA THIS THAT WITH FROM` is words.
+fn aws_check(_: &str, m: &str, _: usize, _: usize) -> bool {
+    let body: String = m.chars().skip(4).filter(|c| c.is_ascii_alphanumeric()).collect();
+    let digit = body.bytes().filter(u8::is_ascii_digit).count();
+    let as_issued = !m.contains([' ', '-']) && !m.bytes().any(|b| b.is_ascii_lowercase());
+    as_issued || digit >= 2
+}
+
+/// The whole words of `s`, lower-cased (letters, digits and `#`).
+fn words(s: &str) -> impl Iterator<Item = String> + '_ {
+    s.split(|c: char| !(c.is_alphanumeric() || c == '#')).filter(|w| !w.is_empty()).map(str::to_lowercase)
+}
+
+/// Up to `n` bytes of `text` before `start` (on a character boundary).
+fn before(text: &str, start: usize, n: usize) -> &str {
+    let mut from = start.saturating_sub(n);
+    while !text.is_char_boundary(from) {
+        from += 1;
+    }
+    &text[from..start]
+}
+
+/// Whether one of `list` is a whole word in the `n` bytes before `start`.
+fn word_before(text: &str, start: usize, n: usize, list: &[&str]) -> bool {
+    words(before(text, start, n)).any(|w| list.contains(&w.as_str()))
+}
+
+/// Words that make a number an order, a ticket, an error code or a part number rather than a
+/// card, a phone number or a social security number.
+const NOT_PERSONAL: &[&str] = &[
+    "order",
+    "orders",
+    "invoice",
+    "invoices",
+    "ticket",
+    "tickets",
+    "tracking",
+    "shipment",
+    "serial",
+    "ref",
+    "reference",
+    "case",
+    "isbn",
+    "ean",
+    "upc",
+    "sku",
+    "product",
+    "build",
+    "error",
+    "code",
+    "status",
+    "exit",
+    "job",
+    "port",
+    "version",
+    "id",
+    "issue",
+    "jira",
+    "po",
+    "part",
+    "receipt",
+    "confirmation",
+    "batch",
+];
+
+/// A value that looks like a path, a URL, a version or a placeholder is not a password.
+fn not_a_secret_value(inner: &str) -> bool {
+    let lower = inner.to_ascii_lowercase();
+    let version = inner.contains('.')
+        && inner.trim_start_matches('v').split('.').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    let drive_path = inner.len() > 2 && inner.as_bytes()[1] == b':' && inner.as_bytes()[2] == b'\\';
+    inner.starts_with(['/', '\\', '~', '$', '<', '{', '%', '*', '['])
+        || inner.starts_with("./")
+        || inner.starts_with("../")
+        || inner.contains('/')
+        || drive_path
+        || version
+        || inner.chars().all(|c| c == '*' || c == 'x' || c == 'X')
+        || ["none", "null", "true", "false", "changeme", "required", "redacted", "hidden", "example", "unknown"]
+            .contains(&lower.as_str())
+}
+
+/// The value of a credential written in words: a password has a digit or a symbol and at
+/// least six characters (sentence punctuation after it does not count); a word, a path, a
+/// version or a placeholder is not one.
+fn words_check(_: &str, value: &str, _: usize, _: usize) -> bool {
+    let inner = value.trim_matches(|c| c == '"' || c == '\'');
+    let core = inner.trim_end_matches(['.', ',', '!', '?', ':', ';']);
+    core.chars().count() >= 6
+        && core.chars().any(|c| c.is_ascii_digit() || !c.is_alphanumeric())
+        && !not_a_secret_value(core)
+}
+
+/// "login NAME / VALUE": the value must be a password and not the name again
+/// (`www-data:www-data` is an owner and group).
+fn login_check(text: &str, value: &str, start: usize, end: usize) -> bool {
+    let head = text[..start].trim_end();
+    let head = head.strip_suffix(['/', ':']).unwrap_or(head).trim_end();
+    let name = head.rsplit(|c: char| c.is_whitespace() || c == '=' || c == ':').next().unwrap_or("");
+    name != value && words_check(text, value, start, end)
+}
+
+/// A long value after the name of a key or token: 32+ hex digits, or 20+ characters of
+/// random base62 (both cases and digits). Not when the words between name the value as a
+/// hash, a commit or an id.
+fn api_value_check(text: &str, value: &str, start: usize, _: usize) -> bool {
+    if word_before(
+        text,
+        start,
+        48,
+        &[
+            "commit", "sha", "hash", "digest", "checksum", "id", "uuid", "trace", "span", "request", "version", "name",
+            "file", "path", "count", "budget", "limit", "rotation", "length",
+        ],
+    ) {
+        return false;
+    }
+    let core = value.trim_end_matches(['-', '_', '.']);
+    let hex = core.len() >= 32 && core.bytes().all(|b| b.is_ascii_hexdigit());
+    let upper = core.bytes().filter(u8::is_ascii_uppercase).count();
+    let lower = core.bytes().filter(u8::is_ascii_lowercase).count();
+    let digit = core.bytes().filter(u8::is_ascii_digit).count();
+    let base62 = core.len() >= 20 && upper >= 2 && lower >= 2 && digit >= 3;
+    let lower_digits = core.len() >= 24 && upper == 0 && lower >= 4 && digit >= 6 && !core.contains(['-', '_']);
+    hex || base62 || lower_digits
+}
+
+/// A US social security number: area 001–899 but not 666, group 01–99, serial 0001–9999;
+/// written with dashes, or with "SSN"/"social security" just before it.
+fn ssn_check(text: &str, m: &str, start: usize, end: usize) -> bool {
+    let seps: Vec<char> = m.chars().filter(|c| !c.is_ascii_digit()).collect();
+    if seps.windows(2).any(|w| w[0] != w[1]) || !(seps.is_empty() || seps.len() == 2) {
+        return false;
+    }
+    let d: Vec<u8> = digits(m);
+    if d.len() != 9 {
+        return false;
+    }
+    let area = d[0] as u32 * 100 + d[1] as u32 * 10 + d[2] as u32;
+    let group = d[3] * 10 + d[4];
+    let serial = d[5..].iter().fold(0u32, |a, &x| a * 10 + x as u32);
+    if area == 0 || area == 666 || area >= 900 || group == 0 || serial == 0 {
+        return false;
+    }
+    let prev = text[..start].chars().next_back();
+    let next = text[end..].chars().next();
+    if prev.is_some_and(|c| c.is_alphanumeric() || matches!(c, '.' | '-' | '_' | '/' | '+'))
+        || next.is_some_and(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '/'))
+        || next == Some('.') && text[end + 1..].starts_with(|c: char| c.is_ascii_digit())
+    {
+        return false;
+    }
+    let ctx = before(text, start, 40).to_lowercase();
+    let named = ctx.contains("ssn") || ctx.contains("social security") || ctx.contains("ss#") || ctx.contains("ss no");
+    if !named && word_before(text, start, 32, NOT_PERSONAL) {
+        return false;
+    }
+    named || seps.first() == Some(&'-')
+}
+
+/// An e-mail address written around the filters: `[at]`, `(dot)`, ` at … dot `. The plain
+/// form is the Email pattern's; a bare " at " needs a " dot " and a known top-level domain
+/// (`meet at noon dot the usual place` is prose).
+fn obfuscated_email_check(_: &str, m: &str, _: usize, _: usize) -> bool {
+    let lower = m.to_ascii_lowercase();
+    let bracketed = lower.contains(['[', '(', '{', '<']);
+    let dot_word = lower.contains(" dot ");
+    if !bracketed && !dot_word {
+        return false;
+    }
+    let tld = lower.rsplit(|c: char| !c.is_ascii_alphanumeric() && c != '-').next().unwrap_or("");
+    if !(2..=24).contains(&tld.len()) || !tld.bytes().all(|b| b.is_ascii_lowercase()) {
+        return false;
+    }
+    let bare_at = !lower.contains('@')
+        && !lower.contains("[at]")
+        && !lower.contains("(at)")
+        && !lower.contains("{at}")
+        && !lower.contains("<at>")
+        && !lower.contains(['[', '(', '{', '<']);
+    if bare_at {
+        const TLDS: &[&str] = &[
+            "com", "org", "net", "io", "dev", "edu", "gov", "co", "uk", "de", "fr", "es", "it", "nl", "se", "ch", "at",
+            "be", "ca", "au", "jp", "in", "br", "us", "eu", "info", "biz", "me", "ai", "app", "cloud", "tech", "ru",
+            "pl", "cz", "dk", "no", "fi", "ie", "nz", "mx", "ar", "cn", "kr",
+        ];
+        return TLDS.contains(&tld);
+    }
+    true
 }
 
 fn assignment_check(text: &str, value: &str, start: usize, _: usize) -> bool {
     let quoted = value.starts_with('"') || value.starts_with('\'');
     let inner = value.trim_matches(|c| c == '"' || c == '\'');
     if inner.len() < 4 || inner.starts_with("[REDACTED:") {
+        return false;
+    }
+    // `pwd: /home/alice/projects` is a working directory; a path or a URL is not a password.
+    if inner.starts_with(['/', '~']) || inner.starts_with("./") || inner.starts_with("../") || inner.contains("://") {
         return false;
     }
     // References and placeholders are not secrets: ${VAR}, $VAR, <password>, {{ x }}, %s, ***.
@@ -363,10 +621,29 @@ pub fn luhn_valid(number: &str) -> bool {
     sum.is_multiple_of(10)
 }
 
-fn card_check(_: &str, m: &str, _: usize, _: usize) -> bool {
+fn card_check(text: &str, m: &str, start: usize, _: usize) -> bool {
     let d = digits(m);
+    // One separator throughout, in groups of 3 to 6 digits (4-4-4-4, 4-6-5, 4-6-4): a decimal
+    // number or a dotted version is not a card.
+    let seps: Vec<char> = m.chars().filter(|c| !c.is_ascii_digit()).collect();
+    if seps.windows(2).any(|w| w[0] != w[1]) {
+        return false;
+    }
+    if let Some(&sep) = seps.first() {
+        if m.split(sep).any(|g| !(3..=6).contains(&g.len())) {
+            return false;
+        }
+    }
     // A run of one digit (0000 0000 …) passes Luhn but is a placeholder.
-    luhn_valid(m) && d.iter().any(|&x| x != d[0]) && issuer_length_fits(&d)
+    if !luhn_valid(m) || d.iter().all(|&x| x == d[0]) {
+        return false;
+    }
+    // "order 4242 4242 4242 4242" is an order number, whatever its checksum.
+    if word_before(text, start, 32, NOT_PERSONAL) {
+        return false;
+    }
+    issuer_length_fits(&d)
+        || word_before(text, start, 32, &["card", "cc", "visa", "mastercard", "amex", "credit", "debit", "pan"])
 }
 
 /// The lengths the card networks issue, by leading digits (Visa 4: 13/16/19; Mastercard 51–55
@@ -426,11 +703,24 @@ fn phone_check(text: &str, m: &str, start: usize, end: usize) -> bool {
     if !m.starts_with('+') && m.contains('.') && !m.contains(' ') && m.split('.').count() != 3 {
         return false;
     }
-    if m.starts_with('+') {
-        (8..=15).contains(&n)
-    } else {
-        n == 10
+    // "error 500-123-4567", "ticket 404-555-0199": a code, not a phone number.
+    if word_before(text, start, 24, NOT_PERSONAL) {
+        return false;
     }
+    if m.starts_with('+') {
+        let d = digits(m);
+        // A North American number (+1) has the plan's shape too.
+        (8..=15).contains(&n) && (d[0] != 1 || n != 11 || nanp_shape(&d[1..]))
+    } else {
+        // `415-555-0134`, or with the country code as `1-800-555-0199`.
+        let d = digits(m);
+        (n == 10 && nanp_shape(&d)) || (n == 11 && d[0] == 1 && nanp_shape(&d[1..]))
+    }
+}
+
+/// The North American numbering plan: area code and exchange both start with 2–9.
+fn nanp_shape(d: &[u8]) -> bool {
+    d.len() == 10 && d[0] >= 2 && d[3] >= 2
 }
 
 /// Shannon entropy in bits per character.
@@ -503,7 +793,25 @@ fn push(out: &mut Vec<Span>, text: &str, p: &Pattern) {
 
 /// Every secret and personal-data span in `text`, sorted, without overlaps (where two
 /// overlap, the earlier-starting one wins, then secrets before personal data, then the longer).
+///
+/// The patterns see the text normalised (see [`normalize`]): a key with a zero-width space, a
+/// full-width or Cyrillic letter, or percent-encoded, is found like the plain one; the spans
+/// are mapped back onto the text as given, so a redaction removes the disguise too.
 pub fn find(text: &str) -> Vec<Span> {
+    match normalize(text) {
+        None => find_normal(text),
+        Some(n) => {
+            let spans = find_normal(&n.text);
+            if spans.is_empty() {
+                return spans;
+            }
+            resolve(spans.into_iter().map(|s| n.back(s)).collect())
+        }
+    }
+}
+
+/// `find` on text already normalised.
+fn find_normal(text: &str) -> Vec<Span> {
     let mut out = Vec::new();
     let hits = ANY.matches(text);
     for (i, p) in SECRET_PATTERNS.iter().chain(PII_PATTERNS.iter()).enumerate() {
@@ -511,15 +819,189 @@ pub fn find(text: &str) -> Vec<Span> {
             push(&mut out, text, p);
         }
     }
-    for m in TOKEN.find_iter(text) {
-        if looks_random(m.as_str()) {
-            out.push(Span { kind: Kind::HighEntropy, start: m.start(), end: m.end() });
-        }
-    }
+    push_random(&mut out, text);
     if out.is_empty() {
         return out;
     }
     resolve(out)
+}
+
+/// Words before a random-looking token that name it as an identifier or a digest (trace and
+/// request ids, integrity hashes), unless a secret's name is there too.
+fn named_as_id(text: &str, start: usize) -> bool {
+    let ws: Vec<String> = words(before(text, start, 32)).collect();
+    let secretish = [
+        "key",
+        "secret",
+        "token",
+        "password",
+        "passwd",
+        "auth",
+        "bearer",
+        "signature",
+        "sig",
+        "credential",
+        "credentials",
+        "apikey",
+        "session",
+        "cookie",
+    ];
+    let idish = [
+        "trace",
+        "traceid",
+        "span",
+        "spanid",
+        "request",
+        "requestid",
+        "correlation",
+        "correlationid",
+        "id",
+        "run",
+        "job",
+        "batch",
+        "event",
+        "build",
+        "cloudfront",
+        "integrity",
+        "sha",
+        "sha1",
+        "sha256",
+        "sha384",
+        "sha512",
+        "md5",
+        "digest",
+        "checksum",
+        "hash",
+        "fingerprint",
+        "etag",
+        "h1",
+        "sum",
+        "commit",
+        "revision",
+    ];
+    ws.iter().any(|w| idish.contains(&w.as_str())) && !ws.iter().any(|w| secretish.contains(&w.as_str()))
+}
+
+fn push_random(out: &mut Vec<Span>, text: &str) {
+    for m in TOKEN.find_iter(text) {
+        if looks_random(m.as_str()) && !named_as_id(text, m.start()) {
+            out.push(Span { kind: Kind::HighEntropy, start: m.start(), end: m.end() });
+        }
+    }
+}
+
+/// Text as the patterns see it, and where each of its bytes came from in the text as given.
+struct Normal {
+    text: String,
+    /// Per byte of `text`: the byte range of the character (or `%XX` escape) it came from.
+    from: Vec<(usize, usize)>,
+}
+
+impl Normal {
+    fn back(&self, s: Span) -> Span {
+        let start = self.from[s.start].0;
+        let end = if s.end > s.start { self.from[s.end - 1].1 } else { start };
+        Span { kind: s.kind, start, end }
+    }
+}
+
+/// Characters that show nothing: zero-width spaces and joiners, the soft hyphen, word joiners,
+/// bidi marks and overrides, variation selectors, the byte-order mark, tag characters.
+fn invisible(c: char) -> bool {
+    matches!(c as u32,
+        0xAD | 0x34F | 0x61C | 0x115F | 0x1160 | 0x17B4 | 0x17B5 | 0x180B..=0x180E | 0x200B..=0x200F
+        | 0x202A..=0x202E | 0x2060..=0x2064 | 0x2066..=0x206F | 0x3164 | 0xFE00..=0xFE0F | 0xFEFF | 0xFFA0
+        | 0xE0000..=0xE007F)
+}
+
+/// Letters that look like Latin ones (Cyrillic and Greek capitals and small letters used in
+/// key prefixes and words), and dashes that look like a hyphen.
+fn confusable(c: char) -> Option<char> {
+    Some(match c {
+        'А' | 'Α' => 'A',
+        'В' | 'Β' => 'B',
+        'С' | 'Ϲ' => 'C',
+        'Е' | 'Ε' => 'E',
+        'Н' | 'Η' => 'H',
+        'І' | 'Ι' | 'Ӏ' => 'I',
+        'Ј' => 'J',
+        'К' | 'Κ' => 'K',
+        'М' | 'Μ' => 'M',
+        'Ν' => 'N',
+        'О' | 'Ο' => 'O',
+        'Р' | 'Ρ' => 'P',
+        'Ѕ' => 'S',
+        'Т' | 'Τ' => 'T',
+        'Х' | 'Χ' => 'X',
+        'У' | 'Υ' => 'Y',
+        'Ζ' => 'Z',
+        'а' => 'a',
+        'ԁ' => 'd',
+        'е' => 'e',
+        'һ' => 'h',
+        'і' | 'ι' => 'i',
+        'ј' => 'j',
+        'ӏ' => 'l',
+        'о' | 'ο' => 'o',
+        'р' | 'ρ' => 'p',
+        'ԛ' => 'q',
+        'с' | 'ϲ' => 'c',
+        'ѕ' => 's',
+        'ν' => 'v',
+        'ԝ' => 'w',
+        'х' => 'x',
+        'у' => 'y',
+        '\u{2010}'..='\u{2015}' | '\u{2212}' | '\u{FE63}' => '-',
+        _ => return None,
+    })
+}
+
+fn hex_value(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).map(|d| d as u8)
+}
+
+/// Unicode NFKC per character (full-width letters and digits, no-break spaces, ligatures),
+/// invisible characters dropped, look-alike letters folded, and `%XX` escapes of printable
+/// ASCII decoded (`password%3D…`, a URL's `%40`), except `%2F` which would split a URL's
+/// userinfo. `None` when there is nothing to change (plain ASCII without `%`).
+fn normalize(text: &str) -> Option<Normal> {
+    use unicode_normalization::UnicodeNormalization;
+    if text.is_ascii() && !text.contains('%') {
+        return None;
+    }
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut from = Vec::with_capacity(text.len());
+    let mut chars = text.char_indices();
+    while let Some((i, c)) = chars.next() {
+        let end = i + c.len_utf8();
+        if c == '%' && i + 2 < bytes.len() {
+            if let (Some(h), Some(l)) = (hex_value(bytes[i + 1]), hex_value(bytes[i + 2])) {
+                let b = h * 16 + l;
+                if (0x20..0x7f).contains(&b) && b != b'/' {
+                    out.push(b as char);
+                    from.push((i, i + 3));
+                    chars.next();
+                    chars.next();
+                    continue;
+                }
+            }
+        }
+        if c.is_ascii() {
+            out.push(c);
+            from.push((i, end));
+            continue;
+        }
+        if invisible(c) {
+            continue;
+        }
+        for d in std::iter::once(c).nfkc() {
+            let d = confusable(d).unwrap_or(d);
+            out.push(d);
+            from.extend(std::iter::repeat_n((i, end), d.len_utf8()));
+        }
+    }
+    Some(Normal { text: out, from })
 }
 
 fn resolve(mut spans: Vec<Span>) -> Vec<Span> {
@@ -787,11 +1269,7 @@ mod tests {
         for p in SECRET_PATTERNS.iter().chain(PII_PATTERNS.iter()) {
             push(&mut out, text, p);
         }
-        for m in TOKEN.find_iter(text) {
-            if looks_random(m.as_str()) {
-                out.push(Span { kind: Kind::HighEntropy, start: m.start(), end: m.end() });
-            }
-        }
+        push_random(&mut out, text);
         resolve(out)
     }
 
@@ -870,6 +1348,27 @@ mod tests {
         "+1 415 555 0134",
         "(415) 555-0134",
         "GB82 WEST 1234 5698 7654 32",
+        "akia",
+        "pass",
+        "pw",
+        "login",
+        "user ",
+        "/",
+        " for ",
+        "api key ",
+        "[at]",
+        "(dot)",
+        " at ",
+        " dot ",
+        "com",
+        "ssn ",
+        "078-05-1120",
+        "MIIEvQIBADAN",
+        "b3BlbnNzaC1rZXktdjE",
+        "3f9a8c7e6d5b4a3f2e1d0c9b8a7f6e5d",
+        "4111.1111.1111.1111",
+        "order ",
+        "trace id ",
     ];
 
     proptest::proptest! {
@@ -879,7 +1378,7 @@ mod tests {
         #[test]
         fn the_triggers_skip_no_match(parts in proptest::collection::vec(0..PIECES.len(), 0..24)) {
             let text: String = parts.iter().map(|&i| PIECES[i]).collect();
-            proptest::prop_assert_eq!(find(&text), find_ungated(&text), "{:?}", text);
+            proptest::prop_assert_eq!(find_normal(&text), find_ungated(&text), "{:?}", text);
         }
     }
 
@@ -905,6 +1404,13 @@ mod tests {
             "GB82 WEST 1234 5698 7654 32",
             "4111 1111 1111 1111",
             "+1 415 555 0134",
+            "the root password for db01 is Tr0ub4dor&3",
+            "login admin / S3cure#Pa55",
+            "user deploy password Xy7!kq2Pz",
+            "datadog api key 3f9a8c7e6d5b4a3f2e1d0c9b8a7f6e5d",
+            "body MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcw",
+            "SSN 078-05-1120",
+            "alice [at] example [dot] com",
         ];
         let triggers = &*ANY;
         for (i, p) in SECRET_PATTERNS.iter().chain(PII_PATTERNS.iter()).enumerate() {

@@ -102,6 +102,10 @@ pub struct Settings {
     pub task_log_half_life_days: f64,
     /// How many agent recalls the recall log keeps (oldest dropped); 0 keeps none.
     pub recall_log_max_rows: i64,
+    /// The person-only operations (settings, hard delete) in the window alone: the CLI refuses
+    /// them with `forbidden` even on a terminal, for people whose agents have a shell (a
+    /// program with a pseudo-terminal can type what a person types).
+    pub person_ops_window_only: bool,
 }
 
 impl Default for Settings {
@@ -142,6 +146,7 @@ impl Default for Settings {
             pii: crate::redact::PiiMode::default(),
             task_log_half_life_days: 30.0,
             recall_log_max_rows: 10_000,
+            person_ops_window_only: false,
         }
     }
 }
@@ -226,6 +231,8 @@ impl Settings {
         new.validate()?;
         crate::model::validate_actor(actor)?;
         crate::actor::require_person(actor, "changing settings")?;
+        let window_only = Settings::load(conn)?.person_ops_window_only;
+        crate::actor::require_person_with(actor, "changing settings", window_only)?;
         crate::store::write_tx(conn, |tx| {
             let before = Settings::load(tx)?;
             tx.execute(

@@ -783,6 +783,7 @@ pub fn open(path: impl AsRef<Path>) -> Result<Connection> {
     if let Some(url) = path.to_str().filter(|p| super::postgres::is_url(p)) {
         return super::postgres::connect(url);
     }
+    refuse_unpersisted(path)?;
     create_private(path)?;
     let raw = rusqlite::Connection::open_with_flags(
         path,
@@ -798,7 +799,9 @@ pub fn open(path: impl AsRef<Path>) -> Result<Connection> {
 
 /// Opens a file for viewing only: nothing is written (no migration, no WAL switch,
 /// `query_only`), so triggers in it cannot fire. For files [`open`] refuses because they
-/// hold foreign triggers, and for looking at a store without any risk of changing it.
+/// hold foreign triggers, and for looking at a store without any risk of changing it. A file
+/// nobody may write (a read-only mount, an immutable file), which SQLite cannot open in WAL
+/// mode without creating its `-shm`, is opened as immutable instead.
 pub fn open_read_only(path: impl AsRef<Path>) -> Result<Connection> {
     let path = path.as_ref();
     if let Some(url) = path.to_str().filter(|p| super::postgres::is_url(p)) {
@@ -806,9 +809,44 @@ pub fn open_read_only(path: impl AsRef<Path>) -> Result<Connection> {
         conn.execute_batch("SET default_transaction_read_only = on")?;
         return Ok(conn);
     }
-    let raw =
-        rusqlite::Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-            .map_err(|e| Error::Foreign(format!("cannot open {}: {e}", path.display())))?;
+    refuse_unpersisted(path)?;
+    match open_read_only_as(path, false) {
+        Err(e) if !matches!(e, Error::Foreign(ref m) if m.contains("schema")) && !writable(path) => {
+            open_read_only_as(path, true).map_err(|_| e)
+        }
+        other => other,
+    }
+}
+
+/// Whether the file can be opened for writing (it is not on a read-only mount, not
+/// immutable, and its mode lets this user write); opening it so changes nothing.
+fn writable(path: &Path) -> bool {
+    std::fs::OpenOptions::new().write(true).open(path).is_ok()
+}
+
+/// `file:` URI of an absolute path, every byte outside the unreserved set and `/` escaped.
+fn immutable_uri(path: &Path) -> Result<String> {
+    let abs = std::fs::canonicalize(path)?;
+    let mut uri = String::from("file:");
+    for &b in abs.as_os_str().as_encoded_bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'/' | b'-' | b'_' | b'.' | b'~') {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push_str("?immutable=1");
+    Ok(uri)
+}
+
+fn open_read_only_as(path: &Path, immutable: bool) -> Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let raw = if immutable {
+        rusqlite::Connection::open_with_flags(immutable_uri(path)?, flags | OpenFlags::SQLITE_OPEN_URI)
+    } else {
+        rusqlite::Connection::open_with_flags(path, flags)
+    }
+    .map_err(|e| Error::Foreign(format!("cannot open {}: {e}", path.display())))?;
     let conn = Connection::from(raw);
     let raw = conn.sqlite().expect("an SQLite connection");
     with_deadline(raw, OPEN_DEADLINE, "opening the database", || {
@@ -863,9 +901,53 @@ fn with_deadline<T>(
     })
 }
 
+/// A store is a file: `:memory:`, an empty path and SQLite URIs (`file:…?mode=memory`,
+/// `file::memory:`, a `vfs=memdb`) would take writes and keep nothing, so they are refused.
+fn refuse_unpersisted(path: &Path) -> Result<()> {
+    let s = path.to_string_lossy();
+    if s.is_empty() || s == ":memory:" || s.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("file:")) {
+        return Err(Error::invalid(format!(
+            "{s:?} is not a file path: SQLite URIs (file:…) and :memory: are refused, since what is written there may \
+             not persist; name the database file itself"
+        )));
+    }
+    Ok(())
+}
+
+/// A statement deadline for a whole read-only session: past `limit` from now, every
+/// statement is interrupted (a file whose views recurse for ever ends with an error instead
+/// of spinning). The error a statement then fails with is `OperationInterrupted`, which
+/// [`interrupted_message`] words.
+pub fn session_deadline(conn: &Connection, limit: Duration) {
+    if let Some(raw) = conn.sqlite() {
+        let deadline = std::time::Instant::now() + limit;
+        raw.progress_handler(10_000, Some(move || std::time::Instant::now() > deadline));
+    }
+}
+
+/// The message for a statement stopped by [`session_deadline`], if `e` is one.
+pub fn interrupted_message(e: &Error, limit: Duration) -> Option<String> {
+    match e {
+        Error::Db(d) if d.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted) => Some(format!(
+            "reading the file took longer than {} s and was stopped (a view or trigger in it may never end); the \
+             file is left as it was",
+            limit.as_secs()
+        )),
+        _ => None,
+    }
+}
+
 /// Creates a missing parent directory (0700) and a missing database file (0600) before
-/// SQLite opens it; an existing file keeps its mode.
+/// SQLite opens it; an existing file keeps its mode. A symbolic link to a missing file is
+/// refused: SQLite would create its target with the default mode (0644), wherever it points.
 fn create_private(path: &Path) -> Result<()> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) && std::fs::metadata(path).is_err() {
+        return Err(Error::invalid(format!(
+            "{} is a symbolic link to a file that does not exist; Lethe does not create a store through it (create \
+             the target first, or name it directly)",
+            path.display()
+        )));
+    }
     if path.as_os_str().is_empty() || path.to_str().is_some_and(|p| p == ":memory:" || p.starts_with("file:")) {
         return Ok(());
     }
