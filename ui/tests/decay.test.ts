@@ -128,6 +128,17 @@ describe('decay', () => {
     expect(last.weights).toEqual({ recency: 0.35, usage: 0.25, duplication: 0.2, importance: 0.15, pinned: 0.3 });
   });
 
+  it('keeps settings and deleting forever in the window when the person asks, and gives them back', async () => {
+    await renderAt('decay');
+    const box = (await screen.findByTestId('setting-window-only')) as HTMLInputElement;
+    expect(box.checked).toBe(false);
+    await fireEvent.click(box);
+    await waitFor(() => expect(api.setSettings).toHaveBeenLastCalledWith(expect.objectContaining({ person_ops_window_only: true })));
+    await waitFor(() => expect(app.toast?.message).toMatch(/only in this window/));
+    await fireEvent.click(box);
+    await waitFor(() => expect(api.setSettings).toHaveBeenLastCalledWith(expect.objectContaining({ person_ops_window_only: false })));
+  });
+
   it('refuses a threshold at or below the review band, saying why', async () => {
     await renderAt('decay');
     await waitFor(() => expect(screen.getByTestId('threshold')).toBeInTheDocument());
