@@ -451,9 +451,21 @@ fn is_value(w: &str) -> bool {
         || w.starts_with('/')
         || w.starts_with('#')
         || w.contains("://")
+        || is_path(w)
         || w[1..].contains('@')
         || (w.len() >= 8 && bytes.iter().all(u8::is_ascii_hexdigit))
         || patterns().host.is_match(w)
+}
+
+/// A path of two or more parts ("src/notifications/mod.rs", "payments/stripe/webhook");
+/// "req/min" or "w/" are words.
+fn is_path(w: &str) -> bool {
+    let slashes = w.matches('/').count();
+    slashes >= 2
+        || (slashes == 1 && {
+            let ext = w.rsplit('.').next().unwrap_or("");
+            w.contains('.') && (1..=5).contains(&ext.len()) && ext.chars().all(|c| c.is_ascii_alphanumeric())
+        })
 }
 
 /// A light suffix stripper: enough for "requests" / "request", "partitioned" / "partitioning".
@@ -661,15 +673,24 @@ pub fn judge(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Jud
     let total = sa.len() + sb.len();
     let one_template = total > 0 && 2.0 * order.len() as f64 / total as f64 >= ONE_TEMPLATE_AT;
     if one_template {
+        // A word in a gap that the other text holds out of order (not matched in order) was
+        // moved, not replaced; one it holds only in order elsewhere was replaced.
+        let unmatched = |keys: &[String], matched: &dyn Fn(usize) -> bool| -> Vec<String> {
+            (0..keys.len()).filter(|&k| !matched(k)).map(|k| keys[k].clone()).collect()
+        };
+        let in_a: std::collections::HashSet<usize> = order.iter().map(|p| p.0).collect();
+        let in_b: std::collections::HashSet<usize> = order.iter().map(|p| p.1).collect();
+        let loose_a = unmatched(&sa, &|k| in_a.contains(&k));
+        let loose_b = unmatched(&sb, &|k| in_b.contains(&k));
         let mut prev = (0usize, 0usize);
         for &(i, j) in order.iter().chain(std::iter::once(&(sa.len(), sb.len()))) {
-            let gap = |ts: &[Token], keys: &[String], other: &[String], r: std::ops::Range<usize>| -> Vec<String> {
-                r.filter(|&k| k < ts.len() && !ts[k].value && content(&ts[k]) && !in_other(&keys[k], other))
+            let gap = |ts: &[Token], keys: &[String], loose: &[String], r: std::ops::Range<usize>| -> Vec<String> {
+                r.filter(|&k| k < ts.len() && !ts[k].value && content(&ts[k]) && !in_other(&keys[k], loose))
                     .map(|k| ts[k].shown.clone())
                     .collect()
             };
-            let xa = gap(&ta, &sa, &sb, prev.0..i);
-            let xb = gap(&tb, &sb, &sa, prev.1..j);
+            let xa = gap(&ta, &sa, &loose_b, prev.0..i);
+            let xb = gap(&tb, &sb, &loose_a, prev.1..j);
             if !xa.is_empty() && !xb.is_empty() {
                 differing.push(Difference { what: "wording".into(), this: xa.join(" "), other: xb.join(" ") });
             }
@@ -764,6 +785,20 @@ mod tests {
         );
         assert_eq!(j.kind, Kind::PossibleUpdate);
         assert_eq!(j.evidence.differing[0].what, "wording");
+    }
+
+    #[test]
+    fn a_word_the_other_text_holds_only_elsewhere_was_replaced_not_moved() {
+        let j = judge_texts(
+            "Currently editing the notifications module in scheduler.",
+            "Currently editing the notifications module in payments.",
+            Some(0.98),
+        );
+        assert_eq!(j.kind, Kind::PossibleUpdate, "{:?}", j.evidence);
+        let k = judge_texts("Currently editing the notifications module in scheduler.", "Currently editing the notifications module in notifications.", Some(0.98));
+        assert_eq!(k.kind, Kind::PossibleUpdate, "{:?}", k.evidence);
+        assert!(Profile::of("edit src/notifications/mod.rs now").values().contains("src/notifications/mod.rs"));
+        assert!(Profile::of("100 req/min").values().len() == 1, "req/min is not a path");
     }
 
     #[test]
