@@ -673,28 +673,20 @@ pub fn judge(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Jud
     let total = sa.len() + sb.len();
     let one_template = total > 0 && 2.0 * order.len() as f64 / total as f64 >= ONE_TEMPLATE_AT;
     if one_template {
-        // A word in a gap that the other text holds out of order (not matched in order) was
-        // moved, not replaced; one it holds only in order elsewhere was replaced.
-        let unmatched = |keys: &[String], matched: &dyn Fn(usize) -> bool| -> Vec<String> {
-            (0..keys.len()).filter(|&k| !matched(k)).map(|k| keys[k].clone()).collect()
-        };
+        // The content words each text holds outside the common order; one the other text also
+        // holds outside it was moved, not replaced. Words left on both sides were swapped.
         let in_a: std::collections::HashSet<usize> = order.iter().map(|p| p.0).collect();
         let in_b: std::collections::HashSet<usize> = order.iter().map(|p| p.1).collect();
-        let loose_a = unmatched(&sa, &|k| in_a.contains(&k));
-        let loose_b = unmatched(&sb, &|k| in_b.contains(&k));
-        let mut prev = (0usize, 0usize);
-        for &(i, j) in order.iter().chain(std::iter::once(&(sa.len(), sb.len()))) {
-            let gap = |ts: &[Token], keys: &[String], loose: &[String], r: std::ops::Range<usize>| -> Vec<String> {
-                r.filter(|&k| k < ts.len() && !ts[k].value && content(&ts[k]) && !in_other(&keys[k], loose))
-                    .map(|k| ts[k].shown.clone())
-                    .collect()
-            };
-            let xa = gap(&ta, &sa, &loose_b, prev.0..i);
-            let xb = gap(&tb, &sb, &loose_a, prev.1..j);
-            if !xa.is_empty() && !xb.is_empty() {
-                differing.push(Difference { what: "wording".into(), this: xa.join(" "), other: xb.join(" ") });
-            }
-            prev = (i + 1, j + 1);
+        let loose = |ts: &[Token], keys: &[String], matched: &std::collections::HashSet<usize>| -> Vec<usize> {
+            (0..keys.len().min(ts.len())).filter(|k| !matched.contains(k) && !ts[*k].value && content(&ts[*k])).collect()
+        };
+        let (la, lb) = (loose(&ta, &sa, &in_a), loose(&tb, &sb, &in_b));
+        let keys_a: Vec<String> = la.iter().map(|&k| sa[k].clone()).collect();
+        let keys_b: Vec<String> = lb.iter().map(|&k| sb[k].clone()).collect();
+        let xa: Vec<String> = la.iter().filter(|&&k| !in_other(&sa[k], &keys_b)).map(|&k| ta[k].shown.clone()).collect();
+        let xb: Vec<String> = lb.iter().filter(|&&k| !in_other(&sb[k], &keys_a)).map(|&k| tb[k].shown.clone()).collect();
+        if !xa.is_empty() && !xb.is_empty() {
+            differing.push(Difference { what: "wording".into(), this: xa.join(" "), other: xb.join(" ") });
         }
     }
     // What both hold: values, then content words, each once.
@@ -788,15 +780,19 @@ mod tests {
     }
 
     #[test]
-    fn a_word_the_other_text_holds_only_elsewhere_was_replaced_not_moved() {
+    fn a_word_the_other_text_holds_only_in_the_common_order_was_replaced_not_moved() {
         let j = judge_texts(
             "Currently editing the notifications module in scheduler.",
             "Currently editing the notifications module in payments.",
             Some(0.98),
         );
         assert_eq!(j.kind, Kind::PossibleUpdate, "{:?}", j.evidence);
-        let k = judge_texts("Currently editing the notifications module in scheduler.", "Currently editing the notifications module in notifications.", Some(0.98));
-        assert_eq!(k.kind, Kind::PossibleUpdate, "{:?}", k.evidence);
+        for other in ["Currently editing the notifications module in notifications.", "Currently editing the module module in notifications."] {
+            let k = judge_texts("Currently editing the notifications module in scheduler.", other, Some(0.98));
+            assert_eq!(k.kind, Kind::PossibleUpdate, "{other}: {:?}", k.evidence);
+        }
+        let api = judge_texts("Rate limit on the api API is 500 a minute.", "Rate limit on the search API is 500 a minute.", Some(0.99));
+        assert_eq!(api.kind, Kind::PossibleUpdate, "{:?}", api.evidence);
         assert!(Profile::of("edit src/notifications/mod.rs now").values().contains("src/notifications/mod.rs"));
         assert!(Profile::of("100 req/min").values().len() == 1, "req/min is not a path");
     }
