@@ -111,6 +111,12 @@ fn keep_both_dismisses_the_pair_once_audits_it_and_stops_its_duplication() {
     assert_eq!((actions(&conn, &old, "keep_both"), actions(&conn, &new, "keep_both")), (1, 1), "no second audit row");
     assert_eq!(count(&conn, "SELECT COUNT(*) FROM lethe_change"), changes, "nothing written the second time");
     assert_eq!(count(&conn, "SELECT COUNT(*) FROM lethe_dismissed_pair"), 1);
+    // Lists judged again on open (as after a change of the duplicate judgment) keep it.
+    conn.execute("UPDATE lethe_neighbour SET model = 'an earlier judgment'", []).unwrap();
+    let snap = Snapshot::load_and_keep(&mut conn).unwrap();
+    assert!(snap.searched > 0, "the lists were searched again");
+    assert_eq!(duplication(&conn, &new), 0.0, "keep both still stands");
+    assert_eq!(clusters(&conn).total, 0);
 }
 
 #[test]
