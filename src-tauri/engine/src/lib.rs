@@ -299,7 +299,7 @@ pub fn detail_in(
     };
     // The reason says why, too: "duplicate of mem_… (same meaning; same: …)".
     if let (Some(of), Some(ev)) = (&score.duplicate_of, &duplicate_evidence) {
-        let why = ev.summary();
+        let why = &ev.summary;
         if !why.is_empty() {
             for r in score.reasons.iter_mut().filter(|r| r.starts_with(&format!("duplicate of {of}"))) {
                 match r.strip_suffix(')') {

@@ -174,7 +174,9 @@ fn list_pages_equal_a_full_sort_with_every_score() {
     }
     let dup = snap.duplication(&s, now());
     let copies = dup.iter().filter(|d| d.0 > 0.5).count();
-    assert!(copies > 300, "the clusters give many memories D > 0.5: {copies}");
+    // The workload's repeats (a memory remembered again nearly word for word) are duplicates;
+    // its templated siblings, which differ in a value, are not.
+    assert!(copies > 100, "the repeats give many memories D > 0.5: {copies}");
     let by_id: std::collections::HashMap<&str, usize> =
         snap.rows.iter().enumerate().map(|(i, r)| (r.id.as_str(), i)).collect();
     for sort in [forgetting::SortBy::Created, forgetting::SortBy::Importance] {
@@ -235,12 +237,12 @@ fn split_loads_and_passes_equal_single_ones() {
         let want = if mistyped { forgetting::MISTYPED_LIMIT } else { 0 };
         assert_eq!(one.mistyped.len(), want, "{:?}", one.mistyped.len());
         assert_eq!(split.mistyped, one.mistyped);
-        assert!(one.pairs().len() > 1_000, "the clusters give many pairs: {}", one.pairs().len());
+        assert!(one.pairs().len() > 100, "the repeats give many pairs: {}", one.pairs().len());
         assert_eq!(split.pairs(), one.pairs());
         lethe_engine::split_passes_always(true);
         let (inputs, scores) = (split.inputs(&s, now()), split.scores(&s, now()));
         lethe_engine::split_passes_always(false);
-        assert!(inputs.iter().filter(|i| i.duplication > 0.5).count() > 300);
+        assert!(inputs.iter().filter(|i| i.duplication > 0.5).count() > 100);
         assert_eq!(inputs, one.inputs(&s, now()), "duplication, its source and kind");
         assert_eq!(scores, one.scores(&s, now()));
         for (i, want) in scores.iter().enumerate() {
@@ -275,7 +277,8 @@ fn a_search_in_chunks_finds_what_one_search_finds_in_lists_without_spare_room() 
         v
     };
     assert!(one.lists.len() > 2_900, "every memory is searched: {}", one.lists.len());
-    assert!(one.lists.values().filter(|(_, l)| l.len() >= neighbours::K).count() > 500, "clusters fill lists");
+    let listed = one.lists.values().filter(|(_, l)| !l.is_empty()).count();
+    assert!(listed > 100, "the repeats give many memories a duplicate to list: {listed}");
     assert_eq!(sorted(&chunked), sorted(&one));
     for (i, (_, list)) in &chunked.lists {
         assert_eq!(list.capacity(), list.len(), "member {i}: room for {} of {}", list.capacity(), list.len());

@@ -230,9 +230,10 @@ fn similar_item() -> Value {
                 "enum": ["duplicate", "possible update", "related"],
                 "description": "duplicate: the same memory (counts in duplication D); possible update: the same statement with another value (supersede the older if it changed); related: close in meaning or topic"
             }),
-            "evidence": object(&["matching", "differing"], json!({
+            "evidence": object(&["matching", "differing", "summary"], json!({
                 "matching": array(json!({"type": "string"}), "values and words both hold"),
                 "differing": array(difference, "what differs"),
+                "summary": t("string", "both in one line of plain text"),
             })),
         }),
     )

@@ -88,14 +88,21 @@ pub struct Evidence {
     pub matching: Vec<String>,
     /// What differs.
     pub differing: Vec<Difference>,
+    /// Both in one line for people: "same: a, b; differs: 5 → 3".
+    pub summary: String,
 }
 
 /// Matching words listed at most.
 pub const EVIDENCE_WORDS: usize = 12;
 
 impl Evidence {
-    /// One line for a person: "same: a, b; differs: 3 → 5".
-    pub fn summary(&self) -> String {
+    fn new(matching: Vec<String>, differing: Vec<Difference>) -> Evidence {
+        let mut e = Evidence { matching, differing, summary: String::new() };
+        e.summary = e.line();
+        e
+    }
+
+    fn line(&self) -> String {
         let mut out = String::new();
         if !self.matching.is_empty() {
             out.push_str("same: ");
@@ -708,7 +715,7 @@ pub fn judge(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Jud
     } else {
         Kind::Related
     };
-    Judgment { kind, closeness: (closeness * 1000.0).round() / 1000.0, evidence: Evidence { matching, differing } }
+    Judgment { kind, closeness: (closeness * 1000.0).round() / 1000.0, evidence: Evidence::new(matching, differing) }
 }
 
 /// [`judge`] of two texts.
