@@ -24,7 +24,7 @@ fn lethe(db: &Path, args: &[&str]) -> Value {
 }
 
 const TEXT: &str = "the staging deploy of the billing service needs the feature flag turned off before the database migration runs, otherwise the workers crash on start";
-const NEAR: &str = "the staging deploy of the billing service needs the feature flag turned off before the database migration runs, otherwise the workers crash on boot";
+const NEAR: &str = "the staging deploy of the billing service needs the feature flag turned off before the database migration runs, otherwise the workers crash on start again";
 
 fn pair(db: &Path) -> (String, String) {
     let old = lethe(
