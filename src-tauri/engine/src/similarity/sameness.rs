@@ -623,6 +623,18 @@ fn common_order(a: &[String], b: &[String], same: impl Fn(&str, &str) -> bool) -
     out
 }
 
+/// Which judgment this process makes, for people: with the sentence model, or (when it is
+/// missing or its files do not match their pinned sums) by words and values alone, and why.
+pub fn judgment() -> String {
+    match crate::embed::shared() {
+        Some(e) => format!("words, values and meaning ({})", e.fingerprint()),
+        None => match crate::embed::unavailable() {
+            Some(why) => format!("words and values only, no sentence model: {why}"),
+            None => "words and values only".to_string(),
+        },
+    }
+}
+
 /// The cosine mapped onto closeness.
 pub fn semantic(cosine: f64) -> f64 {
     ((cosine - COSINE_FLOOR) / (COSINE_FULL - COSINE_FLOOR)).clamp(0.0, 1.0)
