@@ -863,7 +863,8 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
         }
         Command::Duplicates { action: None, limit } => {
             let snap = scoring_snapshot(conn, read_only)?;
-            let mut v = to_json(&lethe_engine::duplicates::clusters(conn, &snap, &Settings::load(conn)?, now, *limit)?)?;
+            let mut v =
+                to_json(&lethe_engine::duplicates::clusters(conn, &snap, &Settings::load(conn)?, now, *limit)?)?;
             v["judgment"] = json!(lethe_engine::sameness::judgment());
             v
         }

@@ -148,11 +148,19 @@ fn a_corrupt_model_gives_the_word_and_value_judgment_and_says_why() {
         assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
         serde_json::from_slice(&out.stdout).unwrap()
     };
-    let a = with_model(&["remember", "--type", "semantic", "--content", "Retry limit for the email sender is 3 attempts."]);
-    let b = with_model(&["remember", "--type", "semantic", "--content", "Retry limit for the email sender is 5 attempts."]);
+    let a =
+        with_model(&["remember", "--type", "semantic", "--content", "Retry limit for the email sender is 3 attempts."]);
+    let b =
+        with_model(&["remember", "--type", "semantic", "--content", "Retry limit for the email sender is 5 attempts."]);
     assert_eq!(b["similar"][0]["id"], a["id"], "{b}");
     assert_eq!(b["similar"][0]["kind"], "possible update", "values are compared without a model: {b}");
-    let c = with_model(&["remember", "--type", "semantic", "--content", "Retry limit for the email sender is 3 attempts (confirmed)."]);
+    let c = with_model(&[
+        "remember",
+        "--type",
+        "semantic",
+        "--content",
+        "Retry limit for the email sender is 3 attempts (confirmed).",
+    ]);
     assert_eq!(c["similar"][0]["kind"], "duplicate", "a near-copy is one by its words: {c}");
     let s = with_model(&["similar", a["id"].as_str().unwrap()]);
     let judgment = s["judgment"].as_str().unwrap();

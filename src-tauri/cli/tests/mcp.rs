@@ -155,7 +155,11 @@ async fn an_agent_host_can_use_every_tool() {
     let newer_value = "Retry limit for the email sender is 5 attempts.";
     let second = ok(&call(&client, "remember", json!({"type": "semantic", "content": newer_value})).await);
     let named = &second["similar"][0];
-    assert_eq!((named["id"].clone(), named["kind"].clone()), (first["id"].clone(), json!("possible update")), "{second}");
+    assert_eq!(
+        (named["id"].clone(), named["kind"].clone()),
+        (first["id"].clone(), json!("possible update")),
+        "{second}"
+    );
     assert_eq!(named["evidence"]["differing"][0], json!({"what": "value", "this": "5", "other": "3"}));
     assert_eq!(ok(&call(&client, "get_memory", json!({"id": first["id"]})).await)["superseded_by"], json!([]));
     let p = ok(&call(

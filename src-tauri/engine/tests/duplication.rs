@@ -41,10 +41,8 @@ fn duplication_on_10k_realistic_memories_equals_the_exhaustive_computation() {
     // The exhaustive reference: every pair of active memories.
     let active: Vec<usize> = (0..snap.rows.len()).filter(|&i| !snap.rows[i].is_deleted).collect();
     let mut content = conn.prepare("SELECT content FROM memory_item WHERE rowid = ?1").unwrap();
-    let texts: Vec<String> = active
-        .iter()
-        .map(|&i| content.query_row([snap.rows[i].rowid], |r| r.get::<_, String>(0)).unwrap())
-        .collect();
+    let texts: Vec<String> =
+        active.iter().map(|&i| content.query_row([snap.rows[i].rowid], |r| r.get::<_, String>(0)).unwrap()).collect();
     let sh: Vec<Vec<u64>> = texts.iter().map(|t| dedup::shingles(t)).collect();
     let profiles: Vec<std::sync::OnceLock<sameness::Profile>> = texts.iter().map(|_| Default::default()).collect();
     let e = embed::shared().unwrap();

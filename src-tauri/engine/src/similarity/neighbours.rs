@@ -656,7 +656,7 @@ fn derive_in(
             (Some((qa, ia)), Some((qb, ib))) => Some(f64::from(embed::cosine_q(qa, ia, qb, ib))),
             _ => None,
         };
-        let kind = if cos.map_or(true, |c| j >= sameness::semantic(c)) { SAME_WORDS } else { SAME_MEANING };
+        let kind = if cos.is_none_or(|c| j >= sameness::semantic(c)) { SAME_WORDS } else { SAME_MEANING };
         if sameness::closeness_at_most(j, cos) < sameness::DUPLICATE_AT {
             return (0.0, kind);
         }

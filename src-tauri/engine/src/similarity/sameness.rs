@@ -214,7 +214,9 @@ fn patterns() -> &'static Patterns {
             month_day: re(&format!(r"(?i)\b{MONTH_RE}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b")),
             day_month: re(&format!(r"(?i)\b(\d{{1,2}})(?:st|nd|rd|th)?\s+{MONTH_RE}\b")),
             currency: re(r"([$€£])\s?(\d[\d.]*)"),
-            token: re(r"[\p{L}\p{N}][\p{L}\p{N}_.:/@#%+=\-]*[\p{L}\p{N}%/]|[\p{L}\p{N}%]|[#@/][\p{L}\p{N}][\p{L}\p{N}_./\-]*"),
+            token: re(
+                r"[\p{L}\p{N}][\p{L}\p{N}_.:/@#%+=\-]*[\p{L}\p{N}%/]|[\p{L}\p{N}%]|[#@/][\p{L}\p{N}][\p{L}\p{N}_./\-]*",
+            ),
             host: re(r"^[a-z][a-z0-9-]*(\.[a-z0-9-]+)*\.[a-z]{2,6}$"),
             split: re(r"[-_./:+=]+"),
         }
@@ -288,7 +290,8 @@ fn cut_quoted(text: &str, values: &mut Vec<String>) -> String {
             if let Some(end) = end {
                 let inner: String = chars[i + 1..end].iter().collect();
                 let inner = inner.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
-                if !inner.is_empty() && !(close == '\'' && inner.contains('\'')) {
+                let apostrophe_inside = close == '\'' && inner.contains('\'');
+                if !inner.is_empty() && !apostrophe_inside {
                     values.push(inner);
                     out.push(' ');
                     i = end + 1;
@@ -349,9 +352,9 @@ fn multiplier(w: &str) -> Option<u64> {
 /// digest" / "a daily digest"); before a multiplier it is a number.
 const STOP: &[&str] = &[
     "a", "an", "the", "is", "are", "was", "were", "be", "been", "being", "am", "of", "to", "in", "on", "at", "for",
-    "by", "with", "from", "and", "or", "but", "if", "then", "than", "that", "this", "these", "those", "it", "its", "as",
-    "into", "onto", "over", "under", "about", "up", "our", "we", "us", "you", "your", "they", "their", "them", "he",
-    "she", "his", "her", "i", "my", "me", "do", "does", "did", "done", "has", "have", "had", "having", "will",
+    "by", "with", "from", "and", "or", "but", "if", "then", "than", "that", "this", "these", "those", "it", "its",
+    "as", "into", "onto", "over", "under", "about", "up", "our", "we", "us", "you", "your", "they", "their", "them",
+    "he", "she", "his", "her", "i", "my", "me", "do", "does", "did", "done", "has", "have", "had", "having", "will",
     "would", "shall", "should", "can", "could", "may", "might", "must", "there", "here", "what", "which", "who",
     "whom", "when", "where", "why", "how", "all", "any", "each", "every", "some", "such", "so", "also", "just", "very",
     "get", "gets", "got", "getting", "one", "s", "ll", "re", "ve", "d",
@@ -359,8 +362,23 @@ const STOP: &[&str] = &[
 
 /// Negations, contrastive ones included ("pnpm rather than npm", "instead of paging").
 const NEGATIONS: &[&str] = &[
-    "not", "no", "never", "nobody", "none", "nothing", "neither", "nor", "without", "cannot", "instead", "rather",
-    "otherwise", "unless", "lack", "lacks", "lacking",
+    "not",
+    "no",
+    "never",
+    "nobody",
+    "none",
+    "nothing",
+    "neither",
+    "nor",
+    "without",
+    "cannot",
+    "instead",
+    "rather",
+    "otherwise",
+    "unless",
+    "lack",
+    "lacks",
+    "lacking",
 ];
 
 /// Opposites (a general list, not a list of any data set's words).
@@ -447,9 +465,10 @@ fn opposite(a: &str, b: &str) -> bool {
     if OPPOSITES.iter().any(|&(x, y)| (x == a && y == b) || (x == b && y == a)) {
         return true;
     }
-    ["un", "in", "dis", "non", "im", "ir", "il"]
-        .iter()
-        .any(|p| (a.len() > p.len() + 2 && a.strip_prefix(p) == Some(b)) || (b.len() > p.len() + 2 && b.strip_prefix(p) == Some(a)))
+    ["un", "in", "dis", "non", "im", "ir", "il"].iter().any(|p| {
+        (a.len() > p.len() + 2 && a.strip_prefix(p) == Some(b))
+            || (b.len() > p.len() + 2 && b.strip_prefix(p) == Some(a))
+    })
 }
 
 fn is_value(w: &str) -> bool {
@@ -513,15 +532,17 @@ impl Profile {
         let p = patterns();
         let mut quoted = Vec::new();
         let t = cut_quoted(&normalise(text), &mut quoted);
-        let mut tokens: Vec<Token> =
-            quoted.into_iter().map(|q| Token { key: format!("\"{q}\""), shown: format!("'{q}'"), value: true }).collect();
+        let mut tokens: Vec<Token> = quoted
+            .into_iter()
+            .map(|q| Token { key: format!("\"{q}\""), shown: format!("'{q}'"), value: true })
+            .collect();
         let raw: Vec<&str> = p.token.find_iter(&t).map(|m| m.as_str().trim_end_matches(['.', ':'])).collect();
         let mut i = 0;
         while i < raw.len() {
             let w = raw[i];
             // Numbers in words: "twelve", "five hundred", "one hundred".
-            let starts = number_word(w).is_some()
-                || (w == "one" && raw.get(i + 1).is_some_and(|n| multiplier(n).is_some()));
+            let starts =
+                number_word(w).is_some() || (w == "one" && raw.get(i + 1).is_some_and(|n| multiplier(n).is_some()));
             if starts {
                 let (mut total, mut current, mut j) = (0u64, 0u64, i);
                 while j < raw.len() {
@@ -697,13 +718,17 @@ pub fn judge(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Jud
         let in_a: std::collections::HashSet<usize> = order.iter().map(|p| p.0).collect();
         let in_b: std::collections::HashSet<usize> = order.iter().map(|p| p.1).collect();
         let loose = |ts: &[Token], keys: &[String], matched: &std::collections::HashSet<usize>| -> Vec<usize> {
-            (0..keys.len().min(ts.len())).filter(|k| !matched.contains(k) && !ts[*k].value && content(&ts[*k])).collect()
+            (0..keys.len().min(ts.len()))
+                .filter(|k| !matched.contains(k) && !ts[*k].value && content(&ts[*k]))
+                .collect()
         };
         let (la, lb) = (loose(&ta, &sa, &in_a), loose(&tb, &sb, &in_b));
         let keys_a: Vec<String> = la.iter().map(|&k| sa[k].clone()).collect();
         let keys_b: Vec<String> = lb.iter().map(|&k| sb[k].clone()).collect();
-        let xa: Vec<String> = la.iter().filter(|&&k| !in_other(&sa[k], &keys_b)).map(|&k| ta[k].shown.clone()).collect();
-        let xb: Vec<String> = lb.iter().filter(|&&k| !in_other(&sb[k], &keys_a)).map(|&k| tb[k].shown.clone()).collect();
+        let xa: Vec<String> =
+            la.iter().filter(|&&k| !in_other(&sa[k], &keys_b)).map(|&k| ta[k].shown.clone()).collect();
+        let xb: Vec<String> =
+            lb.iter().filter(|&&k| !in_other(&sb[k], &keys_a)).map(|&k| tb[k].shown.clone()).collect();
         if !xa.is_empty() && !xb.is_empty() {
             differing.push(Difference { what: "wording".into(), this: xa.join(" "), other: xb.join(" ") });
         }
@@ -775,14 +800,20 @@ mod tests {
 
     #[test]
     fn opposites_and_negations_are_never_duplicates() {
-        assert_eq!(kind("Push notifications are enabled.", "Push notifications are disabled.", 0.97), Kind::PossibleUpdate);
+        assert_eq!(
+            kind("Push notifications are enabled.", "Push notifications are disabled.", 0.97),
+            Kind::PossibleUpdate
+        );
         assert_eq!(kind("The deploy passed.", "The deploy failed.", 0.95), Kind::PossibleUpdate);
         assert_ne!(kind("The branch has been merged.", "The branch hasn't been merged yet.", 0.95), Kind::Duplicate);
     }
 
     #[test]
     fn near_copies_and_typos_are_duplicates() {
-        assert_eq!(kind("Rolled back the thumbnail servcie.", "Rolled back the thumbnail service.", 0.97), Kind::Duplicate);
+        assert_eq!(
+            kind("Rolled back the thumbnail servcie.", "Rolled back the thumbnail service.", 0.97),
+            Kind::Duplicate
+        );
         assert_eq!(kind("Sophie is allergic to peanuts.", "sophie is allergic to peanuts", 1.0), Kind::Duplicate);
         assert_eq!(kind("removing the reranker drops MRR", "removing the re-ranker drops MRR", 0.98), Kind::Duplicate);
     }
@@ -806,11 +837,18 @@ mod tests {
             Some(0.98),
         );
         assert_eq!(j.kind, Kind::PossibleUpdate, "{:?}", j.evidence);
-        for other in ["Currently editing the notifications module in notifications.", "Currently editing the module module in notifications."] {
+        for other in [
+            "Currently editing the notifications module in notifications.",
+            "Currently editing the module module in notifications.",
+        ] {
             let k = judge_texts("Currently editing the notifications module in scheduler.", other, Some(0.98));
             assert_eq!(k.kind, Kind::PossibleUpdate, "{other}: {:?}", k.evidence);
         }
-        let api = judge_texts("Rate limit on the api API is 500 a minute.", "Rate limit on the search API is 500 a minute.", Some(0.99));
+        let api = judge_texts(
+            "Rate limit on the api API is 500 a minute.",
+            "Rate limit on the search API is 500 a minute.",
+            Some(0.99),
+        );
         assert_eq!(api.kind, Kind::PossibleUpdate, "{:?}", api.evidence);
         assert!(Profile::of("edit src/notifications/mod.rs now").values().contains("src/notifications/mod.rs"));
         assert!(Profile::of("100 req/min").values().len() == 1, "req/min is not a path");
@@ -826,7 +864,11 @@ mod tests {
 
     #[test]
     fn without_a_model_only_word_overlap_makes_a_duplicate() {
-        let j = judge_texts("The staging database is reset every Sunday.", "The staging database is reset every Sunday", None);
+        let j = judge_texts(
+            "The staging database is reset every Sunday.",
+            "The staging database is reset every Sunday",
+            None,
+        );
         assert_eq!(j.kind, Kind::Duplicate);
         let k = judge_texts("Never deploy on Fridays.", "Production releases are not allowed on Friday.", None);
         assert_ne!(k.kind, Kind::Duplicate);

@@ -608,7 +608,11 @@ fn similar_lexical(
         if j <= 0.0 {
             continue;
         }
-        out.extend(listed(id, crate::sameness::judge(&profile, &crate::sameness::Profile::of(&c), j, None), min_similarity));
+        out.extend(listed(
+            id,
+            crate::sameness::judge(&profile, &crate::sameness::Profile::of(&c), j, None),
+            min_similarity,
+        ));
     }
     by_kind_then_closeness(&mut out);
     out.truncate(limit);
