@@ -228,6 +228,10 @@ fn patterns() -> &'static Patterns {
 fn normalise(text: &str) -> String {
     let p = patterns();
     let t = text.replace(['’', '‘'], "'");
+    // Every form below holds a digit: a text without one skips eight passes.
+    if !t.bytes().any(|b| b.is_ascii_digit()) {
+        return contractions(t.to_lowercase());
+    }
     let t = p.list_marker.replace_all(&t, "$1$2");
     let t = p.thousands.replace_all(&t, "$1$2");
     let t = p.thousands.replace_all(&t, "$1$2");
@@ -260,9 +264,14 @@ fn normalise(text: &str) -> String {
         };
         format!("{} {unit}", &c[2])
     });
-    let mut t = t.to_lowercase();
-    for (from, to) in [("can't", "cannot"), ("won't", "will not"), ("n't", " not")] {
-        t = t.replace(from, to);
+    contractions(t.to_lowercase())
+}
+
+fn contractions(mut t: String) -> String {
+    if t.contains("n't") {
+        for (from, to) in [("can't", "cannot"), ("won't", "will not"), ("n't", " not")] {
+            t = t.replace(from, to);
+        }
     }
     t
 }

@@ -567,7 +567,13 @@ fn judge(
         let row = content.query_row([rowid], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))).optional()?;
         let Some((id, c)) = row else { continue };
         let j = crate::dedup::jaccard(&mine, &crate::dedup::shingles(&c));
-        let judged = crate::sameness::judge(&profile, &crate::sameness::Profile::of(&c), j, Some(f64::from(cos)));
+        let cos = Some(f64::from(cos));
+        // Too far to be listed whatever the judgment finds (one template with another value
+        // is close in words or meaning too).
+        if crate::sameness::closeness_at_most(j, cos) < min_similarity {
+            continue;
+        }
+        let judged = crate::sameness::judge(&profile, &crate::sameness::Profile::of(&c), j, cos);
         out.extend(listed(id, judged, min_similarity));
     }
     by_kind_then_closeness(&mut out);
