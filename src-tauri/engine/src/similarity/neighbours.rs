@@ -662,7 +662,7 @@ fn derive_in(
         }
         let pa = profiles[a].get_or_init(|| sameness::Profile::of(&texts[a]));
         let pb = profiles[b].get_or_init(|| sameness::Profile::of(&texts[b]));
-        (sameness::judge(pa, pb, j, cos).duplication() as f32, kind)
+        (sameness::duplication(pa, pb, j, cos) as f32, kind)
     };
     let searched_so_far = std::sync::atomic::AtomicUsize::new(0);
     let search = |shingles: &[Vec<u64>], texts: &[String], part: &[(usize, Vec<u32>)]| -> Vec<Found> {

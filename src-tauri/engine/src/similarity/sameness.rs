@@ -159,6 +159,11 @@ struct Token {
 #[derive(Debug, Clone, Default)]
 pub struct Profile {
     tokens: Vec<Token>,
+    /// Each token's form for comparison (words stemmed), in order.
+    keys: Vec<String>,
+    /// Its values, sorted, each once.
+    values: Vec<String>,
+    negated: bool,
 }
 
 fn month(name: &str) -> Option<u32> {
@@ -232,11 +237,44 @@ fn normalise(text: &str) -> String {
     if !t.bytes().any(|b| b.is_ascii_digit()) {
         return contractions(t.to_lowercase());
     }
-    let t = p.list_marker.replace_all(&t, "$1$2");
-    let t = p.thousands.replace_all(&t, "$1$2");
-    let t = p.thousands.replace_all(&t, "$1$2");
+    // Each pass only where its form can be (a cheap look for its characters first).
+    let t = if t.contains(')') { p.list_marker.replace_all(&t, "$1$2").into_owned() } else { t };
+    let t = if t.contains(',') { p.thousands.replace_all(&p.thousands.replace_all(&t, "$1$2"), "$1$2").into_owned() } else { t };
+    let lower = t.to_ascii_lowercase();
+    let named_month = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+        .iter()
+        .any(|m| lower.contains(m));
+    let t = if named_month { dates_with_month_names(p, &t) } else { t };
+    let t = if t.contains('/') {
+        p.slash_date
+            .replace_all(&t, |c: &regex::Captures| {
+                format!("{}-{:02}-{:02}", &c[1], c[2].parse::<u32>().unwrap_or(0), c[3].parse::<u32>().unwrap_or(0))
+            })
+            .into_owned()
+    } else {
+        t
+    };
+    let t = if t.contains(['$', '€', '£']) {
+        p.currency
+            .replace_all(&t, |c: &regex::Captures| {
+                let unit = match &c[1] {
+                    "$" => "dollars",
+                    "€" => "euros",
+                    _ => "pounds",
+                };
+                format!("{} {unit}", &c[2])
+            })
+            .into_owned()
+    } else {
+        t
+    };
+    contractions(t.to_lowercase())
+}
+
+/// "March 12, 2024", "12 Mar 2024", "3 September" written as "2024-03-12" / "--09-03".
+fn dates_with_month_names(p: &Patterns, t: &str) -> String {
     let iso = |y: &str, m: u32, d: &str| format!("{y}-{m:02}-{:02}", d.parse::<u32>().unwrap_or(0));
-    let t = p.month_day_year.replace_all(&t, |c: &regex::Captures| match month(&c[1]) {
+    let t = p.month_day_year.replace_all(t, |c: &regex::Captures| match month(&c[1]) {
         Some(m) => iso(&c[3], m, &c[2]),
         None => c[0].to_string(),
     });
@@ -244,27 +282,17 @@ fn normalise(text: &str) -> String {
         Some(m) => iso(&c[3], m, &c[1]),
         None => c[0].to_string(),
     });
-    let t = p.slash_date.replace_all(&t, |c: &regex::Captures| {
-        format!("{}-{:02}-{:02}", &c[1], c[2].parse::<u32>().unwrap_or(0), c[3].parse::<u32>().unwrap_or(0))
-    });
     // A day without a year ("3 September"): the month and day, written one way.
     let t = p.month_day.replace_all(&t, |c: &regex::Captures| match month(&c[1]) {
         Some(m) => format!("--{m:02}-{:02}", c[2].parse::<u32>().unwrap_or(0)),
         None => c[0].to_string(),
     });
-    let t = p.day_month.replace_all(&t, |c: &regex::Captures| match month(&c[2]) {
-        Some(m) => format!("--{m:02}-{:02}", c[1].parse::<u32>().unwrap_or(0)),
-        None => c[0].to_string(),
-    });
-    let t = p.currency.replace_all(&t, |c: &regex::Captures| {
-        let unit = match &c[1] {
-            "$" => "dollars",
-            "€" => "euros",
-            _ => "pounds",
-        };
-        format!("{} {unit}", &c[2])
-    });
-    contractions(t.to_lowercase())
+    p.day_month
+        .replace_all(&t, |c: &regex::Captures| match month(&c[2]) {
+            Some(m) => format!("--{m:02}-{:02}", c[1].parse::<u32>().unwrap_or(0)),
+            None => c[0].to_string(),
+        })
+        .into_owned()
 }
 
 fn contractions(mut t: String) -> String {
@@ -589,21 +617,40 @@ impl Profile {
             }
             i += 1;
         }
-        Profile { tokens }
+        Profile::from_tokens(tokens)
+    }
+
+    fn from_tokens(tokens: Vec<Token>) -> Profile {
+        let keys = tokens.iter().map(|t| if t.value { t.key.clone() } else { stem(&t.key) }).collect();
+        let mut values: Vec<String> = tokens.iter().filter(|t| t.value).map(|t| t.key.clone()).collect();
+        values.sort_unstable();
+        values.dedup();
+        let negated = tokens.iter().any(|t| !t.value && NEGATIONS.contains(&t.key.as_str()));
+        Profile { tokens, keys, values, negated }
     }
 
     fn values(&self) -> BTreeSet<&str> {
-        self.tokens.iter().filter(|t| t.value).map(|t| t.key.as_str()).collect()
+        self.values.iter().map(String::as_str).collect()
     }
 
-    fn negated(&self) -> bool {
-        self.tokens.iter().any(|t| !t.value && NEGATIONS.contains(&t.key.as_str()))
+    /// How many values both hold.
+    fn shared_values(&self, other: &Profile) -> usize {
+        self.values.iter().filter(|v| other.values.binary_search(v).is_ok()).count()
     }
 }
 
 /// Words of `x` that two adjacent words of `x` spell together as one word of `y` ("re ranker" /
 /// "reranker") are joined.
-fn join_compounds(x: &[Token], y: &[Token]) -> Vec<Token> {
+fn join_compounds(x: &[Token], y: &[Token]) -> Option<Vec<Token>> {
+    let joins = |i: usize| {
+        !x[i].value && !x[i + 1].value && {
+            let (p, q) = (&x[i].key, &x[i + 1].key);
+            y.iter().any(|t| !t.value && t.key.len() == p.len() + q.len() && t.key.starts_with(p.as_str()) && t.key.ends_with(q.as_str()))
+        }
+    };
+    if !(0..x.len().saturating_sub(1)).any(joins) {
+        return None;
+    }
     let words: std::collections::HashSet<&str> = y.iter().filter(|t| !t.value).map(|t| t.key.as_str()).collect();
     let mut out = Vec::with_capacity(x.len());
     let mut i = 0;
@@ -619,7 +666,7 @@ fn join_compounds(x: &[Token], y: &[Token]) -> Vec<Token> {
         out.push(x[i].clone());
         i += 1;
     }
-    out
+    Some(out)
 }
 
 fn content(t: &Token) -> bool {
@@ -679,11 +726,14 @@ pub fn closeness_at_most(jaccard: f64, cosine: Option<f64>) -> f64 {
 /// The judgment of two memories' profiles, given their word-bigram Jaccard and (with a model)
 /// the cosine of their vectors.
 pub fn judge(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Judgment {
-    let ta = join_compounds(&a.tokens, &b.tokens);
-    let tb = join_compounds(&b.tokens, &ta);
+    // Words two adjacent words of the other spell together are joined ("re ranker" / "reranker").
+    let joined_a = join_compounds(&a.tokens, &b.tokens).map(Profile::from_tokens);
+    let a = joined_a.as_ref().unwrap_or(a);
+    let joined_b = join_compounds(&b.tokens, &a.tokens).map(Profile::from_tokens);
+    let b = joined_b.as_ref().unwrap_or(b);
+    let (ta, tb) = (&a.tokens, &b.tokens);
     let (va, vb) = (a.values(), b.values());
-    let sa: Vec<String> = ta.iter().map(|t| if t.value { t.key.clone() } else { stem(&t.key) }).collect();
-    let sb: Vec<String> = tb.iter().map(|t| if t.value { t.key.clone() } else { stem(&t.key) }).collect();
+    let (sa, sb) = (&a.keys, &b.keys);
     let same_word = |x: &str, y: &str| x == y || (one_apart(x, y) && !opposite(x, y));
     let in_other = |x: &str, other: &[String]| other.iter().any(|y| same_word(x, y));
     let mut differing: Vec<Difference> = Vec::new();
@@ -708,7 +758,7 @@ pub fn judge(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Jud
             }
         }
     }
-    let (na, nb) = (a.negated(), b.negated());
+    let (na, nb) = (a.negated, b.negated);
     if na != nb {
         let neg = |ts: &[Token]| ts.iter().find(|t| NEGATIONS.contains(&t.key.as_str())).map(|t| t.shown.clone());
         differing.push(Difference {
@@ -744,7 +794,7 @@ pub fn judge(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Jud
     }
     // What both hold: values, then content words, each once.
     let mut matching: Vec<String> = Vec::new();
-    for (t, k) in ta.iter().zip(&sa) {
+    for (t, k) in ta.iter().zip(sa.iter()) {
         if matching.len() >= EVIDENCE_WORDS {
             break;
         }
@@ -752,7 +802,7 @@ pub fn judge(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Jud
             matching.push(t.shown.clone());
         }
     }
-    let shared_values = va.intersection(&vb).count().min(SHARED_VALUES_COUNTED);
+    let shared_values = a.shared_values(b).min(SHARED_VALUES_COUNTED);
     let closeness = (jaccard.max(cosine.map_or(0.0, semantic)) + SHARED_VALUE_BONUS * shared_values as f64).min(1.0);
     let kind = if differing.is_empty() && closeness >= DUPLICATE_AT {
         Kind::Duplicate
@@ -762,6 +812,23 @@ pub fn judge(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Jud
         Kind::Related
     };
     Judgment { kind, closeness: (closeness * 1000.0).round() / 1000.0, evidence: Evidence::new(matching, differing) }
+}
+
+/// What the pair adds to duplication D ([`Judgment::duplication`]), without the evidence: the
+/// cheap differences (values, negation) are looked at first, and most templated pairs stop
+/// there.
+pub fn duplication(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> f64 {
+    let shared = a.shared_values(b);
+    let closeness = jaccard.max(cosine.map_or(0.0, semantic)) + SHARED_VALUE_BONUS * shared.min(SHARED_VALUES_COUNTED) as f64;
+    if closeness < DUPLICATE_AT || a.negated != b.negated {
+        return 0.0;
+    }
+    if a.values != b.values {
+        // Values on one side only, unless joining compound words changes them (it never
+        // does: only words are joined).
+        return 0.0;
+    }
+    judge(a, b, jaccard, cosine).duplication()
 }
 
 /// [`judge`] of two texts.

@@ -562,7 +562,7 @@ fn judge(
     let mine = crate::dedup::shingles(text);
     let profile = crate::sameness::Profile::of(text);
     let mut content = conn.prepare_cached("SELECT id, content FROM memory_item WHERE rowid = ?1")?;
-    let mut out = Vec::new();
+    let mut close = Vec::with_capacity(nearest.len());
     for &(rowid, cos) in nearest {
         let row = content.query_row([rowid], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))).optional()?;
         let Some((id, c)) = row else { continue };
@@ -570,9 +570,16 @@ fn judge(
         let cos = Some(f64::from(cos));
         // Too far to be listed whatever the judgment finds (one template with another value
         // is close in words or meaning too).
-        if crate::sameness::closeness_at_most(j, cos) < min_similarity {
-            continue;
+        let most = crate::sameness::closeness_at_most(j, cos);
+        if most >= min_similarity {
+            close.push((most, id, c, j, cos));
         }
+    }
+    // The closest are judged (each judgment reads a text): twice as many as are listed.
+    close.sort_by(|a, b| b.0.total_cmp(&a.0));
+    close.truncate(limit.max(1) * 2);
+    let mut out = Vec::new();
+    for (_, id, c, j, cos) in close {
         let judged = crate::sameness::judge(&profile, &crate::sameness::Profile::of(&c), j, cos);
         out.extend(listed(id, judged, min_similarity));
     }
