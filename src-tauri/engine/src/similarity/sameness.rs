@@ -499,6 +499,9 @@ const OPPOSITES: &[(&str, &str)] = &[
 ];
 
 fn opposite(a: &str, b: &str) -> bool {
+    if a == b {
+        return false;
+    }
     if OPPOSITES.iter().any(|&(x, y)| (x == a && y == b) || (x == b && y == a)) {
         return true;
     }
@@ -549,18 +552,32 @@ fn one_apart(a: &str, b: &str) -> bool {
     if a == b {
         return true;
     }
+    if a.len() < 5 || b.len() < 5 {
+        return false;
+    }
+    if a.is_ascii() && b.is_ascii() {
+        return apart_by_one(a.as_bytes(), b.as_bytes(), |c| c.is_ascii_digit());
+    }
     let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    apart_by_one(&a, &b, |c| c.is_ascii_digit())
+}
+
+fn apart_by_one<T: PartialEq>(a: &[T], b: &[T], digit: impl Fn(&T) -> bool) -> bool {
     if a.len() < 5 || b.len() < 5 || a.len().abs_diff(b.len()) > 1 {
         return false;
     }
-    if a.iter().chain(&b).any(|c| c.is_ascii_digit()) {
+    if a.iter().chain(b).any(digit) {
         return false;
     }
     if a.len() == b.len() {
-        let d: Vec<usize> = (0..a.len()).filter(|&i| a[i] != b[i]).collect();
-        return d.len() == 1 || (d.len() == 2 && d[1] == d[0] + 1 && a[d[0]] == b[d[1]] && a[d[1]] == b[d[0]]);
+        let mut d = (0..a.len()).filter(|&i| a[i] != b[i]);
+        return match (d.next(), d.next(), d.next()) {
+            (Some(_), None, _) => true,
+            (Some(i), Some(j), None) => j == i + 1 && a[i] == b[j] && a[j] == b[i],
+            _ => false,
+        };
     }
-    let (short, long) = if a.len() < b.len() { (&a, &b) } else { (&b, &a) };
+    let (short, long) = if a.len() < b.len() { (a, b) } else { (b, a) };
     (0..long.len()).any(|i| long[..i] == short[..i] && long[i + 1..] == short[i..])
 }
 
@@ -618,6 +635,30 @@ impl Profile {
             i += 1;
         }
         Profile::from_tokens(tokens)
+    }
+
+    /// [`Profile::of`], kept per process for the texts judged most recently: a long-running
+    /// writer judges the same neighbours again and again (a cluster's members at each write).
+    pub fn cached(text: &str) -> std::sync::Arc<Profile> {
+        use std::hash::{Hash, Hasher};
+        const KEPT: usize = 4096;
+        static CACHE: std::sync::Mutex<Option<std::collections::HashMap<(u64, usize), std::sync::Arc<Profile>>>> =
+            std::sync::Mutex::new(None);
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut h);
+        let key = (h.finish(), text.len());
+        if let Some(p) = CACHE.lock().ok().and_then(|c| c.as_ref().and_then(|m| m.get(&key).cloned())) {
+            return p;
+        }
+        let p = std::sync::Arc::new(Profile::of(text));
+        if let Ok(mut c) = CACHE.lock() {
+            let m = c.get_or_insert_with(Default::default);
+            if m.len() >= KEPT {
+                m.clear();
+            }
+            m.insert(key, p.clone());
+        }
+        p
     }
 
     fn from_tokens(tokens: Vec<Token>) -> Profile {

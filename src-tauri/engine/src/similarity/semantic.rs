@@ -580,7 +580,7 @@ fn judge(
     close.truncate(limit.max(1) * 2);
     let mut out = Vec::new();
     for (_, id, c, j, cos) in close {
-        let judged = crate::sameness::judge(&profile, &crate::sameness::Profile::of(&c), j, cos);
+        let judged = crate::sameness::judge(&profile, &crate::sameness::Profile::cached(&c), j, cos);
         out.extend(listed(id, judged, min_similarity));
     }
     by_kind_then_closeness(&mut out);
