@@ -518,7 +518,7 @@ fn is_value(w: &str) -> bool {
         || w.starts_with('#')
         || w.contains("://")
         || is_path(w)
-        || w[1..].contains('@')
+        || w.find('@').is_some_and(|at| at > 0)
         || (w.len() >= 8 && bytes.iter().all(u8::is_ascii_hexdigit))
         || patterns().host.is_match(w)
 }
@@ -969,6 +969,21 @@ mod tests {
         assert_eq!(api.kind, Kind::PossibleUpdate, "{:?}", api.evidence);
         assert!(Profile::of("edit src/notifications/mod.rs now").values().contains("src/notifications/mod.rs"));
         assert!(Profile::of("100 req/min").values().len() == 1, "req/min is not a path");
+    }
+
+    #[test]
+    fn any_text_is_judged_without_a_panic() {
+        for (a, b) in [
+            ("ünïcode @ñ 'ä' “q” `x` ’s", "ünïcode @ñ 'ä'"),
+            ("@", "'"),
+            ("", ""),
+            ("日本語のテキスト 2024年3月12日", "日本語のテキスト"),
+            ("a'b'c 'unterminated", "\"open `also"),
+            ("ǅemo march 3rd, 2024 $5 €6 £7 1,234,567 1) 2)", "ǅemo"),
+        ] {
+            let j = judge_texts(a, b, Some(0.9));
+            assert!(j.closeness.is_finite(), "{a:?} / {b:?}");
+        }
     }
 
     #[test]
