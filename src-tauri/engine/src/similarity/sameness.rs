@@ -239,7 +239,11 @@ fn normalise(text: &str) -> String {
     }
     // Each pass only where its form can be (a cheap look for its characters first).
     let t = if t.contains(')') { p.list_marker.replace_all(&t, "$1$2").into_owned() } else { t };
-    let t = if t.contains(',') { p.thousands.replace_all(&p.thousands.replace_all(&t, "$1$2"), "$1$2").into_owned() } else { t };
+    let t = if t.contains(',') {
+        p.thousands.replace_all(&p.thousands.replace_all(&t, "$1$2"), "$1$2").into_owned()
+    } else {
+        t
+    };
     let lower = t.to_ascii_lowercase();
     let named_month = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
         .iter()
@@ -686,7 +690,12 @@ fn join_compounds(x: &[Token], y: &[Token]) -> Option<Vec<Token>> {
     let joins = |i: usize| {
         !x[i].value && !x[i + 1].value && {
             let (p, q) = (&x[i].key, &x[i + 1].key);
-            y.iter().any(|t| !t.value && t.key.len() == p.len() + q.len() && t.key.starts_with(p.as_str()) && t.key.ends_with(q.as_str()))
+            y.iter().any(|t| {
+                !t.value
+                    && t.key.len() == p.len() + q.len()
+                    && t.key.starts_with(p.as_str())
+                    && t.key.ends_with(q.as_str())
+            })
         }
     };
     if !(0..x.len().saturating_sub(1)).any(joins) {
@@ -860,7 +869,8 @@ pub fn judge(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Jud
 /// there.
 pub fn duplication(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> f64 {
     let shared = a.shared_values(b);
-    let closeness = jaccard.max(cosine.map_or(0.0, semantic)) + SHARED_VALUE_BONUS * shared.min(SHARED_VALUES_COUNTED) as f64;
+    let closeness =
+        jaccard.max(cosine.map_or(0.0, semantic)) + SHARED_VALUE_BONUS * shared.min(SHARED_VALUES_COUNTED) as f64;
     if closeness < DUPLICATE_AT || a.negated != b.negated {
         return 0.0;
     }
