@@ -290,11 +290,11 @@ pub fn detail_in(
     let memory = lifecycle::get(conn, id)?;
     let settings = Settings::load(conn)?;
     let mut score = forgetting::score_in(conn, snap, id, &settings, now)?;
+    // (A memory deleted since the snapshot was read gives no evidence rather than an error.)
     let duplicate_evidence = match &score.duplicate_of {
-        Some(other) => {
-            let other = lifecycle::get(conn, other)?;
-            Some(sameness::judge_texts(&memory.content, &other.content, None).evidence)
-        }
+        Some(other) => lifecycle::get(conn, other)
+            .ok()
+            .map(|other| sameness::judge_texts(&memory.content, &other.content, None).evidence),
         None => None,
     };
     // The reason says why, too: "duplicate of mem_… (same meaning; same: …)".
