@@ -370,3 +370,14 @@ fn the_demos_rename_requests_are_not_duplicates_and_its_near_copies_still_are() 
         }
     }
 }
+
+#[test]
+fn a_duplicates_detail_says_what_it_shares_with_the_one_it_duplicates() {
+    let (conn, old, new, _) = pair_file();
+    let d = lethe_engine::detail(&conn, &new, now(), None).unwrap();
+    let ev = d.duplicate_evidence.expect("a duplicate carries its evidence");
+    assert!(ev.differing.is_empty() && ev.matching.contains(&"billing".to_string()), "{ev:?}");
+    let reason = d.score.reasons.iter().find(|r| r.starts_with(&format!("duplicate of {old}"))).expect("the reason");
+    assert!(reason.contains("same: "), "the reason says why: {reason}");
+    assert!(lethe_engine::detail(&conn, &old, now(), None).unwrap().duplicate_evidence.is_none());
+}
