@@ -646,8 +646,8 @@ impl Profile {
     pub fn cached(text: &str) -> std::sync::Arc<Profile> {
         use std::hash::{Hash, Hasher};
         const KEPT: usize = 4096;
-        static CACHE: std::sync::Mutex<Option<std::collections::HashMap<(u64, usize), std::sync::Arc<Profile>>>> =
-            std::sync::Mutex::new(None);
+        type Kept = std::collections::HashMap<(u64, usize), std::sync::Arc<Profile>>;
+        static CACHE: std::sync::Mutex<Option<Kept>> = std::sync::Mutex::new(None);
         let mut h = std::collections::hash_map::DefaultHasher::new();
         text.hash(&mut h);
         let key = (h.finish(), text.len());
@@ -794,8 +794,8 @@ pub fn judge(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Jud
     if !only_a.is_empty() || !only_b.is_empty() {
         differing.push(Difference {
             what: "value".into(),
-            this: only_a.iter().map(|k| shown(&ta, k)).collect::<Vec<_>>().join(" "),
-            other: only_b.iter().map(|k| shown(&tb, k)).collect::<Vec<_>>().join(" "),
+            this: only_a.iter().map(|k| shown(ta, k)).collect::<Vec<_>>().join(" "),
+            other: only_b.iter().map(|k| shown(tb, k)).collect::<Vec<_>>().join(" "),
         });
     }
     // Polarity: opposite words, or a negation on one side only.
@@ -813,12 +813,12 @@ pub fn judge(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Jud
         let neg = |ts: &[Token]| ts.iter().find(|t| NEGATIONS.contains(&t.key.as_str())).map(|t| t.shown.clone());
         differing.push(Difference {
             what: "polarity".into(),
-            this: neg(&ta).unwrap_or_default(),
-            other: neg(&tb).unwrap_or_default(),
+            this: neg(ta).unwrap_or_default(),
+            other: neg(tb).unwrap_or_default(),
         });
     }
     // One template with a word swapped for another.
-    let order = common_order(&sa, &sb, same_word);
+    let order = common_order(sa, sb, same_word);
     let total = sa.len() + sb.len();
     let one_template = total > 0 && 2.0 * order.len() as f64 / total as f64 >= ONE_TEMPLATE_AT;
     if one_template {
@@ -831,7 +831,7 @@ pub fn judge(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Jud
                 .filter(|k| !matched.contains(k) && !ts[*k].value && content(&ts[*k]))
                 .collect()
         };
-        let (la, lb) = (loose(&ta, &sa, &in_a), loose(&tb, &sb, &in_b));
+        let (la, lb) = (loose(ta, sa, &in_a), loose(tb, sb, &in_b));
         let keys_a: Vec<String> = la.iter().map(|&k| sa[k].clone()).collect();
         let keys_b: Vec<String> = lb.iter().map(|&k| sb[k].clone()).collect();
         let xa: Vec<String> =
@@ -848,7 +848,7 @@ pub fn judge(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Jud
         if matching.len() >= EVIDENCE_WORDS {
             break;
         }
-        if content(t) && in_other(k, &sb) && !matching.contains(&t.shown) {
+        if content(t) && in_other(k, sb) && !matching.contains(&t.shown) {
             matching.push(t.shown.clone());
         }
     }
