@@ -504,8 +504,10 @@ pub struct SimilarMemory {
     pub tier: lethe_engine::Tier,
     pub preview: String,
     pub similarity: f64,
-    /// "same words" or "same meaning".
+    /// "duplicate", "possible update" or "related".
     pub kind: String,
+    /// Why: the values and words both hold and those that differ (plain text).
+    pub evidence: lethe_engine::sameness::Evidence,
 }
 
 /// The five nearest active memories of `id` (the engine's `similar`, as `lethe similar`).
@@ -519,7 +521,8 @@ pub async fn similar_memories(app: AppHandle, id: String) -> ApiResult<Items<Sim
                 .map(|s| {
                     let m = lifecycle::get(&db.conn, &s.id)?;
                     let (tier, preview) = (m.tier, m.preview(160));
-                    Ok(SimilarMemory { id: s.id, tier, preview, similarity: s.similarity, kind: s.kind.to_string() })
+                    let (similarity, kind, evidence) = (s.similarity, s.kind.to_string(), s.evidence);
+                    Ok(SimilarMemory { id: s.id, tier, preview, similarity, kind, evidence })
                 })
                 .collect::<lethe_engine::Result<_>>()?;
             Ok(Items { items })

@@ -94,7 +94,12 @@ dominant: boolean,
  * Similarity to the dominant member (its strongest link into the cluster when it has no
  * direct link to the dominant one), and that link's kind: "same words" or "same meaning".
  */
-similarity: number, kind: string, };
+similarity: number, kind: string, 
+/**
+ * Why it is a duplicate of the dominant member: the values and words both hold (plain
+ * text; `None` for the dominant member).
+ */
+evidence: Evidence | null, };
 
 export type Clusters = { 
 /**
@@ -217,6 +222,16 @@ export type DialogueLint = { score: number, flagged: boolean,
 reasons: Array<string>, };
 
 /**
+ * One difference between two memories: what the first says and what the second says in its
+ * place (empty when it says nothing there), and of what sort.
+ */
+export type Difference = { 
+/**
+ * "value", "polarity" or "wording".
+ */
+what: string, this: string, other: string, };
+
+/**
  * What "keep both" did.
  */
 export type Dismissal = { 
@@ -233,6 +248,23 @@ dismissed: boolean, actor: string, at: string, };
  * The closed set of error codes the window tells apart.
  */
 export type ErrorCode = "invalid_input" | "conflict" | "not_found" | "confirmation_required" | "forbidden" | "db_unavailable" | "internal";
+
+/**
+ * Why two memories are judged as they are, in plain text.
+ */
+export type Evidence = { 
+/**
+ * Values and content words both hold (at most [`EVIDENCE_WORDS`]).
+ */
+matching: Array<string>, 
+/**
+ * What differs.
+ */
+differing: Array<Difference>, 
+/**
+ * Both in one line for people: "same: a, b; differs: 5 → 3".
+ */
+summary: string, };
 
 /**
  * A result of [`explain`]: the hit as [`recall`] returns it, and its age.
@@ -344,7 +376,11 @@ dialogue: DialogueLint | null,
 /**
  * The task kind when the memory is a task log (an ended session's working memory).
  */
-task_kind: string | null, id: string, type: Tier, content: string, importance: number, privacy_scope: string, created_at: string, last_accessed: string | null, pinned: boolean, tags: Array<string>, source: string | null, view_count: number, cite_count: number, edit_count: number, task_goal: string | null, steps: JsonValue | null, reflection_notes: JsonValue | null, workflow_name: string | null, skill_name: string | null, trigger_conditions: JsonValue | null, version: number, owner_id: string | null, session_id: string | null, project_id: string | null, is_deleted: boolean, deleted_at: string | null, features: Features, components: Components, forget_score: number, threshold: number, reasons: Array<string>, would_forget: boolean, never_forgettable: boolean, 
+task_kind: string | null, 
+/**
+ * Why it is a duplicate of `duplicate_of`: the values and words both hold (plain text).
+ */
+duplicate_evidence: Evidence | null, id: string, type: Tier, content: string, importance: number, privacy_scope: string, created_at: string, last_accessed: string | null, pinned: boolean, tags: Array<string>, source: string | null, view_count: number, cite_count: number, edit_count: number, task_goal: string | null, steps: JsonValue | null, reflection_notes: JsonValue | null, workflow_name: string | null, skill_name: string | null, trigger_conditions: JsonValue | null, version: number, owner_id: string | null, session_id: string | null, project_id: string | null, is_deleted: boolean, deleted_at: string | null, features: Features, components: Components, forget_score: number, threshold: number, reasons: Array<string>, would_forget: boolean, never_forgettable: boolean, 
 /**
  * The score this memory tends to if it is never used again.
  */
@@ -513,9 +549,13 @@ person_ops_window_only: boolean, };
  */
 export type SimilarMemory = { id: string, type: Tier, preview: string, similarity: number, 
 /**
- * "same words" or "same meaning".
+ * "duplicate", "possible update" or "related".
  */
-kind: string, };
+kind: string, 
+/**
+ * Why: the values and words both hold and those that differ (plain text).
+ */
+evidence: Evidence, };
 
 /**
  * Sort orders of [`list`].

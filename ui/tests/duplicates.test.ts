@@ -21,6 +21,7 @@ function member(id: string, over: Partial<ClusterMember> = {}): ClusterMember {
     dominant: false,
     similarity: 0.9,
     kind: 'same meaning',
+    evidence: null,
     ...over,
   };
 }

@@ -131,6 +131,7 @@ export function makeDetail(id: string, over: Partial<MemoryDetail> = {}): Memory
     never_forgettable_why: null,
     dialogue: null,
     task_kind: null,
+    duplicate_evidence: null,
     meta: { memory_id: id, recall_count: 3, success_count: 2, failure_count: 1, avg_confidence: 0.61, last_recalled_at: null },
     ...over,
   };

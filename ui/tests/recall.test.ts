@@ -207,12 +207,13 @@ describe('recall log', () => {
     expect(api.recallLog).toHaveBeenCalledWith({ actor: undefined, memoryId: 'mem_a', limit: 20 });
   });
 
-  it('a memory\'s detail lists its five nearest memories with similarity and kind, and opens one', async () => {
+  it('a memory\'s detail lists its five nearest memories with similarity, kind and evidence, and opens one', async () => {
     api.showMemory.mockImplementation(async (id: string) => makeDetail(id));
+    const none = { matching: [], differing: [], summary: '' };
     api.similarMemories.mockResolvedValue({
       items: [
-        { id: 'mem_s1', type: 'semantic', preview: HOSTILE, similarity: 0.91, kind: 'same meaning' },
-        { id: 'mem_s2', type: 'episodic', preview: 'near copy', similarity: 0.8, kind: 'same words' },
+        { id: 'mem_s1', type: 'semantic', preview: HOSTILE, similarity: 0.91, kind: 'duplicate', evidence: { ...none, summary: `same: ${HOSTILE}` } },
+        { id: 'mem_s2', type: 'episodic', preview: 'near copy', similarity: 0.8, kind: 'related', evidence: none },
       ],
     });
     await renderAt('memories');
@@ -220,9 +221,35 @@ describe('recall log', () => {
     await waitFor(() => expect(ids('similar-memory')).toEqual(['mem_s1', 'mem_s2']));
     expect(api.similarMemories).toHaveBeenCalledWith('mem_a');
     const kinds = screen.getAllByTestId('similar-memory').map((e) => [e.dataset.kind, e.dataset.similarity]);
-    expect(kinds).toEqual([['same meaning', '0.91'], ['same words', '0.8']]);
+    expect(kinds).toEqual([['duplicate', '0.91'], ['related', '0.8']]);
+    expect(screen.getAllByTestId('similar-evidence').map((e) => e.textContent)).toEqual([`same: ${HOSTILE}`]);
     expect(document.querySelector('img[src="x"]')).toBeNull();
+    expect(screen.queryByTestId('similar-supersede')).toBeNull();
     await fireEvent.click(screen.getAllByTestId('similar-memory')[1].querySelector('button')!);
     expect(app.selectedId).toBe('mem_s2');
+  });
+
+  it('a possible update offers to supersede the older, and only when asked', async () => {
+    api.showMemory.mockImplementation(async (id: string) => makeDetail(id));
+    api.similarMemories.mockResolvedValue({
+      items: [
+        {
+          id: 'mem_old',
+          type: 'semantic',
+          preview: 'Retry limit for the email sender is 3 attempts.',
+          similarity: 0.99,
+          kind: 'possible update',
+          evidence: { matching: ['retry'], differing: [{ what: 'value', this: '5', other: '3' }], summary: 'same: retry; differs: 5 → 3' },
+        },
+      ],
+    });
+    api.supersedeDuplicate.mockResolvedValue({ superseded: true });
+    await renderAt('memories');
+    app.selectedId = 'mem_a';
+    await waitFor(() => expect(screen.getByTestId('similar-supersede')).toBeInTheDocument());
+    expect(screen.getByTestId('similar-evidence').textContent).toBe('same: retry; differs: 5 → 3');
+    expect(api.supersedeDuplicate).not.toHaveBeenCalled();
+    await fireEvent.click(screen.getByTestId('similar-supersede'));
+    await waitFor(() => expect(api.supersedeDuplicate).toHaveBeenCalledWith('mem_a', 'mem_old'));
   });
 });

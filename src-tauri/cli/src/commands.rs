@@ -891,7 +891,10 @@ fn run_command(cli: Cli) -> Result<Option<Value>> {
         }
         Command::Duplicates { action: None, limit } => {
             let snap = scoring_snapshot(conn, read_only)?;
-            to_json(&lethe_engine::duplicates::clusters(conn, &snap, &Settings::load(conn)?, now, *limit)?)?
+            let mut v =
+                to_json(&lethe_engine::duplicates::clusters(conn, &snap, &Settings::load(conn)?, now, *limit)?)?;
+            v["judgment"] = json!(lethe_engine::sameness::judgment());
+            v
         }
         Command::Duplicates { action: Some(DuplicatesAction::Dismiss { a, b }), .. } => {
             to_json(&lethe_engine::duplicates::dismiss(conn, a, b, actor, now)?)?
@@ -904,7 +907,11 @@ fn run_command(cli: Cli) -> Result<Option<Value>> {
             to_json(&lethe_engine::health::health(conn, &snap, &Settings::load(conn)?, now)?)?
         }
         Command::Similar { id, limit } => {
-            json!({ "items": lethe_engine::semantic::similar(conn, id, *limit)?, "recall_mode": lethe_engine::embed::status() })
+            json!({
+                "items": lethe_engine::semantic::similar(conn, id, *limit)?,
+                "recall_mode": lethe_engine::embed::status(),
+                "judgment": lethe_engine::sameness::judgment(),
+            })
         }
         Command::Reflect { id, note, expected_version } => {
             let note: Value =

@@ -24,7 +24,7 @@ fn lethe(db: &Path, args: &[&str]) -> Value {
 }
 
 const TEXT: &str = "the staging deploy of the billing service needs the feature flag turned off before the database migration runs, otherwise the workers crash on start";
-const NEAR: &str = "the staging deploy of the billing service needs the feature flag turned off before the database migration runs, otherwise the workers crash on boot";
+const NEAR: &str = "the staging deploy of the billing service needs the feature flag turned off before the database migration runs, otherwise the workers crash on start again";
 
 fn pair(db: &Path) -> (String, String) {
     let old = lethe(
@@ -125,4 +125,51 @@ fn health_names_its_four_lists() {
     let names: Vec<&str> = h["lists"].as_array().unwrap().iter().map(|l| l["name"].as_str().unwrap()).collect();
     assert_eq!(names, vec!["never_recalled", "forget_soon", "pinned_never_recalled", "low_confidence"]);
     assert_eq!(h["lists"][2]["total"], 1, "the pinned memory was never recalled: {h}");
+}
+
+/// A model directory whose weights do not match their pinned sum: the judgment falls back to
+/// words and values, says so and why, and writes no vector of the corrupt model.
+#[test]
+fn a_corrupt_model_gives_the_word_and_value_judgment_and_says_why() {
+    let model = std::env::temp_dir().join(format!("lethe-corrupt-model-{}", std::process::id()));
+    std::fs::create_dir_all(&model).unwrap();
+    for f in ["model.int8.safetensors", "tokenizer.json", "config.json"] {
+        std::fs::write(model.join(f), b"not the pinned model").unwrap();
+    }
+    let db = db();
+    let with_model = |args: &[&str]| -> Value {
+        let out = Command::new(env!("CARGO_BIN_EXE_lethe"))
+            .env("LETHE_MODEL_DIR", &model)
+            .arg("--db")
+            .arg(&db)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let a =
+        with_model(&["remember", "--type", "semantic", "--content", "Retry limit for the email sender is 3 attempts."]);
+    let b =
+        with_model(&["remember", "--type", "semantic", "--content", "Retry limit for the email sender is 5 attempts."]);
+    assert_eq!(b["similar"][0]["id"], a["id"], "{b}");
+    assert_eq!(b["similar"][0]["kind"], "possible update", "values are compared without a model: {b}");
+    let c = with_model(&[
+        "remember",
+        "--type",
+        "semantic",
+        "--content",
+        "Retry limit for the email sender is 3 attempts (confirmed).",
+    ]);
+    assert_eq!(c["similar"][0]["kind"], "duplicate", "a near-copy is one by its words: {c}");
+    let s = with_model(&["similar", a["id"].as_str().unwrap()]);
+    let judgment = s["judgment"].as_str().unwrap();
+    assert!(judgment.starts_with("words and values only, no sentence model:"), "{judgment}");
+    assert!(judgment.contains("model.int8.safetensors"), "the message names the file: {judgment}");
+    let d = with_model(&["duplicates"]);
+    assert_eq!(d["judgment"], s["judgment"]);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let vectors: i64 = conn.query_row("SELECT COUNT(*) FROM lethe_vector", [], |r| r.get(0)).unwrap();
+    assert_eq!(vectors, 0, "nothing of the corrupt model is written");
+    let _ = std::fs::remove_dir_all(&model);
 }

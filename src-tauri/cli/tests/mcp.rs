@@ -148,6 +148,20 @@ async fn an_agent_host_can_use_every_tool() {
     assert_eq!(ok(&call(&client, "get_memory", json!({"id": id})).await)["superseded_by"], json!([newer]));
     let r = ok(&call(&client, "similar", json!({"memory_id": newer})).await);
     assert!(r["items"].is_array());
+    // Another value for the same statement: remember names the older memory as a possible
+    // update, with the values that differ (and supersedes nothing by itself).
+    let older = "Retry limit for the email sender is 3 attempts.";
+    let first = ok(&call(&client, "remember", json!({"type": "semantic", "content": older})).await);
+    let newer_value = "Retry limit for the email sender is 5 attempts.";
+    let second = ok(&call(&client, "remember", json!({"type": "semantic", "content": newer_value})).await);
+    let named = &second["similar"][0];
+    assert_eq!(
+        (named["id"].clone(), named["kind"].clone()),
+        (first["id"].clone(), json!("possible update")),
+        "{second}"
+    );
+    assert_eq!(named["evidence"]["differing"][0], json!({"what": "value", "this": "5", "other": "3"}));
+    assert_eq!(ok(&call(&client, "get_memory", json!({"id": first["id"]})).await)["superseded_by"], json!([]));
     let p = ok(&call(
         &client,
         "remember",
@@ -174,7 +188,7 @@ async fn an_agent_host_can_use_every_tool() {
     let m = ok(&call(&client, "restore_archive", json!({"archive_no": a["archive_no"]})).await);
     assert_eq!(m["content"], json!("ls -la printed 400 lines of build output"), "exact bytes back");
     let s = ok(&call(&client, "memory_stats", json!({})).await);
-    assert_eq!(s["total_active"], json!(4));
+    assert_eq!(s["total_active"], json!(6), "four, and the two retry limits");
 
     // Engine errors keep the CLI's codes; a hard delete is the person's, even confirmed.
     assert_eq!(code(&call(&client, "forget", json!({"id": id, "hard": true})).await), "forbidden");

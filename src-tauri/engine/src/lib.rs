@@ -33,7 +33,7 @@ pub use ops::{
     archive, audit, duplicates, group_commit, health, lifecycle, meta, procedural, recall, recall_log, scan, session,
 };
 pub use policy::{decay, dialogue, forgetting, redact, settings};
-pub use similarity::{dedup, embed, lexical, neighbours, semantic};
+pub use similarity::{dedup, embed, lexical, neighbours, sameness, semantic};
 pub use storage::sqlite as store;
 pub use storage::watch;
 
@@ -103,6 +103,8 @@ pub struct MemoryDetail {
     pub dialogue: Option<dialogue::DialogueLint>,
     /// The task kind when the memory is a task log (an ended session's working memory).
     pub task_kind: Option<String>,
+    /// Why it is a duplicate of `duplicate_of`: the values and words both hold (plain text).
+    pub duplicate_evidence: Option<sameness::Evidence>,
 }
 
 fn links(conn: &Connection, sql: &str, id: &str) -> Result<Vec<String>> {
@@ -287,7 +289,26 @@ pub fn detail_in(
 ) -> Result<MemoryDetail> {
     let memory = lifecycle::get(conn, id)?;
     let settings = Settings::load(conn)?;
-    let score = forgetting::score_in(conn, snap, id, &settings, now)?;
+    let mut score = forgetting::score_in(conn, snap, id, &settings, now)?;
+    // (A memory deleted since the snapshot was read gives no evidence rather than an error.)
+    let duplicate_evidence = match &score.duplicate_of {
+        Some(other) => lifecycle::get(conn, other)
+            .ok()
+            .map(|other| sameness::judge_texts(&memory.content, &other.content, None).evidence),
+        None => None,
+    };
+    // The reason says why, too: "duplicate of mem_… (same meaning; same: …)".
+    if let (Some(of), Some(ev)) = (&score.duplicate_of, &duplicate_evidence) {
+        let why = &ev.summary;
+        if !why.is_empty() {
+            for r in score.reasons.iter_mut().filter(|r| r.starts_with(&format!("duplicate of {of}"))) {
+                match r.strip_suffix(')') {
+                    Some(open) => *r = format!("{open}; {why})"),
+                    None => *r = format!("{r} ({why})"),
+                }
+            }
+        }
+    }
     let task_kind = session::task_kind_of(conn, id)?;
     let input = input_of(&memory, &score, task_kind.is_some())?;
     let meta = match buffer {
@@ -303,6 +324,7 @@ pub fn detail_in(
         never_forgettable_why: decay::explain_never_forgettable(&input, &settings),
         dialogue: dialogue::applies_to(memory.tier).then(|| dialogue::lint(&memory.content)),
         task_kind,
+        duplicate_evidence,
         score,
         meta,
         memory,

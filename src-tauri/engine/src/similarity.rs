@@ -8,4 +8,5 @@ pub mod dedup;
 pub mod embed;
 pub mod lexical;
 pub mod neighbours;
+pub mod sameness;
 pub mod semantic;

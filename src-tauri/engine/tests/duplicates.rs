@@ -39,8 +39,8 @@ fn count(conn: &store::Connection, sql: &str) -> i64 {
 
 const TEXT: &str = "the staging deploy of the billing service needs the feature flag turned off before the \
                     database migration runs, otherwise the workers crash on start";
-const NEAR: &str = "the staging deploy of the billing service needs the feature flag turned off before the \
-                    database migration runs, otherwise the workers crash on boot";
+const NEAR: &str = "The staging deploy of the billing service needs the feature flag turned off before the \
+                    database migration runs, otherwise the workers crash on start again";
 
 /// A file with one near-copy pair (the older one more important: it dominates) and one
 /// unrelated memory. Returns (file, older id, newer id, unrelated id).
@@ -111,6 +111,12 @@ fn keep_both_dismisses_the_pair_once_audits_it_and_stops_its_duplication() {
     assert_eq!((actions(&conn, &old, "keep_both"), actions(&conn, &new, "keep_both")), (1, 1), "no second audit row");
     assert_eq!(count(&conn, "SELECT COUNT(*) FROM lethe_change"), changes, "nothing written the second time");
     assert_eq!(count(&conn, "SELECT COUNT(*) FROM lethe_dismissed_pair"), 1);
+    // Lists judged again on open (as after a change of the duplicate judgment) keep it.
+    conn.execute("UPDATE lethe_neighbour SET model = 'an earlier judgment'", []).unwrap();
+    let snap = Snapshot::load_and_keep(&mut conn).unwrap();
+    assert!(snap.searched > 0, "the lists were searched again");
+    assert_eq!(duplication(&conn, &new), 0.0, "keep both still stands");
+    assert_eq!(clusters(&conn).total, 0);
 }
 
 #[test]
@@ -270,4 +276,108 @@ fn health_lists_name_the_memories_people_should_look_at() {
     let snap = Snapshot::load(&conn).unwrap();
     let h = health::health(&conn, &snap, &s, now()).unwrap();
     assert_eq!(h.lists[0].total, 0);
+}
+
+/// What `remember` answers for `b` stored after `a` (the older, more important one), and b's
+/// duplication.
+fn second_of(a: &str, b: &str) -> (String, String, Vec<lethe_engine::semantic::Similar>, f64) {
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let first = put(
+        &mut conn,
+        NewMemory { importance: Some(0.6), created_at: Some(days_ago(3.0)), ..NewMemory::new(Tier::Semantic, a) },
+    );
+    let out = lifecycle::remember(
+        &mut conn,
+        &NewMemory { importance: Some(0.3), ..NewMemory::new(Tier::Semantic, b) },
+        "agent:test",
+        now(),
+    )
+    .unwrap();
+    let RememberOutcome::Stored { id, similar, .. } = out else { panic!("stored") };
+    let d = duplication(&conn, &id);
+    (first, id, similar, d)
+}
+
+#[test]
+fn opposite_outcomes_and_states_are_never_duplicates() {
+    for (a, b) in [
+        ("build 20261201.4 passed on runner ci-7", "build 20261203.1 failed on runner ci-2"),
+        ("The nightly backup job passed.", "The nightly backup job failed."),
+        ("Push notifications are enabled in the beta build.", "Push notifications are disabled in the beta build."),
+    ] {
+        let (first, _, similar, d) = second_of(a, b);
+        assert_eq!(d, 0.0, "{a:?} / {b:?} are two memories, D must be 0");
+        let named = similar.iter().find(|s| s.id == first).expect("the older one is named as related");
+        assert_ne!(named.kind, "duplicate", "{named:?}");
+        assert!(!named.evidence.differing.is_empty(), "the answer says what differs: {named:?}");
+    }
+}
+
+#[test]
+fn a_changed_value_is_a_possible_update_naming_the_older_memory_and_both_values() {
+    let (first, _, similar, d) =
+        second_of("Retry limit for the email sender is 3 attempts.", "Retry limit for the email sender is 5 attempts.");
+    assert_eq!(d, 0.0, "another value is not a duplicate");
+    let named = similar.first().expect("the older memory is named");
+    assert_eq!((named.id.as_str(), named.kind), (first.as_str(), "possible update"));
+    let diff = &named.evidence.differing[0];
+    assert_eq!((diff.this.as_str(), diff.other.as_str()), ("5", "3"), "the new value, then the older one's");
+}
+
+#[test]
+fn a_date_written_two_ways_is_still_a_duplicate() {
+    let (first, _, similar, d) = second_of(
+        "The quarterly access review for the finance systems was completed on 2024-07-15.",
+        "The quarterly access review for the finance systems was completed on July 15, 2024.",
+    );
+    assert!(d >= 0.7, "one date written two ways is the same memory: D = {d}");
+    assert_eq!(similar[0].kind, "duplicate", "{similar:?}");
+    assert_eq!(similar[0].id, first);
+}
+
+#[test]
+fn five_random_hex_memories_carry_no_duplication() {
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        let words: Vec<String> = (0..10)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                format!("{:010x}", seed & 0xff_ffff_ffff)
+            })
+            .collect();
+        ids.push(put(&mut conn, NewMemory::new(Tier::Semantic, words.join(" "))));
+    }
+    for id in &ids {
+        assert_eq!(duplication(&conn, id), 0.0, "random identifiers are different memories");
+    }
+}
+
+#[test]
+fn the_demos_rename_requests_are_not_duplicates_and_its_near_copies_still_are() {
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    lethe_engine::demo::load(&mut conn, 7, 400, now()).unwrap();
+    let cl = clusters(&conn);
+    assert!(cl.total >= 1, "the demo keeps clusters of real near-copies");
+    for c in &cl.items {
+        let renames = c.members.iter().filter(|m| m.text.contains("asked to rename")).count();
+        assert!(renames < 2, "rename requests for different tabs are different memories: {c:?}");
+        for m in c.members.iter().skip(1) {
+            assert!(m.evidence.as_ref().is_some_and(|e| e.differing.is_empty() && !e.matching.is_empty()), "{m:?}");
+        }
+    }
+}
+
+#[test]
+fn a_duplicates_detail_says_what_it_shares_with_the_one_it_duplicates() {
+    let (conn, old, new, _) = pair_file();
+    let d = lethe_engine::detail(&conn, &new, now(), None).unwrap();
+    let ev = d.duplicate_evidence.expect("a duplicate carries its evidence");
+    assert!(ev.differing.is_empty() && ev.matching.contains(&"billing".to_string()), "{ev:?}");
+    let reason = d.score.reasons.iter().find(|r| r.starts_with(&format!("duplicate of {old}"))).expect("the reason");
+    assert!(reason.contains("same: "), "the reason says why: {reason}");
+    assert!(lethe_engine::detail(&conn, &old, now(), None).unwrap().duplicate_evidence.is_none());
 }

@@ -6,7 +6,7 @@
 //! Run with `-- --nocapture` to see the figures.
 
 use lethe_engine::forgetting::{self, Snapshot};
-use lethe_engine::{dedup, embed, neighbours, semantic, store, time, transfer, Settings};
+use lethe_engine::{dedup, embed, lifecycle, neighbours, sameness, semantic, store, time, transfer, Settings};
 use lethe_testkit::workload::realistic::RealisticGenerator;
 
 fn now() -> time::Instant {
@@ -41,10 +41,10 @@ fn duplication_on_10k_realistic_memories_equals_the_exhaustive_computation() {
     // The exhaustive reference: every pair of active memories.
     let active: Vec<usize> = (0..snap.rows.len()).filter(|&i| !snap.rows[i].is_deleted).collect();
     let mut content = conn.prepare("SELECT content FROM memory_item WHERE rowid = ?1").unwrap();
-    let sh: Vec<Vec<u64>> = active
-        .iter()
-        .map(|&i| dedup::shingles(&content.query_row([snap.rows[i].rowid], |r| r.get::<_, String>(0)).unwrap()))
-        .collect();
+    let texts: Vec<String> =
+        active.iter().map(|&i| content.query_row([snap.rows[i].rowid], |r| r.get::<_, String>(0)).unwrap()).collect();
+    let sh: Vec<Vec<u64>> = texts.iter().map(|t| dedup::shingles(t)).collect();
+    let profiles: Vec<std::sync::OnceLock<sameness::Profile>> = texts.iter().map(|_| Default::default()).collect();
     let e = embed::shared().unwrap();
     let ix = semantic::index(&conn, e).unwrap();
     let pos: std::collections::HashMap<i64, usize> = ix.rowids.iter().enumerate().map(|(p, &r)| (r, p)).collect();
@@ -59,7 +59,15 @@ fn duplication_on_10k_realistic_memories_equals_the_exhaustive_computation() {
             let jac = dedup::jaccard(&sh[a], &sh[b]);
             let ((qa, ia), (qb, ib)) = (vec_of(i), vec_of(j));
             let cos = f64::from(embed::cosine_q(qa, ia, qb, ib));
-            let sim = f64::from(semantic::pair_similarity(jac, Some(cos)).0 as f32);
+            // The judgment, as the neighbour search makes it: pairs that cannot be close
+            // enough are not judged.
+            let sim = if sameness::closeness_at_most(jac, Some(cos)) < sameness::DUPLICATE_AT {
+                0.0
+            } else {
+                let pa = profiles[a].get_or_init(|| sameness::Profile::of(&texts[a]));
+                let pb = profiles[b].get_or_init(|| sameness::Profile::of(&texts[b]));
+                f64::from(sameness::judge(pa, pb, jac, Some(cos)).duplication() as f32)
+            };
             if sim <= 0.0 {
                 continue;
             }
@@ -107,7 +115,7 @@ fn duplication_on_10k_realistic_memories_equals_the_exhaustive_computation() {
 
 /// `remember`'s write-time `similar` in a long-running process rescores only the rows nearest
 /// by their sign bits: it must still find the neighbours the exact scan finds above the
-/// write-time threshold (similarity ≥ 0.5, i.e. cosine ≥ 0.70), on clusters of near-copies.
+/// write-time threshold (closeness ≥ 0.5, i.e. cosine ≥ 0.65), on clusters of near-copies.
 #[test]
 fn the_sign_prefilter_finds_the_exact_scans_write_time_neighbours() {
     let (dir, conn) = load(10_000);
@@ -116,7 +124,8 @@ fn the_sign_prefilter_finds_the_exact_scans_write_time_neighbours() {
     assert!(!ix.has_signs());
     ix.build_signs();
     assert!(ix.has_signs(), "10,000 rows are enough for the prefilter");
-    let cos_min = (semantic::COSINE_FLOOR + 0.5 * (semantic::COSINE_FULL - semantic::COSINE_FLOOR)) as f32;
+    let cos_min = (sameness::COSINE_FLOOR
+        + lifecycle::SIMILAR_ON_WRITE * (sameness::COSINE_FULL - sameness::COSINE_FLOOR)) as f32;
     let (mut wanted, mut found, mut queries) = (0usize, 0usize, 0usize);
     for q in (0..ix.len()).step_by(17).take(500) {
         let v = embed::Vector::from_bytes(&{
@@ -163,7 +172,9 @@ fn list_pages_equal_a_full_sort_with_every_score() {
     }
     let dup = snap.duplication(&s, now());
     let copies = dup.iter().filter(|d| d.0 > 0.5).count();
-    assert!(copies > 300, "the clusters give many memories D > 0.5: {copies}");
+    // The workload's repeats (a memory remembered again nearly word for word) are duplicates;
+    // its templated siblings, which differ in a value, are not.
+    assert!(copies > 100, "the repeats give many memories D > 0.5: {copies}");
     let by_id: std::collections::HashMap<&str, usize> =
         snap.rows.iter().enumerate().map(|(i, r)| (r.id.as_str(), i)).collect();
     for sort in [forgetting::SortBy::Created, forgetting::SortBy::Importance] {
@@ -224,12 +235,12 @@ fn split_loads_and_passes_equal_single_ones() {
         let want = if mistyped { forgetting::MISTYPED_LIMIT } else { 0 };
         assert_eq!(one.mistyped.len(), want, "{:?}", one.mistyped.len());
         assert_eq!(split.mistyped, one.mistyped);
-        assert!(one.pairs().len() > 1_000, "the clusters give many pairs: {}", one.pairs().len());
+        assert!(one.pairs().len() > 100, "the repeats give many pairs: {}", one.pairs().len());
         assert_eq!(split.pairs(), one.pairs());
         lethe_engine::split_passes_always(true);
         let (inputs, scores) = (split.inputs(&s, now()), split.scores(&s, now()));
         lethe_engine::split_passes_always(false);
-        assert!(inputs.iter().filter(|i| i.duplication > 0.5).count() > 300);
+        assert!(inputs.iter().filter(|i| i.duplication > 0.5).count() > 100);
         assert_eq!(inputs, one.inputs(&s, now()), "duplication, its source and kind");
         assert_eq!(scores, one.scores(&s, now()));
         for (i, want) in scores.iter().enumerate() {
@@ -264,7 +275,8 @@ fn a_search_in_chunks_finds_what_one_search_finds_in_lists_without_spare_room() 
         v
     };
     assert!(one.lists.len() > 2_900, "every memory is searched: {}", one.lists.len());
-    assert!(one.lists.values().filter(|(_, l)| l.len() >= neighbours::K).count() > 500, "clusters fill lists");
+    let listed = one.lists.values().filter(|(_, l)| !l.is_empty()).count();
+    assert!(listed > 100, "the repeats give many memories a duplicate to list: {listed}");
     assert_eq!(sorted(&chunked), sorted(&one));
     for (i, (_, list)) in &chunked.lists {
         assert_eq!(list.capacity(), list.len(), "member {i}: room for {} of {}", list.capacity(), list.len());

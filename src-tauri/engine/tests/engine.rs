@@ -187,15 +187,20 @@ fn near_copies_one_quarantined_as_duplicate_of_the_other_and_batch_is_idempotent
 #[test]
 fn batch_is_idempotent_with_a_cluster_larger_than_any_old_bucket_cap() {
     // 150 near-copies put well over 64 memories in one LSH bucket. Deleting most of them in
-    // the first run must not reveal new duplicate pairs to the second run.
+    // the first run must not reveal new duplicate pairs to the second run. Each is the text
+    // with one filler word put in somewhere (a copy that differs in a value, such as a ticket
+    // number, is another memory, not a duplicate).
     let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
     let base = "when the nightly backup of the billing database fails the on call engineer restores the last \
                 snapshot into staging verifies row counts against the ledger and only then promotes it";
+    let words: Vec<&str> = base.split_whitespace().collect();
     for i in 0..150 {
+        let mut text = words.clone();
+        text.insert(i / 5, ["also", "then", "just", "so", "very"][i % 5]);
         let m = NewMemory {
             created_at: Some(time::add_days(now(), -20.0 - i as f64 / 100.0)),
             importance: Some(0.0),
-            ..NewMemory::new(Tier::Working, format!("{base} ticket {i}"))
+            ..NewMemory::new(Tier::Working, text.join(" "))
         };
         lifecycle::remember(&mut conn, &m, "user", now()).unwrap();
     }
@@ -220,6 +225,10 @@ fn later_now_forgets_more_and_dry_run_writes_nothing() {
         };
         lifecycle::remember(&mut conn, &m, "user", now()).unwrap();
     }
+    // Thirty different events (none a duplicate of another): never used and unimportant, they
+    // tend to 0.6 and cross a threshold of 0.55 as they age.
+    let s = lethe_engine::Settings { threshold: 0.55, ..Default::default() };
+    lethe_engine::Settings::store(&mut conn, &s, "user", now()).unwrap();
     let changes = count(&conn, "SELECT COUNT(*) FROM lethe_change");
     let today = forgetting::run_batch(&mut conn, &BatchOptions::new(now(), true)).unwrap();
     let later = forgetting::run_batch(&mut conn, &BatchOptions::new(time::add_days(now(), 200.0), true)).unwrap();
@@ -421,8 +430,8 @@ fn incremental_snapshot_equals_a_fresh_load() {
     }
     let mut snap = forgetting::Snapshot::load(&conn).unwrap();
     let seq = store::last_change_seq(&conn).unwrap();
-    let d = put(&mut conn, Tier::Working, &format!("{base} and once more"));
-    lifecycle::edit(&mut conn, &c, &format!("{base} edited into a copy"), "user", now()).unwrap();
+    let d = put(&mut conn, Tier::Working, &format!("{base}, again."));
+    lifecycle::edit(&mut conn, &c, &format!("{base} again"), "user", now()).unwrap();
     lifecycle::soft_delete(&mut conn, &b, None, "user", now()).unwrap();
     lifecycle::restore(&mut conn, &b, "user", now()).unwrap();
     lifecycle::soft_delete(&mut conn, &a, None, "user", now()).unwrap();

@@ -7,7 +7,7 @@ use lethe_engine::embed;
 use lethe_engine::lifecycle::{self, NewMemory, RememberOutcome};
 use lethe_engine::recall::{self, RecallQuery};
 use lethe_engine::store::Connection;
-use lethe_engine::{demo, forgetting, semantic, Tier};
+use lethe_engine::{demo, forgetting, neighbours, semantic, Tier};
 
 /// A fresh store: a file, or its own database on the test server (`LETHE_TEST_POSTGRES`).
 fn temp_db() -> std::path::PathBuf {
@@ -120,7 +120,7 @@ fn a_store_embedded_under_another_model_is_embedded_and_searched_once_by_a_writi
     let active: i64 =
         conn.query_row("SELECT COUNT(*) FROM memory_item WHERE COALESCE(is_deleted, 0) = 0", [], |r| r.get(0)).unwrap();
     assert!(active > 50);
-    assert_eq!(stored(&conn, e.fingerprint()), active, "every active memory's list is stored");
+    assert_eq!(stored(&conn, &neighbours::made_with(e.fingerprint())), active, "every active memory's list is stored");
     let before = forgetting::Snapshot::load(&conn).unwrap().pairs();
     // The file as another model (an older Lethe) left it: its vectors and lists are that
     // model's, so every memory must be embedded and searched again.
@@ -131,13 +131,21 @@ fn a_store_embedded_under_another_model_is_embedded_and_searched_once_by_a_writi
     .unwrap();
     // A read that may not write stores nothing.
     forgetting::Snapshot::load(&conn).unwrap();
-    assert_eq!(stored(&conn, e.fingerprint()), 0);
+    assert_eq!(stored(&conn, &neighbours::made_with(e.fingerprint())), 0);
     // A writing read embeds first, then stores what it searched: the next read searches nothing.
     let kept = forgetting::Snapshot::load_and_keep(&mut conn).unwrap();
     assert_eq!(semantic::pending(&conn, e).unwrap(), 0, "every memory has this model's vector");
-    assert_eq!(stored(&conn, e.fingerprint()), active, "every searched list is stored");
+    assert_eq!(stored(&conn, &neighbours::made_with(e.fingerprint())), active, "every searched list is stored");
     let again = forgetting::Snapshot::load(&conn).unwrap();
     assert_eq!(again.searched, 0, "nothing is searched again");
+    // Lists an older Lethe stored under the earlier duplicate judgment (the model's
+    // fingerprint alone) are searched again under this one by the first writing read.
+    conn.execute("UPDATE lethe_neighbour SET model = ?1", [e.fingerprint()]).unwrap();
+    assert_eq!(stored(&conn, &neighbours::made_with(e.fingerprint())), 0);
+    let rejudged = forgetting::Snapshot::load_and_keep(&mut conn).unwrap();
+    assert!(rejudged.searched > 0, "the lists of the earlier judgment are not current");
+    assert_eq!(stored(&conn, &neighbours::made_with(e.fingerprint())), active, "every list is judged again");
+    assert_eq!(rejudged.pairs(), before, "the same judgment as a fresh search");
     assert_eq!(kept.pairs(), before, "the same pairs as before the model's vectors were dropped");
     assert_eq!(again.pairs(), before);
 }
@@ -151,8 +159,9 @@ fn remember_names_the_paraphrase_already_stored_and_similar_ranks_it_first() {
     let (para, out) = put(&mut conn, Tier::Semantic, "Database columns are named in snake_case");
     let RememberOutcome::Stored { similar, .. } = out else { panic!("stored") };
     assert_eq!(similar.first().map(|s| s.id.as_str()), Some(rule.as_str()), "the paraphrase is named: {similar:?}");
-    assert_eq!(similar[0].kind, "same meaning");
-    assert!(similar.iter().all(|s| s.similarity >= lifecycle::SIMILAR_ON_WRITE));
+    assert_eq!(similar[0].kind, "duplicate", "{similar:?}");
+    assert!(similar[0].evidence.differing.is_empty() && !similar[0].evidence.matching.is_empty(), "{similar:?}");
+    assert!(similar.iter().all(|s| s.kind != "related" || s.similarity >= lifecycle::SIMILAR_ON_WRITE));
     let near = semantic::similar(&conn, &rule, 5).unwrap();
     assert_eq!(near[0].id, para, "similar finds it from the other side");
     assert!(near.iter().all(|s| s.id != rule), "a memory is not its own neighbour");
@@ -166,7 +175,7 @@ fn remember_names_the_paraphrase_already_stored_and_similar_ranks_it_first() {
 fn semantic_similarity_separates_paraphrases_from_shared_topic_words() {
     let e = model();
     let cos = |a: &str, b: &str| f64::from(e.embed(a).cosine(&e.embed(b)));
-    let paraphrase = semantic::semantic_similarity(cos(
+    let paraphrase = lethe_engine::sameness::semantic(cos(
         "Roll back a failed deploy: run kubectl rollout undo, then check the health endpoint",
         "To undo a broken release, revert the deployment with kubectl rollout undo and verify health",
     ));
@@ -175,8 +184,8 @@ fn semantic_similarity_separates_paraphrases_from_shared_topic_words() {
         ("The deploy pipeline uses GitHub Actions", "Deploy notifications go to the releases Slack channel"),
         ("Postgres backups run nightly at 2am", "Postgres connection pool size is 20"),
     ] {
-        let s = semantic::semantic_similarity(cos(a, b));
-        assert!(s < 0.3, "{a:?} / {b:?} share a topic word, not a meaning: {s}");
+        let s = lethe_engine::sameness::semantic(cos(a, b));
+        assert!(s < 0.4, "{a:?} / {b:?} share a topic word, not a meaning: {s}");
     }
 }
 

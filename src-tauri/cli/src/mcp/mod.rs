@@ -548,7 +548,7 @@ impl LetheMcp {
     }
 
     #[tool(
-        description = "The nearest active memories of a memory, each with its similarity (0-1) and kind (same words / same meaning): check before storing a near-copy, or supersede it.",
+        description = "The nearest active memories of a memory, each with its closeness (0-1), kind (duplicate / possible update / related) and evidence (matching and differing values and words): check before storing a near-copy, or supersede an older memory whose value changed.",
         input_schema = schema::input::<SimilarArgs>(),
         output_schema = schema::similar(),
         annotations(title = "Similar memories", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)

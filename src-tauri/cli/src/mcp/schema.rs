@@ -201,7 +201,7 @@ pub fn detail() -> Arc<JsonObject> {
         "asymptote": t("number", "the score it tends to if never used again"),
         "projected_forget_at": maybe("string", "when it would be forgotten"),
         "duplicate_of": maybe("string", "the memory it duplicates"),
-        "duplicate_kind": maybe("string", "same words or same meaning"),
+        "duplicate_kind": maybe("string", "same words (a near-copy) or same meaning (a paraphrase)"),
         "never_forgettable_why": maybe("string", "why it can never be forgotten"),
         "meta": meta_stats(),
     });
@@ -212,12 +212,29 @@ pub fn detail() -> Arc<JsonObject> {
 }
 
 fn similar_item() -> Value {
+    let difference = object(
+        &["what", "this", "other"],
+        json!({
+            "what": json!({ "type": "string", "enum": ["value", "polarity", "wording"], "description": "what sort of difference" }),
+            "this": t("string", "what this memory says there (may be empty)"),
+            "other": t("string", "what the neighbour says there (may be empty)"),
+        }),
+    );
     object(
-        &["id", "similarity", "kind"],
+        &["id", "similarity", "kind", "evidence"],
         json!({
             "id": t("string", "the neighbour"),
-            "similarity": t("number", "0-1"),
-            "kind": t("string", "same words or same meaning"),
+            "similarity": t("number", "closeness, 0-1"),
+            "kind": json!({
+                "type": "string",
+                "enum": ["duplicate", "possible update", "related"],
+                "description": "duplicate: the same memory (counts in duplication D); possible update: the same statement with another value (supersede the older if it changed); related: close in meaning or topic"
+            }),
+            "evidence": object(&["matching", "differing", "summary"], json!({
+                "matching": array(json!({"type": "string"}), "values and words both hold"),
+                "differing": array(difference, "what differs"),
+                "summary": t("string", "both in one line of plain text"),
+            })),
         }),
     )
 }

@@ -1,4 +1,4 @@
-//! The duplicates review (issue #18): clusters of near-duplicates for a person to judge, and
+//! The duplicates review: clusters of near-duplicates for a person to judge, and
 //! the two decisions that are not a plain delete — keep both (dismiss the pair) and supersede
 //! (the older by the newer).
 //!
@@ -55,6 +55,9 @@ pub struct ClusterMember {
     /// direct link to the dominant one), and that link's kind: "same words" or "same meaning".
     pub similarity: f64,
     pub kind: String,
+    /// Why it is a duplicate of the dominant member: the values and words both hold (plain
+    /// text; `None` for the dominant member).
+    pub evidence: Option<crate::sameness::Evidence>,
 }
 
 /// A connected group of near-duplicates.
@@ -174,6 +177,7 @@ pub fn clusters(conn: &Connection, snap: &Snapshot, s: &Settings, now: Instant, 
     for (dominant, similarity, list) in found.into_iter().take(limit) {
         let size = list.len();
         let mut members = Vec::with_capacity(size.min(MEMBERS_SHOWN));
+        let mut dominant_text: Option<String> = None;
         for (k, &(i, sim, kind)) in list.iter().take(MEMBERS_SHOWN).enumerate() {
             let r = &rows[i as usize];
             // Read in its own statement: a memory deleted since the snapshot is left out.
@@ -188,7 +192,15 @@ pub fn clusters(conn: &Connection, snap: &Snapshot, s: &Settings, now: Instant, 
             else {
                 continue;
             };
+            let evidence = match &dominant_text {
+                Some(d) if k > 0 => Some(crate::sameness::judge_texts(d, &content, None).evidence),
+                _ => None,
+            };
+            if k == 0 {
+                dominant_text = Some(content.clone());
+            }
             members.push(ClusterMember {
+                evidence,
                 id: r.id.clone(),
                 tier: r.tier,
                 text: model::preview(&content, TEXT_CHARS),

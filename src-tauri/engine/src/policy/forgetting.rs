@@ -599,7 +599,7 @@ impl Snapshot {
         // Verifying the model's files (reading and hashing 30 MB) runs beside the scan, which
         // assumes the pinned model; if the files turn out to be missing or another model, the
         // scan is done again for the model there is.
-        let expected = crate::embed::pinned_fingerprint();
+        let expected = neighbours::made_with(&crate::embed::pinned_fingerprint());
         let verifying = std::thread::spawn(neighbours::fingerprint);
         let mut sc = Scanned::read(conn, &expected, job)?;
         let fp = verifying.join().unwrap_or_else(|_| neighbours::fingerprint());

@@ -9,8 +9,10 @@
 //! similar (up to `2·K`). Scoring then only walks these lists: no pass over all similar
 //! pairs, and deleting memories never creates a pair (the batch stays idempotent).
 //!
-//! Similarity is the larger of the word-bigram Jaccard and the semantic similarity of the
-//! cosine ([`crate::semantic::semantic_similarity`]); the kind says which.
+//! A list keeps only duplicates (near-copies and true paraphrases, [`crate::sameness`]): a
+//! pair that differs in a value or polarity, or is merely related, is not stored, so that
+//! duplication D never counts it. The similarity stored is the pair's closeness; the kind says
+//! whether word overlap or meaning made it close.
 
 use std::collections::{HashMap, HashSet};
 
@@ -18,7 +20,7 @@ use crate::storage::db::{params, Connection, OptionalExtension};
 
 use crate::embed::{self, Embedder, Vector, DIMS};
 use crate::error::Result;
-use crate::{dedup, semantic};
+use crate::{dedup, sameness, semantic};
 
 /// Neighbours kept per memory from its own search.
 pub const K: usize = 8;
@@ -102,9 +104,23 @@ fn decode_keys(b: &[u8]) -> Vec<u16> {
     b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect()
 }
 
-/// The model whose vectors take part ('' when duplication is by words only).
+/// The version of the duplicate judgment: lists stored under another one are searched again
+/// when a file is opened (resumably: each stored list is current from then on).
+pub const JUDGMENT: &str = "sameness-1";
+
+/// What a stored list was made with: the judgment and the model whose vectors take part
+/// (none when duplication is by words only).
 pub fn fingerprint() -> &'static str {
-    embed::shared().map(Embedder::fingerprint).unwrap_or("")
+    static WITH_MODEL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    match embed::shared() {
+        Some(e) => WITH_MODEL.get_or_init(|| made_with(e.fingerprint())),
+        None => JUDGMENT,
+    }
+}
+
+/// [`fingerprint`] for the vectors of the model `model`.
+pub fn made_with(model: &str) -> String {
+    format!("{JUDGMENT}/{model}")
 }
 
 /// One memory as the neighbour search sees it.
@@ -614,6 +630,11 @@ fn derive_in(
     // table when most memories are searched, otherwise by rowid, chunk by chunk, for the
     // memories a chunk compares.
     let mut shingles: Vec<Vec<u64>> = vec![Vec::new(); members.len()];
+    // Their texts, for the judgment of the pairs close enough to be duplicates (profiled once,
+    // on first use).
+    let mut texts: Vec<String> = vec![String::new(); members.len()];
+    let profiles: Vec<std::sync::OnceLock<sameness::Profile>> =
+        (0..members.len()).map(|_| std::sync::OnceLock::new()).collect();
     let mut read = vec![false; members.len()];
     let active = members.iter().filter(|m| m.active).count();
     if pending.len() * 4 >= active {
@@ -622,22 +643,31 @@ fn derive_in(
         let mut rows = all.query([])?;
         while let Some(r) = rows.next()? {
             if let Some(&i) = member_of.get(&r.get::<_, i64>(0)?) {
-                shingles[i] = dedup::shingles(r.get_ref(1)?.as_str().unwrap_or(""));
+                let text = r.get_ref(1)?.as_str().unwrap_or("");
+                shingles[i] = dedup::shingles(text);
+                texts[i] = text.to_string();
                 read[i] = true;
             }
         }
     }
-    let similarity = |shingles: &[Vec<u64>], a: usize, b: usize| -> (f32, u8) {
+    // A pair's duplication: its closeness when the judgment calls it a duplicate, else 0. Most
+    // candidates are far from it by their word overlap and cosine alone, and are not judged.
+    let similarity = |shingles: &[Vec<u64>], texts: &[String], a: usize, b: usize| -> (f32, u8) {
         let j = dedup::jaccard(&shingles[a], &shingles[b]);
         let cos = match (vector_of(a), vector_of(b)) {
             (Some((qa, ia)), Some((qb, ib))) => Some(f64::from(embed::cosine_q(qa, ia, qb, ib))),
             _ => None,
         };
-        let (s, kind) = semantic::pair_similarity(j, cos);
-        (s as f32, if kind == "same words" { SAME_WORDS } else { SAME_MEANING })
+        let kind = if cos.is_none_or(|c| j >= sameness::semantic(c)) { SAME_WORDS } else { SAME_MEANING };
+        if sameness::closeness_at_most(j, cos) < sameness::DUPLICATE_AT {
+            return (0.0, kind);
+        }
+        let pa = profiles[a].get_or_init(|| sameness::Profile::of(&texts[a]));
+        let pb = profiles[b].get_or_init(|| sameness::Profile::of(&texts[b]));
+        (sameness::duplication(pa, pb, j, cos) as f32, kind)
     };
     let searched_so_far = std::sync::atomic::AtomicUsize::new(0);
-    let search = |shingles: &[Vec<u64>], part: &[(usize, Vec<u32>)]| -> Vec<Found> {
+    let search = |shingles: &[Vec<u64>], texts: &[String], part: &[(usize, Vec<u32>)]| -> Vec<Found> {
         part.iter()
             .map(|(x, cands)| {
                 if let Some(p) = progress {
@@ -649,7 +679,7 @@ fn derive_in(
                 let scored: Vec<(f32, u8, u32)> = cands
                     .iter()
                     .map(|&c| {
-                        let (s, k) = similarity(shingles, *x, c as usize);
+                        let (s, k) = similarity(shingles, texts, *x, c as usize);
                         (s, k, c)
                     })
                     .filter(|(s, _, _)| *s > 0.0)
@@ -694,10 +724,11 @@ fn derive_in(
         for &i in &wanted {
             let c: String = content.query_row([members[i as usize].rowid], |r| r.get(0))?;
             shingles[i as usize] = dedup::shingles(&c);
+            texts[i as usize] = c;
             read[i as usize] = true;
         }
-        let shingles = &shingles;
-        found.extend(crate::in_two_halves(&cands_of, cands_of.len() >= 2_000, |part| search(shingles, part)));
+        let (shingles, texts) = (&shingles, &texts);
+        found.extend(crate::in_two_halves(&cands_of, cands_of.len() >= 2_000, |part| search(shingles, texts, part)));
     }
     let mut out = Derived { trained, ..Default::default() };
     let mut offers: Vec<(u32, usize, Neighbour)> = Vec::new();

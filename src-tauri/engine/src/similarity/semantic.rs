@@ -439,33 +439,34 @@ pub fn index(conn: &Connection, e: &Embedder) -> Result<Arc<VectorIndex>> {
     })
 }
 
-/// A neighbour of a memory.
+/// A neighbour of a memory, as `similar` and `remember` name it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Similar {
     pub id: String,
+    /// How close the two are (the judgment's closeness, in [0, 1]).
     pub similarity: f64,
-    /// "same words" (word-bigram Jaccard is the larger part) or "same meaning".
+    /// "duplicate" (the same memory: only this counts in duplication D), "possible update"
+    /// (the same statement with another value) or "related" (close in meaning or topic).
     pub kind: &'static str,
+    /// Why: what both say and what differs, in plain text.
+    pub evidence: crate::sameness::Evidence,
 }
 
-/// Cosine mapped onto duplication's scale: unrelated texts of this model sit around 0.3–0.5
-/// (texts about one topic up to ~0.55), paraphrases at 0.7–0.95. Measured in BENCHMARKS.md.
-pub const COSINE_FLOOR: f64 = 0.55;
-pub const COSINE_FULL: f64 = 0.85;
-
-pub fn semantic_similarity(cosine: f64) -> f64 {
-    ((cosine - COSINE_FLOOR) / (COSINE_FULL - COSINE_FLOOR)).clamp(0.0, 1.0)
+/// A candidate's judgment as `similar` lists it, or `None` below `min_similarity` (duplicates
+/// and possible updates are always listed).
+fn listed(id: String, j: crate::sameness::Judgment, min_similarity: f64) -> Option<Similar> {
+    let shown = j.kind != crate::sameness::Kind::Related || (j.closeness >= min_similarity && j.closeness > 0.0);
+    shown.then(|| Similar { id, similarity: j.closeness, kind: j.kind.name(), evidence: j.evidence })
 }
 
-/// The similarity of two texts as duplication sees it: the larger of the word-bigram Jaccard
-/// and the semantic similarity, with which of the two it was.
-pub fn pair_similarity(jaccard: f64, cosine: Option<f64>) -> (f64, &'static str) {
-    let sem = cosine.map(semantic_similarity).unwrap_or(0.0);
-    if jaccard >= sem {
-        (jaccard, "same words")
-    } else {
-        (sem, "same meaning")
-    }
+/// Duplicates first, then possible updates, then related; closest first within each.
+fn by_kind_then_closeness(out: &mut [Similar]) {
+    let rank = |k: &str| match k {
+        "duplicate" => 0,
+        "possible update" => 1,
+        _ => 2,
+    };
+    out.sort_by(|a, b| rank(a.kind).cmp(&rank(b.kind)).then(b.similarity.total_cmp(&a.similarity)));
 }
 
 /// The active memories most similar to `text` (excluding `exclude`), with similarity ≥
@@ -560,18 +561,30 @@ fn judge(
 ) -> Result<Vec<Similar>> {
     use crate::storage::db::OptionalExtension;
     let mine = crate::dedup::shingles(text);
+    let profile = crate::sameness::Profile::of(text);
     let mut content = conn.prepare_cached("SELECT id, content FROM memory_item WHERE rowid = ?1")?;
-    let mut out = Vec::new();
+    let mut close = Vec::with_capacity(nearest.len());
     for &(rowid, cos) in nearest {
         let row = content.query_row([rowid], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))).optional()?;
         let Some((id, c)) = row else { continue };
         let j = crate::dedup::jaccard(&mine, &crate::dedup::shingles(&c));
-        let (sim, kind) = pair_similarity(j, Some(f64::from(cos)));
-        if sim >= min_similarity && sim > 0.0 {
-            out.push(Similar { id, similarity: (sim * 1000.0).round() / 1000.0, kind });
+        let cos = Some(f64::from(cos));
+        // Too far to be listed whatever the judgment finds (one template with another value
+        // is close in words or meaning too).
+        let most = crate::sameness::closeness_at_most(j, cos);
+        if most >= min_similarity {
+            close.push((most, id, c, j, cos));
         }
     }
-    out.sort_by(|a, b| b.similarity.total_cmp(&a.similarity));
+    // The closest are judged (each judgment reads a text): twice as many as are listed.
+    close.sort_by(|a, b| b.0.total_cmp(&a.0));
+    close.truncate(limit.max(1) * 2);
+    let mut out = Vec::new();
+    for (_, id, c, j, cos) in close {
+        let judged = crate::sameness::judge(&profile, &crate::sameness::Profile::cached(&c), j, cos);
+        out.extend(listed(id, judged, min_similarity));
+    }
+    by_kind_then_closeness(&mut out);
     out.truncate(limit);
     Ok(out)
 }
@@ -588,6 +601,7 @@ fn similar_lexical(
     let keys: std::collections::HashSet<u32> =
         (0..crate::dedup::BANDS).map(|b| crate::dedup::band_key(&bands, b)).filter(|k| *k != 0).collect();
     let mine = crate::dedup::shingles(text);
+    let profile = crate::sameness::Profile::of(text);
     let mut stmt = conn.prepare_cached(
         "SELECT s.memory_id, s.bands, m.content FROM lethe_signature s JOIN memory_item m ON m.id = s.memory_id \
          WHERE COALESCE(m.is_deleted, 0) = 0",
@@ -603,12 +617,18 @@ fn similar_lexical(
         if !(0..crate::dedup::BANDS).any(|i| keys.contains(&crate::dedup::band_key(&b, i))) {
             continue;
         }
-        let j = crate::dedup::jaccard(&mine, &crate::dedup::shingles(&r.get::<_, String>(2)?));
-        if j >= min_similarity && j > 0.0 {
-            out.push(Similar { id, similarity: (j * 1000.0).round() / 1000.0, kind: "same words" });
+        let c: String = r.get(2)?;
+        let j = crate::dedup::jaccard(&mine, &crate::dedup::shingles(&c));
+        if j <= 0.0 {
+            continue;
         }
+        out.extend(listed(
+            id,
+            crate::sameness::judge(&profile, &crate::sameness::Profile::of(&c), j, None),
+            min_similarity,
+        ));
     }
-    out.sort_by(|a, b| b.similarity.total_cmp(&a.similarity));
+    by_kind_then_closeness(&mut out);
     out.truncate(limit);
     Ok(out)
 }

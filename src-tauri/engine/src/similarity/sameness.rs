@@ -1,0 +1,1018 @@
+//! Whether two memories are the same memory (DESIGN §3): a **duplicate** (near-copy or true
+//! paraphrase, the only judgment duplication D counts), a **possible update** (the same
+//! statement with another value: "retry limit 3" / "retry limit 5") or merely **related**
+//! (close in meaning or topic), with the evidence for it: the words and values both share and
+//! those that differ, as plain text.
+//!
+//! Agent memories are templated, so closeness alone (word overlap, the embedding's cosine)
+//! cannot tell a copy from a sibling: "build 41 passed on ci-7" and "build 43 failed on ci-2"
+//! are as close as two texts get. The judgment therefore looks for what makes two memories
+//! different, after normalising what only differs in its writing:
+//!
+//! - **values**: tokens holding a digit, hashes, paths, hosts, e-mail addresses, `#channels`
+//!   and quoted strings. Dates written two ways ("2024-03-12", "March 12, 2024", "12 Mar
+//!   2024"), numbers in words ("twelve", "five hundred"), thousands separators and currency
+//!   signs are written one way first; case never matters. A value on one side only is a
+//!   difference.
+//! - **polarity**: a negation on one side only ("not", "never", "without", "instead of", …)
+//!   or a word opposite to one on the other side (a general list of antonyms, and `un-`,
+//!   `in-`, `dis-`, `non-` prefixes: "enabled" / "disabled", "passed" / "failed").
+//! - **swapped words**: when the two texts are one template (most of their words in the
+//!   same order), a word replaced by another ("chat transcripts" / "support emails").
+//!   A word one letter apart (a typo, "authorised" / "authorized") is the same word.
+//!
+//! Two memories without a difference are duplicates when they are close enough
+//! ([`DUPLICATE_AT`]); closeness is the larger of the word-bigram Jaccard and the cosine
+//! mapped onto [0, 1], raised a little by each value both share (the same ids and numbers are
+//! strong evidence of the same fact). Measured on labelled pairs in BENCHMARKS.md.
+
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+use regex::Regex;
+use serde::Serialize;
+
+/// Closeness at which two memories without a difference are the same memory.
+pub const DUPLICATE_AT: f64 = 0.7;
+/// The cosine of the sentence model mapped onto closeness: unrelated texts of potion-base-8M
+/// sit below 0.4, texts about one subject around 0.5–0.7, paraphrases at 0.75–0.95.
+pub const COSINE_FLOOR: f64 = 0.40;
+pub const COSINE_FULL: f64 = 0.90;
+/// What each value both memories hold adds to their closeness, and how many count.
+pub const SHARED_VALUE_BONUS: f64 = 0.1;
+pub const SHARED_VALUES_COUNTED: usize = 2;
+/// Share of the two texts' words that are in one order (2·matched / total) from which they are
+/// one template, where a replaced word is a changed value.
+pub const ONE_TEMPLATE_AT: f64 = 0.6;
+/// Words compared in order at most (longer texts are compared on their beginning).
+const ORDER_WORDS: usize = 400;
+
+/// What two memories are to each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub enum Kind {
+    #[serde(rename = "duplicate")]
+    Duplicate,
+    #[serde(rename = "possible update")]
+    PossibleUpdate,
+    #[serde(rename = "related")]
+    Related,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Duplicate => "duplicate",
+            Kind::PossibleUpdate => "possible update",
+            Kind::Related => "related",
+        }
+    }
+}
+
+/// One difference between two memories: what the first says and what the second says in its
+/// place (empty when it says nothing there), and of what sort.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Difference {
+    /// "value", "polarity" or "wording".
+    pub what: String,
+    pub this: String,
+    pub other: String,
+}
+
+/// Why two memories are judged as they are, in plain text.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Evidence {
+    /// Values and content words both hold (at most [`EVIDENCE_WORDS`]).
+    pub matching: Vec<String>,
+    /// What differs.
+    pub differing: Vec<Difference>,
+    /// Both in one line for people: "same: a, b; differs: 5 → 3".
+    pub summary: String,
+}
+
+/// Matching words listed at most.
+pub const EVIDENCE_WORDS: usize = 12;
+
+impl Evidence {
+    fn new(matching: Vec<String>, differing: Vec<Difference>) -> Evidence {
+        let mut e = Evidence { matching, differing, summary: String::new() };
+        e.summary = e.line();
+        e
+    }
+
+    fn line(&self) -> String {
+        let mut out = String::new();
+        if !self.matching.is_empty() {
+            out.push_str("same: ");
+            out.push_str(&self.matching.join(", "));
+        }
+        if !self.differing.is_empty() {
+            if !out.is_empty() {
+                out.push_str("; ");
+            }
+            out.push_str("differs: ");
+            let parts: Vec<String> = self
+                .differing
+                .iter()
+                .map(|d| {
+                    let side = |s: &str| if s.is_empty() { "(nothing)".to_string() } else { s.to_string() };
+                    format!("{} → {}", side(&d.this), side(&d.other))
+                })
+                .collect();
+            out.push_str(&parts.join(", "));
+        }
+        out
+    }
+}
+
+/// The judgment of a pair.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Judgment {
+    pub kind: Kind,
+    /// How close the two are, in [0, 1] (the similarity shown).
+    pub closeness: f64,
+    pub evidence: Evidence,
+}
+
+impl Judgment {
+    /// What the pair adds to duplication D: its closeness when a duplicate, else nothing.
+    pub fn duplication(&self) -> f64 {
+        if self.kind == Kind::Duplicate {
+            self.closeness
+        } else {
+            0.0
+        }
+    }
+}
+
+/// A token of a memory: its form for comparison, its form for people, and whether it is a value.
+#[derive(Debug, Clone)]
+struct Token {
+    key: String,
+    shown: String,
+    value: bool,
+}
+
+/// What the judgment reads of one memory, computed once per text.
+#[derive(Debug, Clone, Default)]
+pub struct Profile {
+    tokens: Vec<Token>,
+    /// Each token's form for comparison (words stemmed), in order.
+    keys: Vec<String>,
+    /// Its values, sorted, each once.
+    values: Vec<String>,
+    negated: bool,
+}
+
+fn month(name: &str) -> Option<u32> {
+    const MONTHS: [&str; 12] = [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ];
+    let n = name.to_lowercase();
+    let n = n.trim_end_matches('.');
+    if n == "sept" {
+        return Some(9);
+    }
+    MONTHS.iter().position(|m| *m == n || (n.len() == 3 && m.starts_with(n))).map(|i| i as u32 + 1)
+}
+
+const MONTH_RE: &str = "(january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)";
+
+struct Patterns {
+    thousands: Regex,
+    list_marker: Regex,
+    month_day_year: Regex,
+    day_month_year: Regex,
+    slash_date: Regex,
+    month_day: Regex,
+    day_month: Regex,
+    currency: Regex,
+    token: Regex,
+    host: Regex,
+    split: Regex,
+}
+
+fn patterns() -> &'static Patterns {
+    static P: OnceLock<Patterns> = OnceLock::new();
+    P.get_or_init(|| {
+        let re = |s: &str| Regex::new(s).expect("a valid pattern");
+        Patterns {
+            thousands: re(r"(\d),(\d{3})\b"),
+            // "1) pause …, 2) run …": the numbers of a list, not values.
+            list_marker: re(r"(^|[\s:;,(])\d{1,2}\)(\s)"),
+            month_day_year: re(&format!(r"(?i)\b{MONTH_RE}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b")),
+            day_month_year: re(&format!(r"(?i)\b(\d{{1,2}})(?:st|nd|rd|th)?\s+{MONTH_RE}\.?,?\s+(\d{{4}})\b")),
+            slash_date: re(r"\b(\d{4})/(\d{1,2})/(\d{1,2})\b"),
+            month_day: re(&format!(r"(?i)\b{MONTH_RE}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b")),
+            day_month: re(&format!(r"(?i)\b(\d{{1,2}})(?:st|nd|rd|th)?\s+{MONTH_RE}\b")),
+            currency: re(r"([$€£])\s?(\d[\d.]*)"),
+            token: re(
+                r"[\p{L}\p{N}][\p{L}\p{N}_.:/@#%+=\-]*[\p{L}\p{N}%/]|[\p{L}\p{N}%]|[#@/][\p{L}\p{N}][\p{L}\p{N}_./\-]*",
+            ),
+            host: re(r"^[a-z][a-z0-9-]*(\.[a-z0-9-]+)*\.[a-z]{2,6}$"),
+            split: re(r"[-_./:+=]+"),
+        }
+    })
+}
+
+/// Writes one way what can be written several: dates, thousands separators, currency signs,
+/// contractions, list numbers.
+fn normalise(text: &str) -> String {
+    let p = patterns();
+    let t = text.replace(['’', '‘'], "'");
+    // Every form below holds a digit: a text without one skips eight passes.
+    if !t.bytes().any(|b| b.is_ascii_digit()) {
+        return contractions(t.to_lowercase());
+    }
+    // Each pass only where its form can be (a cheap look for its characters first).
+    let t = if t.contains(')') { p.list_marker.replace_all(&t, "$1$2").into_owned() } else { t };
+    let t = if t.contains(',') {
+        p.thousands.replace_all(&p.thousands.replace_all(&t, "$1$2"), "$1$2").into_owned()
+    } else {
+        t
+    };
+    let lower = t.to_ascii_lowercase();
+    let named_month = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+        .iter()
+        .any(|m| lower.contains(m));
+    let t = if named_month { dates_with_month_names(p, &t) } else { t };
+    let t = if t.contains('/') {
+        p.slash_date
+            .replace_all(&t, |c: &regex::Captures| {
+                format!("{}-{:02}-{:02}", &c[1], c[2].parse::<u32>().unwrap_or(0), c[3].parse::<u32>().unwrap_or(0))
+            })
+            .into_owned()
+    } else {
+        t
+    };
+    let t = if t.contains(['$', '€', '£']) {
+        p.currency
+            .replace_all(&t, |c: &regex::Captures| {
+                let unit = match &c[1] {
+                    "$" => "dollars",
+                    "€" => "euros",
+                    _ => "pounds",
+                };
+                format!("{} {unit}", &c[2])
+            })
+            .into_owned()
+    } else {
+        t
+    };
+    contractions(t.to_lowercase())
+}
+
+/// "March 12, 2024", "12 Mar 2024", "3 September" written as "2024-03-12" / "--09-03".
+fn dates_with_month_names(p: &Patterns, t: &str) -> String {
+    let iso = |y: &str, m: u32, d: &str| format!("{y}-{m:02}-{:02}", d.parse::<u32>().unwrap_or(0));
+    let t = p.month_day_year.replace_all(t, |c: &regex::Captures| match month(&c[1]) {
+        Some(m) => iso(&c[3], m, &c[2]),
+        None => c[0].to_string(),
+    });
+    let t = p.day_month_year.replace_all(&t, |c: &regex::Captures| match month(&c[2]) {
+        Some(m) => iso(&c[3], m, &c[1]),
+        None => c[0].to_string(),
+    });
+    // A day without a year ("3 September"): the month and day, written one way.
+    let t = p.month_day.replace_all(&t, |c: &regex::Captures| match month(&c[1]) {
+        Some(m) => format!("--{m:02}-{:02}", c[2].parse::<u32>().unwrap_or(0)),
+        None => c[0].to_string(),
+    });
+    p.day_month
+        .replace_all(&t, |c: &regex::Captures| match month(&c[2]) {
+            Some(m) => format!("--{m:02}-{:02}", c[1].parse::<u32>().unwrap_or(0)),
+            None => c[0].to_string(),
+        })
+        .into_owned()
+}
+
+fn contractions(mut t: String) -> String {
+    if t.contains("n't") {
+        for (from, to) in [("can't", "cannot"), ("won't", "will not"), ("n't", " not")] {
+            t = t.replace(from, to);
+        }
+    }
+    t
+}
+
+/// Quoted strings (backticks, double quotes, typographic quotes, and single quotes that open
+/// and close a phrase rather than an apostrophe) are values; they are cut out of the text.
+fn cut_quoted(text: &str, values: &mut Vec<String>) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let close = match c {
+            '`' | '"' => Some(c),
+            '“' => Some('”'),
+            '\'' if i == 0 || !chars[i - 1].is_alphanumeric() => Some('\''),
+            _ => None,
+        };
+        if let Some(close) = close {
+            let end = (i + 1..chars.len().min(i + 200)).find(|&j| {
+                chars[j] == close
+                    && (close != '\'' || j + 1 == chars.len() || !chars[j + 1].is_alphanumeric())
+                    && j > i + 1
+            });
+            if let Some(end) = end {
+                let inner: String = chars[i + 1..end].iter().collect();
+                let inner = inner.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+                let apostrophe_inside = close == '\'' && inner.contains('\'');
+                if !inner.is_empty() && !apostrophe_inside {
+                    values.push(inner);
+                    out.push(' ');
+                    i = end + 1;
+                    continue;
+                }
+            }
+        }
+        out.push(c);
+        i += 1;
+    }
+    out
+}
+
+fn number_word(w: &str) -> Option<u64> {
+    const WORDS: [(&str, u64); 27] = [
+        ("zero", 0),
+        ("two", 2),
+        ("three", 3),
+        ("four", 4),
+        ("five", 5),
+        ("six", 6),
+        ("seven", 7),
+        ("eight", 8),
+        ("nine", 9),
+        ("ten", 10),
+        ("eleven", 11),
+        ("twelve", 12),
+        ("thirteen", 13),
+        ("fourteen", 14),
+        ("fifteen", 15),
+        ("sixteen", 16),
+        ("seventeen", 17),
+        ("eighteen", 18),
+        ("nineteen", 19),
+        ("twenty", 20),
+        ("thirty", 30),
+        ("forty", 40),
+        ("fifty", 50),
+        ("sixty", 60),
+        ("seventy", 70),
+        ("eighty", 80),
+        ("ninety", 90),
+    ];
+    WORDS.iter().find(|(n, _)| *n == w).map(|(_, v)| *v)
+}
+
+fn multiplier(w: &str) -> Option<u64> {
+    match w {
+        "hundred" => Some(100),
+        "thousand" => Some(1_000),
+        "million" => Some(1_000_000),
+        "billion" => Some(1_000_000_000),
+        _ => None,
+    }
+}
+
+/// Words that carry no content of their own. "one" alone is an article here ("one email
+/// digest" / "a daily digest"); before a multiplier it is a number.
+const STOP: &[&str] = &[
+    "a", "an", "the", "is", "are", "was", "were", "be", "been", "being", "am", "of", "to", "in", "on", "at", "for",
+    "by", "with", "from", "and", "or", "but", "if", "then", "than", "that", "this", "these", "those", "it", "its",
+    "as", "into", "onto", "over", "under", "about", "up", "our", "we", "us", "you", "your", "they", "their", "them",
+    "he", "she", "his", "her", "i", "my", "me", "do", "does", "did", "done", "has", "have", "had", "having", "will",
+    "would", "shall", "should", "can", "could", "may", "might", "must", "there", "here", "what", "which", "who",
+    "whom", "when", "where", "why", "how", "all", "any", "each", "every", "some", "such", "so", "also", "just", "very",
+    "get", "gets", "got", "getting", "one", "s", "ll", "re", "ve", "d",
+];
+
+/// Negations, contrastive ones included ("pnpm rather than npm", "instead of paging").
+const NEGATIONS: &[&str] = &[
+    "not",
+    "no",
+    "never",
+    "nobody",
+    "none",
+    "nothing",
+    "neither",
+    "nor",
+    "without",
+    "cannot",
+    "instead",
+    "rather",
+    "otherwise",
+    "unless",
+    "lack",
+    "lacks",
+    "lacking",
+];
+
+/// Opposites (a general list, not a list of any data set's words).
+const OPPOSITES: &[(&str, &str)] = &[
+    ("enabled", "disabled"),
+    ("enable", "disable"),
+    ("on", "off"),
+    ("passed", "failed"),
+    ("pass", "fail"),
+    ("passes", "fails"),
+    ("passing", "failing"),
+    ("succeeded", "failed"),
+    ("successful", "failed"),
+    ("successfully", "failed"),
+    ("success", "failure"),
+    ("completed", "failed"),
+    ("allowed", "forbidden"),
+    ("allow", "deny"),
+    ("allowed", "denied"),
+    ("allows", "denies"),
+    ("accept", "reject"),
+    ("accepted", "rejected"),
+    ("approved", "rejected"),
+    ("approve", "reject"),
+    ("always", "never"),
+    ("love", "hate"),
+    ("loves", "hates"),
+    ("like", "dislike"),
+    ("likes", "dislikes"),
+    ("increase", "decrease"),
+    ("increased", "decreased"),
+    ("improved", "hurt"),
+    ("improved", "worsened"),
+    ("improved", "degraded"),
+    ("improves", "hurts"),
+    ("better", "worse"),
+    ("fixed", "broken"),
+    ("open", "closed"),
+    ("up", "down"),
+    ("true", "false"),
+    ("yes", "no"),
+    ("include", "exclude"),
+    ("included", "excluded"),
+    ("before", "after"),
+    ("above", "below"),
+    ("more", "less"),
+    ("higher", "lower"),
+    ("faster", "slower"),
+    ("start", "stop"),
+    ("started", "stopped"),
+    ("online", "offline"),
+    ("public", "private"),
+    ("read", "write"),
+    ("min", "max"),
+    ("minimum", "maximum"),
+    ("add", "remove"),
+    ("added", "removed"),
+    ("grant", "revoke"),
+    ("granted", "revoked"),
+    ("win", "lose"),
+    ("won", "lost"),
+    ("wins", "loses"),
+    ("beats", "loses"),
+    ("sync", "async"),
+    ("internal", "external"),
+    ("inside", "outside"),
+    ("required", "optional"),
+    ("mandatory", "optional"),
+    ("valid", "invalid"),
+    ("present", "absent"),
+    ("slow", "fast"),
+    ("high", "low"),
+    ("large", "small"),
+    ("old", "new"),
+    ("first", "last"),
+    ("upgrade", "downgrade"),
+    ("upgraded", "downgraded"),
+    ("lock", "unlock"),
+    ("locked", "unlocked"),
+    ("may", "must"),
+];
+
+fn opposite(a: &str, b: &str) -> bool {
+    if a == b {
+        return false;
+    }
+    if OPPOSITES.iter().any(|&(x, y)| (x == a && y == b) || (x == b && y == a)) {
+        return true;
+    }
+    ["un", "in", "dis", "non", "im", "ir", "il"].iter().any(|p| {
+        (a.len() > p.len() + 2 && a.strip_prefix(p) == Some(b))
+            || (b.len() > p.len() + 2 && b.strip_prefix(p) == Some(a))
+    })
+}
+
+fn is_value(w: &str) -> bool {
+    let bytes = w.as_bytes();
+    w.chars().any(|c| c.is_ascii_digit())
+        || w.starts_with('/')
+        || w.starts_with('#')
+        || w.contains("://")
+        || is_path(w)
+        || w.find('@').is_some_and(|at| at > 0)
+        || (w.len() >= 8 && bytes.iter().all(u8::is_ascii_hexdigit))
+        || patterns().host.is_match(w)
+}
+
+/// A path of two or more parts ("src/notifications/mod.rs", "payments/stripe/webhook");
+/// "req/min" or "w/" are words.
+fn is_path(w: &str) -> bool {
+    let slashes = w.matches('/').count();
+    slashes >= 2
+        || (slashes == 1 && {
+            let ext = w.rsplit('.').next().unwrap_or("");
+            w.contains('.') && (1..=5).contains(&ext.len()) && ext.chars().all(|c| c.is_ascii_alphanumeric())
+        })
+}
+
+/// A light suffix stripper: enough for "requests" / "request", "partitioned" / "partitioning".
+fn stem(w: &str) -> String {
+    for suf in ["ations", "ation", "ings", "ing", "edly", "ies", "ied", "ed", "es", "s", "ly"] {
+        if let Some(s) = w.strip_suffix(suf) {
+            if s.chars().count() >= 3 {
+                return s.to_string();
+            }
+        }
+    }
+    w.to_string()
+}
+
+/// Whether two words of letters are one word written with a typo or a spelling variant (one
+/// letter changed, added, dropped, or two neighbours swapped; five letters or more).
+fn one_apart(a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
+    if a.len() < 5 || b.len() < 5 {
+        return false;
+    }
+    if a.is_ascii() && b.is_ascii() {
+        return apart_by_one(a.as_bytes(), b.as_bytes(), |c| c.is_ascii_digit());
+    }
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    apart_by_one(&a, &b, |c| c.is_ascii_digit())
+}
+
+fn apart_by_one<T: PartialEq>(a: &[T], b: &[T], digit: impl Fn(&T) -> bool) -> bool {
+    if a.len() < 5 || b.len() < 5 || a.len().abs_diff(b.len()) > 1 {
+        return false;
+    }
+    if a.iter().chain(b).any(digit) {
+        return false;
+    }
+    if a.len() == b.len() {
+        let mut d = (0..a.len()).filter(|&i| a[i] != b[i]);
+        return match (d.next(), d.next(), d.next()) {
+            (Some(_), None, _) => true,
+            (Some(i), Some(j), None) => j == i + 1 && a[i] == b[j] && a[j] == b[i],
+            _ => false,
+        };
+    }
+    let (short, long) = if a.len() < b.len() { (a, b) } else { (b, a) };
+    (0..long.len()).any(|i| long[..i] == short[..i] && long[i + 1..] == short[i..])
+}
+
+impl Profile {
+    pub fn of(text: &str) -> Profile {
+        let p = patterns();
+        let mut quoted = Vec::new();
+        let t = cut_quoted(&normalise(text), &mut quoted);
+        let mut tokens: Vec<Token> = quoted
+            .into_iter()
+            .map(|q| Token { key: format!("\"{q}\""), shown: format!("'{q}'"), value: true })
+            .collect();
+        let raw: Vec<&str> = p.token.find_iter(&t).map(|m| m.as_str().trim_end_matches(['.', ':'])).collect();
+        let mut i = 0;
+        while i < raw.len() {
+            let w = raw[i];
+            // Numbers in words: "twelve", "five hundred", "one hundred".
+            let starts =
+                number_word(w).is_some() || (w == "one" && raw.get(i + 1).is_some_and(|n| multiplier(n).is_some()));
+            if starts {
+                let (mut total, mut current, mut j) = (0u64, 0u64, i);
+                while j < raw.len() {
+                    let x = raw[j];
+                    if let Some(n) = number_word(x) {
+                        current += n;
+                    } else if x == "one" && j == i {
+                        current += 1;
+                    } else if let Some(m) = multiplier(x) {
+                        current = current.max(1) * m;
+                        total += current;
+                        current = 0;
+                    } else if x == "and" && j + 1 < raw.len() && (number_word(raw[j + 1]).is_some()) {
+                    } else {
+                        break;
+                    }
+                    j += 1;
+                }
+                let n = (total + current).to_string();
+                tokens.push(Token { key: n.clone(), shown: raw[i..j].join(" "), value: true });
+                i = j;
+                continue;
+            }
+            if w.is_empty() {
+                i += 1;
+                continue;
+            }
+            if is_value(w) {
+                let v = w.trim_end_matches(['/', '.']).to_string();
+                tokens.push(Token { key: v.clone(), shown: v, value: true });
+            } else {
+                for part in p.split.split(w).filter(|s| !s.is_empty()) {
+                    tokens.push(Token { key: part.to_string(), shown: part.to_string(), value: false });
+                }
+            }
+            i += 1;
+        }
+        Profile::from_tokens(tokens)
+    }
+
+    /// [`Profile::of`], kept per process for the texts judged most recently: a long-running
+    /// writer judges the same neighbours again and again (a cluster's members at each write).
+    pub fn cached(text: &str) -> std::sync::Arc<Profile> {
+        use std::hash::{Hash, Hasher};
+        const KEPT: usize = 4096;
+        type Kept = std::collections::HashMap<(u64, usize), std::sync::Arc<Profile>>;
+        static CACHE: std::sync::Mutex<Option<Kept>> = std::sync::Mutex::new(None);
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut h);
+        let key = (h.finish(), text.len());
+        if let Some(p) = CACHE.lock().ok().and_then(|c| c.as_ref().and_then(|m| m.get(&key).cloned())) {
+            return p;
+        }
+        let p = std::sync::Arc::new(Profile::of(text));
+        if let Ok(mut c) = CACHE.lock() {
+            let m = c.get_or_insert_with(Default::default);
+            if m.len() >= KEPT {
+                m.clear();
+            }
+            m.insert(key, p.clone());
+        }
+        p
+    }
+
+    fn from_tokens(tokens: Vec<Token>) -> Profile {
+        let keys = tokens.iter().map(|t| if t.value { t.key.clone() } else { stem(&t.key) }).collect();
+        let mut values: Vec<String> = tokens.iter().filter(|t| t.value).map(|t| t.key.clone()).collect();
+        values.sort_unstable();
+        values.dedup();
+        let negated = tokens.iter().any(|t| !t.value && NEGATIONS.contains(&t.key.as_str()));
+        Profile { tokens, keys, values, negated }
+    }
+
+    fn values(&self) -> BTreeSet<&str> {
+        self.values.iter().map(String::as_str).collect()
+    }
+
+    /// How many values both hold.
+    fn shared_values(&self, other: &Profile) -> usize {
+        self.values.iter().filter(|v| other.values.binary_search(v).is_ok()).count()
+    }
+}
+
+/// Words of `x` that two adjacent words of `x` spell together as one word of `y` ("re ranker" /
+/// "reranker") are joined.
+fn join_compounds(x: &[Token], y: &[Token]) -> Option<Vec<Token>> {
+    let joins = |i: usize| {
+        !x[i].value && !x[i + 1].value && {
+            let (p, q) = (&x[i].key, &x[i + 1].key);
+            y.iter().any(|t| {
+                !t.value
+                    && t.key.len() == p.len() + q.len()
+                    && t.key.starts_with(p.as_str())
+                    && t.key.ends_with(q.as_str())
+            })
+        }
+    };
+    if !(0..x.len().saturating_sub(1)).any(joins) {
+        return None;
+    }
+    let words: std::collections::HashSet<&str> = y.iter().filter(|t| !t.value).map(|t| t.key.as_str()).collect();
+    let mut out = Vec::with_capacity(x.len());
+    let mut i = 0;
+    while i < x.len() {
+        if i + 1 < x.len() && !x[i].value && !x[i + 1].value {
+            let joined = format!("{}{}", x[i].key, x[i + 1].key);
+            if words.contains(joined.as_str()) {
+                out.push(Token { shown: joined.clone(), key: joined, value: false });
+                i += 2;
+                continue;
+            }
+        }
+        out.push(x[i].clone());
+        i += 1;
+    }
+    Some(out)
+}
+
+fn content(t: &Token) -> bool {
+    t.value || !(STOP.contains(&t.key.as_str()) || NEGATIONS.contains(&t.key.as_str()))
+}
+
+/// The matched pairs of positions of the longest common subsequence of `a` and `b` (keys
+/// compared with `same`).
+fn common_order(a: &[String], b: &[String], same: impl Fn(&str, &str) -> bool) -> Vec<(usize, usize)> {
+    let (n, m) = (a.len().min(ORDER_WORDS), b.len().min(ORDER_WORDS));
+    let mut dp = vec![0u16; (n + 1) * (m + 1)];
+    let at = |i: usize, j: usize| i * (m + 1) + j;
+    for i in (0..n).rev() {
+        for j in (0..m).rev() {
+            dp[at(i, j)] =
+                if same(&a[i], &b[j]) { dp[at(i + 1, j + 1)] + 1 } else { dp[at(i + 1, j)].max(dp[at(i, j + 1)]) };
+        }
+    }
+    let (mut i, mut j, mut out) = (0, 0, Vec::new());
+    while i < n && j < m {
+        if same(&a[i], &b[j]) && dp[at(i, j)] == dp[at(i + 1, j + 1)] + 1 {
+            out.push((i, j));
+            i += 1;
+            j += 1;
+        } else if dp[at(i + 1, j)] >= dp[at(i, j + 1)] {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    out
+}
+
+/// Which judgment this process makes, for people: with the sentence model, or (when it is
+/// missing or its files do not match their pinned sums) by words and values alone, and why.
+pub fn judgment() -> String {
+    match crate::embed::shared() {
+        Some(e) => format!("words, values and meaning ({})", e.fingerprint()),
+        None => match crate::embed::unavailable() {
+            Some(why) => format!("words and values only, no sentence model: {why}"),
+            None => "words and values only".to_string(),
+        },
+    }
+}
+
+/// The cosine mapped onto closeness.
+pub fn semantic(cosine: f64) -> f64 {
+    ((cosine - COSINE_FLOOR) / (COSINE_FULL - COSINE_FLOOR)).clamp(0.0, 1.0)
+}
+
+/// The most closeness a pair with this word-bigram Jaccard and cosine can have (with every
+/// shared value counted): below [`DUPLICATE_AT`] it is not judged further.
+pub fn closeness_at_most(jaccard: f64, cosine: Option<f64>) -> f64 {
+    jaccard.max(cosine.map_or(0.0, semantic)) + SHARED_VALUE_BONUS * SHARED_VALUES_COUNTED as f64
+}
+
+/// The judgment of two memories' profiles, given their word-bigram Jaccard and (with a model)
+/// the cosine of their vectors.
+pub fn judge(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Judgment {
+    // Words two adjacent words of the other spell together are joined ("re ranker" / "reranker").
+    let joined_a = join_compounds(&a.tokens, &b.tokens).map(Profile::from_tokens);
+    let a = joined_a.as_ref().unwrap_or(a);
+    let joined_b = join_compounds(&b.tokens, &a.tokens).map(Profile::from_tokens);
+    let b = joined_b.as_ref().unwrap_or(b);
+    let (ta, tb) = (&a.tokens, &b.tokens);
+    let (va, vb) = (a.values(), b.values());
+    let (sa, sb) = (&a.keys, &b.keys);
+    let same_word = |x: &str, y: &str| x == y || (one_apart(x, y) && !opposite(x, y));
+    let in_other = |x: &str, other: &[String]| other.iter().any(|y| same_word(x, y));
+    let mut differing: Vec<Difference> = Vec::new();
+    // Values on one side only.
+    let only_a: Vec<&str> = va.difference(&vb).copied().collect();
+    let only_b: Vec<&str> = vb.difference(&va).copied().collect();
+    let shown = |ts: &[Token], key: &str| ts.iter().find(|t| t.key == key).map_or(key.to_string(), |t| t.shown.clone());
+    if !only_a.is_empty() || !only_b.is_empty() {
+        differing.push(Difference {
+            what: "value".into(),
+            this: only_a.iter().map(|k| shown(ta, k)).collect::<Vec<_>>().join(" "),
+            other: only_b.iter().map(|k| shown(tb, k)).collect::<Vec<_>>().join(" "),
+        });
+    }
+    // Polarity: opposite words, or a negation on one side only.
+    let words_a: BTreeSet<&str> = ta.iter().filter(|t| !t.value).map(|t| t.key.as_str()).collect();
+    let words_b: BTreeSet<&str> = tb.iter().filter(|t| !t.value).map(|t| t.key.as_str()).collect();
+    for x in words_a.difference(&words_b) {
+        for y in words_b.difference(&words_a) {
+            if opposite(x, y) {
+                differing.push(Difference { what: "polarity".into(), this: x.to_string(), other: y.to_string() });
+            }
+        }
+    }
+    let (na, nb) = (a.negated, b.negated);
+    if na != nb {
+        let neg = |ts: &[Token]| ts.iter().find(|t| NEGATIONS.contains(&t.key.as_str())).map(|t| t.shown.clone());
+        differing.push(Difference {
+            what: "polarity".into(),
+            this: neg(ta).unwrap_or_default(),
+            other: neg(tb).unwrap_or_default(),
+        });
+    }
+    // One template with a word swapped for another.
+    let order = common_order(sa, sb, same_word);
+    let total = sa.len() + sb.len();
+    let one_template = total > 0 && 2.0 * order.len() as f64 / total as f64 >= ONE_TEMPLATE_AT;
+    if one_template {
+        // The content words each text holds outside the common order; one the other text also
+        // holds outside it was moved, not replaced. Words left on both sides were swapped.
+        let in_a: std::collections::HashSet<usize> = order.iter().map(|p| p.0).collect();
+        let in_b: std::collections::HashSet<usize> = order.iter().map(|p| p.1).collect();
+        let loose = |ts: &[Token], keys: &[String], matched: &std::collections::HashSet<usize>| -> Vec<usize> {
+            (0..keys.len().min(ts.len()))
+                .filter(|k| !matched.contains(k) && !ts[*k].value && content(&ts[*k]))
+                .collect()
+        };
+        let (la, lb) = (loose(ta, sa, &in_a), loose(tb, sb, &in_b));
+        let keys_a: Vec<String> = la.iter().map(|&k| sa[k].clone()).collect();
+        let keys_b: Vec<String> = lb.iter().map(|&k| sb[k].clone()).collect();
+        let xa: Vec<String> =
+            la.iter().filter(|&&k| !in_other(&sa[k], &keys_b)).map(|&k| ta[k].shown.clone()).collect();
+        let xb: Vec<String> =
+            lb.iter().filter(|&&k| !in_other(&sb[k], &keys_a)).map(|&k| tb[k].shown.clone()).collect();
+        if !xa.is_empty() && !xb.is_empty() {
+            differing.push(Difference { what: "wording".into(), this: xa.join(" "), other: xb.join(" ") });
+        }
+    }
+    // What both hold: values, then content words, each once.
+    let mut matching: Vec<String> = Vec::new();
+    for (t, k) in ta.iter().zip(sa.iter()) {
+        if matching.len() >= EVIDENCE_WORDS {
+            break;
+        }
+        if content(t) && in_other(k, sb) && !matching.contains(&t.shown) {
+            matching.push(t.shown.clone());
+        }
+    }
+    let shared_values = a.shared_values(b).min(SHARED_VALUES_COUNTED);
+    let closeness = (jaccard.max(cosine.map_or(0.0, semantic)) + SHARED_VALUE_BONUS * shared_values as f64).min(1.0);
+    let kind = if differing.is_empty() && closeness >= DUPLICATE_AT {
+        Kind::Duplicate
+    } else if !differing.is_empty() && one_template {
+        Kind::PossibleUpdate
+    } else {
+        Kind::Related
+    };
+    Judgment { kind, closeness: (closeness * 1000.0).round() / 1000.0, evidence: Evidence::new(matching, differing) }
+}
+
+/// What the pair adds to duplication D ([`Judgment::duplication`]), without the evidence: the
+/// cheap differences (values, negation) are looked at first, and most templated pairs stop
+/// there.
+pub fn duplication(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> f64 {
+    let shared = a.shared_values(b);
+    let closeness =
+        jaccard.max(cosine.map_or(0.0, semantic)) + SHARED_VALUE_BONUS * shared.min(SHARED_VALUES_COUNTED) as f64;
+    if closeness < DUPLICATE_AT || a.negated != b.negated {
+        return 0.0;
+    }
+    if a.values != b.values {
+        // Values on one side only, unless joining compound words changes them (it never
+        // does: only words are joined).
+        return 0.0;
+    }
+    judge(a, b, jaccard, cosine).duplication()
+}
+
+/// [`judge`] of two texts.
+pub fn judge_texts(a: &str, b: &str, cosine: Option<f64>) -> Judgment {
+    let j = crate::dedup::jaccard(&crate::dedup::shingles(a), &crate::dedup::shingles(b));
+    judge(&Profile::of(a), &Profile::of(b), j, cosine)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(a: &str, b: &str, cos: f64) -> Kind {
+        judge_texts(a, b, Some(cos)).kind
+    }
+
+    #[test]
+    fn a_changed_number_is_a_possible_update_with_both_values() {
+        let j = judge_texts(
+            "Retry limit for the email sender is 3 attempts.",
+            "Retry limit for the email sender is 5 attempts.",
+            Some(0.99),
+        );
+        assert_eq!(j.kind, Kind::PossibleUpdate);
+        assert_eq!(j.evidence.differing[0], Difference { what: "value".into(), this: "3".into(), other: "5".into() });
+        assert!(j.evidence.matching.contains(&"retry".to_string()), "{:?}", j.evidence);
+    }
+
+    #[test]
+    fn a_date_written_two_ways_is_one_value() {
+        let a = Profile::of("Migrated on 2024-03-12 after the outage.");
+        let b = Profile::of("Migrated on March 12, 2024 after the outage.");
+        assert_eq!(a.values(), b.values());
+        let c = Profile::of("Migrated on 12 Mar 2024 after the outage.");
+        assert_eq!(a.values(), c.values());
+    }
+
+    #[test]
+    fn numbers_in_words_and_separators_are_values_written_one_way() {
+        assert_eq!(Profile::of("twelve hours").values(), Profile::of("12 hours").values());
+        assert_eq!(Profile::of("five hundred dollars").values(), Profile::of("$500").values());
+        assert_eq!(Profile::of("step 4,200").values(), Profile::of("step 4200").values());
+        assert!(Profile::of("one email digest").values().is_empty(), "'one' alone is an article");
+    }
+
+    #[test]
+    fn opposites_and_negations_are_never_duplicates() {
+        assert_eq!(
+            kind("Push notifications are enabled.", "Push notifications are disabled.", 0.97),
+            Kind::PossibleUpdate
+        );
+        assert_eq!(kind("The deploy passed.", "The deploy failed.", 0.95), Kind::PossibleUpdate);
+        assert_ne!(kind("The branch has been merged.", "The branch hasn't been merged yet.", 0.95), Kind::Duplicate);
+    }
+
+    #[test]
+    fn near_copies_and_typos_are_duplicates() {
+        assert_eq!(
+            kind("Rolled back the thumbnail servcie.", "Rolled back the thumbnail service.", 0.97),
+            Kind::Duplicate
+        );
+        assert_eq!(kind("Sophie is allergic to peanuts.", "sophie is allergic to peanuts", 1.0), Kind::Duplicate);
+        assert_eq!(kind("removing the reranker drops MRR", "removing the re-ranker drops MRR", 0.98), Kind::Duplicate);
+    }
+
+    #[test]
+    fn a_swapped_word_in_one_template_is_a_difference() {
+        let j = judge_texts(
+            "Retention period for chat transcripts is ninety days.",
+            "Retention period for support emails is ninety days.",
+            Some(0.95),
+        );
+        assert_eq!(j.kind, Kind::PossibleUpdate);
+        assert_eq!(j.evidence.differing[0].what, "wording");
+    }
+
+    #[test]
+    fn a_word_the_other_text_holds_only_in_the_common_order_was_replaced_not_moved() {
+        let j = judge_texts(
+            "Currently editing the notifications module in scheduler.",
+            "Currently editing the notifications module in payments.",
+            Some(0.98),
+        );
+        assert_eq!(j.kind, Kind::PossibleUpdate, "{:?}", j.evidence);
+        for other in [
+            "Currently editing the notifications module in notifications.",
+            "Currently editing the module module in notifications.",
+        ] {
+            let k = judge_texts("Currently editing the notifications module in scheduler.", other, Some(0.98));
+            assert_eq!(k.kind, Kind::PossibleUpdate, "{other}: {:?}", k.evidence);
+        }
+        let api = judge_texts(
+            "Rate limit on the api API is 500 a minute.",
+            "Rate limit on the search API is 500 a minute.",
+            Some(0.99),
+        );
+        assert_eq!(api.kind, Kind::PossibleUpdate, "{:?}", api.evidence);
+        assert!(Profile::of("edit src/notifications/mod.rs now").values().contains("src/notifications/mod.rs"));
+        assert!(Profile::of("100 req/min").values().len() == 1, "req/min is not a path");
+    }
+
+    #[test]
+    fn any_text_is_judged_without_a_panic() {
+        for (a, b) in [
+            ("ünïcode @ñ 'ä' “q” `x` ’s", "ünïcode @ñ 'ä'"),
+            ("@", "'"),
+            ("", ""),
+            ("日本語のテキスト 2024年3月12日", "日本語のテキスト"),
+            ("a'b'c 'unterminated", "\"open `also"),
+            ("ǅemo march 3rd, 2024 $5 €6 £7 1,234,567 1) 2)", "ǅemo"),
+        ] {
+            let j = judge_texts(a, b, Some(0.9));
+            assert!(j.closeness.is_finite(), "{a:?} / {b:?}");
+        }
+    }
+
+    #[test]
+    fn quoted_strings_are_values_and_apostrophes_are_not_quotes() {
+        let a = Profile::of("The user asked to rename the 'invoices' tab.");
+        assert!(a.values().contains("\"invoices\""), "{:?}", a.values());
+        let b = Profile::of("Check the provider's console and the provider's logs.");
+        assert!(b.values().is_empty(), "{:?}", b.values());
+    }
+
+    #[test]
+    fn without_a_model_only_word_overlap_makes_a_duplicate() {
+        let j = judge_texts(
+            "The staging database is reset every Sunday.",
+            "The staging database is reset every Sunday",
+            None,
+        );
+        assert_eq!(j.kind, Kind::Duplicate);
+        let k = judge_texts("Never deploy on Fridays.", "Production releases are not allowed on Friday.", None);
+        assert_ne!(k.kind, Kind::Duplicate);
+    }
+}
