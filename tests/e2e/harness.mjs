@@ -33,6 +33,17 @@ export function lethe(db, ...args) {
   return out.trim() ? JSON.parse(out) : null;
 }
 
+/**
+ * Drops what Lethe derives for scoring (neighbour lists, similarity signatures), as in a store
+ * another program wrote (memento, a copy made with `sqlite3`): the next scoring searches
+ * every memory again. `lethe import` stores them, so an imported store alone scores at once.
+ */
+export function dropDerived(db) {
+  const script = 'import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\n' +
+    'c.execute("DELETE FROM lethe_neighbour")\nc.execute("DELETE FROM lethe_signature")\nc.commit()\nc.close()';
+  execFileSync('python3', ['-c', script, db]);
+}
+
 let driverProc = null;
 const tail = [];
 

@@ -1,11 +1,11 @@
-// The window never lies while it works (issue #24): on a store whose first scoring takes
+// The window never lies while it works: on a store whose first scoring takes
 // seconds (20,000 templated agent notes nobody has scored yet), the views say they are
 // loading until their first answer, and never show an empty-state text or a zero count first.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { tempDb, lethe, openApp, closeApp, nav, css, byTestId, waitFor } from './harness.mjs';
+import { tempDb, lethe, openApp, closeApp, nav, css, byTestId, waitFor, dropDerived } from './harness.mjs';
 
 const N = 20_000;
 const SERVICES = ['billing', 'search', 'auth', 'payments', 'gateway', 'reports', 'inbox', 'ledger'];
@@ -32,6 +32,8 @@ test('a store that takes seconds to score shows loading states, never empty ones
   const file = path.join(path.dirname(db), 'notes.jsonl');
   writeFileSync(file, Array.from({ length: N }, (_, i) => templated(i)).join('\n') + '\n');
   assert.equal(lethe(db, 'import', file).imported, N);
+  // Unscored, as written by another program: an import alone leaves nothing to search.
+  dropDerived(db);
   const episodic = Math.ceil(N / 3);
 
   const driver = await openApp(db);
@@ -91,6 +93,7 @@ test('a dry run that waits for scoring shows how far it has come, can be cancell
   const file = path.join(path.dirname(db), 'notes.jsonl');
   writeFileSync(file, Array.from({ length: N }, (_, i) => templated(i)).join('\n') + '\n');
   assert.equal(lethe(db, 'import', file).imported, N);
+  dropDerived(db);
 
   const driver = await openApp(db);
   try {
