@@ -74,17 +74,152 @@ pub const MAX_QUERY_WORDS: usize = 64;
 /// every memory: the search costs more and ranks by the wrong words. A query made only of
 /// them keeps them (see [`searched_words`]). Sorted, for a binary search.
 pub const FUNCTION_WORDS: &[&str] = &[
-    "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "aren", "as", "at",
-    "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "cannot", "could",
-    "couldn", "d", "did", "didn", "do", "does", "doesn", "doing", "don", "down", "during", "each", "few", "for",
-    "from", "further", "had", "hadn", "has", "hasn", "have", "haven", "having", "he", "her", "here", "hers",
-    "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "isn", "it", "its", "itself", "ll",
-    "m", "me", "more", "most", "mustn", "my", "myself", "no", "nor", "not", "of", "off", "on", "once", "only",
-    "or", "other", "ought", "our", "ours", "ourselves", "out", "over", "own", "re", "s", "same", "shan", "she",
-    "should", "shouldn", "so", "some", "such", "t", "than", "that", "the", "their", "theirs", "them",
-    "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until",
-    "up", "ve", "very", "was", "wasn", "we", "were", "weren", "what", "when", "where", "which", "while", "who",
-    "whom", "why", "with", "would", "wouldn", "you", "your", "yours", "yourself", "yourselves",
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "aren",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "cannot",
+    "could",
+    "couldn",
+    "d",
+    "did",
+    "didn",
+    "do",
+    "does",
+    "doesn",
+    "doing",
+    "don",
+    "down",
+    "during",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "hadn",
+    "has",
+    "hasn",
+    "have",
+    "haven",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "isn",
+    "it",
+    "its",
+    "itself",
+    "ll",
+    "m",
+    "me",
+    "more",
+    "most",
+    "mustn",
+    "my",
+    "myself",
+    "no",
+    "nor",
+    "not",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "ought",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "re",
+    "s",
+    "same",
+    "shan",
+    "she",
+    "should",
+    "shouldn",
+    "so",
+    "some",
+    "such",
+    "t",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "ve",
+    "very",
+    "was",
+    "wasn",
+    "we",
+    "were",
+    "weren",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "with",
+    "would",
+    "wouldn",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
 ];
 
 /// Whether a lower-cased query word is one of the [`FUNCTION_WORDS`].
@@ -407,6 +542,24 @@ pub fn explain(conn: &Connection, q: &RecallQuery, now: Instant, declined: usize
     })
 }
 
+/// For each of `hits` (as [`recall`] returned them for `text`), the query words it matched
+/// only through a session neighbour, per neighbour (what [`explain`] says as
+/// `context_matches`), for callers that show it beside plain results (MCP).
+pub fn context_matches(conn: &Connection, hits: &[Hit], text: &str) -> Result<Vec<Vec<ContextMatch>>> {
+    let words = searched_words(text);
+    crate::store::read_tx(conn, || {
+        let mut rowid = conn.prepare_cached("SELECT rowid FROM memory_item WHERE id = ?1")?;
+        hits.iter()
+            .map(|h| {
+                let Some(at) = rowid.query_map([&h.id], |r| r.get::<_, i64>(0))?.next().transpose()? else {
+                    return Ok(Vec::new());
+                };
+                Ok(through_context(conn, at, h, &words)?.1)
+            })
+            .collect()
+    })
+}
+
 /// The BM25 of the row at `rowid` for `expr` with the session neighbours' text weighted 0
 /// (its own text alone; the row's length is the same).
 const OWN_BM25_SQL: &str = "SELECT bm25(lethe_fts, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.0) FROM lethe_fts \
@@ -425,9 +578,8 @@ fn through_context(conn: &Connection, rowid: i64, hit: &Hit, words: &[String]) -
     let lexical_own = (hit.breakdown.lexical * (own / hit.bm25)).clamp(0.0, hit.breakdown.lexical);
     let matches = |column: &str, at: i64, word: &str| -> Result<bool> {
         let expr = format!("{{{column}}} : \"{word}\"");
-        Ok(conn
-            .prepare_cached("SELECT EXISTS (SELECT 1 FROM lethe_fts WHERE lethe_fts MATCH ?1 AND rowid = ?2)")?
-            .query_row(crate::params![expr, at], |r| r.get::<_, bool>(0))?)
+        conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM lethe_fts WHERE lethe_fts MATCH ?1 AND rowid = ?2)")?
+            .query_row(crate::params![expr, at], |r| r.get::<_, bool>(0))
     };
     let own_columns = crate::lexical::COLUMNS[..crate::lexical::CONTEXT_COLUMN].join(" ");
     let context_column = crate::lexical::COLUMNS[crate::lexical::CONTEXT_COLUMN];
@@ -451,7 +603,8 @@ fn through_context(conn: &Connection, rowid: i64, hit: &Hit, words: &[String]) -
             .map(|w| Ok((w, matches("content", at, w)?)))
             .collect::<Result<Vec<_>>>()?
             .into_iter()
-            .filter_map(|(w, held)| held.then(|| (*w).clone()))
+            .filter(|(_, held)| *held)
+            .map(|(w, _)| (*w).clone())
             .collect();
         if held.is_empty() {
             continue;

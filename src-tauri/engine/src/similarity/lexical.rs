@@ -269,6 +269,8 @@ impl LexicalIndex {
         self.rows == 0
     }
 
+    // A row's parts as the statement read them, each its own argument.
+    #[allow(clippy::too_many_arguments)]
     fn add(
         &mut self,
         tokenizer: &mut Tokenizer,
