@@ -147,6 +147,23 @@ command: string,
 server: string | null, protocol: string | null, tools: Array<string>, elapsed_ms: number, error: string | null, };
 
 /**
+ * Query words a result matched only through the text of one of its session neighbours.
+ */
+export type ContextMatch = { 
+/**
+ * The neighbour's memory id.
+ */
+neighbour: string, 
+/**
+ * The searched words its text holds and the result's own text does not.
+ */
+words: Array<string>, 
+/**
+ * E.g. "matched its neighbour mem_x: 'lake'".
+ */
+said: string, };
+
+/**
  * Payload of `db://changed`: committed changes by any process.
  */
 export type DbChanged = { data_version: number, 
@@ -273,7 +290,20 @@ export type ExplainedHit = {
 /**
  * Days from `created_at` to `now`; None when the stored time is unreadable.
  */
-age_days: number | null, id: string, type: Tier, content: string, score: number, bm25: number, breakdown: Breakdown, };
+age_days: number | null, 
+/**
+ * The part of `breakdown.lexical` the memory's own text gives: what its BM25 would be
+ * without its session neighbours' text, relative to the same best candidate.
+ */
+lexical_own: number, 
+/**
+ * The part its session neighbours' text adds (`lexical − lexical_own`).
+ */
+lexical_context: number, 
+/**
+ * The query words it matched only through a session neighbour, per neighbour.
+ */
+context_matches: Array<ContextMatch>, id: string, type: Tier, content: string, score: number, bm25: number, breakdown: Breakdown, };
 
 /**
  * The kinds of failure a reflection note records (seed 000).
@@ -453,7 +483,12 @@ export type RecallExplained = { recall_mode: string, results: Array<ExplainedHit
 /**
  * The periods the query names (see [`named_periods`]); empty when it names none.
  */
-periods: Array<NamedPeriod>, };
+periods: Array<NamedPeriod>, 
+/**
+ * The words the lexical search looked for: the query's, function words left out (unless
+ * it has no other), at most [`MAX_QUERY_WORDS`].
+ */
+searched_words: Array<string>, };
 
 /**
  * A logged recall.

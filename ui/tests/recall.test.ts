@@ -18,8 +18,30 @@ const breakdown = (sim: number, rec: number) => ({
 
 const answer0 = {
   results: [
-    { id: 'mem_a', type: 'semantic' as const, content: HOSTILE, score: 0.81, bm25: -3, breakdown: breakdown(0.9, 0.7), age_days: 3 },
-    { id: 'mem_b', type: 'episodic' as const, content: 'second', score: 0.6, bm25: -2, breakdown: breakdown(0.6, 0.2), age_days: 400 },
+    {
+      id: 'mem_a',
+      type: 'semantic' as const,
+      content: HOSTILE,
+      score: 0.81,
+      bm25: -3,
+      breakdown: breakdown(0.9, 0.7),
+      age_days: 3,
+      lexical_own: 0.6,
+      lexical_context: 0.3,
+      context_matches: [{ neighbour: 'mem_n', words: ['lake'], said: "matched its neighbour mem_n: 'lake'" }],
+    },
+    {
+      id: 'mem_b',
+      type: 'episodic' as const,
+      content: 'second',
+      score: 0.6,
+      bm25: -2,
+      breakdown: breakdown(0.6, 0.2),
+      age_days: 400,
+      lexical_own: 0.6,
+      lexical_context: 0,
+      context_matches: [],
+    },
   ],
   declined: [
     {
@@ -49,6 +71,7 @@ const answer0 = {
   ],
   weights: { similarity: 0.7, recency: 0.1, scene: 0.1, priority: 0.1 },
   periods: [] as { said: string; from: string; until: string }[],
+  searched_words: ['grafana', 'alerts'],
   recall_mode: 'lexical recall only: test',
 };
 
@@ -83,6 +106,13 @@ describe('recall view', () => {
     ]);
     expect(document.querySelector('img[src="x"]')).toBeNull();
     expect(screen.getByText(HOSTILE)).toBeTruthy();
+    // The words searched, the lexical part split into own and context, and the neighbour named.
+    expect(screen.getByTestId('recall-searched-words').textContent).toContain('grafana, alerts');
+    const parts = first.querySelector<HTMLElement>('[data-testid="recall-lexical-parts"]')!;
+    expect([parts.dataset.own, parts.dataset.context]).toEqual(['0.6', '0.3']);
+    const via = screen.getAllByTestId('recall-context-match');
+    expect(via.map((v) => v.dataset.neighbour)).toEqual(['mem_n']);
+    expect(via[0].textContent?.replace(/\s+/g, ' ')).toContain("matched its neighbour mem_n: 'lake'");
   });
 
   it('asks with the weights of the settings, the context and the limit, and never with an empty query', async () => {

@@ -90,11 +90,20 @@ fn hard_delete_and_purge_leave_no_byte_of_the_text_and_keep_the_facts() {
         put(&mut conn, NewMemory::new(Tier::Semantic, format!("ordinary fact number {i} about the build cache")));
     }
 
-    // remember: content, tags, source.
-    let mut m = NewMemory::new(Tier::Semantic, format!("the customer {MARK}remember lives in Lyon"));
+    // remember: content, tags, source; in a session, between two memories that keep its text
+    // as their recall context until it is erased.
+    let chat = |text: &str, minute: i64| {
+        let mut m = NewMemory::new(Tier::Semantic, text);
+        m.session_id = Some("erasure-chat".into());
+        m.created_at = Some(time::add_days(now(), -1.0) + chrono::Duration::minutes(minute));
+        m
+    };
+    put(&mut conn, chat("the support call started at nine", 0));
+    let mut m = chat(&format!("the customer {MARK}remember lives in Lyon"), 1);
     m.tags = vec![format!("{MARK}tag")];
     m.source = Some(format!("chat:{MARK}source"));
     let remembered = put(&mut conn, m);
+    put(&mut conn, chat("the support call ended with a refund", 2));
 
     // edit: the text before and after the edit both carry markers.
     let edited = put(&mut conn, NewMemory::new(Tier::Episodic, format!("first draft {MARK}draft of the plan")));
@@ -121,7 +130,14 @@ fn hard_delete_and_purge_leave_no_byte_of_the_text_and_keep_the_facts() {
     archive::archive(&mut conn, &archived, &format!("grep run {MARK}memo"), "user", now()).unwrap();
 
     // procedure: fields, a version snapshot (CAS update) and a reflection note.
+    // The procedure has a session neighbour too: its text leaves the neighbour's context when
+    // it goes to quarantine, and the purge erases it.
+    let mut before = NewMemory::new(Tier::Episodic, "the release train leaves on thursdays");
+    before.session_id = Some("erasure-release".into());
+    before.created_at = Some(time::add_days(now(), -1.0));
+    put(&mut conn, before);
     let mut p = NewMemory::new(Tier::Procedural, format!("deploy procedure {MARK}procedure"));
+    p.session_id = Some("erasure-release".into());
     p.procedure = ProcedureFields {
         task_goal: Some(format!("ship {MARK}goal")),
         steps: Some(serde_json::json!([format!("run {MARK}step one"), "verify"])),
@@ -175,6 +191,16 @@ fn hard_delete_and_purge_leave_no_byte_of_the_text_and_keep_the_facts() {
     store::checkpoint_truncate(&conn).unwrap();
     assert!(!files_holding(&conn, &db, MARK).is_empty(), "the test sees the marker while the memories exist");
     assert!(export_of(&conn).contains(MARK), "and in an export");
+    if !conn.is_postgres() {
+        let in_context: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM lethe_fts WHERE lethe_fts MATCH ?1",
+                [format!("context : \"{MARK}remember\"")],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(in_context, 2, "both session neighbours hold the text as their recall context");
+    }
     assert!(files_holding(&conn, &db, SECRET).is_empty(), "the secret was redacted before anything was written");
     assert!(!export_of(&conn).contains(SECRET));
 

@@ -101,7 +101,10 @@ fn fill(conn: &mut store::Connection) -> (Vec<String>, String) {
         (Tier::Semantic, "auth tokens are signed with Ed25519"),
         (Tier::Semantic, "the staging database lives in eu-west-1"),
     ] {
-        let out = lifecycle::remember(conn, &NewMemory::new(tier, content), "user", now()).unwrap();
+        // One session: each is the others' recall context, and the quarantined one must lend
+        // its words to none of them.
+        let m = NewMemory { session_id: Some("fuzz-chat".into()), ..NewMemory::new(tier, content) };
+        let out = lifecycle::remember(conn, &m, "user", now()).unwrap();
         ids.push(out.id().unwrap().to_string());
     }
     let proc = NewMemory {
@@ -420,6 +423,13 @@ proptest! {
         prop_assert!(hits.is_ok(), "recall failed: {:?}", hits.err());
         let hits = hits.unwrap();
         prop_assert!(!hits.iter().any(|h| h.id == f.ids[3]), "quarantined memories never come back");
+        if !hits.is_empty() {
+            let e = recall::explain(&f.conn, &q, now(), 0).unwrap();
+            prop_assert!(
+                e.results.iter().all(|r| r.context_matches.iter().all(|c| c.neighbour != f.ids[3])),
+                "nor match through a neighbour's context"
+            );
+        }
         prop_assert!(hits.iter().all(|h| h.score.is_finite()), "scores are numbers");
         prop_assert_eq!(digest(&f.conn), before, "recall itself writes nothing");
     }

@@ -273,12 +273,21 @@ pub fn recall() -> Arc<JsonObject> {
                 "scene": t("number", "C, share of the context matched"),
                 "priority": t("number", "Pr = importance + 0.2 pinned"),
             })),
+            "matched_through": array(
+                object(&["neighbour", "words", "said"], json!({
+                    "neighbour": t("string", "the session neighbour whose text holds the words"),
+                    "words": array(t("string", "a searched word"), "words the memory's own text does not hold"),
+                    "said": t("string", "e.g. matched its neighbour mem_x: 'lake'"),
+                })),
+                "present when the memory matched query words only through a session neighbour's text (the memories of its session written just before and after it)"
+            ),
         }),
     );
     as_schema(object(
         &["results"],
         json!({
             "results": array(hit, "best first"),
+            "searched_words": array(t("string", "a word"), "the words the lexical search looked for: function words (what, did, the, ...) are left out unless the query has no other word"),
             "recall_mode": t("string", "semantic + lexical, or lexical only"),
             "dropped_words": array(t("string", "a word"), "words not searched: the query had more than 64 distinct words"),
             "periods": array(

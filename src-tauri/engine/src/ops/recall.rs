@@ -67,15 +67,181 @@ pub fn match_expression(text: &str) -> Option<String> {
 /// At most this many distinct words of a query are searched (FTS5 cost grows with each).
 pub const MAX_QUERY_WORDS: usize = 64;
 
-/// The distinct words of a query, lower-cased, in order of first appearance: the first
-/// [`MAX_QUERY_WORDS`] are searched, the rest are dropped (and said so by [`dropped_words`]).
+/// English function words, left out of the lexical query: the Snowball English stop-word
+/// list (snowball.tartarus.org, `english.stop`) without its contractions, plus the pieces a
+/// contraction leaves when a query is split into words ("it's" → "it", "s"; "don't" → "don",
+/// "t"). They carry no topic, and a word in nearly every memory walks a posting list of nearly
+/// every memory: the search costs more and ranks by the wrong words. A query made only of
+/// them keeps them (see [`searched_words`]). Sorted, for a binary search.
+pub const FUNCTION_WORDS: &[&str] = &[
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "aren",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "cannot",
+    "could",
+    "couldn",
+    "d",
+    "did",
+    "didn",
+    "do",
+    "does",
+    "doesn",
+    "doing",
+    "don",
+    "down",
+    "during",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "hadn",
+    "has",
+    "hasn",
+    "have",
+    "haven",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "isn",
+    "it",
+    "its",
+    "itself",
+    "ll",
+    "m",
+    "me",
+    "more",
+    "most",
+    "mustn",
+    "my",
+    "myself",
+    "no",
+    "nor",
+    "not",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "ought",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "re",
+    "s",
+    "same",
+    "shan",
+    "she",
+    "should",
+    "shouldn",
+    "so",
+    "some",
+    "such",
+    "t",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "ve",
+    "very",
+    "was",
+    "wasn",
+    "we",
+    "were",
+    "weren",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "with",
+    "would",
+    "wouldn",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+];
+
+/// Whether a lower-cased query word is one of the [`FUNCTION_WORDS`].
+pub fn is_function_word(word: &str) -> bool {
+    FUNCTION_WORDS.binary_search(&word).is_ok()
+}
+
+/// The distinct words of a query, lower-cased, in order of first appearance, function words
+/// left out unless the query has no other word: the first [`MAX_QUERY_WORDS`] are searched,
+/// the rest are dropped (and said so by [`dropped_words`]).
 fn distinct_words(text: &str) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
-    text.split(|c: char| !c.is_alphanumeric() && c != '_')
+    let all: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
         .filter(|w| seen.insert(w.clone()))
-        .collect()
+        .collect();
+    if all.iter().all(|w| is_function_word(w)) {
+        return all;
+    }
+    all.into_iter().filter(|w| !is_function_word(w)).collect()
 }
 
 /// The words of a query recall does not search because the query has more than
@@ -121,8 +287,8 @@ pub const INNER: i64 = 400;
 pub const PARALLEL_SCAN_MIN: usize = 20_000;
 /// The lexical search: the best stemmed-BM25 matches of a MATCH expression (`?1`), ranked
 /// inside FTS5, at most `?2` (-1: all).
-pub const LEXICAL_SQL: &str = "SELECT rowid, bm25(lethe_fts, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5) FROM lethe_fts \
-     WHERE lethe_fts MATCH ?1 ORDER BY bm25(lethe_fts, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5) LIMIT ?2";
+pub const LEXICAL_SQL: &str = "SELECT rowid, bm25(lethe_fts, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5) FROM lethe_fts \
+     WHERE lethe_fts MATCH ?1 ORDER BY bm25(lethe_fts, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5) LIMIT ?2";
 /// [`LEXICAL_SQL`] on a team server: PostgreSQL's full-text index (a `tsvector` column with
 /// the same stemming and weights: content 1.0, the other fields 0.5) finds the matches, and
 /// each is ranked as BM25 ranks it: for every word of the query that it holds, the word's
@@ -206,6 +372,25 @@ pub struct ExplainedHit {
     pub hit: Hit,
     /// Days from `created_at` to `now`; None when the stored time is unreadable.
     pub age_days: Option<f64>,
+    /// The part of `breakdown.lexical` the memory's own text gives: what its BM25 would be
+    /// without its session neighbours' text, relative to the same best candidate.
+    pub lexical_own: f64,
+    /// The part its session neighbours' text adds (`lexical − lexical_own`).
+    pub lexical_context: f64,
+    /// The query words it matched only through a session neighbour, per neighbour.
+    pub context_matches: Vec<ContextMatch>,
+}
+
+/// Query words a result matched only through the text of one of its session neighbours.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct ContextMatch {
+    /// The neighbour's memory id.
+    pub neighbour: String,
+    /// The searched words its text holds and the result's own text does not.
+    pub words: Vec<String>,
+    /// E.g. "matched its neighbour mem_x: 'lake'".
+    pub said: String,
 }
 
 /// Why a candidate is not among the results.
@@ -251,6 +436,9 @@ pub struct Explained {
     pub weights: RecallWeights,
     /// The periods the query names (see [`named_periods`]); empty when it names none.
     pub periods: Vec<NamedPeriod>,
+    /// The words the lexical search looked for: the query's, function words left out (unless
+    /// it has no other), at most [`MAX_QUERY_WORDS`].
+    pub searched_words: Vec<String>,
 }
 
 /// The periods a query names ("in July 2022", "on 3 August 2023", "last week"), as `recall`
@@ -270,11 +458,16 @@ pub fn explain(conn: &Connection, q: &RecallQuery, now: Instant, declined: usize
         let below: Vec<(i64, Hit, Why)> = hits.split_off(limit.min(hits.len())).into_iter().take(declined).collect();
         let cut = hits.last().map(|(_, h, _)| h.breakdown);
         let ages: Vec<Option<f64>> = hits.iter().map(|(_, _, w)| w.age_days).collect();
-        let results = fill(conn, hits.into_iter().map(|(rowid, h, _)| (rowid, h)).collect())?
-            .into_iter()
-            .zip(ages)
-            .map(|(hit, age_days)| ExplainedHit { hit, age_days })
-            .collect();
+        let rowids: Vec<i64> = hits.iter().map(|(r, _, _)| *r).collect();
+        let words = searched_words(&q.text);
+        let mut results = Vec::with_capacity(rowids.len());
+        for ((hit, age_days), rowid) in
+            fill(conn, hits.into_iter().map(|(rowid, h, _)| (rowid, h)).collect())?.into_iter().zip(ages).zip(rowids)
+        {
+            let (lexical_own, context_matches) = through_context(conn, rowid, &hit, &words)?;
+            let lexical_context = (hit.breakdown.lexical - lexical_own).max(0.0);
+            results.push(ExplainedHit { hit, age_days, lexical_own, lexical_context, context_matches });
+        }
         let mut out = Vec::with_capacity(below.len() + excluded.len().min(declined));
         let mut preview = conn.prepare_cached("SELECT id, content FROM memory_item WHERE rowid = ?1")?;
         for (rowid, h, why) in below {
@@ -341,8 +534,90 @@ pub fn explain(conn: &Connection, q: &RecallQuery, now: Instant, declined: usize
                 superseded_by: if deleted { None } else { superseded_by },
             });
         }
-        Ok(Explained { results, declined: out, weights, periods: periods.iter().map(Period::view).collect() })
+        Ok(Explained {
+            results,
+            declined: out,
+            weights,
+            periods: periods.iter().map(Period::view).collect(),
+            searched_words: words,
+        })
     })
+}
+
+/// For each of `hits` (as [`recall`] returned them for `text`), the query words it matched
+/// only through a session neighbour, per neighbour (what [`explain`] says as
+/// `context_matches`), for callers that show it beside plain results (MCP).
+pub fn context_matches(conn: &Connection, hits: &[Hit], text: &str) -> Result<Vec<Vec<ContextMatch>>> {
+    let words = searched_words(text);
+    crate::store::read_tx(conn, || {
+        let mut rowid = conn.prepare_cached("SELECT rowid FROM memory_item WHERE id = ?1")?;
+        hits.iter()
+            .map(|h| {
+                let Some(at) = rowid.query_map([&h.id], |r| r.get::<_, i64>(0))?.next().transpose()? else {
+                    return Ok(Vec::new());
+                };
+                Ok(through_context(conn, at, h, &words)?.1)
+            })
+            .collect()
+    })
+}
+
+/// The BM25 of the row at `rowid` for `expr` with the session neighbours' text weighted 0
+/// (its own text alone; the row's length is the same).
+const OWN_BM25_SQL: &str = "SELECT bm25(lethe_fts, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.0) FROM lethe_fts \
+     WHERE lethe_fts MATCH ?1 AND rowid = ?2";
+
+/// A result's lexical part from its own text, and the words it matched only through a
+/// session neighbour, with the neighbour that holds them. (A team store's full-text search
+/// keeps no neighbours' text: there the whole lexical part is the memory's own.)
+fn through_context(conn: &Connection, rowid: i64, hit: &Hit, words: &[String]) -> Result<(f64, Vec<ContextMatch>)> {
+    if conn.is_postgres() || hit.bm25 >= 0.0 || words.is_empty() {
+        return Ok((hit.breakdown.lexical, Vec::new()));
+    }
+    let Some(expr) = match_expression(&words.join(" ")) else { return Ok((hit.breakdown.lexical, Vec::new())) };
+    let own: f64 = conn.prepare_cached(OWN_BM25_SQL)?.query_row(crate::params![expr, rowid], |r| r.get(0))?;
+    // Both negative (lower is better): the share of the row's BM25 its own text gives.
+    let lexical_own = (hit.breakdown.lexical * (own / hit.bm25)).clamp(0.0, hit.breakdown.lexical);
+    let matches = |column: &str, at: i64, word: &str| -> Result<bool> {
+        let expr = format!("{{{column}}} : \"{word}\"");
+        conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM lethe_fts WHERE lethe_fts MATCH ?1 AND rowid = ?2)")?
+            .query_row(crate::params![expr, at], |r| r.get::<_, bool>(0))
+    };
+    let own_columns = crate::lexical::COLUMNS[..crate::lexical::CONTEXT_COLUMN].join(" ");
+    let context_column = crate::lexical::COLUMNS[crate::lexical::CONTEXT_COLUMN];
+    let only_there: Vec<&String> = words
+        .iter()
+        .map(|w| Ok((w, matches(context_column, rowid, w)? && !matches(&own_columns, rowid, w)?)))
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .filter_map(|(w, only)| only.then_some(w))
+        .collect();
+    if only_there.is_empty() {
+        return Ok((lexical_own, Vec::new()));
+    }
+    let (before, after): (Option<i64>, Option<i64>) = conn
+        .prepare_cached("SELECT before_rowid, after_rowid FROM lethe_session_context WHERE memory_rowid = ?1")?
+        .query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let mut out = Vec::new();
+    for at in [before, after].into_iter().flatten() {
+        let held: Vec<String> = only_there
+            .iter()
+            .map(|w| Ok((w, matches("content", at, w)?)))
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .filter(|(_, held)| *held)
+            .map(|(w, _)| (*w).clone())
+            .collect();
+        if held.is_empty() {
+            continue;
+        }
+        let id: String =
+            conn.prepare_cached("SELECT id FROM memory_item WHERE rowid = ?1")?.query_row([at], |r| r.get(0))?;
+        let quoted: Vec<String> = held.iter().map(|w| format!("'{w}'")).collect();
+        let said = format!("matched its neighbour {id}: {}", quoted.join(", "));
+        out.push(ContextMatch { neighbour: id, words: held, said });
+    }
+    Ok((lexical_own, out))
 }
 
 /// Which weighted term of a ranked-out candidate fell furthest short of the last result's,
@@ -429,6 +704,9 @@ pub struct Facts {
 /// The statement columns [`facts_of`] reads, in order, from `base`.
 pub const FACT_COLUMNS: &str = "m.type, m.created_at, m.importance, m.pinned, COALESCE(m.is_deleted, 0), \
      m.session_id, m.project_id, m.workflow_name, m.tags";
+
+/// How many columns [`FACT_COLUMNS`] names.
+pub const FACT_COLUMN_COUNT: usize = 9;
 
 /// Reads [`FACT_COLUMNS`] at `base..base + 9`. A row whose tier or time is not text (another
 /// program's; reported as mistyped) gets no tier, so recall leaves it out as scoring does.

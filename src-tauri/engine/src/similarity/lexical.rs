@@ -31,9 +31,12 @@ use crate::recall::Facts;
 use crate::storage::db::Connection;
 
 /// `lethe_fts`'s columns, in order, with the weight recall gives each (`LEXICAL_SQL`'s
-/// `bm25(lethe_fts, …)` arguments).
-pub const COLUMNS: [&str; 6] = ["content", "tags", "task_goal", "workflow_name", "skill_name", "steps"];
-pub const WEIGHTS: [f64; 6] = [1.0, 0.5, 0.5, 0.5, 0.5, 0.5];
+/// `bm25(lethe_fts, …)` arguments). `context` is the text of the memory's session neighbours
+/// (the view `lethe_fts_row`), weighted as the other fields below the memory's own text.
+pub const COLUMNS: [&str; 7] = ["content", "tags", "task_goal", "workflow_name", "skill_name", "steps", "context"];
+pub const WEIGHTS: [f64; 7] = [1.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5];
+/// The column of [`COLUMNS`] that holds the session neighbours' text.
+pub const CONTEXT_COLUMN: usize = 6;
 /// `bm25()`'s constants (fts5_aux.c).
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
@@ -185,6 +188,9 @@ pub struct LexicalIndex {
     rowids: Vec<i64>,
     /// Each slot's memory id (empty when the row has none).
     ids: Vec<Box<str>>,
+    /// Each slot's session neighbours (before, after) whose text is its context: when one of
+    /// them changes, this row is indexed again.
+    around: Vec<[Option<i64>; 2]>,
     /// What recall reads of each slot's row besides its words (`None`: a value recall's
     /// statement would refuse; such a row is read from the file).
     facts: Vec<Option<Facts>>,
@@ -237,8 +243,8 @@ impl LexicalIndex {
         while let Some(r) = rows.next()? {
             let rowid: i64 = r.get(0)?;
             let (id, cols) = (crate::model::lenient::text(&r, 1)?, columns_of(&r)?);
-            let facts = crate::recall::facts_of(&r, 2 + COLUMNS.len()).ok();
-            ix.add(&mut tokenizer, rowid, id, &cols, facts, &mut scratch)?;
+            let facts = crate::recall::facts_of(&r, FACTS_AT).ok();
+            ix.add(&mut tokenizer, rowid, id, &cols, around_of(&r)?, facts, &mut scratch)?;
         }
         Ok(ix)
     }
@@ -263,12 +269,15 @@ impl LexicalIndex {
         self.rows == 0
     }
 
+    // A row's parts as the statement read them, each its own argument.
+    #[allow(clippy::too_many_arguments)]
     fn add(
         &mut self,
         tokenizer: &mut Tokenizer,
         rowid: i64,
         id: Option<String>,
-        cols: &[Option<Vec<u8>>; 6],
+        cols: &[Option<Vec<u8>>; 7],
+        around: [Option<i64>; 2],
         facts: Option<Facts>,
         scratch: &mut Vec<(u32, f32)>,
     ) -> Result<()> {
@@ -321,6 +330,7 @@ impl LexicalIndex {
         self.rowids.push(rowid);
         self.lens.push(len);
         self.alive.push(true);
+        self.around.push(around);
         self.facts.push(facts);
         self.by_rowid.insert(rowid, slot);
         match id {
@@ -375,14 +385,18 @@ impl LexicalIndex {
     }
 
     /// Brings the rows of the memories `ids` up to date (each id's old slot dies; a row that
-    /// still exists is tokenized again).
+    /// still exists is tokenized again), and the rows whose context holds their text: their
+    /// session neighbours before the change and after it.
     fn apply(&mut self, conn: &Connection, ids: &[String]) -> Result<()> {
         let sqlite = conn.sqlite_only("the in-memory lexical index")?;
         let mut tokenizer = Tokenizer::new(sqlite)?;
         let mut stmt = conn.prepare_cached(&row_sql("WHERE m.id = ?1"))?;
         let mut scratch = Vec::new();
+        let mut redone: FxHashSet<i64> = FxHashSet::default();
+        let mut neighbours: Vec<i64> = Vec::new();
         for id in ids {
             if let Some(&slot) = self.by_id.get(id.as_str()) {
+                neighbours.extend(self.around[slot as usize].iter().flatten());
                 self.remove(slot);
                 self.by_id.remove(id.as_str());
             }
@@ -392,10 +406,34 @@ impl LexicalIndex {
                 let cols = columns_of(&r)?;
                 // A row whose rowid moved to another id leaves its old slot too.
                 if let Some(&old) = self.by_rowid.get(&rowid) {
+                    neighbours.extend(self.around[old as usize].iter().flatten());
                     self.remove(old);
                 }
-                let facts = crate::recall::facts_of(&r, 2 + COLUMNS.len()).ok();
-                self.add(&mut tokenizer, rowid, Some(id.clone()), &cols, facts, &mut scratch)?;
+                let around = around_of(&r)?;
+                neighbours.extend(around.iter().flatten());
+                let facts = crate::recall::facts_of(&r, FACTS_AT).ok();
+                self.add(&mut tokenizer, rowid, Some(id.clone()), &cols, around, facts, &mut scratch)?;
+                redone.insert(rowid);
+            }
+        }
+        // A neighbour's context changed with the memory; its own neighbours' did not.
+        let mut by_rowid = conn.prepare_cached(&row_sql("WHERE m.rowid = ?1"))?;
+        for rowid in neighbours {
+            if !redone.insert(rowid) {
+                continue;
+            }
+            let old = self.by_rowid.get(&rowid).copied();
+            if let Some(old) = old {
+                let old_id = std::mem::take(&mut self.ids[old as usize]);
+                self.remove(old);
+                self.by_id.remove(&old_id);
+            }
+            let mut rows = by_rowid.query([rowid])?;
+            if let Some(r) = rows.next()? {
+                let id = crate::model::lenient::text(&r, 1)?;
+                let cols = columns_of(&r)?;
+                let facts = crate::recall::facts_of(&r, FACTS_AT).ok();
+                self.add(&mut tokenizer, rowid, id, &cols, around_of(&r)?, facts, &mut scratch)?;
             }
         }
         self.forget_unused_words();
@@ -426,6 +464,7 @@ impl LexicalIndex {
         let mut starts = vec![0];
         let (mut rowids, mut lens) = (Vec::with_capacity(n as usize), Vec::with_capacity(n as usize));
         let (mut ids, mut facts) = (Vec::with_capacity(n as usize), Vec::with_capacity(n as usize));
+        let mut around = Vec::with_capacity(n as usize);
         for s in 0..self.rowids.len() {
             if self.alive[s] {
                 seqs.extend_from_slice(&self.seqs[self.starts[s]..self.starts[s + 1]]);
@@ -433,6 +472,7 @@ impl LexicalIndex {
                 rowids.push(self.rowids[s]);
                 lens.push(self.lens[s]);
                 ids.push(std::mem::take(&mut self.ids[s]));
+                around.push(self.around[s]);
                 facts.push(self.facts[s].take());
             }
         }
@@ -448,6 +488,7 @@ impl LexicalIndex {
         self.rowids = rowids;
         self.lens = lens;
         self.ids = ids;
+        self.around = around;
         self.facts = facts;
         self.alive = vec![true; n as usize];
         self.dead = 0;
@@ -641,9 +682,9 @@ fn varint(b: &[u8]) -> Option<(u64, usize)> {
 
 /// A row's indexed columns as the bytes FTS5 tokenizes (`CAST(… AS TEXT)`: text or NULL; the
 /// bytes as stored, valid UTF-8 or not).
-fn columns_of(r: &crate::storage::db::Row) -> Result<[Option<Vec<u8>>; 6]> {
+fn columns_of(r: &crate::storage::db::Row) -> Result<[Option<Vec<u8>>; 7]> {
     use crate::storage::db::ValueRef;
-    let mut cols: [Option<Vec<u8>>; 6] = Default::default();
+    let mut cols: [Option<Vec<u8>>; 7] = Default::default();
     for (i, c) in cols.iter_mut().enumerate() {
         *c = match r.get_ref(2 + i)? {
             ValueRef::Text(t) | ValueRef::Blob(t) => Some(t.to_vec()),
@@ -656,8 +697,22 @@ fn columns_of(r: &crate::storage::db::Row) -> Result<[Option<Vec<u8>>; 6]> {
 /// The statement that reads rows as FTS5 reads them (each column's text as `sqlite3_value_text`
 /// gives it), with a tail (`WHERE …` / `ORDER BY …`).
 fn row_sql(tail: &str) -> String {
-    let cols: Vec<String> = COLUMNS.iter().map(|c| format!("CAST(m.{c} AS TEXT)")).collect();
-    format!("SELECT m.rowid, m.id, {}, {} FROM memory_item m {tail}", cols.join(", "), crate::recall::FACT_COLUMNS)
+    let cols: Vec<String> = COLUMNS.iter().map(|c| format!("CAST(f.{c} AS TEXT)")).collect();
+    format!(
+        "SELECT m.rowid, m.id, {}, {}, f.before_rowid, f.after_rowid FROM memory_item m \
+         JOIN lethe_fts_row f ON f.memory_rowid = m.rowid {tail}",
+        cols.join(", "),
+        crate::recall::FACT_COLUMNS
+    )
+}
+
+/// Where [`row_sql`]'s fact columns start.
+const FACTS_AT: usize = 2 + COLUMNS.len();
+
+/// A row's session neighbours, as [`row_sql`] reads them after the facts.
+fn around_of(r: &crate::storage::db::Row) -> Result<[Option<i64>; 2]> {
+    let at = FACTS_AT + crate::recall::FACT_COLUMN_COUNT;
+    Ok([r.get(at)?, r.get(at + 1)?])
 }
 
 /// What leaves recall besides a row's own state, from the tables beside `memory_item`:
