@@ -116,7 +116,7 @@ fn columns(conn: &Connection, table: &str) -> Vec<String> {
 
 /// After Lethe opened a memento file: its own journal triggers plus FTS triggers under
 /// memento's names, exactly once.
-const EXPECTED_TRIGGERS: [&str; 13] = [
+const EXPECTED_TRIGGERS: [&str; 15] = [
     "lethe_change_ad",
     "lethe_change_ai",
     "lethe_change_au",
@@ -124,6 +124,8 @@ const EXPECTED_TRIGGERS: [&str; 13] = [
     "lethe_fts_ad",
     "lethe_fts_ai",
     "lethe_fts_au",
+    "lethe_fts_bd",
+    "lethe_fts_bu",
     "lethe_neighbour_ad",
     "lethe_vector_ad",
     "lethe_vector_au",
