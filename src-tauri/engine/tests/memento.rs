@@ -1,4 +1,4 @@
-//! A memento database opens as it is (DESIGN §2): files made by memento 0.1.0's own SQL (its
+//! A memento database opens as it is: files made by memento 0.1.0's own SQL (its
 //! `schema.sql` and the DDL of its `database.ts`, copied byte for byte from the released source)
 //! and a 1.36-style file written by hand from memento's documented schema are opened by Lethe,
 //! shown, scored, pinned, soft-deleted and restored — and after each step memento's own

@@ -1,4 +1,4 @@
-//! Whether two memories are the same memory (DESIGN §3): a **duplicate** (near-copy or true
+//! Whether two memories are the same memory: a **duplicate** (near-copy or true
 //! paraphrase, the only judgment duplication D counts), a **possible update** (the same
 //! statement with another value: "retry limit 3" / "retry limit 5") or merely **related**
 //! (close in meaning or topic), with the evidence for it: the words and values both share and
