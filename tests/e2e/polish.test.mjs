@@ -1,4 +1,4 @@
-// Issue #25 in the real window: the forget dry run counts what the batch quarantines, keyboard
+// In the real window: the forget dry run counts what the batch quarantines, keyboard
 // triage keeps its place, shortcuts survive a slider and a checkbox, Esc and digit keys, no id
 // without its text in audit rows and toasts, and a layout that keeps the content at 1024 × 700.
 import { test } from 'node:test';
@@ -24,9 +24,10 @@ async function openRow(driver, id) {
 
 test('the dry run counts and lists every memory the batch quarantines, working-memory gate included', { timeout: 120_000 }, async () => {
   const db = tempDb();
-  // Forgotten by score: old, unused, unimportant episodes.
-  const old = [0, 1, 2].map((i) =>
-    lethe(db, 'remember', '--type', 'episodic', '--importance', '0', '--created-at', ago(400 + i), '--content', `an old episode number ${i} nobody needs`),
+  // Forgotten by score: old, unused, unimportant episodes, near-copies of one another (a
+  // duplicate's D tips them over the threshold; the one they duplicate stays in review).
+  const old = ['an old episode nobody needs', 'an old episode that nobody needs', 'an old episode nobody needs again'].map((content, i) =>
+    lethe(db, 'remember', '--type', 'episodic', '--importance', '0', '--created-at', ago(400 + i), '--content', content),
   );
   // Quarantined by the working-memory gate: working memories older than the window.
   const gated = [0, 1].map((i) =>
