@@ -592,15 +592,14 @@ fn old_memories(n: usize) -> String {
         (state % k as u64) as usize
     };
     let mut out = String::new();
-    let mut prev: Vec<&str> = Vec::new();
+    let mut prev = String::new();
     for i in 0..n {
-        let words: Vec<&str> = if i % 5 == 4 {
-            let mut w = prev.clone();
-            let k = next(w.len());
-            w[k] = WORDS[next(WORDS.len())];
-            w
+        // Every fifth memory is a near-copy of the one before ("… again"): a duplicate.
+        let content = if i % 5 == 4 {
+            format!("{prev} again")
         } else {
-            (0..16).map(|_| WORDS[next(WORDS.len())]).collect()
+            let words: Vec<&str> = (0..16).map(|_| WORDS[next(WORDS.len())]).collect();
+            format!("{} n{i}", words.join(" "))
         };
         let tier = [
             "episodic", "episodic", "episodic", "semantic", "semantic", "working", "episodic", "semantic", "episodic",
@@ -608,7 +607,7 @@ fn old_memories(n: usize) -> String {
         ][i % 10];
         let importance = [0.0, 0.0, 0.0, 0.0, 0.3, 0.0, 0.8, 0.0, 0.0, 0.3][i % 10];
         let line = serde_json::json!({
-            "id": format!("mem_old_{i:06}"), "type": tier, "content": format!("{} n{i}", words.join(" ")),
+            "id": format!("mem_old_{i:06}"), "type": tier, "content": content,
             "importance": importance,
             "created_at": format!("2024-0{}-1{}T08:00:00Z", 1 + i % 9, i % 10),
             "pinned": i % 97 == 0,
@@ -616,7 +615,7 @@ fn old_memories(n: usize) -> String {
         });
         out.push_str(&line.to_string());
         out.push('\n');
-        prev = words;
+        prev = content;
     }
     out
 }
