@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT_PACKAGES := libwebkit2gtk-4.1-dev build-essential pkg-config curl wget file libssl-dev libxdo-dev \
-	libayatana-appindicator3-dev librsvg2-dev xvfb xauth webkit2gtk-driver fonts-dejavu-core imagemagick xdotool \
+	libayatana-appindicator3-dev librsvg2-dev xvfb xauth webkit2gtk-driver fonts-dejavu-core imagemagick xdotool procps \
 	postgresql
 CARGO_BIN := $(HOME)/.cargo/bin
 export PATH := $(CARGO_BIN):$(PATH)
