@@ -1,19 +1,12 @@
 import { describe, it, expect, vi, beforeEach } from 'vitest';
 import { fireEvent, screen, waitFor } from '@testing-library/svelte';
 import { api, resetFake, makeDetail, HOSTILE, SVG } from './fakeApi';
-import { renderAt } from './helpers';
+import { openDetail } from './helpers';
 import { app } from '../src/state.svelte';
 
 vi.mock('../src/api', async () => (await import('./fakeApi')).api);
 
 beforeEach(() => resetFake());
-
-async function openDetail(id: string) {
-  await renderAt('memories');
-  app.selectedId = id;
-  await waitFor(() => expect(screen.getByTestId('memory-detail')).toBeInTheDocument());
-  await waitFor(() => expect(screen.queryByTestId('forget-breakdown')).not.toBeNull());
-}
 
 describe('memory detail', () => {
   it('draws five signed bars whose data-value is the raw component', async () => {

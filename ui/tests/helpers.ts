@@ -1,3 +1,4 @@
+import { expect } from 'vitest';
 import { render, screen, waitFor, fireEvent } from '@testing-library/svelte';
 import { tick } from 'svelte';
 import App from '../src/App.svelte';
@@ -27,6 +28,14 @@ export async function renderAt(view: View) {
   if (view !== 'overview') await fireEvent.click(screen.getByTestId(`nav-${view}`));
   await tick();
   return r;
+}
+
+/** Renders Memories with memory `id` open in the detail, once its breakdown is drawn. */
+export async function openDetail(id: string) {
+  await renderAt('memories');
+  app.selectedId = id;
+  await waitFor(() => expect(screen.getByTestId('memory-detail')).toBeInTheDocument());
+  await waitFor(() => expect(screen.queryByTestId('forget-breakdown')).not.toBeNull());
 }
 
 export async function flush(): Promise<void> {

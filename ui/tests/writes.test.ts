@@ -4,7 +4,7 @@
 import { describe, it, expect, vi, beforeEach } from 'vitest';
 import { fireEvent, screen, waitFor } from '@testing-library/svelte';
 import { api, resetFake, emitStatus, emitOpened, dbInfoOf } from './fakeApi';
-import { renderAt, flush } from './helpers';
+import { renderAt, flush, openDetail } from './helpers';
 import { app } from '../src/state.svelte';
 
 vi.mock('../src/api', async () => (await import('./fakeApi')).api);
@@ -13,13 +13,6 @@ const PATH = '/home/me/.local/share/lethe/memory.db';
 const WRITE_CONTROLS = ['pin-button', 'edit-button', 'delete-button', 'importance-slider'];
 
 beforeEach(() => resetFake());
-
-async function openDetail(id: string) {
-  await renderAt('memories');
-  app.selectedId = id;
-  await waitFor(() => expect(screen.getByTestId('memory-detail')).toBeInTheDocument());
-  await waitFor(() => expect(screen.queryByTestId('forget-breakdown')).not.toBeNull());
-}
 
 function expectWritesDisabled(why: RegExp) {
   for (const id of WRITE_CONTROLS) {

@@ -318,6 +318,18 @@ mod tests {
         std::fs::remove_dir_all(dir).unwrap();
     }
 
+    /// A stray open and close of the database and its `-shm` in this process (what a file
+    /// dialog does), then another program (not Lethe) that reads and closes, believing itself
+    /// the last.
+    #[cfg(target_os = "linux")]
+    fn stray_close_then_another_program_closes_last(path: &Path) {
+        drop(std::fs::File::open(path).unwrap());
+        drop(std::fs::File::open(sibling(path, "-shm")).unwrap());
+        let script = "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\nc.execute('SELECT COUNT(*) FROM memory_item').fetchall()\nc.close()";
+        let out = std::process::Command::new("python3").args(["-c", script]).arg(path).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn with_an_anchor_another_program_closing_last_cannot_unlink_the_wal_after_a_stray_close() {
@@ -325,12 +337,7 @@ mod tests {
         let conn = store::open(&path).unwrap();
         let anchor = LockAnchor::take(&conn).unwrap().expect("Linux has open-file-description locks");
         let guard = FileGuard::capture(&conn).unwrap().unwrap();
-        drop(std::fs::File::open(&path).unwrap());
-        drop(std::fs::File::open(sibling(&path, "-shm")).unwrap());
-        // Another program (not Lethe) reads and closes, believing itself the last.
-        let script = "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\nc.execute('SELECT COUNT(*) FROM memory_item').fetchall()\nc.close()";
-        let out = std::process::Command::new("python3").args(["-c", script]).arg(&path).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        stray_close_then_another_program_closes_last(&path);
         assert_eq!(
             guard.check(),
             Err(FileTrouble::LocksLost),
@@ -341,10 +348,7 @@ mod tests {
         // Without the anchor the same sequence costs the WAL.
         let conn = store::open(&path).unwrap();
         let guard = FileGuard::capture(&conn).unwrap().unwrap();
-        drop(std::fs::File::open(&path).unwrap());
-        drop(std::fs::File::open(sibling(&path, "-shm")).unwrap());
-        let out = std::process::Command::new("python3").args(["-c", script]).arg(&path).output().unwrap();
-        assert!(out.status.success());
+        stray_close_then_another_program_closes_last(&path);
         assert_eq!(guard.check(), Err(FileTrouble::WalReplaced), "the other program unlinked the WAL");
         close_without_checkpoint(conn);
         std::fs::remove_dir_all(dir).unwrap();
