@@ -176,7 +176,7 @@ demo: build
 #   target/release/lethe-bench --make-db PATH --workload realistic --sizes 100000
 BENCH_ARGS ?= --sizes 10000,100000
 bench:
-	cargo build --release -p lethe-cli --bin lethe-bench --bin lethe-mcp-bench --bin lethe
+	cargo build --release -p lethe-bench -p lethe-cli
 	./target/release/lethe-bench --workload reference $(BENCH_ARGS) --out target/bench-reference.json
 	./target/release/lethe-bench --workload realistic $(BENCH_ARGS) --out target/bench-realistic.json
 	./target/release/lethe-mcp-bench --calls 2000 | tee target/bench-mcp.json
@@ -184,7 +184,7 @@ bench:
 # The team store beside SQLite (remember, recall, forgetting batch, push) on a throwaway
 # PostgreSQL cluster; results go to BENCHMARKS.md by hand.
 bench-team:
-	cargo build --release -p lethe-cli --bin lethe-bench
+	cargo build --release -p lethe-bench
 	tests/pg/with-server.sh bash -c './target/release/lethe-bench --team-server "$$LETHE_TEST_POSTGRES" \
 		--workload realistic --sizes $${BENCH_SIZES:-10000,100000} --out target/bench-team.json'
 
@@ -195,7 +195,7 @@ bench-team:
 BENCH_WINDOW_N ?= 100000
 BENCH_WORKLOAD ?=
 bench-window: deps ui e2e-deps
-	cargo build --release -p lethe-app -p lethe-cli
+	cargo build --release -p lethe-app -p lethe-cli -p lethe-bench
 	cd tests/e2e && LETHE_APP=$(CURDIR)/target/release/lethe-app LETHE_CLI=$(CURDIR)/target/release/lethe \
 		LETHE_BENCH=$(CURDIR)/target/release/lethe-bench BENCH_WORKLOAD=$(BENCH_WORKLOAD) \
 		timeout 900 xvfb-run -a -s "-screen 0 1280x800x24" node bench-window.mjs $(BENCH_WINDOW_N)

@@ -1,10 +1,14 @@
 // A memento database opens in the window as it is: a memento 0.1.0 file (memento's own released
-// schema.sql, run verbatim by `lethe fixture memento-0.1`) and a 1.36 file (hand-made from its
+// schema.sql, run verbatim by the test-support `lethe-fixture memento-0.1`) and a 1.36 file (hand-made from its
 // documented schema) show their tier counts, and a pin made in the window lands in memento's table.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { tempDb, lethe, openApp, closeApp, byTestId, waitFor, By } from './harness.mjs';
+import { spawnSync, execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { tempDb, lethe, LETHE, openApp, closeApp, byTestId, waitFor, By } from './harness.mjs';
+
+/** The test-support binary that writes memento files (built beside `lethe`). */
+const FIXTURE = path.join(path.dirname(LETHE), 'lethe-fixture');
 
 /** memento's own view of the file, through Python's sqlite3 (no Lethe code involved). */
 function mementoQuery(db, sql) {
@@ -17,7 +21,7 @@ function mementoQuery(db, sql) {
 for (const kind of ['memento-0.1', 'memento-1.36']) {
   test(`${kind} file opens in the window and takes a pin`, { timeout: 60_000 }, async () => {
     const db = tempDb(`${kind}.db`);
-    lethe(db, 'fixture', kind, db);
+    execFileSync(FIXTURE, [kind, db], { encoding: 'utf8' });
     const hasDeleted = mementoQuery(db, "SELECT COUNT(*) FROM pragma_table_info('memory_item') WHERE name = 'is_deleted'")[0][0] === 1;
     const rows = mementoQuery(db, `SELECT type, COUNT(*) FROM memory_item ${hasDeleted ? 'WHERE is_deleted = 0' : ''} GROUP BY type`);
     const expected = Object.fromEntries(rows);

@@ -222,9 +222,6 @@ pub enum Command {
     Push { file: PathBuf },
     /// MCP server on stdio for agent hosts.
     Mcp,
-    /// Test support: write a memento database (memento-0.1: memento 0.1.0's own schema; memento-1.36: hand-made).
-    #[command(hide = true)]
-    Fixture { kind: String, path: PathBuf },
     /// Team server administration (`--db postgres://…`, as the role that owns the database).
     Admin {
         #[command(subcommand)]
@@ -381,7 +378,6 @@ fn writes(command: &Command) -> bool {
         | Command::Health
         | Command::History { .. }
         | Command::Export
-        | Command::Fixture { .. }
         | Command::Recall(_) => false,
         Command::Forget { dry_run } | Command::Import { dry_run, .. } => !dry_run,
         Command::Scan { redact, .. } => *redact,
@@ -589,10 +585,6 @@ fn run_command(cli: Cli) -> Result<Option<Value>> {
         // The audit says the person acted through a terminal (which a program with a
         // pseudo-terminal can be, too).
         lethe_engine::actor::set_via(lethe_engine::actor::Via::Terminal);
-    }
-    if let Command::Fixture { kind, path } = &cli.command {
-        lethe_testkit::fixtures::build_memento(path, kind.parse()?)?;
-        return Ok(Some(json!({ "fixture": kind, "path": path })));
     }
     if let Command::Admin { action } = &cli.command {
         use lethe_engine::storage::postgres::{self, Role};
@@ -962,7 +954,7 @@ fn run_command(cli: Cli) -> Result<Option<Value>> {
             }
             return Ok(None);
         }
-        Command::Mcp | Command::Fixture { .. } | Command::Admin { .. } => {
+        Command::Mcp | Command::Admin { .. } => {
             unreachable!("handled before opening the database")
         }
         Command::Demo { count, seed } => to_json(&lethe_engine::demo::load(conn, *seed, *count, now)?)?,

@@ -228,8 +228,7 @@ fn import_names_every_bad_line_and_writes_nothing() {
 fn memento_files_open_and_take_pin_delete_restore() {
     for kind in ["memento-0.1", "memento-1.36"] {
         let db = db();
-        let (code, _, err) = lethe(&db, &["fixture", kind, db.to_str().unwrap()]);
-        assert_eq!(code, 0, "{kind}: {err}");
+        lethe_testkit::fixtures::build_memento(&db, kind.parse().unwrap()).unwrap();
         let (code, list, err) = lethe(&db, &["list", "--limit", "5"]);
         assert_eq!(code, 0, "{kind}: {err}");
         let id = list["items"][0]["id"].as_str().unwrap().to_string();
@@ -359,7 +358,7 @@ fn import_and_dry_run_keep_what_they_derived() {
 
     // memento's rows come without any: a dry run searches them and keeps what it found.
     let m = db();
-    assert_eq!(lethe(&m, &["fixture", "memento-0.1", m.to_str().unwrap()]).0, 0);
+    lethe_testkit::fixtures::build_memento(&m, "memento-0.1".parse().unwrap()).unwrap();
     assert_eq!(lethe(&m, &["list"]).0, 0, "the file is migrated by a command that may write");
     let plain = rusqlite::Connection::open(&m).unwrap();
     plain.execute_batch("DELETE FROM lethe_neighbour; DELETE FROM lethe_signature;").unwrap();
