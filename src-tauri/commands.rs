@@ -783,7 +783,7 @@ pub async fn test_connection(app: AppHandle) -> ApiResult<crate::connect::Connec
     .await
 }
 
-/// The duplicates review (issue #18): clusters of near-duplicates at `now`, the dominant
+/// The duplicates review: clusters of near-duplicates at `now`, the dominant
 /// member first, from the window's cached snapshot.
 #[tauri::command]
 pub async fn duplicates(

@@ -1,4 +1,4 @@
-// Window latencies with the real app (issues #24, #19), measured with the DOM: launch to the
+// Window latencies with the real app, measured with the DOM: launch to the
 // Overview filled (its counts, its at-risk list and its health lists painted), Memories to
 // first rows, scroll pages far down the virtualised list, opening memories (detail and
 // ForgetScore breakdown painted), the Decay view's charts, a what-if (a changed proposal to

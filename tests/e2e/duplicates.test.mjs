@@ -1,4 +1,4 @@
-// The Duplicates view in the real window (issue #18): a paraphrased pair written through
+// The Duplicates view in the real window: a paraphrased pair written through
 // `lethe remember` (same meaning, different words) shows as a cluster with the CLI's dominant
 // member; Supersede removes the older from `lethe recall` and is in the audit log; Keep both
 // hides the cluster, is audited, and the decision survives a reload of the window.

@@ -1,4 +1,4 @@
-// The Recall view in the real window (issue #18): its results and breakdown values are the
+// The Recall view in the real window: its results and breakdown values are the
 // CLI's (`lethe recall --explain`, same query, `--now` at the moment the window ranked); a
 // quarantined match is declined with the reason "in quarantine"; the recency slider at 0
 // reorders the results exactly as `lethe recall --weights sim,0,scene,pri` does; a recall made

@@ -1,4 +1,4 @@
-// Secrets and personal data in the real window (issue #17): a memory whose secret was
+// Secrets and personal data in the real window: a memory whose secret was
 // redacted at write time carries the "redacted" badge, the "redacted" filter shows only such
 // memories, pii: tags show as tags, and the two settings are in the Decay view.
 import { test } from 'node:test';

@@ -1,4 +1,4 @@
-// Sessions in the real window (issue #21): after `lethe end-session`, the Sessions view shows
+// Sessions in the real window: after `lethe end-session`, the Sessions view shows
 // the session with what it wrote, which memories became task logs and which rules it
 // produced, and the task kind's logs; the Memories view's "needs extraction" filter lists
 // only the rule that still reads like dialogue, and its detail says why.

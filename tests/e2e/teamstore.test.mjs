@@ -1,4 +1,4 @@
-// The window on a team store (issue #20): File → Connect to a team server…, another role's
+// The window on a team store: File → Connect to a team server…, another role's
 // write shown within a second, the reconnecting banner while the server is away, and the
 // catch-up when it is back. Needs tests/pg/with-server.sh around it (make e2e does that).
 import { test } from 'node:test';

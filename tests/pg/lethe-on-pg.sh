@@ -2,7 +2,7 @@
 # `lethe` with its `--db PATH` replaced by a database of its own on the server in
 # $LETHE_TEST_POSTGRES (one per path, created and set up on first use), so that a harness
 # written for SQLite files runs unchanged against the team store. LETHE_BIN names the binary.
-#   tests/pg/with-server.sh python3 ../shared/tools/locomo_recall.py tests/pg/lethe-on-pg.sh DIR
+#   tests/pg/with-server.sh python3 locomo_recall.py tests/pg/lethe-on-pg.sh DIR   (the LoCoMo harness)
 set -euo pipefail
 bin=${LETHE_BIN:-target/release/lethe}
 server=${LETHE_TEST_POSTGRES:?LETHE_TEST_POSTGRES names the server (tests/pg/with-server.sh sets it)}

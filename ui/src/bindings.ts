@@ -306,7 +306,7 @@ lexical_context: number,
 context_matches: Array<ContextMatch>, id: string, type: Tier, content: string, score: number, bm25: number, breakdown: Breakdown, };
 
 /**
- * The kinds of failure a reflection note records (seed 000).
+ * The kinds of failure a reflection note records.
  */
 export type FailureType = "tool_error" | "user_feedback" | "metric_failure";
 
@@ -400,7 +400,7 @@ export type LoggedHit = { id: string, score: number, };
  */
 export type MemoryDetail = { supersedes: Array<string>, superseded_by: Array<string>, archive_no: number | null, never_forgettable_why: string | null, meta: MetaStats, 
 /**
- * The reads-like-dialogue lint, for semantic and procedural memories (issue #21).
+ * The reads-like-dialogue lint, for semantic and procedural memories.
  */
 dialogue: DialogueLint | null, 
 /**
@@ -565,7 +565,7 @@ secrets: SecretsMode,
  */
 pii: PiiMode, 
 /**
- * Half-life of task logs (an ended session's working memories, issue #21) in recall.
+ * Half-life of task logs (an ended session's working memories) in recall.
  */
 task_log_half_life_days: number, 
 /**

@@ -407,7 +407,7 @@ fn writes(command: &Command) -> bool {
     }
 }
 
-/// Who acts (issue #23): `user` only for a person at an interactive terminal, never claimed
+/// Who acts: `user` only for a person at an interactive terminal, never claimed
 /// by a process whose input is not one; `agent:cli` by default otherwise.
 fn resolve_actor(claimed: Option<&str>, on_terminal: bool) -> Result<String> {
     use lethe_engine::actor;

@@ -1,5 +1,5 @@
 //! `lethe`: the agents' command line. One JSON document on stdout; errors as JSON on stderr
-//! with the exit codes of DESIGN §10 (2 invalid input, 3 conflict, 4 not found,
+//! with the exit codes of docs/cli.md (2 invalid input, 3 conflict, 4 not found,
 //! 5 confirmation required, 1 anything else).
 
 mod commands;

@@ -1,4 +1,4 @@
-//! The `lethe` contract (DESIGN §10) through the real binary: JSON out, JSON errors,
+//! The `lethe` contract (docs/cli.md) through the real binary: JSON out, JSON errors,
 //! exit codes, nothing written on error.
 
 use std::path::{Path, PathBuf};
@@ -126,7 +126,7 @@ fn export_then_import_reproduces_every_field() {
     assert_eq!(report["imported"], report["read"]);
     assert!(report["quarantined"].as_u64().unwrap() > 0, "the demo has quarantined memories: {report}");
     let again = Command::new(env!("CARGO_BIN_EXE_lethe")).arg("--db").arg(&dst).arg("export").output().unwrap();
-    // Deleted memories re-enter quarantine as of the import (issue #23): a file's old
+    // Deleted memories re-enter quarantine as of the import: a file's old
     // deletion date must not let the next batch purge them at once. Everything else is
     // reproduced field for field.
     let lines = |b: &[u8]| -> Vec<Value> {

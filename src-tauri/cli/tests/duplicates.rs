@@ -1,5 +1,5 @@
 //! `lethe duplicates`, `lethe duplicates dismiss|supersede` and `lethe health` through the real
-//! binary (issue #18): the JSON contract, exit codes of bad ids, and that a refused call writes
+//! binary: the JSON contract, exit codes of bad ids, and that a refused call writes
 //! nothing.
 
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! `lethe recall --explain` and the recall log through the real binary (issue #18): explain
+//! `lethe recall --explain` and the recall log through the real binary: explain
 //! answers recall's results plus what was declined and writes nothing; a plain recall is logged
 //! with its actor, query, context and returned ids and scores; `recall-log` filters.
 

@@ -77,7 +77,7 @@ fn lethe(db: &Path, args: &[&str]) -> Run {
     }
 }
 
-/// `lethe` at the clock: writes refuse `--now` (issue #23), and the data these tests make is
+/// `lethe` at the clock: writes refuse `--now`, and the data these tests make is
 /// dated in 2024, old by any clock after [`NOW`].
 fn at(db: &Path, args: &[&str]) -> Run {
     lethe(db, args)

@@ -1,4 +1,4 @@
-//! Secrets at the CLI and MCP write paths (issue #17): `redact` answers what it replaced
+//! Secrets at the CLI and MCP write paths: `redact` answers what it replaced
 //! (kind, offsets, never the value); `refuse` is exit 2 / `isError` with `invalid_input` and
 //! writes nothing; `lethe scan --redact` needs `--confirm` (exit 5); a hard delete prints the
 //! audit event without text.

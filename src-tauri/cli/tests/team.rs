@@ -1,4 +1,4 @@
-//! `lethe` on a team server (issue #20): `--db postgres://…` for the same commands, the same
+//! `lethe` on a team server: `--db postgres://…` for the same commands, the same
 //! JSON and exit codes, `lethe admin setup` before anything else. Needs a server: `make test`
 //! starts one (tests/pg/with-server.sh) and sets `LETHE_TEST_POSTGRES`; without it these
 //! tests say so and do nothing.
@@ -430,7 +430,7 @@ fn team_a_never_reads_or_writes_team_b() {
     assert_eq!(v["quarantine_days"], 30.0, "{v}");
 }
 
-/// `lethe push FILE.db` (issue #20): a local store moves into the team store with its ids,
+/// `lethe push FILE.db`: a local store moves into the team store with its ids,
 /// counters, versions, quarantine and audit; a second push adds nothing; only a curator or
 /// the owner pushes, and only into a team store.
 #[test]
@@ -789,7 +789,7 @@ fn kill_9_of_the_forgetting_batch_on_a_team_store_leaves_it_consistent() {
     assert!(mid >= trials / 4, "enough kills land mid-batch to mean something ({mid} of {trials})");
 }
 
-/// The window's live updates on a team store (issue #20): the server watcher reports a write
+/// The window's live updates on a team store: the server watcher reports a write
 /// by another role's `lethe` process, by id, well within a second.
 #[test]
 fn the_server_watcher_reports_another_roles_write_within_a_second() {

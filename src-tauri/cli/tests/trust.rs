@@ -1,4 +1,4 @@
-//! Trust boundaries through the real binary (issue #23): time that cannot be forged, actors
+//! Trust boundaries through the real binary: time that cannot be forged, actors
 //! that cannot claim the person, foreign logic in a file refused, private files, stale edits,
 //! mistyped rows. Person-only commands run on a real pseudo-terminal (`script`), the only way
 //! the CLI accepts the person.

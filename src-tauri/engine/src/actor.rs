@@ -1,4 +1,4 @@
-//! Who acts. One grammar for every interface (DESIGN §10, issue #23): `user` is the person
+//! Who acts. One grammar for every interface (docs/cli.md): `user` is the person
 //! (the window, or the CLI on an interactive terminal); `agent:<name>` with a name of
 //! `[A-Za-z0-9._-]{1,64}` holding a letter or digit is an agent; `policy` is reserved for the
 //! engine's own batch.

@@ -77,7 +77,7 @@ impl Error {
         }
     }
 
-    /// Process exit code of the CLI contract (DESIGN §10).
+    /// Process exit code of the CLI contract (docs/cli.md).
     pub fn exit_code(&self) -> i32 {
         match self.code() {
             "invalid_input" => 2,

@@ -99,7 +99,7 @@ pub struct MemoryDetail {
     pub score: decay::ForgetScore,
     pub never_forgettable_why: Option<String>,
     pub meta: meta::MetaStats,
-    /// The reads-like-dialogue lint, for semantic and procedural memories (issue #21).
+    /// The reads-like-dialogue lint, for semantic and procedural memories.
     pub dialogue: Option<dialogue::DialogueLint>,
     /// The task kind when the memory is a task log (an ended session's working memory).
     pub task_kind: Option<String>,

@@ -167,7 +167,7 @@ pub fn preview(content: &str, max_chars: usize) -> String {
     }
 }
 
-/// The kinds of failure a reflection note records (seed 000).
+/// The kinds of failure a reflection note records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
@@ -196,7 +196,7 @@ pub struct ReflectionNote {
 
 /// Reading columns another program may have filled with the wrong type (a memento file, a
 /// hand edit: `view_count = 1.5`, `pinned = 'true'`): the value is coerced to what Lethe reads
-/// instead of failing the whole list, stats or export (issue #23); [`crate::store::mistyped_rows`]
+/// instead of failing the whole list, stats or export; [`crate::store::mistyped_rows`]
 /// names such rows.
 pub mod lenient {
     use crate::storage::db::Row;

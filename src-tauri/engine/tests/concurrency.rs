@@ -1,4 +1,4 @@
-//! Changes made while the forgetting batch runs win over its plan (issue #23): a pin, an
+//! Changes made while the forgetting batch runs win over its plan: a pin, an
 //! edit or a restore made between the batch's scan and its write of that row makes the batch
 //! leave the row alone; a pinned memory is never purged.
 

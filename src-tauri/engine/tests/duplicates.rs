@@ -1,4 +1,4 @@
-//! The duplicates review and the health lists (issue #18) on real SQLite files: clusters from
+//! The duplicates review and the health lists on real SQLite files: clusters from
 //! the stored neighbour lists, keep both (a dismissed pair), supersede from the review, and the
 //! four Overview health lists.
 

@@ -1,6 +1,6 @@
 //! Duplication D on realistic agent memory (templated notes in clusters of near-copies, see
 //! `workload::realistic`) against an exhaustive all-pairs computation of the same definition:
-//! D(x) = the largest similarity of x to an active memory that dominates it (DESIGN §3),
+//! D(x) = the largest similarity of x to an active memory that dominates it (docs/scores.md),
 //! similarity = max(word-bigram Jaccard, semantic similarity of the cosine).
 //!
 //! Run with `-- --nocapture` to see the figures.

@@ -1,4 +1,4 @@
-//! "Delete forever" means forever (issue #17): after remembering, editing, importing,
+//! "Delete forever" means forever: after remembering, editing, importing,
 //! archiving, reflecting, recalling (the recall log's query and context) and then
 //! hard-deleting texts that carry a marker, the marker is in
 //! none of the raw bytes of the database, its `-wal` and `-shm`, nor an export; the audit still

@@ -7,7 +7,7 @@
 //! Case counts are modest so that a debug build runs this in seconds; `LETHE_LONG=1`
 //! multiplies them by 16.
 //!
-//! On a PostgreSQL test server (`LETHE_TEST_POSTGRES`, issue #20) every case works on its own
+//! On a PostgreSQL test server (`LETHE_TEST_POSTGRES`) every case works on its own
 //! copy of one fixture database, and the witness that nothing was even attempted is the
 //! server's count of rows inserted, updated or deleted in that database, aborted attempts
 //! included (`lethe_testkit::backend::rows_ever_changed`).

@@ -1,4 +1,4 @@
-//! Group commit (issue #19): `remember` calls written in one transaction answer exactly as
+//! Group commit: `remember` calls written in one transaction answer exactly as
 //! the same calls one after the other, each with its own result, error and audit row; the
 //! queue of a long-running writer groups only calls that were waiting for the connection.
 //! On SQLite files, or with `LETHE_TEST_POSTGRES` on a PostgreSQL test server.

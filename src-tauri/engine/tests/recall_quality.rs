@@ -1,4 +1,4 @@
-//! Recall quality on the labelled set in `tests/data/recall_set.json` (DESIGN §6): the
+//! Recall quality on the labelled set in `tests/data/recall_set.json` (docs/recall.md): the
 //! default weights must never rank worse than BM25 alone, measured as recall@10 and MRR@10.
 //!
 //! Run with `cargo test -p lethe-engine --test recall_quality -- --nocapture` to see the

@@ -1,4 +1,4 @@
-//! The secrets and personal-data detector (issue #17) on a corpus of realistic fake secrets
+//! The secrets and personal-data detector on a corpus of realistic fake secrets
 //! and innocuous look-alikes: every secret redacted, no look-alike touched; precision and
 //! recall are printed (`cargo test -p lethe-engine --test redaction -- --nocapture`).
 

@@ -1,5 +1,5 @@
-//! Issue #21, the seeds' remaining pieces: batch archive and partial restore (seed 004),
-//! end of a session into task logs and rules (seed 001), and the reads-like-dialogue lint.
+//! Issue #21, the seeds' remaining pieces: batch archive and partial restore,
+//! end of a session into task logs and rules, and the reads-like-dialogue lint.
 
 use lethe_engine::archive::{self, Span};
 use lethe_engine::lifecycle::{self, NewMemory, RememberOutcome};
@@ -140,7 +140,7 @@ fn partial_restore_returns_exactly_the_span_and_restores_nothing() {
     assert_eq!(back.content, original, "full restore stays byte-exact");
 }
 
-// ---- End of a session: task logs and rules (seed 001) ----
+// ---- End of a session: task logs and rules ----
 
 use lethe_engine::recall::{self, RecallQuery};
 use lethe_engine::session::{self, Rule};

@@ -1,4 +1,4 @@
-//! Recall and similarity by meaning (DESIGN §6): the model is the pinned potion-base-8M that
+//! Recall and similarity by meaning (docs/recall.md): the model is the pinned potion-base-8M that
 //! `make model` fetches; these tests fail with that instruction when it is missing.
 
 use std::sync::atomic::AtomicBool;

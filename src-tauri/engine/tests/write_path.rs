@@ -1,4 +1,4 @@
-//! The write path of issue #19: checkpoints off the writer, and the per-step timing of
+//! The write path: checkpoints off the writer, and the per-step timing of
 //! `remember` that lethe-bench prints.
 
 use std::time::{Duration, Instant};

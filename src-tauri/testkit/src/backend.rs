@@ -1,4 +1,4 @@
-//! The backend the engine's test suite runs on (issue #20): one suite, two databases.
+//! The backend the engine's test suite runs on: one suite, two databases.
 //!
 //! Without `LETHE_TEST_POSTGRES` a test's store is the SQLite file at its path. With it set to
 //! a server (`postgres://postgres@127.0.0.1:55432`), each path stands for its own database on

@@ -488,12 +488,12 @@ fn targets() -> Value {
     })
 }
 
-/// memento's figures are not measured by this program: they are issue #19's table (reference
+/// memento's figures are not measured by this program: they are a table (reference
 /// workload, N = 10,000, both engines in-process on this machine, two runs each), given as
 /// they were recorded there, with its date.
 fn memento() -> Value {
     json!({
-        "source": "issue #19, table 'measured side by side in one run' (as of 2026-12-01; not measured by this run)",
+        "source": "table 'measured side by side in one run' (as of 2026-12-01; not measured by this run)",
         "remember_per_s": [1_288, 1_520], "text_recall_one_caller_qps": [93, 114],
         "forgetting_batch_10k_s": [6.99, 5.58], "peak_rss_mb": 455,
     })
@@ -603,7 +603,7 @@ const FLOOR_CALLS: usize = 10_000;
 /// the signature, vector and audit rows, one `BEGIN IMMEDIATE … COMMIT` per memory) in a bare
 /// rusqlite loop over prepared values, on a file opened by `store::open` (same PRAGMAs). Then
 /// the same loop with one trigger or setting changed at a time, on a new file each, to show
-/// what each costs (issue #19). Nothing of Lethe's logic runs inside the timed loops.
+/// what each costs. Nothing of Lethe's logic runs inside the timed loops.
 fn sqlite_floor(dir: &Path, wl: Workload, n: usize, calls: usize, now: Instant, args: &Args) -> Result<Value> {
     struct Row {
         id: String,
@@ -734,7 +734,7 @@ fn sqlite_floor(dir: &Path, wl: Workload, n: usize, calls: usize, now: Instant, 
     Ok(Value::Object(out))
 }
 
-/// The SQLite floor of a bulk import (issue #19): the statements `transfer::import` runs per
+/// The SQLite floor of a bulk import: the statements `transfer::import` runs per
 /// chunk of `transfer::CHUNK` memories — the id lookups, then one multi-row INSERT each into
 /// `memory_item` (with every trigger and index of the schema), `lethe_signature` and
 /// `lethe_vector`, one `BEGIN IMMEDIATE … COMMIT` per chunk, checkpoints on their own thread
@@ -1048,7 +1048,7 @@ fn run_size(n: usize, args: &Args, now: Instant) -> Result<Value> {
     rss_mark(&mut phases, "remember");
 
     // 1b. The same calls with the secrets/personal-data detector off (`secrets` and `pii` =
-    // allow), to show what the detector costs (issue #17: within 10 %).
+    // allow), to show what the detector costs (target: within 10 %).
     let remember_guard_off = if skip("remember") {
         Value::Null
     } else {
@@ -1691,7 +1691,7 @@ fn table(doc: &Value) -> String {
             le(rss, 150.0, at100k),
         );
     }
-    let head = ["N", "metric", "Lethe", "target", "memento@10k (issue #19 table, not this run)", ""];
+    let head = ["N", "metric", "Lethe", "target", "memento@10k (reference table, not this run)", ""];
     let mut widths = head.map(|h| h.chars().count());
     for r in &rows {
         for (i, c) in r.iter().enumerate() {

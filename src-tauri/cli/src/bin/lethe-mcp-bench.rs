@@ -1,4 +1,4 @@
-//! Tool-call throughput of `lethe mcp` (issue #16): one server process on a fresh database,
+//! Tool-call throughput of `lethe mcp`: one server process on a fresh database,
 //! driven over raw JSON-RPC lines the way an agent host drives it. Measures `remember` and
 //! `recall` calls per second, sequential (one call in flight, a host waiting on each answer)
 //! and pipelined (all calls written at once, answers read as they come).

@@ -1,6 +1,6 @@
 //! `lethe mcp`: the Model Context Protocol over stdio (rmcp, the official Rust SDK), protocol
 //! 2025-11-25 (older revisions negotiated as rmcp allows). Tool names follow memento where
-//! it has them (DESIGN §11).
+//! it has them (docs/mcp.md).
 //!
 //! Errors a model can act on: arguments that do not fit a tool's schema (unknown key, wrong
 //! type, missing field, out of range, unknown tier) are tool results with `isError` and
@@ -38,7 +38,7 @@ const PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 #[derive(Clone)]
 pub struct LetheMcp {
     conn: Arc<Mutex<store::Connection>>,
-    /// Concurrent `remember` calls written in one transaction (group commit, issue #19).
+    /// Concurrent `remember` calls written in one transaction (group commit).
     remembers: Arc<RememberQueue>,
     buffer: Arc<meta::MetaBuffer>,
     /// On a team server, an agent role acts as `agent:<role>` whatever the client is called
@@ -370,7 +370,7 @@ impl LetheMcp {
             let never = std::sync::atomic::AtomicBool::new(false);
             lethe_engine::semantic::backfill(&mut conn, e, |_, _| {}, &never)?;
         }
-        // A long-running writer: its commits never wait for a checkpoint (issue #19).
+        // A long-running writer: its commits never wait for a checkpoint.
         store::checkpoint_off_the_writer(&conn)?;
         store::serve_many_reads(&conn)?;
         let buffer = meta::MetaBuffer::start(&path, Duration::from_millis(100))?;

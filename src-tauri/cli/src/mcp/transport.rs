@@ -1,4 +1,4 @@
-//! stdio for `lethe mcp`, with the robustness rmcp's own stdio transport lacks (issue #23):
+//! stdio for `lethe mcp`, with the robustness rmcp's own stdio transport lacks:
 //! every malformed line gets its JSON-RPC error and the server keeps serving (rmcp drops
 //! unparsable lines silently and answers unknown shapes with a bare -32600); a line longer
 //! than the cap is refused while it is read, never buffered whole; and a read or write

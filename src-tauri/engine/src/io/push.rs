@@ -1,4 +1,4 @@
-//! `lethe push FILE.db` (issue #20): a local SQLite store moves into the team store on
+//! `lethe push FILE.db`: a local SQLite store moves into the team store on
 //! PostgreSQL with its ids, counters, versions, quarantine dates and audit.
 //!
 //! A memory moves with everything that describes it (its forgetting events and actions, meta

@@ -257,7 +257,7 @@ fn memory_of(l: ImportLine, s: &Settings, now: time::Instant, report: &mut Impor
 /// [`CHUNK`] lines commit one transaction each. Ids already present are skipped (never
 /// overwritten); trivial lines are reported, not stored.
 ///
-/// Built for large files (issue #19): lines are checked on every core, a second thread
+/// Built for large files: lines are checked on every core, a second thread
 /// computes each chunk's signatures and vectors while the writer stores the chunk before it,
 /// and WAL checkpoints run on a thread of their own, so the writer only runs SQL.
 pub fn import(conn: &mut Connection, input: impl BufRead, opts: &ImportOptions) -> Result<ImportReport> {

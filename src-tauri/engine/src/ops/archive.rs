@@ -1,4 +1,4 @@
-//! Reversible archive of bulky tool observations (DESIGN §8, seed 004): the content is
+//! Reversible archive of bulky tool observations (docs/lifecycle.md): the content is
 //! replaced in place by a one-line memo and the original bytes are kept with their SHA-256.
 
 use crate::storage::db::{params, Connection, OptionalExtension};
@@ -81,7 +81,7 @@ pub fn archive(
 /// At most this many observations in one batch.
 pub const MAX_BATCH: usize = 10_000;
 
-/// Archives several observations in one transaction (seed 004's batch archival tool): each
+/// Archives several observations in one transaction (a batch archival tool): each
 /// gets its memo in place; if any one cannot be archived (unknown, protected, in quarantine,
 /// already archived, named twice) nothing is written and the error names it.
 pub fn archive_batch(

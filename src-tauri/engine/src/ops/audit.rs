@@ -229,7 +229,7 @@ pub fn last_soft_event(conn: &Connection, memory_id: &str) -> Result<Option<(Opt
 
 /// When a memory's quarantine began: the later of its `deleted_at` and its newest `soft`
 /// event. Neither a `deleted_at` written into the file by another program nor an old event
-/// makes a recent deletion look old, so the purge never comes early (issue #23).
+/// makes a recent deletion look old, so the purge never comes early.
 pub fn quarantined_since(conn: &Connection, memory_id: &str, deleted_at: Option<&str>) -> Result<Option<Instant>> {
     let event: Option<String> = conn
         .prepare_cached("SELECT MAX(created_at) FROM memory_forgetting_event WHERE memory_id = ?1 AND action = 'soft'")?
@@ -295,7 +295,7 @@ pub fn scrub_json(v: &serde_json::Value) -> serde_json::Value {
 
 /// Rewrites every audit row about `memory_id` (its `lethe_action` before/after and its
 /// `memory_forgetting_event` metadata) without its text, in the caller's transaction: what
-/// stays is who, when, what, why and the score (issue #17). Returns the rows rewritten.
+/// stays is who, when, what, why and the score. Returns the rows rewritten.
 pub fn scrub_memory(tx: &Connection, memory_id: &str) -> Result<usize> {
     let scrub_raw = |raw: Option<String>| -> Option<String> {
         raw.map(|r| match serde_json::from_str::<serde_json::Value>(&r) {

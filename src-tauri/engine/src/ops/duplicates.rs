@@ -2,7 +2,7 @@
 //! the two decisions that are not a plain delete — keep both (dismiss the pair) and supersede
 //! (the older by the newer).
 //!
-//! Clusters come from the scoring snapshot's links (the stored neighbour lists, DESIGN §3):
+//! Clusters come from the scoring snapshot's links (the stored neighbour lists, docs/scores.md):
 //! two active memories are near-duplicates when their similarity is above the setting
 //! `duplicate_reason_above` (the same line above which a ForgetScore says "duplicate of"), and
 //! a cluster is a connected group of such pairs. A memory superseded by another leaves recall,

@@ -1,4 +1,4 @@
-//! Group commit for a long-running writer (issue #19): the `remember` calls that arrive while
+//! Group commit for a long-running writer: the `remember` calls that arrive while
 //! another is being written wait for the connection, and the first of them to get it writes
 //! all that are waiting in one transaction ([`lifecycle::remember_many`]): one `BEGIN` and one
 //! `COMMIT` for the group, each call with its own answer, error and audit row.

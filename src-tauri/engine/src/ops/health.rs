@@ -1,10 +1,10 @@
-//! Health lists for the Overview (issue #18): memories a person should look at, each list
+//! Health lists for the Overview: memories a person should look at, each list
 //! bounded (the first [`LIST_LIMIT`] and the total). Computed from the scoring snapshot and
 //! one read of the recall statistics, never a query per memory; only the listed memories'
 //! previews are read.
 //!
 //! - `never_recalled`: active, never returned by an agent's recall, older than
-//!   [`NEVER_RECALLED_AFTER_DAYS`] — recall has effectively forgotten them (seed 001). Oldest first.
+//!   [`NEVER_RECALLED_AFTER_DAYS`] — recall has effectively forgotten them. Oldest first.
 //! - `forget_soon`: below the forget threshold now, at or above it within [`SOON_DAYS`] days
 //!   (the ForgetScore only grows while nothing happens to a memory). Highest score then first.
 //! - `pinned_never_recalled`: pinned, so the policy keeps them, yet no agent ever recalled

@@ -1,4 +1,4 @@
-//! The lifecycle of a memory (DESIGN §4): remember with validation and the write-time
+//! The lifecycle of a memory (docs/lifecycle.md): remember with validation and the write-time
 //! filter, read, list, edit, importance, pin, soft delete, restore, hard delete, cite, view.
 //! Every mutation commits together with its audit row.
 
@@ -61,7 +61,7 @@ pub const SIMILAR_LIMIT: usize = 5;
 
 /// Stores a memory, or explains why it was not stored (trivial, exact duplicate).
 /// What the audit keeps of a new memory; a memory dated earlier than its writing says so,
-/// with both dates, so a back-dated memory is never mistaken for an old one (issue #23).
+/// with both dates, so a back-dated memory is never mistaken for an old one.
 fn remember_audit(m: &NewMemory, created: &str, now: Instant) -> serde_json::Value {
     let mut v = serde_json::json!({"type": m.tier, "preview": model::preview(&m.content, 120)});
     if m.created_at.is_some_and(|c| (now - c).num_seconds() > FUTURE_SLACK_SECS) {
@@ -102,7 +102,7 @@ fn prepare_timed(m: &NewMemory, settings: &Settings, now: Instant, clock: &mut S
     Ok(Prepared { memory: guarded, redactions, trivial, hash, bands, vector })
 }
 
-/// The steps of one `remember` call, in the order they run (issue #19: each is measured by
+/// The steps of one `remember` call, in the order they run (each is measured by
 /// `lethe-bench`, which prints their cost per call).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
@@ -362,7 +362,7 @@ pub struct RememberCall<'a> {
     pub now: Instant,
 }
 
-/// Several `remember` calls in one write transaction (group commit, issue #19): one `BEGIN`
+/// Several `remember` calls in one write transaction (group commit): one `BEGIN`
 /// and one `COMMIT` for all, each call in a savepoint of its own. The answers are, in order,
 /// what the calls would have answered one after the other: each its own outcome or error and
 /// its own audit row; a call that fails leaves nothing and does not touch the others; an exact
@@ -631,7 +631,7 @@ pub fn edit(conn: &mut Connection, id: &str, content: &str, actor: &str, now: In
 
 /// Replaces the content if the memory is still at `expected_version` (when given): every edit
 /// makes a new version, so an edit prepared from an older read is a typed conflict naming the
-/// current version, and nothing is written (issue #23). A procedure's edit goes through its
+/// current version, and nothing is written. A procedure's edit goes through its
 /// compare-and-swap, which keeps the previous version as a snapshot.
 pub fn edit_checked(
     conn: &mut Connection,
@@ -702,7 +702,7 @@ pub fn edit_checked(
     .map(|m| (m, redactions))
 }
 
-/// An agent reports that it used the memory (a cite, DESIGN §4 usage).
+/// An agent reports that it used the memory (a cite, docs/lifecycle.md usage).
 pub fn cite(conn: &mut Connection, id: &str, actor: &str, now: Instant) -> Result<Memory> {
     mutate(conn, id, "cite", actor, now, |tx, _| {
         tx.execute(

@@ -1,4 +1,4 @@
-//! Meta-memory statistics (DESIGN §7, seed 003): recall hits accumulate in an in-memory
+//! Meta-memory statistics (docs/recall.md): recall hits accumulate in an in-memory
 //! delta map and a flusher writes them every 100 ms in one transaction of additive UPSERTs,
 //! so concurrent processes never lose increments and recall never waits on a write.
 

@@ -1,7 +1,7 @@
 //! The periods a recall query names: "in July 2022", "on 3 August, 2023", "May 9th 2023",
 //! "2023-08-03", "in 2024", "the week before 16 November 2023", "yesterday", "last week",
 //! "last Friday", "3 days ago". Recall ranks a memory dated inside such a period as a match of the caller's
-//! context, and counts its recency from the period instead of from now (DESIGN §6), so that
+//! context, and counts its recency from the period instead of from now (docs/recall.md), so that
 //! "what did we decide in March?" finds March's memories however old they are.
 //!
 //! Only explicit forms are read; anything else ("recently", "after the launch", "4 years ago",

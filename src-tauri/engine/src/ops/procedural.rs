@@ -1,4 +1,4 @@
-//! Procedural memory (DESIGN §5): compare-and-swap updates on `expected_version`, version
+//! Procedural memory (docs/lifecycle.md): compare-and-swap updates on `expected_version`, version
 //! snapshots, rollback as a new version, and append-only reflection notes.
 
 use crate::storage::db::{params, Connection, OptionalExtension};

@@ -1,4 +1,4 @@
-//! Recall (DESIGN §6): candidates from a stemmed BM25 (Lethe's porter FTS5 index) and from
+//! Recall (docs/recall.md): candidates from a stemmed BM25 (Lethe's porter FTS5 index) and from
 //! the cosine of local sentence embeddings, S fused from both, then re-ranked by
 //! `w_sim·S + w_rec·R + w_scene·C + w_pri·Pr`, each term in [0, 1], with a breakdown per
 //! result that shows the lexical and the semantic part. Any user text is a safe query: it is
@@ -26,7 +26,7 @@ pub struct RecallQuery {
     pub pinned: Option<bool>,
     pub weights: Option<RecallWeights>,
     /// The caller's task kind: task logs of this kind are recalled (and count as scene fit);
-    /// without it no task log is (issue #21).
+    /// without it no task log is.
     pub task_kind: Option<String>,
 }
 
@@ -298,7 +298,7 @@ pub const LEXICAL_SQL: &str = "SELECT rowid, bm25(lethe_fts, 1.0, 0.5, 0.5, 0.5,
 /// (normalization 1): BM25 discounts a long document softly (b = 0.75, against the average
 /// length), not in proportion to its length. (`ts_rank` of the whole query knows no document
 /// frequency: on LoCoMo common words outranked rare ones, hit@10 0.374 against SQLite's 0.676;
-/// BENCHMARKS.md, session 17.) The word weights are MATERIALIZED: inlined, the planner counted
+/// measured on the team store.) The word weights are MATERIALIZED: inlined, the planner counted
 /// each word's documents again for every matching row (9.5 s for one query at 10k, 17 ms
 /// now). `?1` is a `tsquery` ([`tsquery_of`]); `?2` = -1 takes all.
 pub const LEXICAL_SQL_POSTGRES: &str = "WITH query AS (SELECT to_tsquery('english', ?1) AS q), \

@@ -1,4 +1,4 @@
-//! The recall log (issue #18): every agent recall through the CLI or `lethe mcp` — who, when,
+//! The recall log: every agent recall through the CLI or `lethe mcp` — who, when,
 //! the query, the context, and what came back with its score — in a bounded Lethe table
 //! (`recall_log_max_rows`, oldest dropped, and at most [`MAX_LOG_BYTES`] of text). Entries
 //! reach the file through the same coalescing flusher as the meta statistics

@@ -1,4 +1,4 @@
-//! The end of a session (issue #21, seed 001's third tier): the session's working memories
+//! The end of a session (the task-log tier): the session's working memories
 //! leave working memory and become **task logs** of a task kind, and the rules the agent drew
 //! from the session become semantic memories linked to it.
 //!

@@ -1,6 +1,6 @@
 //! What a write must pass before it reaches the store: the shape of a new memory, its
 //! validation, the write-time filter's triviality test, and the secrets and personal-data
-//! guard applied to every text field (issue #17). No database access.
+//! guard applied to every text field. No database access.
 
 use serde::Serialize;
 
@@ -11,7 +11,7 @@ use crate::redact::{Finding, Guard, Policy};
 use crate::settings::Settings;
 use crate::time::Instant;
 
-/// Procedural fields (DESIGN §5); all optional, validated when present.
+/// Procedural fields (docs/lifecycle.md); all optional, validated when present.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProcedureFields {
     pub task_goal: Option<String>,
@@ -234,7 +234,7 @@ impl Redactions {
 }
 
 /// The memory as it may be written: every text field through the guard of the settings'
-/// `secrets` and `pii` policy (issue #17). Runs before validation, the duplicate check and
+/// `secrets` and `pii` policy. Runs before validation, the duplicate check and
 /// the embedding, so neither an error message nor a row nor a vector sees an original secret.
 pub fn guard_new(m: &NewMemory, s: &Settings) -> Result<(NewMemory, Redactions)> {
     let mut g = Guard::new(Policy::of(s));

@@ -1,4 +1,4 @@
-//! Recency, usage and ForgetScore (DESIGN §3). Pure functions of a memory's facts, the
+//! Recency, usage and ForgetScore (docs/scores.md). Pure functions of a memory's facts, the
 //! settings and `now`; nothing here reads the clock.
 
 use serde::Serialize;

@@ -1,4 +1,4 @@
-//! The reads-like-dialogue lint (issue #21, seed 001: "if the summary still reads like
+//! The reads-like-dialogue lint ("if the summary still reads like
 //! dialogue, the extraction failed"). A semantic or procedural memory should hold a rule
 //! drawn from a conversation, not the conversation. This scores how much a text reads like
 //! turns of talk, with the reasons; it informs people (`show`, the memory detail, the

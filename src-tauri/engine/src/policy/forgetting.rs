@@ -1,5 +1,5 @@
 //! Scoring every memory at once (with duplication from LSH candidates), the policy batch
-//! (DESIGN §4), quarantine, listing and statistics built on it.
+//! (docs/lifecycle.md), quarantine, listing and statistics built on it.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -55,7 +55,7 @@ pub struct ListQuery {
     pub project: Option<String>,
     /// Some(true): only memories whose text holds a `[REDACTED:` placeholder.
     pub redacted: Option<bool>,
-    /// Some(true): only semantic and procedural memories that read like dialogue (issue #21).
+    /// Some(true): only semantic and procedural memories that read like dialogue.
     pub needs_extraction: Option<bool>,
     pub limit: usize,
     pub offset: usize,
@@ -824,7 +824,7 @@ impl Snapshot {
         Ok(d.lists.len())
     }
 
-    /// Duplication, its source and kind per row at `now` (DESIGN §3 dominance rule).
+    /// Duplication, its source and kind per row at `now` (docs/scores.md dominance rule).
     pub fn duplication(&self, s: &Settings, now: Instant) -> Vec<(f64, Option<u32>, u8)> {
         // Dominance is a total order at `now` (its last key is the rowid), so each pair is
         // decided by comparing its two rows; what decides it is computed once per row into a
@@ -1507,7 +1507,7 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
     let now = opts.now;
     let s = Settings::load(conn)?;
     // Every change to a memory after this point is in the change journal past `seen`; the
-    // writes skip those memories (issue #23: a pin made while the batch runs must win).
+    // writes skip those memories (a pin made while the batch runs must win).
     let loaded;
     let (snap, seen) = match opts.snapshot {
         Some((snap, journal)) => (snap, journal.clone()),
@@ -1693,7 +1693,7 @@ fn write_decisions(
             }
             report.changed_since_plan = skipped.iter().map(|p| p.decision.id().to_string()).collect();
         }
-        // Purged memories leave no text behind (issue #17): index entries merged away once
+        // Purged memories leave no text behind: index entries merged away once
         // per batch, then the WAL truncated.
         if !report.purged.is_empty() {
             write_tx(conn, |tx| crate::store::purge_deleted_index_entries(tx))?;

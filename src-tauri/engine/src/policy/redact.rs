@@ -1,4 +1,4 @@
-//! Secrets and personal data at every write path (issue #17, seed 001: filter before
+//! Secrets and personal data at every write path (filtered before
 //! writing). `find` locates well-known secret formats (cloud and SaaS tokens, JWTs, PEM
 //! private keys, passwords in URLs and assignments), high-entropy tokens, and personal data
 //! (e-mail addresses, phone numbers, Luhn-valid card numbers, mod-97-valid IBANs). The write
@@ -179,8 +179,8 @@ impl Pattern {
 
 /// One pass over the text with the patterns' triggers tells which patterns can match at all;
 /// only those are compiled and run. Compiling every pattern (and a set of them all) took
-/// ≈ 28 ms, which every one-shot `lethe remember` paid before writing (BENCHMARKS.md,
-/// session 21); the triggers compile in about a millisecond, and most memories hold nothing
+/// ≈ 28 ms, which every one-shot `lethe remember` paid before writing (measured with
+/// lethe-bench); the triggers compile in about a millisecond, and most memories hold nothing
 /// a pattern needs.
 static ANY: LazyLock<regex::RegexSet> = LazyLock::new(|| {
     regex::RegexSet::new(SECRET_PATTERNS.iter().chain(PII_PATTERNS.iter()).map(|p| ascii_boundaries(p.trigger)))

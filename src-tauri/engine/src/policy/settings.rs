@@ -64,7 +64,7 @@ impl Default for RecallWeights {
     /// Text relevance dominates; recency, scene fit and priority together add at most 0.3,
     /// enough to reorder close text matches (a fresh note from this session, a pinned rule)
     /// but never to lift a candidate over one whose normalised BM25 is more than 0.43 higher.
-    /// DESIGN §6 requires these to rank no worse than BM25 alone; `tests/recall_quality.rs`
+    /// docs/recall.md requires these to rank no worse than BM25 alone; `tests/recall_quality.rs`
     /// checks it on the labelled set (recall@10 0.894 vs 0.859, MRR@10 0.889 vs 0.852 as
     /// committed). A heavier recency weight loses there (0.7/0.3/0/0 falls below BM25 alone)
     /// because many old facts are still true.
@@ -98,7 +98,7 @@ pub struct Settings {
     /// Personal data (e-mail, phone, card numbers, IBANs): `tag` (`pii:<kind>` tags),
     /// `redact` or `allow`.
     pub pii: crate::redact::PiiMode,
-    /// Half-life of task logs (an ended session's working memories, issue #21) in recall.
+    /// Half-life of task logs (an ended session's working memories) in recall.
     pub task_log_half_life_days: f64,
     /// How many agent recalls the recall log keeps (oldest dropped); 0 keeps none.
     pub recall_log_max_rows: i64,

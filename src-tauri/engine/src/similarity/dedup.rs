@@ -1,4 +1,4 @@
-//! Content similarity for the duplication feature D (DESIGN §3): Jaccard similarity of word
+//! Content similarity for the duplication feature D (docs/scores.md): Jaccard similarity of word
 //! shingles, with MinHash signatures banded for locality-sensitive hashing so that finding
 //! near-copies stays sub-quadratic. Signatures are computed at write time and stored.
 

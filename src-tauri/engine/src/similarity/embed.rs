@@ -1,4 +1,4 @@
-//! Local sentence embeddings for recall and duplication (DESIGN §6): model2vec's
+//! Local sentence embeddings for recall and duplication (docs/recall.md): model2vec's
 //! potion-base-8M (MIT, 256 dimensions, a few µs per text), loaded from files that the build
 //! fetched from a package registry; nothing is ever downloaded at run time.
 //!
@@ -260,8 +260,8 @@ mod simd {
     /// the row's sign (`maddubs`: pairs of products into i16), pairs again into i32 (`madd`).
     /// Exact when no component of `q` is -128: a product is at most 128 · 127 and a pair sum
     /// at most 32,512, under i16's saturation at 32,767 (the caller checks; quantised vectors
-    /// lie in [-127, 127]). Recall at 10k went from 903 to 1,436 q/s with it (BENCHMARKS.md,
-    /// session 25).
+    /// lie in [-127, 127]). Recall at 10k went from 903 to 1,436 q/s with it (measured with
+    /// lethe-bench).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     fn dots_avx2(q: &[i8], rows: &[i8], out: &mut [i32]) {

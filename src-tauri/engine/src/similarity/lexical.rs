@@ -1,4 +1,4 @@
-//! Recall's stemmed BM25 in memory (issue #19). FTS5's `bm25()` is an auxiliary function:
+//! Recall's stemmed BM25 in memory. FTS5's `bm25()` is an auxiliary function:
 //! for every row that matches it looks up the row's size and walks the row's instances, and
 //! `ORDER BY bm25(…) LIMIT k` ranks every match. On many-word questions the OR search ranks a
 //! large part of the corpus that way (realistic text at 100k: 22k matches, ~20 ms).

@@ -1,4 +1,4 @@
-//! The similar pairs behind duplication D (DESIGN §3), kept per memory in `lethe_neighbour`.
+//! The similar pairs behind duplication D (docs/scores.md), kept per memory in `lethe_neighbour`.
 //!
 //! A memory's neighbours are found once, when it is new or its content changed: candidates
 //! are the memories sharing one of its buckets — a MinHash band key of its word bigrams
@@ -142,7 +142,7 @@ pub struct Member {
 }
 
 impl Member {
-    /// Whether `self` dominates `other` when their usage is equal (DESIGN §3: pinned, else
+    /// Whether `self` dominates `other` when their usage is equal (docs/scores.md: pinned, else
     /// more important, else older, else written first).
     pub fn outranks(&self, other: &Member) -> bool {
         let (a, b) = (&self.rank, &other.rank);

@@ -1,4 +1,4 @@
-//! The storage seam: one connection type over the two backends (issue #20).
+//! The storage seam: one connection type over the two backends.
 //!
 //! Every module above `storage` talks to a [`Connection`], whichever database is behind it:
 //! an SQLite file (the embedded default, through rusqlite) or a PostgreSQL server (the team

@@ -1,4 +1,4 @@
-//! The team store: a PostgreSQL server behind the same [`Connection`] (issue #20).
+//! The team store: a PostgreSQL server behind the same [`Connection`].
 //!
 //! `postgres://USER[:PASSWORD]@HOST:PORT/DB` (or `postgresql://…`) wherever a database path
 //! goes (`--db`, `LETHE_DB`). The schema is created and migrated by [`setup`] (`lethe admin

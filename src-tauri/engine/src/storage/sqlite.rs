@@ -1,5 +1,5 @@
 //! Opening a database: per-connection PRAGMAs and SQL functions, then the append-only
-//! migrations. Works on a fresh file, a Lethe file, and a memento file (DESIGN §2).
+//! migrations. Works on a fresh file, a Lethe file, and a memento file (docs/data-model.md).
 
 use std::path::Path;
 use std::time::Duration;
@@ -445,7 +445,7 @@ fn configure(conn: &Connection) -> Result<()> {
     // temp_store in memory: sorting and FTS merges need no temp files (import +15%,
     // forgetting batch −16% at 100k, 40% fewer bytes written; see BENCHMARKS.md).
     // secure_delete: freed space is overwritten with zeros, so a hard-deleted memory (or the
-    // old text of a redacted one) leaves no bytes in free pages or cells (issue #17).
+    // old text of a redacted one) leaves no bytes in free pages or cells.
     conn.execute_batch(
         "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY; PRAGMA secure_delete = ON;",
     )?;
@@ -496,7 +496,7 @@ pub fn checkpoint_truncate(conn: &Connection) -> Result<bool> {
     }
 }
 
-/// Moves a long-running process's WAL checkpoints off its writer (issue #19).
+/// Moves a long-running process's WAL checkpoints off its writer.
 ///
 /// By default SQLite checkpoints inside the `COMMIT` that takes the WAL past
 /// `wal_autocheckpoint` (1,000 pages): that one call then copies the WAL into the database and

@@ -1,4 +1,4 @@
-//! Live watch (DESIGN §9). An SQLite file: its parent directory is watched (db, -wal, -shm),
+//! Live watch (docs/data-model.md). An SQLite file: its parent directory is watched (db, -wal, -shm),
 //! events are debounced (~100 ms), a real change is confirmed with `PRAGMA data_version` and
 //! the change journal, and one small event goes to the callback. A team store on PostgreSQL
 //! ([`watch_postgres`]): a connection of its own `LISTEN`s to `lethe_change` (the journal's

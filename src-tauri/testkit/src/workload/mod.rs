@@ -1,4 +1,4 @@
-//! The reference benchmark workload (`/work/shared/BENCHMARK-WORKLOAD.md`): a deterministic
+//! The reference benchmark workload (its rules in BENCHMARKS.md): a deterministic
 //! stream of memories and queries, so that Lethe's figures can be set side by side with the
 //! reference engine's and with Lethe's own earlier runs.
 //!

@@ -1,4 +1,4 @@
-//! Foreign logic in a file: triggers and views Lethe did not create (issue #23). A trigger runs
+//! Foreign logic in a file: triggers and views Lethe did not create. A trigger runs
 //! inside every later write, with Lethe's rights and under Lethe's write lock, so one write to
 //! the file by anyone (an agent with `sqlite3`, a memento file somebody sent) could rewrite
 //! the audit, undo a pin or spin forever. On open, every trigger and view in the file is

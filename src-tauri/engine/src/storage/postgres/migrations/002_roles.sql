@@ -1,4 +1,4 @@
--- Database roles instead of trust (issue #20). Three group roles; `lethe admin add-agent`,
+-- Database roles instead of trust. Three group roles; `lethe admin add-agent`,
 -- `add-curator` and `add-reader` create login roles in them.
 --   lethe_reader:  reads everything, writes nothing.
 --   lethe_agent:   remembers, edits, cites, recalls, quarantines and restores; never deletes a

@@ -1,4 +1,4 @@
--- Teams (issue #20): every row that holds or describes a memory belongs to a team, and
+-- Teams: every row that holds or describes a memory belongs to a team, and
 -- row-level security shows a role its own team's rows only. `lethe admin add-agent NAME
 -- --team T` (and add-curator, add-reader) puts a role in a team; a role in no team, and the
 -- rows written before this migration, are in the team `default`. The owner who sets the server

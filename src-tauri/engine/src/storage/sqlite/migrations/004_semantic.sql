@@ -1,4 +1,4 @@
--- Why: recall by meaning and paraphrase duplication (DESIGN §6, §3). One quantised sentence
+-- Why: recall by meaning and paraphrase duplication (docs/recall.md, docs/scores.md). One quantised sentence
 -- embedding per memory with the fingerprint of the model that made it (vectors of two models
 -- are never compared), and Lethe's own stemmed full-text index beside memento's (whose
 -- tokenizer has no stemming and which stays as it is).
@@ -40,7 +40,7 @@ CREATE TRIGGER IF NOT EXISTS lethe_fts_au AFTER UPDATE OF content, tags, task_go
     VALUES (new.rowid, new.content, new.tags, new.task_goal, new.workflow_name, new.skill_name, new.steps);
 END;
 
--- Duplication's similar pairs, kept per memory (DESIGN §3): the most similar other memories
+-- Duplication's similar pairs, kept per memory (docs/scores.md): the most similar other memories
 -- found among its candidates when it was written or changed, so that scoring never pays for
 -- a pass over all similar pairs. `model` is the fingerprint whose vectors took part ('' for
 -- words only) and `hash` the content hash it was derived for: either changing re-derives it.

@@ -1,4 +1,4 @@
--- Why: issue #21, the end of a session (seed 001's task-log tier). A task log is an episodic
+-- Why: the end of a session (the task-log tier). A task log is an episodic
 -- memory with a row here naming its session and task kind: recall leaves it out unless the
 -- caller names the same kind, and its recency uses `task_log_half_life_days`. The rules a
 -- session produced are semantic memories linked here; `lethe_session_end` keeps each ended

@@ -1,4 +1,4 @@
--- 007 (issue #18): the recall log. People see what agents recalled through the CLI or
+-- 007: the recall log. People see what agents recalled through the CLI or
 -- `lethe mcp`: who, when, the query, the context, and which memories came back with their
 -- scores. The log is bounded by the setting `recall_log_max_rows` (oldest rows dropped) and is
 -- written through the meta-statistics coalescer, so recall never waits on it. The window's own

@@ -1,4 +1,4 @@
--- 008 (issue #18): "Keep both" in the duplicates review. A person who decides that two
+-- 008: "Keep both" in the duplicates review. A person who decides that two
 -- near-duplicates are both worth keeping dismisses the pair: it no longer shows as a cluster
 -- and no longer counts in either memory's duplication D (the scoring snapshot drops the pair's
 -- link). Keyed by the ordered id pair (a_id < b_id), so dismissing again writes nothing.
