@@ -355,8 +355,9 @@ fn save_window_state_soon(app: &AppHandle) {
 /// desktop, Xvfb) that is Mesa's software rasteriser, and a frame then costs hundreds of
 /// milliseconds of both cores: at 100k memories (`make bench-window`) the Overview took
 /// 3.0 s from the app's start instead of 1.0 s, a scroll page up to 695 ms instead of 295,
-/// and the window used 44 % of a core for seconds after each change. Lethe's pages need no compositing (no video, no 3D, no animation but a fade), so
-/// WebKit draws them on the CPU unless the person chose: their own
+/// and the window used 44 % of a core for seconds after each change. Lethe's pages need no
+/// compositing (no video, no 3D, no animation but a fade), so WebKit draws them on the CPU
+/// unless the person chose: their own
 /// `WEBKIT_DISABLE_COMPOSITING_MODE`, or `LETHE_WEBVIEW_GPU=1` to let WebKit use the GPU.
 fn draw_on_the_cpu() {
     if cfg!(target_os = "linux")
