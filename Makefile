@@ -87,14 +87,13 @@ lint: deps ui
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 
-# The engine's suites that run on both backends, here on a throwaway PostgreSQL server
-# (tests/pg/with-server.sh), plus the CLI on a team server.
-PG_SUITES := --test engine --test duplicates --test duplication --test seeds --test recall_quality \
-	--test semantic --test redaction --test concurrency --test fuzz --test erasure --test group_commit
+# Each package has at most two test binaries. The engine's `backends` binary holds every suite
+# that runs on both backends; here it runs again on a throwaway PostgreSQL server
+# (tests/pg/with-server.sh), and the CLI's `team` binary on a team server. The suites are
+# chosen with --workspace, not -p: a narrower package set unifies dependency features
+# differently and rebuilt ~6 minutes of dependencies in CI.
+PG_SUITES := --test backends
 
-# The suites are chosen with --workspace, not -p: a narrower package set unifies dependency
-# features differently and rebuilt ~6 minutes of dependencies in CI. (The CLI's own
-# duplicates and seeds suites, which share a name with the engine's, run again on SQLite: 2 s.)
 rust-test: build
 	cargo test --workspace
 	LETHE_PG_BIN=$(PGVECTOR_BIN) tests/pg/with-server.sh cargo test --workspace $(PG_SUITES)

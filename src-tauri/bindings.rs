@@ -13,8 +13,7 @@ use lethe_engine::{audit, chart, forgetting, lifecycle, model, procedural, setti
 use ts_rs::{Config, TypeVisitor, TS};
 
 use crate::commands::{
-    DbInfo, Items, ListArgs, ProcedurePatchArgs, RecallExplainArgs, RecallExplained, RecallLogPage, RecallResults,
-    SimilarMemory,
+    DbInfo, Items, ListArgs, ProcedurePatchArgs, RecallExplainArgs, RecallExplained, RecallLogPage, SimilarMemory,
 };
 use crate::error::ApiError;
 use crate::events::{DbChanged, DbStatus, ForgetProgress, ScoringProgress, VectorsProgress};
@@ -32,7 +31,7 @@ fn render() -> String {
     out.add::<crate::state::Notice>();
     out.add::<forgetting::Stats>();
     out.add::<lifecycle::Page>();
-    out.add::<RecallResults>();
+    out.add::<lethe_engine::recall::Answer>();
     out.add::<RecallExplained>();
     out.add::<RecallLogPage>();
     out.add::<Items<SimilarMemory>>();

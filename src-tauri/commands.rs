@@ -416,13 +416,6 @@ pub fn open_recent(app: AppHandle, index: usize) -> ApiResult<DbInfo> {
     Ok(crate::start_open(&app, path, OpenMode::Existing))
 }
 
-#[derive(Debug, Serialize, TS)]
-pub struct RecallResults {
-    pub results: Vec<lethe_engine::recall::Hit>,
-    /// "semantic + lexical (model fingerprint)" or "lexical recall only: why".
-    pub recall_mode: String,
-}
-
 #[tauri::command]
 pub async fn recall(
     app: AppHandle,
@@ -430,7 +423,7 @@ pub async fn recall(
     limit: Option<usize>,
     tier: Option<String>,
     weights: Option<lethe_engine::settings::RecallWeights>,
-) -> ApiResult<RecallResults> {
+) -> ApiResult<lethe_engine::recall::Answer> {
     let q = lethe_engine::recall::RecallQuery {
         text: query,
         limit: limit.unwrap_or(50),
@@ -439,15 +432,7 @@ pub async fn recall(
         ..Default::default()
     };
     // A person searching is not an agent recalling: no meta-memory statistics are recorded.
-    blocking(app, move |st| {
-        st.with_db(|db| {
-            Ok(RecallResults {
-                results: lethe_engine::recall::recall(&db.conn, &q, chrono::Utc::now())?,
-                recall_mode: lethe_engine::embed::status(),
-            })
-        })
-    })
-    .await
+    blocking(app, move |st| st.with_db(|db| lethe_engine::recall::answer(&db.conn, &q, chrono::Utc::now()))).await
 }
 
 /// The Recall view's query: what an agent would pass, plus the weights the person tries.

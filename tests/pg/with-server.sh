@@ -2,7 +2,7 @@
 # Runs a command beside a throwaway PostgreSQL cluster: initdb in a temporary directory, a
 # server on a free loopback port (as the user postgres when run as root: PostgreSQL refuses
 # root), LETHE_TEST_POSTGRES set to its address, and everything removed afterwards.
-#   tests/pg/with-server.sh cargo test -p lethe-engine --test engine
+#   tests/pg/with-server.sh cargo test -p lethe-engine --test backends engine::
 # LETHE_PG_BIN names another server's bin directory (make pgvector unpacks PostgreSQL 16
 # with pgvector there); by default Debian's newest PostgreSQL is used.
 set -euo pipefail

@@ -29,7 +29,7 @@ import type {
   RecallExplainArgs,
   RecallExplained,
   RecallLogPage,
-  RecallResults,
+  RecallAnswer,
   RecallWeights,
   ScoringProgress,
   SessionsOverview,
@@ -82,7 +82,7 @@ export const listMemories = (query: ListArgs) =>
 export const recall = (
   query: string,
   opts: { limit?: number; tier?: Tier; weights?: RecallWeights } = {},
-) => call<RecallResults>('recall', compact({ query, ...opts }));
+) => call<RecallAnswer>('recall', compact({ query, ...opts }));
 /** The Recall view: results with their breakdown and what was declined; writes nothing. */
 export const recallExplain = (args: RecallExplainArgs) =>
   call<RecallExplained>('recall_explain', { args: compact(args) });

@@ -470,6 +470,34 @@ export type ProcedurePatchArgs = { content?: string, taskGoal?: string, steps?: 
 export type QuarantineItem = { id: string, type: Tier, preview: string, reason: string | null, forget_score: number | null, deleted_at: string | null, days_left: number, };
 
 /**
+ * What a recall answers, whichever interface asked (the CLI prints it, MCP returns it, the
+ * window receives it): the results, how recall ran, and what of the query it read.
+ */
+export type RecallAnswer = { results: Array<Hit>, 
+/**
+ * "semantic + lexical (model fingerprint)" or "lexical recall only: why".
+ */
+recall_mode: string, 
+/**
+ * The words the lexical search looked for (function words left out unless the query has
+ * nothing else).
+ */
+searched_words: Array<string>, 
+/**
+ * The periods the query names (absent when none): memories dated inside match the scene,
+ * and recency counts from the period.
+ */
+periods?: Array<NamedPeriod>, 
+/**
+ * Words not searched: the query had more than [`MAX_QUERY_WORDS`] distinct words.
+ */
+dropped_words?: Array<string>, 
+/**
+ * A sentence for a person when part of the query was not searched.
+ */
+notice?: string, };
+
+/**
  * The caller's context of a recall, as it asked.
  */
 export type RecallContext = { session: string | null, project: string | null, workflow: string | null, tags: Array<string>, task_kind: string | null, };
@@ -499,12 +527,6 @@ export type RecallLogEntry = { id: number, actor: string, at: string, query: str
  * A page of the recall log and every actor in it (for the filter).
  */
 export type RecallLogPage = { items: Array<RecallLogEntry>, actors: Array<string>, };
-
-export type RecallResults = { results: Array<Hit>, 
-/**
- * "semantic + lexical (model fingerprint)" or "lexical recall only: why".
- */
-recall_mode: string, };
 
 export type RecallWeights = { similarity: number, recency: number, scene: number, priority: number, };
 

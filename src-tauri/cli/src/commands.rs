@@ -837,44 +837,19 @@ fn run_command(cli: Cli) -> Result<Option<Value>> {
                 v["recall_mode"] = json!(lethe_engine::embed::status());
                 return Ok(Some(v));
             }
-            let hits = recall::recall(conn, &q, now)?;
-            // A one-shot process has nothing to coalesce with: its hits go out in one
-            // transaction of additive upserts, the same path the flusher uses.
-            let mut deltas: HashMap<String, meta::Delta> = HashMap::new();
-            for h in &hits {
-                let d = deltas.entry(h.id.clone()).or_default();
-                d.count += 1;
-                d.success += i64::from(h.score >= 0.5);
-                d.failure += i64::from(h.score < 0.5);
-                d.confidence_sum += h.score;
-                d.last_recalled_at = Some(time::format(now));
-            }
+            let answer = recall::answer(conn, &q, now)?;
             if !read_only {
-                // Stamped with the clock even under --now: the statistics say when the recall
-                // really happened.
+                // A one-shot process has nothing to coalesce with: its hits go out in one
+                // transaction of additive upserts, the same path the flusher uses. Stamped
+                // with the clock even under --now: the statistics say when the recall really
+                // happened.
                 let clock = time::format(chrono::Utc::now());
-                for d in deltas.values_mut() {
-                    d.last_recalled_at = Some(clock.clone());
-                }
+                let deltas = meta::Delta::of_hits(answer.results.iter().map(|h| (h.id.as_str(), h.score)), &clock);
                 // The recall log entry goes in the same transaction as the statistics.
-                let entry = lethe_engine::recall_log::NewEntry::of(actor, &clock, &q, &hits);
+                let entry = lethe_engine::recall_log::NewEntry::of(actor, &clock, &q, &answer.results);
                 meta::write_batch(conn, &deltas, &[entry])?;
             }
-            let mut v = json!({ "results": hits, "recall_mode": lethe_engine::embed::status() });
-            let periods = recall::named_periods(&a.query, now);
-            if !periods.is_empty() {
-                v["periods"] = json!(periods);
-            }
-            let dropped = recall::dropped_words(&a.query);
-            if !dropped.is_empty() {
-                v["dropped_words"] = json!(dropped);
-                v["notice"] = json!(format!(
-                    "the query has more than {} distinct words; the last {} were not searched",
-                    recall::MAX_QUERY_WORDS,
-                    dropped.len()
-                ));
-            }
-            v
+            to_json(&answer)?
         }
         Command::RecallLog { actor, memory, limit } => {
             let f =

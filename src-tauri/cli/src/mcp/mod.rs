@@ -528,27 +528,23 @@ impl LetheMcp {
                 weights: None,
                 task_kind: a.task_kind,
             };
-            let dropped = recall::dropped_words(&q.text);
-            let hits = recall::recall(c, &q, now)?;
-            for h in &hits {
+            let answer = recall::answer(c, &q, now)?;
+            for h in &answer.results {
                 buffer.record_hit(&h.id, h.score, now);
             }
-            buffer.record_recall(lethe_engine::recall_log::NewEntry::of(actor, &time::format(now), &q, &hits));
+            buffer.record_recall(lethe_engine::recall_log::NewEntry::of(
+                actor,
+                &time::format(now),
+                &q,
+                &answer.results,
+            ));
             // A result that matched through a session neighbour's text says so, and which.
-            let through = recall::context_matches(c, &hits, &q.text)?;
-            let mut out = json!({ "results": hits, "recall_mode": lethe_engine::embed::status() });
+            let through = recall::context_matches(c, &answer.results, &q.text)?;
+            let mut out = serde_json::to_value(&answer)?;
             for (r, m) in out["results"].as_array_mut().into_iter().flatten().zip(through) {
                 if !m.is_empty() {
                     r["matched_through"] = json!(m);
                 }
-            }
-            out["searched_words"] = json!(recall::searched_words(&q.text));
-            let periods = recall::named_periods(&q.text, now);
-            if !periods.is_empty() {
-                out["periods"] = json!(periods);
-            }
-            if !dropped.is_empty() {
-                out["dropped_words"] = json!(dropped);
             }
             Ok(out)
         })

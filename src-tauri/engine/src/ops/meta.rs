@@ -15,6 +15,9 @@ use crate::error::Result;
 use crate::store;
 use crate::time::{self, Instant};
 
+/// A recall hit whose score is at least this counts as a success in the statistics.
+pub const SUCCESS_AT: f64 = 0.5;
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Delta {
     pub count: i64,
@@ -40,6 +43,28 @@ impl MetaStats {
 }
 
 impl Delta {
+    /// One recall hit: count 1, confidence = its score, a success when the score is at least
+    /// [`SUCCESS_AT`], stamped `at`.
+    pub fn of_hit(score: f64, at: &str) -> Delta {
+        Delta {
+            count: 1,
+            success: i64::from(score >= SUCCESS_AT),
+            failure: i64::from(score < SUCCESS_AT),
+            confidence_sum: score,
+            last_recalled_at: Some(at.to_string()),
+        }
+    }
+
+    /// The deltas of one recall's hits, by memory, stamped `at` (what a one-shot process
+    /// writes in one transaction, as the flusher does).
+    pub fn of_hits<'a>(hits: impl IntoIterator<Item = (&'a str, f64)>, at: &str) -> HashMap<String, Delta> {
+        let mut out: HashMap<String, Delta> = HashMap::new();
+        for (id, score) in hits {
+            out.entry(id.to_string()).or_default().add(&Delta::of_hit(score, at));
+        }
+        out
+    }
+
     fn add(&mut self, other: &Delta) {
         self.count += other.count;
         self.success += other.success;
@@ -268,15 +293,9 @@ impl MetaBuffer {
         self.interval
     }
 
-    /// Records one recall hit (count 1, confidence = score, success = score ≥ 0.5).
+    /// Records one recall hit ([`Delta::of_hit`]).
     pub fn record_hit(&self, memory_id: &str, score: f64, now: Instant) {
-        let d = Delta {
-            count: 1,
-            success: i64::from(score >= 0.5),
-            failure: i64::from(score < 0.5),
-            confidence_sum: score,
-            last_recalled_at: Some(time::format(now)),
-        };
+        let d = Delta::of_hit(score, &time::format(now));
         lock(&self.shared.pending).entry(memory_id.to_string()).or_default().add(&d);
     }
 

@@ -361,6 +361,53 @@ pub fn recall(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<Hi
     crate::store::read_tx(conn, || recall_in_tx(conn, q, now))
 }
 
+/// What a recall answers, whichever interface asked (the CLI prints it, MCP returns it, the
+/// window receives it): the results, how recall ran, and what of the query it read.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "RecallAnswer"))]
+pub struct Answer {
+    pub results: Vec<Hit>,
+    /// "semantic + lexical (model fingerprint)" or "lexical recall only: why".
+    pub recall_mode: String,
+    /// The words the lexical search looked for (function words left out unless the query has
+    /// nothing else).
+    pub searched_words: Vec<String>,
+    /// The periods the query names (absent when none): memories dated inside match the scene,
+    /// and recency counts from the period.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub periods: Option<Vec<NamedPeriod>>,
+    /// Words not searched: the query had more than [`MAX_QUERY_WORDS`] distinct words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub dropped_words: Option<Vec<String>>,
+    /// A sentence for a person when part of the query was not searched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub notice: Option<String>,
+}
+
+/// [`recall`], answered whole: the results with what recall read of the query.
+pub fn answer(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Answer> {
+    let results = recall(conn, q, now)?;
+    let periods = named_periods(&q.text, now);
+    let dropped = dropped_words(&q.text);
+    let notice = (!dropped.is_empty()).then(|| {
+        format!(
+            "the query has more than {MAX_QUERY_WORDS} distinct words; the last {} were not searched",
+            dropped.len()
+        )
+    });
+    Ok(Answer {
+        results,
+        recall_mode: crate::embed::status(),
+        searched_words: searched_words(&q.text),
+        periods: (!periods.is_empty()).then_some(periods),
+        dropped_words: (!dropped.is_empty()).then_some(dropped),
+        notice,
+    })
+}
+
 /// How many declined candidates of each kind [`explain`] lists unless told otherwise.
 pub const DECLINED: usize = 10;
 

@@ -9,9 +9,7 @@ fn main() {
         eprintln!("usage: lethe-fixture memento-0.1|memento-1.36 PATH");
         std::process::exit(2);
     };
-    let built = kind
-        .parse()
-        .and_then(|k| lethe_testkit::fixtures::build_memento(std::path::Path::new(path), k));
+    let built = kind.parse().and_then(|k| lethe_testkit::fixtures::build_memento(std::path::Path::new(path), k));
     match built {
         Ok(()) => println!("{}", serde_json::json!({ "fixture": kind, "path": path })),
         Err(e) => {

@@ -4,7 +4,7 @@
 //! text with ids, hashes, versions, paths, order numbers and error codes. Each positive line
 //! names the value that must be gone once both settings redact; each ordinary line must give
 //! no span at all. Prints caught / false alarms per class
-//! (`cargo test -p lethe-engine --test secrets_labelled -- --nocapture`) and fails below 95 %
+//! (`cargo test -p lethe-engine --test file secrets_labelled:: -- --nocapture`) and fails below 95 %
 //! caught or above 2 % false alarms in any class.
 
 use std::collections::BTreeMap;
@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use lethe_engine::redact::{self, Guard, PiiMode, Policy, SecretsMode};
 use serde_json::Value;
 
-const SET: &str = include_str!("fixtures/secrets-labelled.jsonl");
+const SET: &str = include_str!("../fixtures/secrets-labelled.jsonl");
 
 #[derive(Default)]
 struct Tally {

@@ -11,9 +11,6 @@ use lethe_engine::{model::Memory, store, time, transfer, Tier};
 use lethe_testkit::workload::realistic::RealisticGenerator;
 use lethe_testkit::workload::Generator;
 
-/// The process keeps one file's index: the tests that use it run one at a time.
-static PROCESS_CACHE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn now() -> time::Instant {
     time::parse("2026-06-01T00:00:00.000Z").unwrap()
 }
@@ -194,7 +191,7 @@ fn the_in_memory_index_scores_and_orders_every_query_as_fts5_does() {
 
 #[test]
 fn the_process_index_follows_every_write_and_recall_answers_as_fts5_does() {
-    let _one_at_a_time = PROCESS_CACHE.lock().unwrap_or_else(|p| p.into_inner());
+    let _one_at_a_time = crate::support::one_recall_cache_user();
     let dir = std::env::temp_dir().join(format!("lethe-lex-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("b.db");
@@ -294,7 +291,7 @@ fn the_process_index_follows_every_write_and_recall_answers_as_fts5_does() {
 
 #[test]
 fn a_large_file_gets_its_index_from_a_build_on_the_side_while_fts5_answers() {
-    let _one_at_a_time = PROCESS_CACHE.lock().unwrap_or_else(|p| p.into_inner());
+    let _one_at_a_time = crate::support::one_recall_cache_user();
     let dir = std::env::temp_dir().join(format!("lethe-lex-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("c.db");

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-#[path = "common/hostile.rs"]
+#[path = "../common/hostile.rs"]
 mod hostile;
 
 fn server() -> Option<String> {

@@ -1,11 +1,12 @@
 //! Recall quality on the labelled set in `tests/data/recall_set.json` (docs/recall.md): the
 //! default weights must never rank worse than BM25 alone, measured as recall@10 and MRR@10.
 //!
-//! Run with `cargo test -p lethe-engine --test recall_quality -- --nocapture` to see the
+//! Run with `cargo test -p lethe-engine --test backends recall_quality:: -- --nocapture` to see the
 //! figures and the queries where the two rankings differ.
 
 use std::collections::HashMap;
 
+use crate::support::now;
 use lethe_engine::lifecycle::{self, NewMemory, RememberOutcome};
 use lethe_engine::recall::{self, RecallQuery};
 use lethe_engine::settings::RecallWeights;
@@ -59,12 +60,8 @@ struct Figures {
     mrr: f64,
 }
 
-fn now() -> time::Instant {
-    time::parse("2026-06-01T12:00:00.000Z").unwrap()
-}
-
 fn load_set() -> RecallSet {
-    let raw = include_str!("data/recall_set.json");
+    let raw = include_str!("../data/recall_set.json");
     serde_json::from_str(raw).expect("recall_set.json parses")
 }
 

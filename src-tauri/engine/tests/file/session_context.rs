@@ -7,23 +7,11 @@
 //!
 //! SQLite files (and a file in memory): the team store's full-text search has no context field.
 
+use crate::support::{now, temp_db};
 use lethe_engine::lifecycle::{self, NewMemory, RememberOutcome};
 use lethe_engine::recall::{self, RecallQuery};
 use lethe_engine::settings::RecallWeights;
 use lethe_engine::{store, time, Tier};
-
-/// The tests that use the process's lexical index (files on disk) run one at a time.
-static PROCESS_CACHE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn now() -> time::Instant {
-    time::parse("2026-06-01T12:00:00.000Z").unwrap()
-}
-
-fn temp_db() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("lethe-context-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join("c.db")
-}
 
 /// A memory of `session` (owner `owner`), `minute` minutes into the day.
 fn turn(conn: &mut store::Connection, session: Option<&str>, owner: Option<&str>, minute: i64, text: &str) -> String {
@@ -133,7 +121,7 @@ fn a_question_answered_only_by_a_neighbours_words_finds_the_memory_and_explains_
 
 #[test]
 fn an_edit_quarantine_restore_and_hard_delete_of_a_neighbour_change_the_match() {
-    let _one = PROCESS_CACHE.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = crate::support::one_recall_cache_user();
     let path = temp_db();
     let mut conn = store::open(&path).unwrap();
     let c = chat(&mut conn);

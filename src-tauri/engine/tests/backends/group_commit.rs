@@ -6,18 +6,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::temp_db;
 use lethe_engine::audit::{self, EventFilter};
 use lethe_engine::group_commit::{GroupCounts, RememberQueue};
 use lethe_engine::lifecycle::{self, NewMemory, RememberCall, RememberOutcome};
 use lethe_engine::store::Connection;
 use lethe_engine::{Result, Tier};
 use lethe_testkit::backend;
-
-fn temp_db() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("lethe-group-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join("t.db")
-}
 
 /// A fresh SQLite store and a second connection holding its write lock (`None` on the
 /// PostgreSQL test server, which has no file lock).

@@ -6,16 +6,6 @@ use lethe_engine::lifecycle::{self, NewMemory, RememberOutcome};
 use lethe_engine::{store, time, Tier};
 use sha2::{Digest, Sha256};
 
-fn temp_db() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("lethe-seeds-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join("t.db")
-}
-
-fn now() -> time::Instant {
-    time::parse("2026-06-01T12:00:00.000Z").unwrap()
-}
-
 fn put(conn: &mut store::Connection, m: NewMemory) -> String {
     match lifecycle::remember(conn, &m, "user", now()).unwrap() {
         RememberOutcome::Stored { id, .. } => id,
@@ -96,7 +86,8 @@ fn batch_archive_of_100_is_all_or_nothing() {
 
 #[test]
 fn batch_archive_in_one_transaction_counts_one_write() {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let ids: Vec<String> = (0..100).map(|i| observation(&mut conn, &format!("payload {i}"))).collect();
     let items: Vec<(String, String)> = ids.iter().map(|id| (id.clone(), "done".to_string())).collect();
     let version_before = count(&conn, "SELECT COUNT(*) FROM lethe_action");
@@ -109,7 +100,8 @@ fn batch_archive_in_one_transaction_counts_one_write() {
 
 #[test]
 fn partial_restore_returns_exactly_the_span_and_restores_nothing() {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let original = "line one\nzwei – ünïcode\nthree\nfour without newline";
     let id = observation(&mut conn, original);
     let r = archive::archive(&mut conn, &id, "four lines", "agent:x", now()).unwrap();
@@ -142,6 +134,7 @@ fn partial_restore_returns_exactly_the_span_and_restores_nothing() {
 
 // ---- End of a session: task logs and rules ----
 
+use crate::support::{now, temp_db};
 use lethe_engine::recall::{self, RecallQuery};
 use lethe_engine::session::{self, Rule};
 use lethe_engine::{audit, forgetting};
@@ -163,7 +156,8 @@ fn rule(content: &str) -> Rule {
 
 #[test]
 fn end_session_moves_working_memories_to_task_logs_and_rules_to_semantic() {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let old_rule = put(&mut conn, NewMemory::new(Tier::Semantic, "Deploys to the canary cluster take ten minutes"));
     let a = working(&mut conn, "s1", "tried the canary deploy, the health check timed out twice");
     let b = working(&mut conn, "s1", "the canary deploy passed after raising the health check timeout");
@@ -254,7 +248,8 @@ fn end_session_moves_working_memories_to_task_logs_and_rules_to_semantic() {
 
 #[test]
 fn a_bad_rule_writes_nothing_and_an_unknown_session_is_not_found() {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let a = working(&mut conn, "s1", "a working note");
     let actions = count(&conn, "SELECT COUNT(*) FROM lethe_action");
     let bad = vec![rule("a fine rule"), Rule { importance: Some(2.0), ..rule("importance out of range") }];
@@ -275,7 +270,8 @@ fn a_bad_rule_writes_nothing_and_an_unknown_session_is_not_found() {
 
 #[test]
 fn task_logs_decay_with_their_own_half_life_in_recall_and_forget_score() {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let mut m = NewMemory::new(Tier::Working, "release checklist: bump the version and tag");
     m.session_id = Some("s".into());
     m.created_at = Some(time::parse("2026-05-02T12:00:00.000Z").unwrap()); // 30 days before now()
@@ -309,7 +305,7 @@ fn task_logs_decay_with_their_own_half_life_in_recall_and_forget_score() {
 
 #[test]
 fn the_lint_flags_dialogue_and_spares_rules_on_the_labelled_set() {
-    let set: serde_json::Value = serde_json::from_str(include_str!("data/dialogue_set.json")).unwrap();
+    let set: serde_json::Value = serde_json::from_str(include_str!("../data/dialogue_set.json")).unwrap();
     let texts = |k: &str| -> Vec<String> {
         set[k].as_array().unwrap().iter().map(|x| x["text"].as_str().unwrap().to_string()).collect()
     };
@@ -338,7 +334,8 @@ fn the_lint_flags_dialogue_and_spares_rules_on_the_labelled_set() {
 
 #[test]
 fn show_carries_the_lint_for_rules_only_and_the_filter_finds_them() {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let chat = put(&mut conn, NewMemory::new(Tier::Semantic, "User: hey, can you remind me how we deploy?"));
     let clean = put(&mut conn, NewMemory::new(Tier::Semantic, "Deploys go through staging first."));
     let ep = put(&mut conn, NewMemory::new(Tier::Episodic, "User: hey, can you remind me how we deploy?"));

@@ -3,14 +3,9 @@
 
 use std::time::{Duration, Instant};
 
+use crate::support::named_temp_db;
 use lethe_engine::lifecycle::{self, NewMemory, Step, StepTimes};
 use lethe_engine::{store, Tier};
-
-fn temp_db(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("lethe-write-{name}-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join("memory.db")
-}
 
 fn size(p: &std::path::Path) -> u64 {
     std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
@@ -18,7 +13,7 @@ fn size(p: &std::path::Path) -> u64 {
 
 #[test]
 fn checkpoints_run_on_their_own_thread_and_the_writer_keeps_a_bounded_fallback() {
-    let db = temp_db("checkpoint");
+    let db = named_temp_db("memory.db");
     let mut conn = store::open(&db).unwrap();
     store::checkpoint_off_the_writer(&conn).unwrap();
     let fallback: i64 = conn.query_row("PRAGMA wal_autocheckpoint", [], |r| r.get(0)).unwrap();

@@ -17,8 +17,7 @@ use lethe_engine::store::Connection;
 use lethe_engine::transfer::CHUNK;
 use serde_json::{json, Value};
 
-#[path = "common/hostile.rs"]
-mod hostile;
+use crate::hostile;
 
 const NOW: &str = "2026-06-01T00:00:00.000Z";
 

@@ -15,6 +15,7 @@
 use std::io::Cursor;
 use std::sync::OnceLock;
 
+use crate::support::now;
 use chrono::{DateTime, Utc};
 use lethe_engine::lifecycle::{self, NewMemory, ProcedureFields, RememberOutcome};
 use lethe_engine::procedural::{self, ProcedurePatch};
@@ -24,10 +25,6 @@ use lethe_testkit::backend;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence};
 use serde_json::{json, Value};
-
-fn now() -> time::Instant {
-    time::parse("2026-06-01T12:00:00.000Z").unwrap()
-}
 
 fn cases(n: u32) -> Config {
     let long = std::env::var("LETHE_LONG").is_ok_and(|v| v == "1");

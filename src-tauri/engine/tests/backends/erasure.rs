@@ -12,6 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::support::{now, temp_db};
 use lethe_engine::forgetting::{self, BatchOptions};
 use lethe_engine::lifecycle::{self, NewMemory, ProcedureFields, RememberOutcome};
 use lethe_engine::procedural::{self, ProcedurePatch};
@@ -23,16 +24,6 @@ use lethe_testkit::backend;
 /// token shows this prefix in the bytes even where later terms are prefix-compressed.
 const MARK: &str = "zqxj";
 const SECRET: &str = "ghp_Rk7Tq2Wm9Xv4Lp8Zs1Nd6Bf3Hj5Cy0Ga2Ue4";
-
-fn temp_db() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lethe-erasure-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join("t.db")
-}
-
-fn now() -> time::Instant {
-    time::parse("2026-06-01T12:00:00.000Z").unwrap()
-}
 
 fn put(conn: &mut store::Connection, m: NewMemory) -> String {
     match lifecycle::remember(conn, &m, "user", now()).unwrap() {
@@ -267,7 +258,8 @@ fn hard_delete_and_purge_leave_no_byte_of_the_text_and_keep_the_facts() {
 
 #[test]
 fn soft_delete_and_restore_stay_byte_identical_with_secure_delete_on() {
-    let mut conn = backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = backend::open(&tmp).unwrap();
     let id = put(&mut conn, NewMemory::new(Tier::Semantic, "Auth uses Ed25519 keys"));
     let before = lifecycle::get(&conn, &id).unwrap();
     lifecycle::soft_delete(&mut conn, &id, None, "user", now()).unwrap();

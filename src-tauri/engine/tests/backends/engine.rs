@@ -5,20 +5,11 @@
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
+use crate::support::{now, temp_db};
 use lethe_engine::forgetting::{self, BatchOptions};
 use lethe_engine::lifecycle::{self, NewMemory, ProcedureFields, RememberOutcome};
 use lethe_engine::procedural::{self, ProcedurePatch};
 use lethe_engine::{archive, audit, meta, store, time, Tier};
-
-fn temp_db() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("lethe-test-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join("t.db")
-}
-
-fn now() -> time::Instant {
-    time::parse("2026-06-01T12:00:00.000Z").unwrap()
-}
 
 fn put(conn: &mut store::Connection, tier: Tier, content: &str) -> String {
     match lifecycle::remember(conn, &NewMemory::new(tier, content), "user", now()).unwrap() {
@@ -48,7 +39,8 @@ fn writes_so_far(conn: &store::Connection) -> i64 {
 
 #[test]
 fn restore_gives_back_the_identical_memory_and_both_steps_are_audited() {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let id = put(&mut conn, Tier::Semantic, "Auth uses Ed25519");
     let before = lifecycle::get(&conn, &id).unwrap();
     lifecycle::soft_delete(&mut conn, &id, Some("wrong"), "user", now()).unwrap();
@@ -63,7 +55,8 @@ fn restore_gives_back_the_identical_memory_and_both_steps_are_audited() {
 
 #[test]
 fn hard_delete_needs_confirmation_and_removes_every_trace_but_events() {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let id = put(&mut conn, Tier::Episodic, "the deploy failed on migration 42");
     let err = lifecycle::hard_delete(&mut conn, &id, false, None, "user", now()).unwrap_err();
     assert_eq!(err.exit_code(), 5);
@@ -86,7 +79,8 @@ fn hard_delete_needs_confirmation_and_removes_every_trace_but_events() {
 
 #[test]
 fn invalid_input_writes_nothing() {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let before = writes_so_far(&conn);
     let cases: Vec<NewMemory> = vec![
         NewMemory::new(Tier::Semantic, ""),
@@ -112,7 +106,8 @@ fn invalid_input_writes_nothing() {
 
 #[test]
 fn write_time_filter_skips_trivial_and_exact_duplicates() {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let ok = lifecycle::remember(&mut conn, &NewMemory::new(Tier::Episodic, "ok"), "user", now()).unwrap();
     assert!(matches!(ok, RememberOutcome::Skipped { ref reason, .. } if reason.starts_with("trivial")));
     let first = put(&mut conn, Tier::Semantic, "The staging cluster runs in eu-west-1.");
@@ -146,7 +141,8 @@ fn write_time_filter_skips_trivial_and_exact_duplicates() {
 
 #[test]
 fn near_copies_one_quarantined_as_duplicate_of_the_other_and_batch_is_idempotent() {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let old = time::add_days(now(), -20.0);
     let mk = |content: &str| NewMemory {
         created_at: Some(old),
@@ -190,7 +186,8 @@ fn batch_is_idempotent_with_a_cluster_larger_than_any_old_bucket_cap() {
     // the first run must not reveal new duplicate pairs to the second run. Each is the text
     // with one filler word put in somewhere (a copy that differs in a value, such as a ticket
     // number, is another memory, not a duplicate).
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let base = "when the nightly backup of the billing database fails the on call engineer restores the last \
                 snapshot into staging verifies row counts against the ledger and only then promotes it";
     let words: Vec<&str> = base.split_whitespace().collect();
@@ -216,7 +213,8 @@ fn batch_is_idempotent_with_a_cluster_larger_than_any_old_bucket_cap() {
 
 #[test]
 fn later_now_forgets_more_and_dry_run_writes_nothing() {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     for i in 0..30 {
         let m = NewMemory {
             importance: Some(0.0),
@@ -243,7 +241,8 @@ fn later_now_forgets_more_and_dry_run_writes_nothing() {
 
 #[test]
 fn review_event_only_on_entering_the_band() {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     // Episodic, never used, importance 0: 0.25 + 0.35(1−R); in [0.5, 0.6) for R in (0, 2/7],
     // i.e. from day 54 on (day 70: 0.53).
     let m = NewMemory {
@@ -260,7 +259,8 @@ fn review_event_only_on_entering_the_band() {
 
 #[test]
 fn expired_quarantine_is_purged_with_a_hard_event() {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let id = put(&mut conn, Tier::Semantic, "to be purged");
     lifecycle::soft_delete(&mut conn, &id, None, "user", now()).unwrap();
     let r = forgetting::run_batch(&mut conn, &BatchOptions::new(time::add_days(now(), 31.0), false)).unwrap();
@@ -293,7 +293,7 @@ fn cas_race_exactly_one_of_sixteen_wins_each_round() {
         let barrier = Arc::new(Barrier::new(16));
         let handles: Vec<_> = (0..16)
             .map(|t| {
-                let (path, id, barrier) = (path.clone(), id.clone(), barrier.clone());
+                let (path, id, barrier) = (path.to_path_buf(), id.clone(), barrier.clone());
                 std::thread::spawn(move || {
                     let mut c = lethe_testkit::backend::open(&path).unwrap();
                     let patch = ProcedurePatch {
@@ -319,7 +319,8 @@ fn cas_race_exactly_one_of_sixteen_wins_each_round() {
 
 #[test]
 fn reflection_notes_cap_at_100_and_reject_big_notes() {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let id = procedure(&mut conn);
     for i in 0..101 {
         let note = serde_json::json!({"failure_type": "tool_error", "failure_description": format!("failure {i}")});
@@ -337,7 +338,8 @@ fn reflection_notes_cap_at_100_and_reject_big_notes() {
 
 #[test]
 fn archive_round_trip_is_byte_identical_and_protects_other_text() {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let payload: String =
         (0..100_000u32).map(|i| char::from(b' ' + (i.wrapping_mul(2_654_435_761) % 94) as u8)).collect();
     let m = NewMemory { source: Some("tool:bash".into()), ..NewMemory::new(Tier::Episodic, payload.clone()) };
@@ -682,7 +684,7 @@ fn many_connections_opening_a_new_file_at_once_all_succeed() {
         let barrier = Arc::new(Barrier::new(12));
         let handles: Vec<_> = (0..12)
             .map(|_| {
-                let (path, barrier) = (path.clone(), barrier.clone());
+                let (path, barrier) = (path.to_path_buf(), barrier.clone());
                 std::thread::spawn(move || {
                     barrier.wait();
                     lethe_testkit::backend::open(&path).map(|_| ())
@@ -773,7 +775,8 @@ fn a_change_of_content_by_another_program_drops_its_neighbours_and_signature() {
 /// band entry goes), and one that leaves the band (pinned meanwhile: no event).
 #[test]
 fn the_batch_records_every_decision_with_its_fields() {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let old = |days: f64, tier: Tier, text: &str| NewMemory {
         importance: Some(0.0),
         created_at: Some(time::add_days(now(), -days)),
@@ -992,7 +995,8 @@ fn kept_scores_are_those_of_the_same_instant_settings_and_data() {
 #[test]
 fn a_period_the_query_names_ranks_that_time_first_on_every_backend() {
     use lethe_engine::recall::{self, RecallQuery};
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let dated = |conn: &mut store::Connection, at: &str, content: &str| {
         let mut m = NewMemory::new(Tier::Episodic, content);
         m.created_at = Some(time::parse(at).unwrap());
@@ -1018,4 +1022,32 @@ fn a_period_the_query_names_ranks_that_time_first_on_every_backend() {
     assert_eq!((hits[0].breakdown.scene, hits[0].breakdown.recency), (1.0, 1.0));
     assert_eq!(periods.len(), 1);
     assert_eq!(periods[0].said, "March 2026");
+}
+
+#[test]
+fn a_recall_answer_carries_what_recall_read_of_the_query_for_every_interface() {
+    use lethe_engine::recall::{self, RecallQuery};
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
+    let id = put(&mut conn, Tier::Episodic, "rotated the vault tokens for the billing service");
+    let ask =
+        |text: String| recall::answer(&conn, &RecallQuery { text, limit: 5, ..Default::default() }, now()).unwrap();
+
+    let plain = ask("vault tokens".into());
+    assert_eq!(plain.results.iter().map(|h| h.id.as_str()).collect::<Vec<_>>(), [id.as_str()]);
+    assert_eq!(plain.searched_words, ["vault", "tokens"]);
+    assert!(plain.recall_mode.contains("lexical"), "{}", plain.recall_mode);
+    let json = serde_json::to_value(&plain).unwrap();
+    for absent in ["periods", "dropped_words", "notice"] {
+        assert!(json.get(absent).is_none(), "{absent} is left out when there is nothing to say: {json}");
+    }
+
+    // A period named, and more words than recall searches: both said, with a sentence.
+    let many: Vec<String> = (0..70).map(|i| format!("w{i}")).collect();
+    let long = ask(format!("vault tokens in March 2026 {}", many.join(" ")));
+    assert_eq!(long.periods.as_ref().unwrap()[0].said, "March 2026");
+    let dropped = long.dropped_words.unwrap();
+    assert_eq!(dropped.last().map(String::as_str), Some("w69"));
+    assert_eq!(long.searched_words.len(), recall::MAX_QUERY_WORDS);
+    assert!(long.notice.unwrap().contains(&format!("the last {} were not searched", dropped.len())));
 }

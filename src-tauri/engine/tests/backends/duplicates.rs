@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use crate::support::{now, temp_db};
 use lethe_engine::duplicates;
 use lethe_engine::forgetting::Snapshot;
 use lethe_engine::health;
@@ -11,16 +12,6 @@ use lethe_engine::lifecycle::{self, NewMemory, RememberOutcome};
 use lethe_engine::meta::{self, Delta};
 use lethe_engine::recall::{self, RecallQuery};
 use lethe_engine::{audit, store, time, Settings, Tier};
-
-fn temp_db() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("lethe-dupes-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join("t.db")
-}
-
-fn now() -> time::Instant {
-    time::parse("2026-06-01T12:00:00.000Z").unwrap()
-}
 
 fn days_ago(d: f64) -> time::Instant {
     time::add_days(now(), -d)
@@ -45,7 +36,8 @@ const NEAR: &str = "The staging deploy of the billing service needs the feature 
 /// A file with one near-copy pair (the older one more important: it dominates) and one
 /// unrelated memory. Returns (file, older id, newer id, unrelated id).
 fn pair_file() -> (store::Connection, String, String, String) {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let old = put(
         &mut conn,
         NewMemory { importance: Some(0.8), created_at: Some(days_ago(20.0)), ..NewMemory::new(Tier::Semantic, TEXT) },
@@ -196,7 +188,8 @@ fn a_hard_delete_removes_the_memorys_dismissals() {
 
 #[test]
 fn health_lists_name_the_memories_people_should_look_at() {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let mk = |content: &str, age: f64| NewMemory {
         created_at: Some(days_ago(age)),
         ..NewMemory::new(Tier::Episodic, content)
@@ -281,7 +274,8 @@ fn health_lists_name_the_memories_people_should_look_at() {
 /// What `remember` answers for `b` stored after `a` (the older, more important one), and b's
 /// duplication.
 fn second_of(a: &str, b: &str) -> (String, String, Vec<lethe_engine::semantic::Similar>, f64) {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let first = put(
         &mut conn,
         NewMemory { importance: Some(0.6), created_at: Some(days_ago(3.0)), ..NewMemory::new(Tier::Semantic, a) },
@@ -337,7 +331,8 @@ fn a_date_written_two_ways_is_still_a_duplicate() {
 
 #[test]
 fn five_random_hex_memories_carry_no_duplication() {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut ids = Vec::new();
     for _ in 0..5 {
@@ -358,7 +353,8 @@ fn five_random_hex_memories_carry_no_duplication() {
 
 #[test]
 fn the_demos_rename_requests_are_not_duplicates_and_its_near_copies_still_are() {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     lethe_engine::demo::load(&mut conn, 7, 400, now()).unwrap();
     let cl = clusters(&conn);
     assert!(cl.total >= 1, "the demo keeps clusters of real near-copies");

@@ -3,18 +3,12 @@
 
 use std::sync::atomic::AtomicBool;
 
+use crate::support::temp_db;
 use lethe_engine::embed;
 use lethe_engine::lifecycle::{self, NewMemory, RememberOutcome};
 use lethe_engine::recall::{self, RecallQuery};
 use lethe_engine::store::Connection;
 use lethe_engine::{demo, forgetting, neighbours, semantic, Tier};
-
-/// A fresh store: a file, or its own database on the test server (`LETHE_TEST_POSTGRES`).
-fn temp_db() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("lethe-test-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join("t.db")
-}
 
 fn model() -> &'static embed::Embedder {
     embed::shared().unwrap_or_else(|| panic!("{} (run `make model`)", embed::status()))
@@ -33,7 +27,8 @@ fn vector_of(conn: &Connection, id: &str) -> Option<(String, Vec<u8>)> {
 #[test]
 fn the_demo_rollback_procedure_is_found_by_words_it_does_not_use() {
     model();
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let now = chrono::Utc::now();
     demo::load(&mut conn, 7, 300, now).unwrap();
     let rollback: String = conn
@@ -64,7 +59,8 @@ fn the_demo_rollback_procedure_is_found_by_words_it_does_not_use() {
 #[test]
 fn vectors_follow_the_memory_through_edit_and_hard_delete() {
     let e = model();
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let now = chrono::Utc::now();
     let (id, _) = put(&mut conn, Tier::Semantic, "The auth API allows 600 requests per minute per key");
     let (fp, before) = vector_of(&conn, &id).expect("remember stores the vector in the same transaction");
@@ -81,7 +77,8 @@ fn vectors_follow_the_memory_through_edit_and_hard_delete() {
 #[test]
 fn backfill_embeds_rows_written_without_a_vector_and_replaces_another_models() {
     let e = model();
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let (a, _) = put(&mut conn, Tier::Semantic, "Use snake_case for database column names");
     let (b, _) = put(&mut conn, Tier::Semantic, "Deploy notifications go to the releases channel");
     // Another program's rows: no vector, or one of another model.
@@ -110,7 +107,8 @@ fn backfill_embeds_rows_written_without_a_vector_and_replaces_another_models() {
 #[test]
 fn a_store_embedded_under_another_model_is_embedded_and_searched_once_by_a_writing_read() {
     let e = model();
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let now = chrono::Utc::now();
     demo::load(&mut conn, 3, 60, now).unwrap();
     forgetting::Snapshot::load_and_keep(&mut conn).unwrap();
@@ -153,7 +151,8 @@ fn a_store_embedded_under_another_model_is_embedded_and_searched_once_by_a_writi
 #[test]
 fn remember_names_the_paraphrase_already_stored_and_similar_ranks_it_first() {
     model();
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let (rule, _) = put(&mut conn, Tier::Semantic, "Use snake_case for database column names");
     let (_, _) = put(&mut conn, Tier::Semantic, "Deploy notifications go to the releases Slack channel");
     let (para, out) = put(&mut conn, Tier::Semantic, "Database columns are named in snake_case");
@@ -192,7 +191,8 @@ fn semantic_similarity_separates_paraphrases_from_shared_topic_words() {
 #[test]
 fn a_paraphrase_carries_duplication_by_meaning_and_shared_topic_words_do_not() {
     model();
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let now = chrono::Utc::now();
     let s = lethe_engine::Settings::default();
     let older = NewMemory {
@@ -235,7 +235,8 @@ fn a_paraphrase_carries_duplication_by_meaning_and_shared_topic_words_do_not() {
 #[test]
 fn recall_by_meaning_ranks_the_nearest_stored_vectors_first_on_every_backend() {
     let e = model();
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let now = chrono::Utc::now();
     let (things, states) = (
         ["the billing service", "the search index", "the auth gateway", "the nightly job", "the mobile app", "the CDN"],

@@ -5,7 +5,7 @@
 //! queries still work from a connection that knows nothing of Lethe.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use lethe_engine::lifecycle;
 use lethe_engine::{audit, decay, forgetting, meta, procedural, store, time, Settings, Tier};
@@ -15,16 +15,6 @@ use rusqlite::{params, Connection};
 /// The SQLite connection under an engine connection (these checks read SQLite's catalogue).
 fn raw(conn: &lethe_engine::store::Connection) -> &Connection {
     conn.sqlite().expect("an SQLite file")
-}
-
-fn temp_db(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lethe-memento-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn now() -> time::Instant {
-    time::parse("2026-06-01T12:00:00.000Z").unwrap()
 }
 
 /// A connection as memento opens one: plain SQLite with `normalize_reflection_notes`
@@ -83,8 +73,8 @@ const MEMENTO_136_COLUMNS: &[&str] = &[
 /// memento 0.1.0 (its own schema.sql at release tag 1.5.1, and three rows): no procedural,
 /// versioning or soft-delete columns, `CURRENT_TIMESTAMP` times, an FTS index over content,
 /// tags and source kept by memento's triggers, no forgetting or meta tables.
-fn build_early() -> PathBuf {
-    let path = temp_db("memento-0.1.db");
+fn build_early() -> crate::support::TempDb {
+    let path = named_temp_db("memento-0.1.db");
     fixtures::build_memento(&path, fixtures::MementoKind::Early).unwrap();
     path
 }
@@ -92,8 +82,8 @@ fn build_early() -> PathBuf {
 /// memento 1.36 as its schema.sql writes it (the parts Lethe meets), plus the sqlite-vec parts
 /// a plain SQLite cannot create: the `vec0` table itself (written into sqlite_master as
 /// sqlite-vec leaves it) and memento's triggers that feed it.
-fn build_v136() -> PathBuf {
-    let path = temp_db("memento-1.36.db");
+fn build_v136() -> crate::support::TempDb {
+    let path = named_temp_db("memento-1.36.db");
     fixtures::build_memento(&path, fixtures::MementoKind::V136).unwrap();
     // The file now looks like one sqlite-vec wrote: a plain SQLite can read its schema but
     // cannot touch the vec0 table.
@@ -489,7 +479,7 @@ fn without_sqlite_vec_nothing_is_deleted_for_ever_and_the_batch_still_runs() {
 fn a_lethe_file_from_schema_2_gets_memento_s_trigger_names_and_a_consistent_index() {
     // Rebuild the state a Lethe file had before migration 3: Lethe's 001 trigger names and an
     // index built with the old normalisation (which also indexed "actor" differently).
-    let path = temp_db("lethe-v2.db");
+    let path = named_temp_db("lethe-v2.db");
     {
         let mut conn = store::open(&path).unwrap();
         let id = match lifecycle::remember(
@@ -508,7 +498,7 @@ fn a_lethe_file_from_schema_2_gets_memento_s_trigger_names_and_a_consistent_inde
              DELETE FROM lethe_schema WHERE version >= 3;",
         )
         .unwrap();
-        let old_triggers: String = include_str!("../src/storage/sqlite/migrations/001_fts.sql")
+        let old_triggers: String = include_str!("../../src/storage/sqlite/migrations/001_fts.sql")
             .split("CREATE TRIGGER")
             .skip(1)
             .map(|t| format!("CREATE TRIGGER{t}"))
@@ -543,11 +533,11 @@ fn a_lethe_file_from_schema_2_gets_memento_s_trigger_names_and_a_consistent_inde
 fn the_index_check_catches_double_indexing() {
     // The checker used above is only worth something if it fails when a row is indexed twice
     // (memento's triggers next to Lethe's 001 ones, the risk migration 3 removes).
-    let path = temp_db("double.db");
+    let path = named_temp_db("double.db");
     let conn = memento_conn(&path);
     // The schema and rows of the 1.36 fixture, without its sqlite-vec parts.
-    conn.execute_batch(include_str!("fixtures/memento_1_36.sql")).unwrap();
-    let old_triggers: String = include_str!("../src/storage/sqlite/migrations/001_fts.sql")
+    conn.execute_batch(include_str!("../fixtures/memento_1_36.sql")).unwrap();
+    let old_triggers: String = include_str!("../../src/storage/sqlite/migrations/001_fts.sql")
         .split("CREATE TRIGGER")
         .skip(1)
         .map(|t| format!("CREATE TRIGGER{t}"))
@@ -561,6 +551,7 @@ fn the_index_check_catches_double_indexing() {
 
 // ---- memento 0.1.0's own SQL ------------------------------------------------------------------
 
+use crate::support::{named_temp_db, now};
 use lethe_testkit::fixtures::MementoSchema;
 
 /// (name, declared type, not null, default, primary key) of every column of a table.
@@ -621,7 +612,7 @@ fn the_memento_fixtures_are_memento_s_text_unchanged() {
 #[test]
 fn every_released_memento_schema_opens_and_its_search_keeps_working() {
     for schema in MementoSchema::ALL {
-        let path = temp_db("memento-real.db");
+        let path = named_temp_db("memento-real.db");
         lethe_testkit::fixtures::build_memento_with(&path, schema, 40).unwrap();
         let before_logic = logic(&memento_conn(&path));
         assert!(
@@ -645,7 +636,7 @@ fn every_released_memento_schema_opens_and_its_search_keeps_working() {
         assert_fts_exact(&m);
     }
     // database.ts makes the same triggers as schema.sql at the same tag.
-    let (a, b) = (temp_db("schema.db"), temp_db("database-ts.db"));
+    let (a, b) = (named_temp_db("schema.db"), named_temp_db("database-ts.db"));
     lethe_testkit::fixtures::build_memento_with(&a, MementoSchema::Schema1_5_1, 0).unwrap();
     lethe_testkit::fixtures::build_memento_with(&b, MementoSchema::DatabaseTs1_5_1, 0).unwrap();
     assert_eq!(logic(&memento_conn(&a)), logic(&memento_conn(&b)));
@@ -653,8 +644,9 @@ fn every_released_memento_schema_opens_and_its_search_keeps_working() {
 
 #[test]
 fn a_memento_0_1_file_with_500_memories_works_in_lethe_and_in_memento() {
+    let _cache = crate::support::one_recall_cache_user();
     use lethe_engine::recall::{self, RecallQuery};
-    let path = temp_db("memento-0.1.0-500.db");
+    let path = named_temp_db("memento-0.1.0-500.db");
     lethe_testkit::fixtures::build_memento_with(&path, MementoSchema::Schema1_5_1, 500).unwrap();
     let memento_columns = column_decls(&memento_conn(&path), "memory_item");
     let sample = "mem_1735722000007_00000d889"; // memory number 7 (7 * 7919 = 0xd889)
@@ -750,7 +742,7 @@ fn a_real_memento_file_with_one_more_trigger_or_view_is_refused_untouched() {
         "DROP TRIGGER memory_item_fts_insert;
          CREATE TRIGGER memory_item_fts_insert AFTER INSERT ON memory_item BEGIN DELETE FROM memory_link; END;",
     ] {
-        let path = temp_db("memento-extra.db");
+        let path = named_temp_db("memento-extra.db");
         lethe_testkit::fixtures::build_memento_with(&path, MementoSchema::Schema1_5_1, 10).unwrap();
         memento_conn(&path).execute_batch(extra).unwrap();
         let before = schema(&memento_conn(&path));
@@ -763,8 +755,9 @@ fn a_real_memento_file_with_one_more_trigger_or_view_is_refused_untouched() {
 
 #[test]
 fn rows_memento_allows_but_lethe_cannot_read_are_reported_and_skipped() {
+    let _cache = crate::support::one_recall_cache_user();
     use lethe_engine::recall::{self, RecallQuery};
-    let path = temp_db("memento-odd-rows.db");
+    let path = named_temp_db("memento-odd-rows.db");
     lethe_testkit::fixtures::build_memento_with(&path, MementoSchema::Schema1_5_1, 30).unwrap();
     // memento's schema allows all three: `id TEXT PRIMARY KEY` takes NULL (not an INTEGER
     // primary key), and its columns have no STRICT types.

@@ -1,19 +1,13 @@
 //! The secrets and personal-data detector on a corpus of realistic fake secrets
 //! and innocuous look-alikes: every secret redacted, no look-alike touched; precision and
-//! recall are printed (`cargo test -p lethe-engine --test redaction -- --nocapture`).
+//! recall are printed (`cargo test -p lethe-engine --test backends redaction:: -- --nocapture`).
 
+use crate::support::{now, temp_db};
 use lethe_engine::lifecycle::{self, NewMemory, RememberOutcome};
 use lethe_engine::redact::{self, Guard, Kind, PiiMode, Policy, SecretsMode};
-use lethe_engine::{store, time, Settings, Tier};
+use lethe_engine::{store, Settings, Tier};
 
 /// (sentence, the secret in it, the kind expected). All fake, made for this test.
-/// A fresh store: a file, or its own database on the test server (`LETHE_TEST_POSTGRES`).
-fn temp_db() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("lethe-test-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join("t.db")
-}
-
 fn secrets() -> Vec<(String, &'static str, Kind)> {
     let c = |text: &str, secret: &'static str, kind: Kind| (text.replace("{}", secret), secret, kind);
     let pem_rsa = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA1x8Qm3Zr7Tn2Vb\nq9Wf0LkP4Hs6Dj2Ng8\n-----END RSA PRIVATE KEY-----";
@@ -193,10 +187,6 @@ fn personal_data_is_found_with_checksums() {
     }
 }
 
-fn now() -> time::Instant {
-    time::parse("2026-06-01T12:00:00.000Z").unwrap()
-}
-
 fn with_settings(conn: &mut store::Connection, secrets: SecretsMode, pii: PiiMode) {
     let s = Settings { secrets, pii, ..Settings::default() };
     Settings::store(conn, &s, "user", now()).unwrap();
@@ -204,7 +194,8 @@ fn with_settings(conn: &mut store::Connection, secrets: SecretsMode, pii: PiiMod
 
 #[test]
 fn remember_redacts_before_the_duplicate_check_and_reports_kinds_and_offsets() {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let key = "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5";
     let text = format!("deploy with {key} and mail ops@example.com");
     let mut m = NewMemory::new(Tier::Semantic, text.clone());
@@ -226,7 +217,8 @@ fn remember_redacts_before_the_duplicate_check_and_reports_kinds_and_offsets() {
 
 #[test]
 fn refuse_mode_writes_nothing_and_allow_mode_stores_as_given() {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     with_settings(&mut conn, SecretsMode::Refuse, PiiMode::Allow);
     let rows = |c: &store::Connection| -> (i64, i64) {
         (
@@ -287,7 +279,8 @@ fn detector_is_fast_enough_for_every_write() {
 #[test]
 fn labels_reasons_and_reflection_audits_keep_no_secret() {
     const TOKEN: &str = "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5";
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let mut m = NewMemory::new(Tier::Semantic, "the release train leaves on Thursdays");
     m.session_id = Some(format!("sess {TOKEN}"));
     m.project_id = Some(format!("proj {TOKEN}"));
