@@ -3,8 +3,17 @@
 // and kept until the memory changes. Lookups run a few at a time so a long list does not
 // flood the shell.
 import * as api from './api';
-import { nowIso } from './state.svelte';
 import type { MemoryDetail, Tier } from './types';
+
+/**
+ * The `now` lookups are read at (undefined: the engine's clock). The window's state sets it to
+ * follow the time offset a person chose; this module imports nothing of that state, so the two
+ * do not import each other.
+ */
+let readAt: () => string | undefined = () => undefined;
+export function useClock(now: () => string | undefined): void {
+  readAt = now;
+}
 
 export interface MemoryRef {
   id: string;
@@ -59,7 +68,7 @@ async function pump(): Promise<void> {
     const id = queue.shift()!;
     running++;
     api
-      .showMemory(id, nowIso())
+      .showMemory(id, readAt())
       .then((d) => (refs[id] = toRef(d)))
       .catch((e) => {
         if (api.toApiError(e).code === 'not_found') refs[id] = GONE;
@@ -87,7 +96,7 @@ export async function lookup(id: string): Promise<MemoryRef | null> {
   const known = refs[id];
   if (known && known !== GONE) return known;
   try {
-    const d = await api.showMemory(id, nowIso());
+    const d = await api.showMemory(id, readAt());
     refs[id] = toRef(d);
     return refs[id] as MemoryRef;
   } catch {

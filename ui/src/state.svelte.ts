@@ -2,7 +2,7 @@
 // change of the time-travel offset, the DB or a live event re-runs exactly their fetches.
 import type { DbInfo, LiveState, Notice, ScoringProgress, Stats, Theme } from './types';
 import * as api from './api';
-import { invalidate, lookup, quote } from './memref.svelte';
+import { invalidate, lookup, quote, useClock } from './memref.svelte';
 import { plural } from './format';
 
 /** What the top bar's indicator says: the watcher's state, or that the file is still opening. */
@@ -73,6 +73,7 @@ export function nowIso(offsetDays: number = app.offsetDays): string | undefined 
   if (offsetDays === 0) return undefined;
   return new Date(Date.now() + offsetDays * DAY_MS).toISOString();
 }
+useClock(() => nowIso());
 
 /**
  * One instant for several queries that belong together (the pages of one listing, the parts

@@ -811,7 +811,7 @@ fn run_command(cli: Cli) -> Result<Option<Value>> {
                 )?
             }
             (None, Some(q)) => {
-                let ids = topic_ids(conn, q, *limit, now)?;
+                let ids = recall::topic_ids(conn, q, *limit, now)?;
                 let mut v = to_json(&meta::overview(conn, Some(&ids), &Default::default())?)?;
                 v["query"] = json!(q);
                 v
@@ -1004,27 +1004,6 @@ fn is_broken_pipe(e: &Error) -> bool {
         Error::Json(j) => j.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe),
         _ => false,
     }
-}
-
-/// The memories recall finds for a topic, for meta statistics; the search is not recorded
-/// as recall hits.
-pub fn topic_ids(conn: &store::Connection, query: &str, limit: usize, now: time::Instant) -> Result<Vec<String>> {
-    if !(1..=100).contains(&limit) {
-        return Err(Error::invalid("--limit must be 1-100"));
-    }
-    let q = recall::RecallQuery {
-        text: query.to_string(),
-        limit,
-        tier: None,
-        session: None,
-        project: None,
-        workflow: None,
-        tags: Vec::new(),
-        pinned: None,
-        weights: None,
-        task_kind: None,
-    };
-    Ok(recall::recall(conn, &q, now)?.into_iter().map(|h| h.id).collect())
 }
 
 /// Names the memories holding a value of the wrong type (read leniently, not fatal), as

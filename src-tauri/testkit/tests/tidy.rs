@@ -192,6 +192,84 @@ fn the_code_and_docs_speak_of_the_product_not_of_how_it_was_made() {
     assert!(hits.is_empty(), "pointers to how the code was made (say the reason instead):\n{}", hits.join("\n"));
 }
 
+/// The first cycle in a graph of `node -> what it imports`, if any.
+fn a_cycle(graph: &std::collections::BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        n: &str,
+        graph: &std::collections::BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|p| p == n) {
+            let mut cycle = path[at..].to_vec();
+            cycle.push(n.to_string());
+            return Some(cycle);
+        }
+        if done.contains(n) {
+            return None;
+        }
+        path.push(n.to_string());
+        for next in graph.get(n).into_iter().flatten() {
+            if let Some(c) = visit(next, graph, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(n.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph.keys().find_map(|n| visit(n, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn no_two_modules_import_each_other_in_the_cli_and_the_window() {
+    let root = root();
+    // The CLI: its top-level modules and the `crate::` paths between them.
+    let src = root.join("src-tauri/cli/src");
+    let mut all = Vec::new();
+    files(&src, &[".rs"], &mut all);
+    let mut graph = std::collections::BTreeMap::new();
+    for path in &all {
+        let rel = path.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
+        let module = rel.split('/').next().unwrap().trim_end_matches(".rs").to_string();
+        let uses = crate_paths(&fs::read_to_string(path).unwrap());
+        let entry: &mut BTreeSet<String> = graph.entry(module.clone()).or_default();
+        entry.extend(uses.into_iter().filter(|u| *u != module));
+    }
+    assert_eq!(a_cycle(&graph), None, "CLI modules that import each other");
+
+    // The window: relative imports between its TypeScript and Svelte files.
+    let ui = root.join("ui/src");
+    let mut all = Vec::new();
+    files(&ui, &[".ts", ".svelte"], &mut all);
+    let mut graph = std::collections::BTreeMap::new();
+    for path in &all {
+        let text = fs::read_to_string(path).unwrap();
+        let from = path.strip_prefix(&ui).unwrap().to_string_lossy().to_string();
+        let dir = path.parent().unwrap();
+        let mut to = BTreeSet::new();
+        for line in text.lines().map(str::trim_start).filter(|l| l.starts_with("import ")) {
+            let Some(spec) = line.rsplit(['\'', '"']).nth(1) else { continue };
+            if !spec.starts_with('.') || line.starts_with("import type") {
+                continue;
+            }
+            for ext in ["", ".ts", ".svelte.ts"] {
+                let p = dir.join(format!("{spec}{ext}"));
+                if p.is_file() {
+                    if let Ok(p) = p.canonicalize() {
+                        to.insert(p.strip_prefix(ui.canonicalize().unwrap()).unwrap().to_string_lossy().to_string());
+                    }
+                    break;
+                }
+            }
+        }
+        graph.insert(from, to);
+    }
+    assert!(graph.len() > 10, "the window's sources were not found");
+    assert_eq!(a_cycle(&graph), None, "window modules that import each other");
+}
+
 #[test]
 fn crate_paths_reads_single_paths_and_groups() {
     let code = "use crate::error::Result;\nuse crate::{\n    ops::recall::Facts,\n    storage::{db, sqlite},\n};\n// crate::io is a comment\nlet x = lethe_engine::io::demo;\n";

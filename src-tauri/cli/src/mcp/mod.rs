@@ -674,7 +674,7 @@ impl LetheMcp {
                 Ok(serde_json::to_value(b.read(c, &id)?)?)
             }
             (None, Some(q)) => {
-                let ids = crate::commands::topic_ids(c, &q, a.limit.unwrap_or(20) as usize, now)?;
+                let ids = recall::topic_ids(c, &q, a.limit.unwrap_or(20) as usize, now)?;
                 let mut v = serde_json::to_value(b.overview(c, Some(&ids))?)?;
                 v["query"] = json!(q);
                 Ok(v)

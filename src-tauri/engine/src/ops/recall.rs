@@ -408,6 +408,16 @@ pub fn answer(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Answer
     })
 }
 
+/// The memories recall finds for a topic (at most `limit`, 1-100), for the meta statistics of
+/// that topic; the search is not recorded as recall hits.
+pub fn topic_ids(conn: &Connection, query: &str, limit: usize, now: Instant) -> Result<Vec<String>> {
+    if !(1..=100).contains(&limit) {
+        return Err(Error::invalid("limit must be 1-100"));
+    }
+    let q = RecallQuery { text: query.to_string(), limit, ..Default::default() };
+    Ok(recall(conn, &q, now)?.into_iter().map(|h| h.id).collect())
+}
+
 /// How many declined candidates of each kind [`explain`] lists unless told otherwise.
 pub const DECLINED: usize = 10;
 
