@@ -200,6 +200,36 @@ pub fn named(text: &str, now: Instant) -> Vec<Period> {
     // Every recall asks: most queries hold neither a year nor a relative word, and then no
     // pattern is run (all of them together cost ~3 % of a recall at 10k memories).
     let year = has_year(text);
+    let relative = has_relative_word(text);
+    if !year && !relative {
+        return Vec::new();
+    }
+    // Spans already read as a day or a month, so that their month and year are not read again.
+    let mut taken: Vec<(usize, usize)> = Vec::new();
+    if year {
+        absolute(text, &mut found, &mut taken);
+    }
+    // Relative words count from the first day the query names, if it names one ("last week,
+    // as mentioned on 6 November 2023"), else from now.
+    let today = found
+        .iter()
+        .min_by_key(|(at, _)| *at)
+        .map(|(_, p)| (p.until - Duration::days(1)).date_naive())
+        .unwrap_or_else(|| now.date_naive());
+    for c in RELATIVE.captures_iter(if relative { text } else { "" }) {
+        let whole = c.get(0).expect("match");
+        let said = whole.as_str().to_ascii_lowercase();
+        let said: Vec<&str> = said.split_whitespace().collect();
+        if let Some(span) = relative_span(&said, today) {
+            push(&mut found, &mut taken, whole, span);
+        }
+    }
+    found.sort_by_key(|(at, _)| *at);
+    found.into_iter().map(|(_, p)| p).collect()
+}
+
+/// Whether `text` holds a word a relative time needs ("yesterday", "week", "ago", a weekday).
+fn has_relative_word(text: &str) -> bool {
     const RELATIVE_WORDS: [&str; 13] = [
         "today",
         "yesterday",
@@ -215,16 +245,14 @@ pub fn named(text: &str, now: Instant) -> Vec<Period> {
         "saturday",
         "sunday",
     ];
-    let relative = text
-        .split(|c: char| !c.is_ascii_alphabetic())
-        .any(|w| (3..=9).contains(&w.len()) && RELATIVE_WORDS.iter().any(|r| w.eq_ignore_ascii_case(r)));
-    if !year && !relative {
-        return Vec::new();
-    }
-    // Spans already read as a day or a month, so that their month and year are not read again.
-    let mut taken: Vec<(usize, usize)> = Vec::new();
+    text.split(|c: char| !c.is_ascii_alphabetic())
+        .any(|w| (3..=9).contains(&w.len()) && RELATIVE_WORDS.iter().any(|r| w.eq_ignore_ascii_case(r)))
+}
+
+/// The days, months, seasons and years `text` names, in the form order (a day before the month
+/// and year in it); each match's span goes into `taken`.
+fn absolute(text: &str, found: &mut Vec<(usize, Period)>, taken: &mut Vec<(usize, usize)>) {
     let free = |taken: &[(usize, usize)], s: usize, e: usize| taken.iter().all(|&(a, b)| e <= a || s >= b);
-    let with_year = if year { text } else { "" };
     // Each absolute form reads its span from a match; a match that names no real time ("31
     // February 2023") is still taken, so that its month and year are not read on their own.
     let day_first = |c: &Captures| day_span(c, (c[5].parse().ok(), month_number(&c[4]), c[3].parse().ok()));
@@ -251,80 +279,66 @@ pub fn named(text: &str, now: Instant) -> Vec<Period> {
         (&YEAR, &in_year),
     ];
     for (pattern, span_of) in forms {
-        for c in pattern.captures_iter(with_year) {
+        for c in pattern.captures_iter(text) {
             let whole = c.get(0).expect("match");
-            if !free(&taken, whole.start(), whole.end()) {
+            if !free(taken, whole.start(), whole.end()) {
                 continue;
             }
             match span_of(&c) {
-                Some(span) => push(&mut found, &mut taken, whole, span),
+                Some(span) => push(found, taken, whole, span),
                 None => taken.push((whole.start(), whole.end())),
             }
         }
     }
-    // Relative words count from the first day the query names, if it names one ("last week,
-    // as mentioned on 6 November 2023"), else from now.
-    let today = found
-        .iter()
-        .min_by_key(|(at, _)| *at)
-        .map(|(_, p)| (p.until - Duration::days(1)).date_naive())
-        .unwrap_or_else(|| now.date_naive());
-    for c in RELATIVE.captures_iter(if relative { text } else { "" }) {
-        let whole = c.get(0).expect("match");
-        let said = whole.as_str().to_ascii_lowercase();
-        let said: Vec<&str> = said.split_whitespace().collect();
-        let span = match said.as_slice() {
-            ["today"] => Some(days(today, today + Duration::days(1))),
-            ["yesterday"] => Some(days(today - Duration::days(1), today)),
-            ["this", "week"] => Some(days(monday_of(today), today + Duration::days(1))),
-            ["past", unit @ ("week" | "month" | "year")] => {
-                let back = match *unit {
-                    "week" => 7,
-                    "month" => 30,
-                    _ => 365,
-                };
-                Some(days(today - Duration::days(back), today + Duration::days(1)))
-            }
-            [_, "week"] => Some(days(monday_of(today) - Duration::days(7), monday_of(today))),
-            ["this", "month"] => month_of(today.year(), today.month()).map(|(a, b)| days(a, b)),
-            [_, "month"] => {
-                let (y, m) =
-                    if today.month() == 1 { (today.year() - 1, 12) } else { (today.year(), today.month() - 1) };
-                month_of(y, m).map(|(a, b)| days(a, b))
-            }
-            ["this", "year"] => year_of(today.year()),
-            [_, "year"] => year_of(today.year() - 1),
-            ["last" | "previous", day] if weekday(day).is_some() => {
-                // The latest such day before today.
-                let want = weekday(day).expect("a weekday");
-                let back = (i64::from(today.weekday().num_days_from_monday()) - i64::from(want.num_days_from_monday()))
-                    .rem_euclid(7);
-                let day = today - Duration::days(if back == 0 { 7 } else { back });
-                Some(days(day, day + Duration::days(1)))
-            }
-            ["this", day] if weekday(day).is_some() => {
-                // This week's (Monday to Sunday) such day.
-                let want = weekday(day).expect("a weekday");
-                let day = monday_of(today) + Duration::days(i64::from(want.num_days_from_monday()));
-                Some(days(day, day + Duration::days(1)))
-            }
-            [n, unit, "ago"] => number(n).filter(|n| (1..=400).contains(n)).map(|n| {
-                let (back, half) = match unit.trim_end_matches('s') {
-                    "day" => (n, 0),
-                    "week" => (7 * n, 3),
-                    _ => (30 * n, 15),
-                };
-                let day = today - Duration::days(back);
-                days(day - Duration::days(half), day + Duration::days(half + 1))
-            }),
-            _ => None,
-        };
-        if let Some(span) = span {
-            push(&mut found, &mut taken, whole, span);
+}
+
+/// The days a relative phrase (lower case, split on white space) names, counted from `today`.
+fn relative_span(said: &[&str], today: NaiveDate) -> Option<(Instant, Instant)> {
+    match said {
+        ["today"] => Some(days(today, today + Duration::days(1))),
+        ["yesterday"] => Some(days(today - Duration::days(1), today)),
+        ["this", "week"] => Some(days(monday_of(today), today + Duration::days(1))),
+        ["past", unit @ ("week" | "month" | "year")] => {
+            let back = match *unit {
+                "week" => 7,
+                "month" => 30,
+                _ => 365,
+            };
+            Some(days(today - Duration::days(back), today + Duration::days(1)))
         }
+        [_, "week"] => Some(days(monday_of(today) - Duration::days(7), monday_of(today))),
+        ["this", "month"] => month_of(today.year(), today.month()).map(|(a, b)| days(a, b)),
+        [_, "month"] => {
+            let (y, m) = if today.month() == 1 { (today.year() - 1, 12) } else { (today.year(), today.month() - 1) };
+            month_of(y, m).map(|(a, b)| days(a, b))
+        }
+        ["this", "year"] => year_of(today.year()),
+        [_, "year"] => year_of(today.year() - 1),
+        ["last" | "previous", day] if weekday(day).is_some() => {
+            // The latest such day before today.
+            let want = weekday(day).expect("a weekday");
+            let back = (i64::from(today.weekday().num_days_from_monday()) - i64::from(want.num_days_from_monday()))
+                .rem_euclid(7);
+            let day = today - Duration::days(if back == 0 { 7 } else { back });
+            Some(days(day, day + Duration::days(1)))
+        }
+        ["this", day] if weekday(day).is_some() => {
+            // This week's (Monday to Sunday) such day.
+            let want = weekday(day).expect("a weekday");
+            let day = monday_of(today) + Duration::days(i64::from(want.num_days_from_monday()));
+            Some(days(day, day + Duration::days(1)))
+        }
+        [n, unit, "ago"] => number(n).filter(|n| (1..=400).contains(n)).map(|n| {
+            let (back, half) = match unit.trim_end_matches('s') {
+                "day" => (n, 0),
+                "week" => (7 * n, 3),
+                _ => (30 * n, 15),
+            };
+            let day = today - Duration::days(back);
+            days(day - Duration::days(half), day + Duration::days(half + 1))
+        }),
+        _ => None,
     }
-    found.sort_by_key(|(at, _)| *at);
-    found.into_iter().map(|(_, p)| p).collect()
 }
 
 #[cfg(test)]
