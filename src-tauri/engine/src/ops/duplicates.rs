@@ -90,7 +90,7 @@ pub struct Clusters {
 
 /// Memories compared pair by pair for the "related, not duplicates" list: the most recently
 /// written active ones (a bounded window, so the review costs the same at any size).
-pub const RELATED_WINDOW: usize = 400;
+pub const RELATED_WINDOW: usize = 200;
 /// Closeness from which a pair that is not a duplicate is listed as related.
 pub const RELATED_AT: f64 = 0.5;
 /// Related pairs listed at most.
