@@ -85,3 +85,33 @@ test('a paraphrased pair is a cluster; Supersede drops the older from recall; Ke
     await closeApp(driver);
   }
 });
+
+test('a changed value is listed under "related, not duplicates" with its evidence, never as a cluster; Supersede the older', { timeout: 180_000 }, async () => {
+  const db = tempDb();
+  const old = lethe(db, 'remember', '--type', 'semantic', '--content', 'Retry limit for the email sender is 3 attempts.', '--created-at', ago(10));
+  const now = lethe(db, 'remember', '--type', 'semantic', '--content', 'Retry limit for the email sender is 5 attempts.', '--created-at', ago(1));
+  lethe(db, 'remember', '--type', 'semantic', '--content', 'kafka topics are partitioned by tenant id');
+  const cli = lethe(db, 'duplicates');
+  assert.equal(cli.total, 0, `another value is no duplicate: ${JSON.stringify(cli)}`);
+  const pair = cli.related.items.find((p) => p.older.id === old.id && p.newer.id === now.id);
+  assert.equal(pair?.kind, 'possible update', `the CLI lists the pair as a possible update: ${JSON.stringify(cli.related)}`);
+
+  const driver = await openApp(db);
+  try {
+    await nav(driver, 'duplicates');
+    const row = await waitFor(async () => {
+      const els = await driver.findElements(css(`[data-testid="related-pair"][data-older="${old.id}"][data-newer="${now.id}"]`));
+      return els[0] ?? null;
+    }, 20000, 'the related pair');
+    assert.equal(await row.getAttribute('data-kind'), 'possible update');
+    const evidence = await (await row.findElement(css('[data-testid="related-evidence"]'))).getText();
+    assert.ok(evidence.includes('3 → 5'), `the window says what differs: ${evidence}`);
+    assert.equal((await driver.findElements(css('[data-testid="duplicate-cluster"]'))).length, 0, 'no cluster');
+    await (await row.findElement(css('[data-testid="related-supersede"]'))).click();
+    await waitFor(async () => actions(db, old.id).includes('superseded:user'), 20000, 'the supersede audited');
+    assert.deepEqual(lethe(db, 'show', old.id).superseded_by, [now.id]);
+    assert.ok(!lethe(db, 'recall', 'retry limit email sender').results.some((r) => r.id === old.id), 'the older left recall');
+  } finally {
+    await closeApp(driver);
+  }
+});

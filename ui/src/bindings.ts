@@ -113,7 +113,12 @@ threshold: number,
 /**
  * Most similar first; of equal ones, by the dominant member's id.
  */
-items: Array<Cluster>, };
+items: Array<Cluster>, 
+/**
+ * Pairs that are alike but not the same memory, for a person to look at: never counted
+ * in duplication D, never acted on by the policy.
+ */
+related: RelatedPairs, };
 
 /**
  * Signed contributions; they add up to the ForgetScore.
@@ -534,6 +539,66 @@ export type RecallWeights = { similarity: number, recency: number, scene: number
  * A lesson appended to a procedural memory after a failure.
  */
 export type ReflectionNote = { failure_type: FailureType, failure_description: string, lessons_learned?: string | null, suggested_improvements?: string | null, timestamp?: string | null, actor?: string | null, };
+
+/**
+ * One memory of a related pair.
+ */
+export type RelatedMember = { id: string, type: Tier, 
+/**
+ * The text, on one line, at most [`TEXT_CHARS`] characters.
+ */
+text: string, created_at: string, importance: number, pinned: boolean, 
+/**
+ * Its ForgetScore at the review's instant: no part of it comes from the related pair.
+ */
+forget_score: number, would_forget: boolean, };
+
+/**
+ * Two memories close in meaning or words that the judgment does not call the same memory:
+ * a possible update (the same statement with another value) or merely related.
+ */
+export type RelatedPair = { 
+/**
+ * The one written first.
+ */
+older: RelatedMember, newer: RelatedMember, 
+/**
+ * "possible update" or "related".
+ */
+kind: string, 
+/**
+ * How close the two are (the judgment's closeness).
+ */
+closeness: number, 
+/**
+ * What both say and what differs (older → newer), in plain text.
+ */
+evidence: Evidence, };
+
+/**
+ * The "related, not duplicates" list.
+ */
+export type RelatedPairs = { 
+/**
+ * Memories compared (the most recently written active ones, at most [`RELATED_WINDOW`]).
+ */
+scanned: number, 
+/**
+ * Pairs found among them (the list holds at most [`RELATED_SHOWN`]).
+ */
+total: number, 
+/**
+ * The closeness a pair must reach.
+ */
+threshold: number, 
+/**
+ * Which judgment made them (with the sentence model, or words and values only).
+ */
+judgment: string, 
+/**
+ * Possible updates first, then related; closest first within each.
+ */
+items: Array<RelatedPair>, };
 
 /**
  * Payload of `scoring://progress` while the scoring snapshot loads (opening a file, after

@@ -47,6 +47,28 @@ const clusters: Clusters = {
       members: [member('mem_x', { dominant: true, similarity: 1, kind: '' }), member('mem_y', { similarity: 0.75, kind: 'same words' })],
     },
   ],
+  related: {
+    scanned: 120,
+    total: 3,
+    threshold: 0.5,
+    judgment: 'words, values and meaning (potion-base-8M)',
+    items: [
+      {
+        older: { id: 'mem_r3', type: 'semantic', text: 'Retry limit for the email sender is 3 attempts.', created_at: '2026-01-02T00:00:00.000Z', importance: 0.5, pinned: false, forget_score: 0.31, would_forget: false },
+        newer: { id: 'mem_r5', type: 'semantic', text: 'Retry limit for the email sender is 5 attempts.', created_at: '2026-01-05T00:00:00.000Z', importance: 0.5, pinned: false, forget_score: 0.2, would_forget: false },
+        kind: 'possible update',
+        closeness: 0.93,
+        evidence: { matching: ['retry', 'limit', 'email'], differing: [{ what: 'value', this: '3', other: '5' }], summary: 'same: retry, limit, email; differs: 3 → 5' },
+      },
+      {
+        older: { id: 'mem_p', type: 'episodic', text: HOSTILE, created_at: '2026-01-02T00:00:00.000Z', importance: 0.5, pinned: false, forget_score: 0.31, would_forget: false },
+        newer: { id: 'mem_f', type: 'episodic', text: 'The nightly backup job failed.', created_at: '2026-01-03T00:00:00.000Z', importance: 0.5, pinned: false, forget_score: 0.2, would_forget: false },
+        kind: 'related',
+        closeness: 0.8,
+        evidence: { matching: ['nightly', 'backup'], differing: [{ what: 'polarity', this: 'passed', other: 'failed' }], summary: `same: nightly, backup; differs: ${HOSTILE} → failed` },
+      },
+    ],
+  },
 };
 
 beforeEach(() => {
@@ -144,7 +166,7 @@ describe('duplicates review', () => {
   });
 
   it('says so when there is nothing to review, and a member opens the memory', async () => {
-    api.duplicates.mockResolvedValueOnce({ total: 0, threshold: 0.7, items: [] });
+    api.duplicates.mockResolvedValueOnce({ ...structuredClone(clusters), total: 0, items: [] });
     await renderAt('duplicates');
     await waitFor(() => expect(screen.getByTestId('duplicates-empty')).toBeTruthy());
     api.duplicates.mockResolvedValue(structuredClone(clusters));
@@ -202,5 +224,45 @@ describe('health lists on the overview', () => {
     await fireEvent.click(within(lists[3]).getByTestId('health-ref'));
     expect(app.view).toBe('memories');
     expect(app.selectedId).toBe('mem_l');
+  });
+
+  it('lists related pairs apart from the clusters, with their evidence as text, and never as clusters', async () => {
+    await open();
+    const section = screen.getByTestId('related-section');
+    const pairs = within(section).getAllByTestId('related-pair');
+    expect(pairs.map((p) => [p.dataset.kind, p.dataset.older, p.dataset.newer])).toEqual([
+      ['possible update', 'mem_r3', 'mem_r5'],
+      ['related', 'mem_p', 'mem_f'],
+    ]);
+    // Related memories are not cluster members: the clusters stay as they were.
+    expect(ids('duplicate-cluster')).toEqual(['mem_a', 'mem_x']);
+    for (const c of screen.getAllByTestId('duplicate-cluster')) expect(c.contains(section)).toBe(false);
+    expect(within(section).getByTestId('related-total').textContent).toContain('3 pairs');
+    expect(within(section).getByTestId('related-total').textContent).toContain('first 2 shown');
+    expect(section.textContent).toContain('120 most recently written');
+    const evidence = within(section).getAllByTestId('related-evidence').map((e) => e.textContent);
+    expect(evidence[0]).toBe('same: retry, limit, email; differs: 3 → 5');
+    // Agent text and evidence are text, never markup.
+    expect(evidence[1]).toContain(HOSTILE);
+    expect(document.querySelector('img[src="x"]')).toBeNull();
+    // Only a possible update offers the supersede.
+    expect(within(pairs[0]).getByTestId('related-supersede')).toBeTruthy();
+    expect(within(pairs[1]).queryByTestId('related-supersede')).toBeNull();
+  });
+
+  it('supersedes the older of a possible update through the audited supersede', async () => {
+    api.supersedeDuplicate.mockResolvedValue({ old: 'mem_r3', new: 'mem_r5', superseded: true });
+    await open();
+    await fireEvent.click(screen.getByTestId('related-supersede'));
+    await waitFor(() => expect(api.supersedeDuplicate).toHaveBeenCalledWith('mem_r3', 'mem_r5'));
+    expect(api.keepBoth).not.toHaveBeenCalled();
+    expect(api.deleteMemory).not.toHaveBeenCalled();
+  });
+
+  it('says so when no related pair was found', async () => {
+    api.duplicates.mockResolvedValue({ ...structuredClone(clusters), related: { ...clusters.related, total: 0, items: [] } });
+    await open();
+    expect(screen.getByTestId('related-empty')).toBeTruthy();
+    expect(screen.queryByTestId('related-pair')).toBeNull();
   });
 });

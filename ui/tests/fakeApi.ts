@@ -294,7 +294,7 @@ export function resetFake() {
   api.recall.mockResolvedValue({ results: [] });
   api.recallLog.mockResolvedValue({ items: [], actors: [] });
   api.similarMemories.mockResolvedValue({ items: [] });
-  api.duplicates.mockResolvedValue({ total: 0, threshold: 0.7, items: [] });
+  api.duplicates.mockResolvedValue({ total: 0, threshold: 0.7, items: [], related: { scanned: 0, total: 0, threshold: 0.5, judgment: 'words and values only', items: [] } });
   api.keepBoth.mockImplementation(async (a: string, b: string) => ({ a, b, dismissed: true, actor: 'user', at: '2025-03-03T00:00:00.000Z' }));
   api.supersedeDuplicate.mockImplementation(async (a: string, b: string) => ({ old: a, new: b, superseded: true }));
   api.health.mockResolvedValue({ lists: [] });

@@ -83,6 +83,66 @@ pub struct Clusters {
     pub threshold: f64,
     /// Most similar first; of equal ones, by the dominant member's id.
     pub items: Vec<Cluster>,
+    /// Pairs that are alike but not the same memory, for a person to look at: never counted
+    /// in duplication D, never acted on by the policy.
+    pub related: RelatedPairs,
+}
+
+/// Memories compared pair by pair for the "related, not duplicates" list: the most recently
+/// written active ones (a bounded window, so the review costs the same at any size).
+pub const RELATED_WINDOW: usize = 200;
+/// Closeness from which a pair that is not a duplicate is listed as related.
+pub const RELATED_AT: f64 = 0.5;
+/// Related pairs listed at most.
+pub const RELATED_SHOWN: usize = 50;
+
+/// One memory of a related pair.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct RelatedMember {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub tier: Tier,
+    /// The text, on one line, at most [`TEXT_CHARS`] characters.
+    pub text: String,
+    pub created_at: String,
+    pub importance: f64,
+    pub pinned: bool,
+    /// Its ForgetScore at the review's instant: no part of it comes from the related pair.
+    pub forget_score: f64,
+    pub would_forget: bool,
+}
+
+/// Two memories close in meaning or words that the judgment does not call the same memory:
+/// a possible update (the same statement with another value) or merely related.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct RelatedPair {
+    /// The one written first.
+    pub older: RelatedMember,
+    pub newer: RelatedMember,
+    /// "possible update" or "related".
+    pub kind: String,
+    /// How close the two are (the judgment's closeness).
+    pub closeness: f64,
+    /// What both say and what differs (older → newer), in plain text.
+    pub evidence: crate::sameness::Evidence,
+}
+
+/// The "related, not duplicates" list.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct RelatedPairs {
+    /// Memories compared (the most recently written active ones, at most [`RELATED_WINDOW`]).
+    pub scanned: usize,
+    /// Pairs found among them (the list holds at most [`RELATED_SHOWN`]).
+    pub total: usize,
+    /// The closeness a pair must reach.
+    pub threshold: f64,
+    /// Which judgment made them (with the sentence model, or words and values only).
+    pub judgment: String,
+    /// Possible updates first, then related; closest first within each.
+    pub items: Vec<RelatedPair>,
 }
 
 /// A member's link: the other row, the similarity and its kind.
@@ -219,7 +279,113 @@ pub fn clusters(conn: &Connection, snap: &Snapshot, s: &Settings, now: Instant, 
         }
         items.push(Cluster { dominant: rows[dominant as usize].id.clone(), similarity, size, members });
     }
-    Ok(Clusters { total, threshold, items })
+    let related = related(conn, snap, s, now, &superseded)?;
+    Ok(Clusters { total, threshold, items, related })
+}
+
+/// The pairs among the most recently written active memories that are alike (closeness at
+/// least [`RELATED_AT`]) and yet not the same memory. Superseded memories left recall and are
+/// left out. Each pair is judged as `similar` judges it: word-bigram Jaccard, the cosine of the
+/// stored vectors when the model is there, then the sameness judgment for the evidence.
+fn related(
+    conn: &Connection,
+    snap: &Snapshot,
+    s: &Settings,
+    now: Instant,
+    superseded: &HashSet<u32>,
+) -> Result<RelatedPairs> {
+    let mut window: Vec<u32> =
+        (0..snap.rows.len() as u32).filter(|i| !snap.rows[*i as usize].is_deleted && !superseded.contains(i)).collect();
+    window.sort_by_key(|&i| std::cmp::Reverse(snap.rows[i as usize].rowid));
+    window.truncate(RELATED_WINDOW);
+    let mut stmt = conn.prepare_cached(
+        "SELECT content, created_at FROM memory_item WHERE rowid = ?1 AND id = ?2 AND COALESCE(is_deleted, 0) = 0",
+    )?;
+    // (row, content, created_at, shingles)
+    let mut read: Vec<(u32, String, String, Vec<u64>)> = Vec::with_capacity(window.len());
+    for &i in &window {
+        let r = &snap.rows[i as usize];
+        let got = stmt
+            .query_row(params![r.rowid, r.id], |q| {
+                Ok((model::lenient::text(q, 0)?.unwrap_or_default(), model::lenient::text(q, 1)?.unwrap_or_default()))
+            })
+            .optional()?;
+        if let Some((content, created_at)) = got {
+            let sh = crate::dedup::shingles(&content);
+            read.push((i, content, created_at, sh));
+        }
+    }
+    let ix = match crate::embed::shared() {
+        Some(e) => Some(crate::semantic::index(conn, e)?),
+        None => None,
+    };
+    let vector_of = |i: u32| -> Option<(&[i8], f32)> {
+        let ix = ix.as_deref()?;
+        let p = ix.position(snap.rows[i as usize].rowid)?;
+        Some((&ix.data[p * crate::embed::DIMS..(p + 1) * crate::embed::DIMS], ix.inv_norms[p]))
+    };
+    let vectors: Vec<Option<(&[i8], f32)>> = read.iter().map(|x| vector_of(x.0)).collect();
+    let mut found: Vec<(usize, usize, crate::sameness::Judgment)> = Vec::new();
+    for a in 0..read.len() {
+        for b in (a + 1)..read.len() {
+            let j = crate::dedup::jaccard(&read[a].3, &read[b].3);
+            let cos = match (vectors[a], vectors[b]) {
+                (Some((qa, ia)), Some((qb, ib))) => Some(f64::from(crate::embed::cosine_q(qa, ia, qb, ib))),
+                _ => None,
+            };
+            if crate::sameness::closeness_at_most(j, cos) < RELATED_AT {
+                continue;
+            }
+            // Older first: the window is newest first, so `b` was written before `a`.
+            let judged = crate::sameness::judge(
+                &crate::sameness::Profile::cached(&read[b].1),
+                &crate::sameness::Profile::cached(&read[a].1),
+                j,
+                cos,
+            );
+            if judged.kind != crate::sameness::Kind::Duplicate && judged.closeness >= RELATED_AT {
+                found.push((b, a, judged));
+            }
+        }
+    }
+    let rank = |k: crate::sameness::Kind| u8::from(k != crate::sameness::Kind::PossibleUpdate);
+    let rows = &snap.rows;
+    found.sort_by(|x, y| {
+        rank(x.2.kind)
+            .cmp(&rank(y.2.kind))
+            .then(y.2.closeness.total_cmp(&x.2.closeness))
+            .then_with(|| rows[read[x.0].0 as usize].id.cmp(&rows[read[y.0].0 as usize].id))
+            .then_with(|| rows[read[x.1].0 as usize].id.cmp(&rows[read[y.1].0 as usize].id))
+    });
+    let total = found.len();
+    let scores = if total == 0 { Vec::new() } else { snap.scores(s, now) };
+    let member = |k: usize| {
+        let (i, content, created_at, _) = &read[k];
+        let r = &rows[*i as usize];
+        let score = scores[*i as usize];
+        RelatedMember {
+            id: r.id.clone(),
+            tier: r.tier,
+            text: model::preview(content, TEXT_CHARS),
+            created_at: created_at.clone(),
+            importance: r.importance,
+            pinned: r.pinned,
+            forget_score: score,
+            would_forget: crate::decay::would_forget(score, s),
+        }
+    };
+    let items = found
+        .into_iter()
+        .take(RELATED_SHOWN)
+        .map(|(older, newer, j)| RelatedPair {
+            older: member(older),
+            newer: member(newer),
+            kind: j.kind.name().to_string(),
+            closeness: j.closeness,
+            evidence: j.evidence,
+        })
+        .collect();
+    Ok(RelatedPairs { scanned: read.len(), total, threshold: RELATED_AT, judgment: crate::sameness::judgment(), items })
 }
 
 /// Rows of the snapshot that another memory supersedes (they left recall).

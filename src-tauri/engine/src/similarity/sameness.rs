@@ -879,7 +879,59 @@ pub fn duplication(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) 
         // does: only words are joined).
         return 0.0;
     }
-    judge(a, b, jaccard, cosine).duplication()
+    // The rest of [`judge`]'s differences, in its order, stopping at the first one found and
+    // building no evidence (the neighbour search asks this for every close candidate pair).
+    let joined_a = join_compounds(&a.tokens, &b.tokens).map(Profile::from_tokens);
+    let a = joined_a.as_ref().unwrap_or(a);
+    let joined_b = join_compounds(&b.tokens, &a.tokens).map(Profile::from_tokens);
+    let b = joined_b.as_ref().unwrap_or(b);
+    if a.negated != b.negated {
+        return 0.0;
+    }
+    let (ta, tb) = (&a.tokens, &b.tokens);
+    let words_a: BTreeSet<&str> = ta.iter().filter(|t| !t.value).map(|t| t.key.as_str()).collect();
+    let words_b: BTreeSet<&str> = tb.iter().filter(|t| !t.value).map(|t| t.key.as_str()).collect();
+    let only_b: Vec<&str> = words_b.difference(&words_a).copied().collect();
+    if words_a.difference(&words_b).any(|x| only_b.iter().any(|y| opposite(x, y))) {
+        return 0.0;
+    }
+    if swapped_words(a, b) {
+        return 0.0;
+    }
+    let closeness = (jaccard.max(cosine.map_or(0.0, semantic))
+        + SHARED_VALUE_BONUS * shared.min(SHARED_VALUES_COUNTED) as f64)
+        .min(1.0);
+    if closeness >= DUPLICATE_AT {
+        (closeness * 1000.0).round() / 1000.0
+    } else {
+        0.0
+    }
+}
+
+/// Whether `a` and `b` are one template with a word swapped for another: [`judge`]'s "wording"
+/// difference. The words in one order can be at most the shorter text's: when even that is
+/// below [`ONE_TEMPLATE_AT`] they are not one template, and no order is computed.
+fn swapped_words(a: &Profile, b: &Profile) -> bool {
+    let (sa, sb) = (&a.keys, &b.keys);
+    let total = sa.len() + sb.len();
+    let (n, m) = (sa.len().min(ORDER_WORDS), sb.len().min(ORDER_WORDS));
+    if total == 0 || 2.0 * n.min(m) as f64 / (total as f64) < ONE_TEMPLATE_AT {
+        return false;
+    }
+    let same_word = |x: &str, y: &str| x == y || (one_apart(x, y) && !opposite(x, y));
+    let order = common_order(sa, sb, same_word);
+    if 2.0 * order.len() as f64 / (total as f64) < ONE_TEMPLATE_AT {
+        return false;
+    }
+    let (ta, tb) = (&a.tokens, &b.tokens);
+    let in_a: std::collections::HashSet<usize> = order.iter().map(|p| p.0).collect();
+    let in_b: std::collections::HashSet<usize> = order.iter().map(|p| p.1).collect();
+    let loose = |ts: &[Token], keys: &[String], matched: &std::collections::HashSet<usize>| -> Vec<usize> {
+        (0..keys.len().min(ts.len())).filter(|k| !matched.contains(k) && !ts[*k].value && content(&ts[*k])).collect()
+    };
+    let (la, lb) = (loose(ta, sa, &in_a), loose(tb, sb, &in_b));
+    let in_other = |x: &str, other: &[usize], keys: &[String]| other.iter().any(|&k| same_word(x, &keys[k]));
+    la.iter().any(|&k| !in_other(&sa[k], &lb, sb)) && lb.iter().any(|&k| !in_other(&sb[k], &la, sa))
 }
 
 /// [`judge`] of two texts.
@@ -1014,5 +1066,49 @@ mod tests {
         assert_eq!(j.kind, Kind::Duplicate);
         let k = judge_texts("Never deploy on Fridays.", "Production releases are not allowed on Friday.", None);
         assert_ne!(k.kind, Kind::Duplicate);
+    }
+
+    #[test]
+    fn duplication_equals_the_full_judgments_on_every_pair() {
+        // Near-copies, paraphrases, templated siblings, opposites, negations, joined compounds,
+        // dates written two ways, typos, swapped words and texts of very different lengths.
+        let texts = [
+            "Retry limit for the email sender is 3 attempts.",
+            "Retry limit for the email sender is 5 attempts.",
+            "The retry limit of the email sender is 3 attempts",
+            "Push notifications are enabled in the beta build.",
+            "Push notifications are disabled in the beta build.",
+            "Push notifications are not enabled in the beta build.",
+            "The branch has been merged.",
+            "The branch hasn't been merged yet.",
+            "removing the reranker drops MRR",
+            "removing the re-ranker drops MRR",
+            "removing the re ranker drops MRR",
+            "Rolled back the thumbnail servcie.",
+            "Rolled back the thumbnail service.",
+            "The quarterly access review was completed on 2024-07-15.",
+            "The quarterly access review was completed on July 15, 2024.",
+            "Export the chat transcripts to the archive bucket every night.",
+            "Export the support emails to the archive bucket every night.",
+            "Every night, export the chat transcripts to the archive bucket.",
+            "Never deploy to production on Fridays.",
+            "Production releases are not allowed on Friday.",
+            "ok",
+            "Sophie is allergic to peanuts.",
+            "sophie is allergic to peanuts",
+        ];
+        for a in texts {
+            for b in texts {
+                let j = crate::dedup::jaccard(&crate::dedup::shingles(a), &crate::dedup::shingles(b));
+                let (pa, pb) = (Profile::of(a), Profile::of(b));
+                for cos in [None, Some(0.3), Some(0.7), Some(0.82), Some(0.9), Some(1.0)] {
+                    assert_eq!(
+                        duplication(&pa, &pb, j, cos),
+                        judge(&pa, &pb, j, cos).duplication(),
+                        "{a:?} / {b:?} at cosine {cos:?}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -377,3 +377,47 @@ fn a_duplicates_detail_says_what_it_shares_with_the_one_it_duplicates() {
     assert!(reason.contains("same: "), "the reason says why: {reason}");
     assert!(lethe_engine::detail(&conn, &old, now(), None).unwrap().duplicate_evidence.is_none());
 }
+
+#[test]
+fn related_pairs_are_listed_apart_from_duplicates_with_their_evidence_and_never_in_d() {
+    let (mut conn, old, new, _) = pair_file();
+    let retry3 = put(
+        &mut conn,
+        NewMemory {
+            created_at: Some(days_ago(5.0)),
+            ..NewMemory::new(Tier::Semantic, "Retry limit for the email sender is 3 attempts.")
+        },
+    );
+    let retry5 = put(&mut conn, NewMemory::new(Tier::Semantic, "Retry limit for the email sender is 5 attempts."));
+    let passed = put(&mut conn, NewMemory::new(Tier::Episodic, "The nightly backup job passed."));
+    let failed = put(&mut conn, NewMemory::new(Tier::Episodic, "The nightly backup job failed."));
+    let cl = clusters(&conn);
+    let pair_of = |a: &str, b: &str| {
+        cl.related.items.iter().find(|p| (p.older.id == a && p.newer.id == b) || (p.older.id == b && p.newer.id == a))
+    };
+    // The duplicate pair is a cluster, not a related pair.
+    assert_eq!(cl.items.len(), 1, "{cl:?}");
+    assert!(pair_of(&old, &new).is_none(), "a duplicate is never listed as merely related: {:?}", cl.related);
+    // A changed value: a possible update, older first, with both values.
+    let update = pair_of(&retry3, &retry5).expect("the changed retry limit is listed");
+    assert_eq!((update.kind.as_str(), update.older.id.as_str()), ("possible update", retry3.as_str()), "{update:?}");
+    let diff = &update.evidence.differing[0];
+    assert_eq!((diff.this.as_str(), diff.other.as_str()), ("3", "5"), "older value, then newer: {update:?}");
+    assert!(update.evidence.summary.contains("3 → 5"), "{update:?}");
+    // Opposite outcomes: listed, with what differs, and not a duplicate.
+    let outcome = pair_of(&passed, &failed).expect("passed / failed is listed as alike");
+    assert_ne!(outcome.kind, "duplicate");
+    assert!(!outcome.evidence.differing.is_empty(), "{outcome:?}");
+    assert!(cl.related.items.iter().all(|p| p.closeness >= duplicates::RELATED_AT && p.kind != "duplicate"));
+    assert!(cl.related.items.first().is_some_and(|p| p.kind == "possible update"), "updates first: {:?}", cl.related);
+    assert_eq!(cl.related.scanned, 7);
+    assert!(!cl.related.judgment.is_empty());
+    // None of them counts in D, and none is a cluster member.
+    for id in [&retry3, &retry5, &passed, &failed] {
+        assert_eq!(duplication(&conn, id), 0.0, "a related memory carries no duplication: {id}");
+        assert!(cl.items.iter().all(|c| c.members.iter().all(|m| &m.id != id)), "{id} is in no cluster");
+    }
+    // A superseded memory left recall, so it leaves the list.
+    duplicates::supersede(&mut conn, &retry3, &retry5, "user", now()).unwrap();
+    assert!(clusters(&conn).related.items.iter().all(|p| p.older.id != retry3 && p.newer.id != retry3));
+}
