@@ -90,7 +90,8 @@ lint: deps ui
 # The engine's suites that run on both backends, here on a throwaway PostgreSQL server
 # (tests/pg/with-server.sh), plus the CLI on a team server (issue #20).
 PG_SUITES := --test engine --test duplicates --test duplication --test seeds --test recall_quality \
-	--test semantic --test redaction --test concurrency --test fuzz --test erasure --test group_commit
+	--test semantic --test redaction --test concurrency --test fuzz --test erasure --test group_commit \
+	--test team_raw_sql
 
 # The suites are chosen with --workspace, not -p: a narrower package set unifies dependency
 # features differently and rebuilt ~6 minutes of dependencies in CI. (The CLI's own
@@ -98,7 +99,7 @@ PG_SUITES := --test engine --test duplicates --test duplication --test seeds --t
 rust-test: build
 	cargo test --workspace
 	LETHE_PG_BIN=$(PGVECTOR_BIN) tests/pg/with-server.sh cargo test --workspace $(PG_SUITES)
-	tests/pg/with-server.sh cargo test --workspace --test team
+	tests/pg/with-server.sh cargo test --workspace --test team --test team_raw_sql
 
 # Rewrites ui/src/bindings.ts, the window's TypeScript types, from the Rust types. rust-test
 # fails while the committed file differs (src-tauri/bindings.rs), saying to run this.
