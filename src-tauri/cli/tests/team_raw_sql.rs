@@ -583,3 +583,69 @@ fn notifications_carry_nothing_and_reach_only_the_own_team() {
     let heard = drain(&mut alpha, Duration::from_millis(1500));
     assert!(heard.iter().any(|(c, p)| c == &channel && p.is_empty()), "alpha's own change, payload-free: {heard:?}");
 }
+
+/// `lethe push` checks every memory of the file as `import` does: a file that another program
+/// wrote a future date into is refused whole; a secret is redacted; a quarantine from 2000
+/// starts at the push; who did what arrives as `pushed:<actor>`.
+#[test]
+fn push_checks_redacts_and_dates_every_memory_as_import_does() {
+    let Some(st) = store() else { return };
+    let dir = std::env::temp_dir().join(format!("lethe-raw-push-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("local.db");
+    let f = file.to_str().unwrap();
+    let kept = ok(f, &["remember", "--type", "semantic", "--content", "The staging deploy uses the blue queue."])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let old = ok(f, &["remember", "--type", "semantic", "--content", "The old cron host was cron-7."])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ok(f, &["delete", &old, "--reason", "retired"]);
+    // Another program writes into the file behind Lethe's back (its triggers dropped first, so
+    // that a bare SQLite connection may write).
+    let raw = rusqlite::Connection::open(&file).unwrap();
+    let triggers: Vec<String> = raw
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'memory_item'")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    for t in triggers {
+        raw.execute_batch(&format!("DROP TRIGGER \"{t}\"")).unwrap();
+    }
+    raw.execute(
+        "UPDATE memory_item SET content = 'The staging deploy key is AKIAIOSFODNN7EXAMPLE, blue queue.', \
+         created_at = '9999-01-01T00:00:00.000Z' WHERE id = ?1",
+        [&kept],
+    )
+    .unwrap();
+    raw.execute("UPDATE memory_item SET deleted_at = '2000-01-01T00:00:00.000Z' WHERE id = ?1", [&old]).unwrap();
+    let before = team_rows(&st.owner, "alpha");
+    let (code, v) = lethe(&st.a_curator, &["push", f]);
+    assert_eq!((code, v["error"]["code"].as_str()), (2, Some("invalid_input")), "a future date: {v}");
+    assert!(v.to_string().contains("future"), "{v}");
+    assert_eq!(team_rows(&st.owner, "alpha"), before, "a refused push writes nothing");
+
+    raw.execute("UPDATE memory_item SET created_at = '2026-01-01T00:00:00.000Z' WHERE id = ?1", [&kept]).unwrap();
+    drop(raw);
+    let started = chrono::Utc::now() - chrono::Duration::seconds(5);
+    let v = ok(&st.a_curator, &["push", f]);
+    assert_eq!(
+        (v["pushed"].as_u64(), v["quarantined"].as_u64(), v["redacted_memories"].as_u64()),
+        (Some(2), Some(1), Some(1)),
+        "{v}"
+    );
+    let shown = ok(&st.a_curator, &["show", &kept]);
+    assert!(!shown.to_string().contains("AKIAIOSFODNN7EXAMPLE"), "the secret is redacted: {shown}");
+    assert!(shown["content"].as_str().unwrap().contains("REDACTED"), "{shown}");
+    let quarantined = ok(&st.a_curator, &["show", &old]);
+    let since = chrono::DateTime::parse_from_rfc3339(quarantined["deleted_at"].as_str().unwrap()).unwrap();
+    assert!(since >= started, "quarantined as of the push, not 2000: {quarantined}");
+    let events = ok(&st.a_curator, &["events", "--memory", &old]);
+    let actors: Vec<&str> = events["items"].as_array().unwrap().iter().filter_map(|e| e["actor"].as_str()).collect();
+    assert!(!actors.is_empty() && actors.iter().all(|a| a.starts_with("pushed:")), "{events}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
