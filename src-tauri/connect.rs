@@ -375,9 +375,39 @@ mod tests {
             return;
         };
         let t = Instant::now();
-        let r = exchange(sleep, &["30".into()], Duration::from_millis(300), &mut ConnectionTest::default());
+        let r = exchange(sleep, &["30".into()], None, Duration::from_millis(300), &mut ConnectionTest::default());
         assert!(r.unwrap_err().contains("in time"));
         assert!(t.elapsed() < Duration::from_secs(5), "the server was killed, not waited for");
+    }
+
+    /// A team server's password reaches the child through its environment only: not its
+    /// arguments (which `ps` shows every user), not the command the window shows.
+    #[cfg(unix)]
+    #[test]
+    fn a_team_servers_password_is_in_the_childs_environment_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("lethe-connect-pw-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let seen = dir.join("seen.txt");
+        let fake = dir.join("lethe");
+        std::fs::write(
+            &fake,
+            format!(
+                "#!/bin/sh\necho \"args: $*\" > '{}'\necho \"env: $LETHE_DB\" >> '{}'\n",
+                seen.display(),
+                seen.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let url = "postgres://ci-bot:hunter2secret@db.example:5432/lethe";
+        let r = test_connection(&fake, Path::new(url), Duration::from_secs(5));
+        let text = std::fs::read_to_string(&seen).unwrap();
+        assert!(text.contains("args: mcp\n"), "{text}");
+        assert!(text.contains(&format!("env: {url}")), "{text}");
+        assert!(!r.command.contains("hunter2secret"), "{}", r.command);
+        assert!(r.command.contains("postgres://ci-bot@db.example:5432/lethe"), "{}", r.command);
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     /// The real server of this build, when it is built (cargo builds the app's tests without

@@ -564,7 +564,7 @@ fn notifications_carry_nothing_and_reach_only_the_own_team() {
     let beta_channel: String = client(&st.b_agent).query_one("SELECT lethe_channel()", &[]).unwrap().get(0);
     assert_ne!(channel, beta_channel, "each team has its own channel");
     alpha.batch_execute(&format!("LISTEN lethe_change; LISTEN \"{channel}\"")).unwrap();
-    let mut drain = |c: &mut postgres::Client, wait: Duration| -> Vec<(String, String)> {
+    let drain = |c: &mut postgres::Client, wait: Duration| -> Vec<(String, String)> {
         use postgres::fallible_iterator::FallibleIterator;
         let mut notes = c.notifications();
         let mut out = Vec::new();
