@@ -310,8 +310,8 @@ BEGIN
     IF @S@.lethe_session_kind() NOT IN ('agent', 'curator', 'owner') THEN
         RAISE EXCEPTION 'the role % writes nothing', session_user USING ERRCODE = 'insufficient_privilege';
     END IF;
-    IF p_kind IS NULL OR p_kind NOT IN ('insert', 'update', 'delete') THEN
-        RAISE EXCEPTION 'a change is insert, update or delete' USING ERRCODE = 'invalid_parameter_value';
+    IF p_kind IS NULL OR p_kind NOT IN ('insert', 'update', 'delete', 'dismiss', 'supersede') THEN
+        RAISE EXCEPTION 'a change is insert, update, delete, dismiss or supersede' USING ERRCODE = 'invalid_parameter_value';
     END IF;
     IF p_memory IS NULL OR NOT EXISTS (SELECT 1 FROM @S@.memory_item WHERE id = p_memory AND team = t) THEN
         RAISE EXCEPTION 'no memory % in team %', pg_catalog.left(COALESCE(p_memory, 'NULL'), 80), t
