@@ -88,15 +88,17 @@ lint: deps ui
 	cargo clippy --workspace --all-targets -- -D warnings
 
 # Each package has at most two test binaries. The engine's `backends` binary holds every suite
-# that runs on both backends; here it runs again on a throwaway PostgreSQL server
-# (tests/pg/with-server.sh), and the CLI's `team` binary on a team server. The suites are
-# chosen with --workspace, not -p: a narrower package set unifies dependency features
-# differently and rebuilt ~6 minutes of dependencies in CI.
+# that runs on both backends; here it runs again on a throwaway PostgreSQL 16 server
+# (tests/pg/with-server.sh). The CLI's `team` binary runs on Debian's PostgreSQL 15, and its
+# raw-SQL attacks (`raw_sql::`) on PostgreSQL 16 too. The suites are chosen with --workspace,
+# not -p: a narrower package set unifies dependency features differently and rebuilt ~6
+# minutes of dependencies in CI.
 PG_SUITES := --test backends
 
 rust-test: build
 	cargo test --workspace
 	LETHE_PG_BIN=$(PGVECTOR_BIN) tests/pg/with-server.sh cargo test --workspace $(PG_SUITES)
+	LETHE_PG_BIN=$(PGVECTOR_BIN) tests/pg/with-server.sh cargo test --workspace --test team raw_sql::
 	tests/pg/with-server.sh cargo test --workspace --test team
 
 # Rewrites ui/src/bindings.ts, the window's TypeScript types, from the Rust types. rust-test

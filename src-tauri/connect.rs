@@ -206,12 +206,25 @@ impl Drop for Server {
 
 /// Runs `lethe --db DB mcp`, as a host would, and performs `initialize`, `initialized` and
 /// `tools/list` over its stdio within `timeout`.
+///
+/// A team server's address holds its password: the child gets it through its environment
+/// (`LETHE_DB`, which no other user can read, unlike the arguments `ps` shows), and the
+/// command shown names the server without the password.
 pub fn test_connection(lethe: &Path, db: &Path, timeout: Duration) -> ConnectionTest {
     let start = Instant::now();
-    let args = server_args(&db.display().to_string());
-    let command = std::iter::once(lethe.display().to_string()).chain(args.iter().cloned()).map(|a| shell_quote(&a));
+    let db = db.display().to_string();
+    let (args, env, shown_args) = if lethe_engine::storage::postgres::is_url(&db) {
+        let shown = format!("LETHE_DB={}", shell_quote(&lethe_engine::storage::postgres::display(&db)));
+        (vec!["mcp".to_string()], Some(db), vec![shown])
+    } else {
+        (server_args(&db), None, Vec::new())
+    };
+    let command = shown_args
+        .into_iter()
+        .chain(std::iter::once(shell_quote(&lethe.display().to_string())))
+        .chain(args.iter().map(|a| shell_quote(a)));
     let mut report = ConnectionTest { command: command.collect::<Vec<_>>().join(" "), ..Default::default() };
-    match exchange(lethe, &args, timeout, &mut report) {
+    match exchange(lethe, &args, env.as_deref(), timeout, &mut report) {
         Ok(()) => report.ok = true,
         Err(e) => report.error = Some(e),
     }
@@ -219,9 +232,19 @@ pub fn test_connection(lethe: &Path, db: &Path, timeout: Duration) -> Connection
     report
 }
 
-fn exchange(lethe: &Path, args: &[String], timeout: Duration, report: &mut ConnectionTest) -> Result<(), String> {
+fn exchange(
+    lethe: &Path,
+    args: &[String],
+    db_env: Option<&str>,
+    timeout: Duration,
+    report: &mut ConnectionTest,
+) -> Result<(), String> {
     let deadline = Instant::now() + timeout;
-    let child = Command::new(lethe)
+    let mut command = Command::new(lethe);
+    if let Some(db) = db_env {
+        command.env("LETHE_DB", db);
+    }
+    let child = command
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -352,9 +375,39 @@ mod tests {
             return;
         };
         let t = Instant::now();
-        let r = exchange(sleep, &["30".into()], Duration::from_millis(300), &mut ConnectionTest::default());
+        let r = exchange(sleep, &["30".into()], None, Duration::from_millis(300), &mut ConnectionTest::default());
         assert!(r.unwrap_err().contains("in time"));
         assert!(t.elapsed() < Duration::from_secs(5), "the server was killed, not waited for");
+    }
+
+    /// A team server's password reaches the child through its environment only: not its
+    /// arguments (which `ps` shows every user), not the command the window shows.
+    #[cfg(unix)]
+    #[test]
+    fn a_team_servers_password_is_in_the_childs_environment_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("lethe-connect-pw-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let seen = dir.join("seen.txt");
+        let fake = dir.join("lethe");
+        std::fs::write(
+            &fake,
+            format!(
+                "#!/bin/sh\necho \"args: $*\" > '{}'\necho \"env: $LETHE_DB\" >> '{}'\n",
+                seen.display(),
+                seen.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let url = "postgres://ci-bot:hunter2secret@db.example:5432/lethe";
+        let r = test_connection(&fake, Path::new(url), Duration::from_secs(5));
+        let text = std::fs::read_to_string(&seen).unwrap();
+        assert!(text.contains("args: mcp\n"), "{text}");
+        assert!(text.contains(&format!("env: {url}")), "{text}");
+        assert!(!r.command.contains("hunter2secret"), "{}", r.command);
+        assert!(r.command.contains("postgres://ci-bot@db.example:5432/lethe"), "{}", r.command);
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     /// The real server of this build, when it is built (cargo builds the app's tests without

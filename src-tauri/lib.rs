@@ -98,7 +98,7 @@ fn open_in_background(app: &AppHandle, generation: u64, path: &Path, mode: OpenM
     // The first scoring snapshot, loaded here rather than by the first view that asks, so
     // it starts at once; the reads that need it wait for it, the others do not.
     if let Err(e) = st.snapshot() {
-        eprintln!("lethe: scoring {}: {}", path.display(), e.message);
+        eprintln!("lethe: scoring {}: {}", shown(path), e.message);
     }
     st.mark_scored(generation);
     let _ = app.emit(events::DB_OPENED, commands::db_info_of(&st));

@@ -136,7 +136,7 @@ impl OpenDb {
         // checkpoint of any connection copies the WAL all the same.
         store::no_checkpoint_on_close(&conn);
         let guard = FileGuard::capture(&conn).unwrap_or_else(|e| {
-            eprintln!("lethe: cannot tell whether {} stays the same file: {e}", path.display());
+            eprintln!("lethe: cannot tell whether {} stays the same file: {e}", crate::shown(&path));
             None
         });
         OpenDb { generation, path, conn, actor, guard, _watcher: watcher }
@@ -223,7 +223,7 @@ fn keep_searched(path: &Path, snap: &Arc<Snapshot>) {
             snap.persist(&mut conn)
         });
         if let Err(e) = kept {
-            eprintln!("lethe: storing the neighbours found for {}: {e}", path.display());
+            eprintln!("lethe: storing the neighbours found for {}: {e}", crate::shown(&path));
         }
     });
     if let Err(e) = spawned {
@@ -256,7 +256,7 @@ impl AppState {
         }
         let old = held.take();
         *held = LockAnchor::take(conn).unwrap_or_else(|e| {
-            eprintln!("lethe: cannot anchor the locks of {}: {e}", path.display());
+            eprintln!("lethe: cannot anchor the locks of {}: {e}", crate::shown(path));
             None
         });
         drop(held);

@@ -10,6 +10,9 @@ use serde_json::Value;
 #[path = "../common/hostile.rs"]
 mod hostile;
 
+/// Attacks by a role that writes raw SQL with its own password.
+mod raw_sql;
+
 fn server() -> Option<String> {
     let s = std::env::var("LETHE_TEST_POSTGRES").ok().filter(|s| !s.is_empty());
     if s.is_none() {
@@ -45,7 +48,10 @@ fn a_team_server_needs_setup_then_serves_the_same_commands() {
 
     let (code, v) = lethe(&db, &["admin", "setup"]);
     assert_eq!(code, 0, "{v}");
-    assert_eq!(v["applied"], serde_json::json!(["001_schema", "002_roles", "003_teams", "004_agent_pins"]));
+    assert_eq!(
+        v["applied"],
+        serde_json::json!(["001_schema", "002_roles", "003_teams", "004_agent_pins", "006_raw_sql"])
+    );
     let (code, v) = lethe(&db, &["admin", "setup"]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["applied"], serde_json::json!([]), "a second setup changes nothing");
@@ -521,7 +527,9 @@ fn push_moves_a_local_store_whole_and_a_second_push_adds_nothing() {
     assert!(v["audit_actions"].as_u64().unwrap() >= 8 && v["audit_events"].as_u64().unwrap() >= 2, "{v}");
     assert_eq!(std::fs::read(&file).unwrap(), file_bytes, "a push only reads the file");
 
-    // Every field the file had, on the server: ids, counters, versions, pins, quarantine dates.
+    // Every field the file had, on the server: ids, counters, versions, pins; a quarantine
+    // starts at the push, as an import's does (the file's date would let the next batch purge
+    // the memory at once).
     for (id, local_view) in &before {
         let (code, team_view) = lethe(&lead_url, &["show", id]);
         assert_eq!(code, 0, "{team_view}");
@@ -535,7 +543,6 @@ fn push_moves_a_local_store_whole_and_a_second_push_adds_nothing() {
             "edit_count",
             "pinned",
             "is_deleted",
-            "deleted_at",
             "importance",
             "reflection_notes",
             "steps",
@@ -545,8 +552,14 @@ fn push_moves_a_local_store_whole_and_a_second_push_adds_nothing() {
         let team_events = lethe(&lead_url, &["events", "--memory", id]).1["items"].as_array().unwrap().len();
         assert_eq!(team_events, local_events(id), "{id}: the audit moved with the memory");
     }
+    let local_start = lethe(local, &["show", &quarantined]).1["deleted_at"].as_str().unwrap().to_string();
+    let team_start = lethe(&lead_url, &["show", &quarantined]).1["deleted_at"].as_str().unwrap().to_string();
+    assert!(team_start > local_start, "quarantined as of the push: {team_start} after {local_start}");
     assert_eq!(lethe(&lead_url, &["show", &kept]).1["version"], 2);
-    assert_eq!(lethe(&lead_url, &["history", &procedure]).1, lethe(local, &["history", &procedure]).1);
+    // The history moved; who did what is recorded as brought by the push.
+    let team_history = lethe(&lead_url, &["history", &procedure]).1.to_string();
+    assert!(team_history.contains("pushed:"), "{team_history}");
+    assert_eq!(team_history.replace("pushed:", ""), lethe(local, &["history", &procedure]).1.to_string());
     // The erased memory's text is nowhere; its record moved.
     assert_eq!(lethe(&lead_url, &["show", &erased]).0, 4);
     let erased_audit = lethe(&lead_url, &["events", "--memory", &erased]).1;

@@ -1,5 +1,13 @@
 //! `lethe push FILE.db`: a local SQLite store moves into the team store on
-//! PostgreSQL with its ids, counters, versions, quarantine dates and audit.
+//! PostgreSQL with its ids, counters, versions and audit.
+//!
+//! Every memory passes the checks of `lethe import` first, as if the file had been exported
+//! and imported: the secrets and personal-data guard of the team's settings, the ranges of
+//! `remember`, no date in the future, and a memory in quarantine is quarantined as of the
+//! push (a file's old date would let the next batch purge it at once). One memory that fails
+//! and nothing is pushed. The rows that name who did something (audit, supersede links,
+//! dismissed pairs, procedure versions, archives, ended sessions) are recorded as
+//! `pushed:<original actor>`, under the pushing role, which the audit's own push row names.
 //!
 //! A memory moves with everything that describes it (its forgetting events and actions, meta
 //! statistics, procedure versions, archive originals, review and session rows, supersede
@@ -19,7 +27,7 @@ use serde::Serialize;
 
 use crate::dedup;
 use crate::error::{Error, Result};
-use crate::model::MEMORY_COLUMNS;
+use crate::model::{Memory, MEMORY_COLUMNS};
 use crate::storage::db::{params_from_iter, Connection, Value};
 use crate::time;
 
@@ -34,8 +42,13 @@ pub struct PushReport {
     pub read: usize,
     /// Memories now in the team store that were not before.
     pub pushed: usize,
-    /// Of those, memories in quarantine (their quarantine keeps its start date).
+    /// Of those, memories in quarantine (quarantined as of the push, as `import` does).
     pub quarantined: usize,
+    /// Memories whose text the secrets guard changed, and the spans it replaced.
+    pub redacted_memories: usize,
+    pub redacted_spans: usize,
+    /// Memories of filler text only, left behind as `import` leaves them.
+    pub trivial: usize,
     /// Memories whose id the team store already held: left as the team store has them.
     pub skipped_existing: usize,
     /// Audit rows moved: forgetting events and actions.
@@ -123,12 +136,80 @@ pub fn push(src: &Connection, dst: &mut Connection, from: &str, actor: &str, now
         let tx = dst.transaction()?;
         // One push at a time: the check for ids already present and the inserts that follow
         // must not interleave with another push of the same file.
-        tx.execute_batch("SELECT pg_advisory_xact_lock(7394022)")?;
+        // The lock's key is the team's, derived on the server from a secret no role reads, so
+        // no role of another team can hold it; like every lock, it is waited for at most the
+        // connection's lock timeout.
+        tx.execute_batch("SELECT pg_advisory_xact_lock(lethe_team_key('push'))")?;
         push_in(src, &tx, &mut report, actor, now)?;
         tx.commit()
     })();
     let _ = src.rollback();
     out.map(|()| report)
+}
+
+/// The memories among `to_push` (rows of the file) as `import` would store them (see the
+/// module's documentation), in the file's order; trivial ones are left behind.
+fn checked(
+    src: &Connection,
+    dst: &Connection,
+    to_push: &[Vec<Value>],
+    report: &mut PushReport,
+    now: time::Instant,
+) -> Result<Vec<Vec<Value>>> {
+    let wanted: HashSet<&str> = to_push.iter().filter_map(|m| text(&m[0])).collect();
+    let settings = crate::settings::Settings::load(dst)?;
+    let mut checks = crate::transfer::ImportReport::default();
+    let mut out = Vec::new();
+    let mut stmt =
+        src.prepare(&format!("SELECT {MEMORY_COLUMNS} FROM memory_item WHERE id IS NOT NULL ORDER BY rowid"))?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let m = Memory::from_row(&r)?;
+        if !wanted.contains(m.id.as_str()) {
+            continue;
+        }
+        match crate::transfer::checked_for_push(&m, &settings, now, &mut checks)? {
+            Some(m) => out.push(crate::transfer::memory_values(&m)),
+            None => report.trivial += 1,
+        }
+    }
+    report.redacted_memories = checks.redacted_memories;
+    report.redacted_spans = checks.redacted_spans;
+    Ok(out)
+}
+
+/// `pushed:<actor>`: who did it in the file, recorded as brought by the push.
+fn pushed_name(actor: &str) -> String {
+    if actor.starts_with("pushed:") {
+        actor.to_string()
+    } else {
+        format!("pushed:{actor}")
+    }
+}
+
+fn pushed(actor: &Value) -> Value {
+    Value::Text(pushed_name(text(actor).unwrap_or("unknown")))
+}
+
+/// The same rows with column `col` through [`pushed`].
+fn with_pushed(mut rows: Vec<Vec<Value>>, col: usize) -> Vec<Vec<Value>> {
+    for r in rows.iter_mut() {
+        r[col] = pushed(&r[col]);
+    }
+    rows
+}
+
+/// A forgetting event's metadata with its actor through [`pushed`] (the table has no actor
+/// column).
+fn event_pushed(metadata: &Value) -> Value {
+    let mut meta: serde_json::Map<String, serde_json::Value> = text(metadata)
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+        .and_then(|v| v.as_object().cloned())
+        .unwrap_or_default();
+    let original = meta.get("actor").and_then(|a| a.as_str()).unwrap_or("unknown");
+    let actor = pushed_name(original);
+    meta.insert("actor".into(), serde_json::Value::String(actor));
+    Value::Text(serde_json::Value::Object(meta).to_string())
 }
 
 fn push_in(src: &Connection, dst: &Connection, report: &mut PushReport, actor: &str, now: time::Instant) -> Result<()> {
@@ -140,6 +221,7 @@ fn push_in(src: &Connection, dst: &Connection, report: &mut PushReport, actor: &
     let existing = present(dst, "memory_item", "id", &id_list)?;
     memories.retain(|m| text(&m[0]).is_some_and(|id| !existing.contains(id)));
     report.skipped_existing = report.read - memories.len();
+    let mut memories = checked(src, dst, &memories, report, now)?;
     let new: HashSet<String> = memories.iter().filter_map(|m| text(&m[0]).map(str::to_string)).collect();
 
     // Memories deleted for ever in the file: their audit moves if the team store has none yet.
@@ -180,7 +262,10 @@ fn push_in(src: &Connection, dst: &Connection, report: &mut PushReport, actor: &
                 "INSERT INTO lethe_archive (memory_id, memo, original, sha256, bytes, actor, archived_at, restored_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING archive_no",
             )?
-            .query_row(params_from_iter(a[1..].iter().cloned()), |r| r.get(0))?;
+            .query_row(
+                params_from_iter(a[1..].iter().enumerate().map(|(i, v)| if i == 5 { pushed(v) } else { v.clone() })),
+                |r| r.get(0),
+            )?;
         report.archives += 1;
         if let (Value::Integer(old), Some(id), Some(memo), Value::Null) = (&a[0], text(&a[1]), text(&a[2]), &a[8]) {
             renumbered.insert(id.to_string(), (*old, no, memo.to_string()));
@@ -232,10 +317,13 @@ fn push_in(src: &Connection, dst: &Connection, report: &mut PushReport, actor: &
         "memory_id, recall_count, success_count, failure_count, avg_confidence, last_recalled_at",
         &stats,
     )?;
-    let versions = of_new(
-        "SELECT memory_id, version, snapshot_json, actor, created_at FROM lethe_procedure_version ORDER BY memory_id, version",
-        0,
-    )?;
+    let versions = with_pushed(
+        of_new(
+            "SELECT memory_id, version, snapshot_json, actor, created_at FROM lethe_procedure_version ORDER BY memory_id, version",
+            0,
+        )?,
+        3,
+    );
     report.procedure_versions =
         insert(dst, "lethe_procedure_version", "memory_id, version, snapshot_json, actor, created_at", &versions)?;
     insert(
@@ -258,10 +346,10 @@ fn push_in(src: &Connection, dst: &Connection, report: &mut PushReport, actor: &
     )?;
     let mut links = rows(src, "SELECT old_id, new_id, actor, created_at FROM lethe_supersede")?;
     links.retain(|l| [&l[0], &l[1]].iter().any(|v| text(v).is_some_and(|id| new.contains(id))));
-    insert(dst, "lethe_supersede", "old_id, new_id, actor, created_at", &links)?;
+    insert(dst, "lethe_supersede", "old_id, new_id, actor, created_at", &with_pushed(links, 2))?;
     let mut pairs = rows(src, "SELECT a_id, b_id, actor, created_at FROM lethe_dismissed_pair")?;
     pairs.retain(|l| [&l[0], &l[1]].iter().any(|v| text(v).is_some_and(|id| new.contains(id))));
-    insert(dst, "lethe_dismissed_pair", "a_id, b_id, actor, created_at", &pairs)?;
+    insert(dst, "lethe_dismissed_pair", "a_id, b_id, actor, created_at", &with_pushed(pairs, 2))?;
     // A vector of the memo as the file wrote it is stale after renumbering: the team store
     // embeds those again.
     let mut vectors = of_new("SELECT memory_id, model, vec FROM lethe_vector ORDER BY rowid", 0)?;
@@ -274,9 +362,17 @@ fn push_in(src: &Connection, dst: &Connection, report: &mut PushReport, actor: &
         present(dst, "lethe_session_end", "session_id", &ends.iter().filter_map(|e| text(&e[0])).collect::<Vec<_>>())?;
     let ends: Vec<Vec<Value>> = ends.into_iter().filter(|e| text(&e[0]).is_some_and(|s| !known.contains(s))).collect();
     let sessions: HashSet<String> = ends.iter().filter_map(|e| text(&e[0]).map(str::to_string)).collect();
-    report.sessions = insert(dst, "lethe_session_end", "session_id, task_kind, ended_at, actor, answer", &ends)?;
+    report.sessions =
+        insert(dst, "lethe_session_end", "session_id, task_kind, ended_at, actor, answer", &with_pushed(ends, 3))?;
 
-    let events: Vec<Vec<Value>> = events.into_iter().filter(|e| moves(text(&e[1]))).collect();
+    let events: Vec<Vec<Value>> = events
+        .into_iter()
+        .filter(|e| moves(text(&e[1])))
+        .map(|mut e| {
+            e[8] = event_pushed(&e[8]);
+            e
+        })
+        .collect();
     report.audit_events = insert(
         dst,
         "memory_forgetting_event",
@@ -294,8 +390,12 @@ fn push_in(src: &Connection, dst: &Connection, report: &mut PushReport, actor: &
             id => moves(text(id)),
         })
         .collect();
-    report.audit_actions =
-        insert(dst, "lethe_action", "memory_id, action, actor, before_json, after_json, created_at", &actions)?;
+    report.audit_actions = insert(
+        dst,
+        "lethe_action",
+        "memory_id, action, actor, before_json, after_json, created_at",
+        &with_pushed(actions, 2),
+    )?;
 
     if report.pushed + report.audit_events + report.audit_actions + report.sessions > 0 {
         let after = serde_json::json!({

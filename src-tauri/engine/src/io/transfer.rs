@@ -426,12 +426,61 @@ struct PreparedRow {
     vector: Option<[Value; 3]>,
 }
 
-/// Signatures and vectors of a chunk (the model spreads its part over the cores), and every
-/// value the writer binds.
-fn prepare_chunk(chunk: &[Memory]) -> Vec<PreparedRow> {
+/// A memory of a local file on its way into a team store (`lethe push`): the checks, the
+/// secrets guard and the date rules of [`import`] (no future date; quarantined as of now),
+/// as if the file had been exported and imported. Ok(None): trivial, not stored.
+pub(crate) fn checked_for_push(
+    m: &Memory,
+    s: &Settings,
+    now: time::Instant,
+    report: &mut ImportReport,
+) -> Result<Option<Memory>> {
+    let named = |e: Error| match e {
+        Error::Invalid(msg) => Error::invalid(format!("memory {} of the file: {msg}", m.id)),
+        other => other,
+    };
+    let line: ImportLine = serde_json::from_value(serde_json::to_value(m)?)
+        .map_err(|e| Error::invalid(format!("memory {} of the file: {e}", m.id)))?;
+    memory_of(line, s, now, report).map_err(named)
+}
+
+/// The values of a memory in [`MEMORY_COLUMNS`]' order.
+pub(crate) fn memory_values(m: &Memory) -> Vec<Value> {
     let json =
         |v: &Option<serde_json::Value>| -> Value { v.as_ref().map_or(Value::Null, |v| Value::Text(v.to_string())) };
     let text = |v: &Option<String>| -> Value { v.clone().map_or(Value::Null, Value::Text) };
+    vec![
+        Value::Text(m.id.clone()),
+        Value::Text(m.tier.as_str().to_string()),
+        Value::Text(m.content.clone()),
+        Value::Real(m.importance),
+        Value::Text(m.privacy_scope.clone()),
+        Value::Text(m.created_at.clone()),
+        text(&m.last_accessed),
+        Value::Integer(m.pinned as i64),
+        Value::Text(serde_json::to_string(&m.tags).unwrap_or_else(|_| "[]".into())),
+        text(&m.source),
+        Value::Integer(m.view_count),
+        Value::Integer(m.cite_count),
+        Value::Integer(m.edit_count),
+        text(&m.task_goal),
+        json(&m.steps),
+        json(&m.reflection_notes),
+        text(&m.workflow_name),
+        text(&m.skill_name),
+        json(&m.trigger_conditions),
+        Value::Integer(m.version),
+        text(&m.owner_id),
+        text(&m.session_id),
+        text(&m.project_id),
+        Value::Integer(m.is_deleted as i64),
+        text(&m.deleted_at),
+    ]
+}
+
+/// Signatures and vectors of a chunk (the model spreads its part over the cores), and every
+/// value the writer binds.
+fn prepare_chunk(chunk: &[Memory]) -> Vec<PreparedRow> {
     let vectors: Option<(String, Vec<crate::embed::Vector>)> = crate::embed::shared().map(|e| {
         let texts: Vec<String> = chunk.iter().map(|m| m.content.clone()).collect();
         (e.fingerprint().to_string(), e.embed_many(&texts))
@@ -441,33 +490,7 @@ fn prepare_chunk(chunk: &[Memory]) -> Vec<PreparedRow> {
         .enumerate()
         .map(|(i, m)| PreparedRow {
             id: m.id.clone(),
-            row: [
-                Value::Text(m.id.clone()),
-                Value::Text(m.tier.as_str().to_string()),
-                Value::Text(m.content.clone()),
-                Value::Real(m.importance),
-                Value::Text(m.privacy_scope.clone()),
-                Value::Text(m.created_at.clone()),
-                text(&m.last_accessed),
-                Value::Integer(m.pinned as i64),
-                Value::Text(serde_json::to_string(&m.tags).unwrap_or_else(|_| "[]".into())),
-                text(&m.source),
-                Value::Integer(m.view_count),
-                Value::Integer(m.cite_count),
-                Value::Integer(m.edit_count),
-                text(&m.task_goal),
-                json(&m.steps),
-                json(&m.reflection_notes),
-                text(&m.workflow_name),
-                text(&m.skill_name),
-                json(&m.trigger_conditions),
-                Value::Integer(m.version),
-                text(&m.owner_id),
-                text(&m.session_id),
-                text(&m.project_id),
-                Value::Integer(m.is_deleted as i64),
-                text(&m.deleted_at),
-            ],
+            row: memory_values(m).try_into().expect("one value per memory column"),
             signature: [
                 Value::Text(m.id.clone()),
                 Value::Text(dedup::content_hash(&m.content)),

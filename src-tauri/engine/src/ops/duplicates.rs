@@ -441,7 +441,16 @@ fn distinct(a: &str, b: &str) -> Result<()> {
 
 /// Marks the change of both memories in the change journal, so every window (and the scoring
 /// snapshot it caches) reads them again.
+/// On a team store the journal is written by the server's function only (it checks that the
+/// memory is the caller's team's).
 fn journal(tx: &Connection, ids: [&str; 2], kind: &str) -> Result<()> {
+    if tx.is_postgres() {
+        let mut stmt = tx.prepare_cached("SELECT lethe_journal(?1, ?2)::TEXT")?;
+        for id in ids {
+            stmt.query_row(params![id, kind], |r| r.get::<_, Option<String>>(0))?;
+        }
+        return Ok(());
+    }
     let mut stmt = tx.prepare_cached("INSERT INTO lethe_change (memory_id, kind) VALUES (?1, ?2)")?;
     for id in ids {
         stmt.execute(params![id, kind])?;

@@ -223,8 +223,14 @@ pub fn append_tx(tx: &Transaction<'_>, entries: &[NewEntry]) -> Result<()> {
         over
     };
     if let Some(cutoff) = cutoff.into_iter().chain(by_bytes).max() {
-        tx.execute("DELETE FROM lethe_recall_log WHERE id < ?1", [cutoff])?;
-        tx.execute("DELETE FROM lethe_recall_log_hit WHERE log_id < ?1", [cutoff])?;
+        if tx.is_postgres() {
+            // The team store prunes through the server's function (the caller's team's entries;
+            // Lethe's roles hold no DELETE right on any table there).
+            tx.query_row("SELECT lethe_recall_log_prune(?1)::TEXT", [cutoff], |r| r.get::<_, Option<String>>(0))?;
+        } else {
+            tx.execute("DELETE FROM lethe_recall_log WHERE id < ?1", [cutoff])?;
+            tx.execute("DELETE FROM lethe_recall_log_hit WHERE log_id < ?1", [cutoff])?;
+        }
     }
     Ok(())
 }

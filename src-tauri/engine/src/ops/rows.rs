@@ -49,8 +49,37 @@ pub(crate) fn soft_delete_tx(
             Some(_) => Error::invalid(format!("memory {id} is already in quarantine")),
         });
     }
-    tx.prepare_cached("DELETE FROM lethe_review WHERE memory_id = ?1")?.execute([id])?;
+    leave_review(tx, &[id], false)?;
     soft_event(tx, id, reason, policy, score, actor, settings, now)
+}
+
+/// Takes memories out of the review band (with `only_quarantined`, those now in quarantine
+/// only). On a team store through the server's function: Lethe's roles hold no DELETE right
+/// on any table there, since a DELETE right lets a role lock the whole table against every
+/// team.
+pub(crate) fn leave_review(tx: &Connection, ids: &[&str], only_quarantined: bool) -> Result<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    if tx.is_postgres() {
+        let ids = serde_json::to_string(ids)?;
+        tx.prepare_cached(
+            "SELECT lethe_review_leave(ARRAY(SELECT json_array_elements_text(?1::TEXT::JSON)), ?2::BOOLEAN)",
+        )?
+        .query_row(params![ids, only_quarantined], |r| r.get::<_, i64>(0))?;
+        return Ok(());
+    }
+    let sql = if only_quarantined {
+        "DELETE FROM lethe_review WHERE memory_id = ?1 \
+         AND EXISTS (SELECT 1 FROM memory_item m WHERE m.id = ?1 AND COALESCE(m.is_deleted, 0) <> 0)"
+    } else {
+        "DELETE FROM lethe_review WHERE memory_id = ?1"
+    };
+    let mut stmt = tx.prepare_cached(sql)?;
+    for id in ids {
+        stmt.execute([id])?;
+    }
+    Ok(())
 }
 
 /// The audit event of a move to quarantine (the actor goes in the metadata: the table has no
@@ -95,6 +124,22 @@ pub(crate) fn hard_delete_tx(
     now: Instant,
 ) -> Result<ForgettingEvent> {
     let m = get_tx(tx, id)?;
+    if tx.is_postgres() {
+        // The team store deletes through the server's function, which checks that the role
+        // is the team lead of the memory's team (see `leave_review` on DELETE rights).
+        crate::recall_log::erase_for_memory(tx, id)?;
+        tx.prepare_cached("SELECT lethe_hard_delete_rows(?1)")?.query_row([id], |r| r.get::<_, i64>(0))?;
+    } else {
+        hard_delete_rows_in_file(tx, id)?;
+    }
+    // The earlier audit rows of this memory lose their text in the same transaction; the
+    // new event keeps only facts and the content's hash and length.
+    audit::scrub_memory(tx, id)?;
+    hard_event(tx, id, reason, policy, actor, &m, now)
+}
+
+/// The rows a hard delete removes from a file (the team store's function removes the same).
+fn hard_delete_rows_in_file(tx: &Transaction, id: &str) -> Result<()> {
     for sql in [
         "DELETE FROM meta_memory_stats WHERE memory_id = ?1",
         "DELETE FROM lethe_archive WHERE memory_id = ?1",
@@ -115,9 +160,19 @@ pub(crate) fn hard_delete_tx(
     for sql in ["DELETE FROM lethe_recall_log_hit WHERE memory_id = ?1", "DELETE FROM memory_item WHERE id = ?1"] {
         tx.prepare_cached(sql)?.execute([id])?;
     }
-    // The earlier audit rows of this memory lose their text in the same transaction; the
-    // new event keeps only facts and the content's hash and length.
-    audit::scrub_memory(tx, id)?;
+    Ok(())
+}
+
+/// The `hard` event: who, when, why, and the content's hash and length (never its text).
+fn hard_event(
+    tx: &Transaction,
+    id: &str,
+    reason: &str,
+    policy: &str,
+    actor: &str,
+    m: &Memory,
+    now: Instant,
+) -> Result<ForgettingEvent> {
     audit::record_event(
         tx,
         EventSpec {

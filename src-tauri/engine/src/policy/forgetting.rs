@@ -1747,9 +1747,7 @@ fn apply(tx: &crate::storage::db::Transaction, p: &Planned, s: &Settings, now: I
                 )?;
             }
         }
-        Decision::LeaveBand(id) => {
-            tx.prepare_cached("DELETE FROM lethe_review WHERE memory_id = ?1")?.execute([id])?;
-        }
+        Decision::LeaveBand(id) => rows::leave_review(tx, &[id], false)?,
     }
     Ok(())
 }
@@ -1844,6 +1842,14 @@ fn apply_on_server(
         return Ok(());
     }
     let metadata = serde_json::json!({ "actor": "policy" }).to_string();
+    // Leaving the review band goes through the server's function (Lethe's roles hold no
+    // DELETE right): the memories the policy lets go, and those of the band this statement
+    // puts in quarantine (a memory the statement leaves active stays in the band).
+    let leave: Vec<&str> = batch.iter().filter(|d| d["kind"] == "leave").filter_map(|d| d["id"].as_str()).collect();
+    let quarantined: Vec<&str> =
+        batch.iter().filter(|d| d["kind"] == "soft" && d["in_band"] == true).filter_map(|d| d["id"].as_str()).collect();
+    let leave: Vec<String> = leave.into_iter().map(str::to_string).collect();
+    let quarantined: Vec<String> = quarantined.into_iter().map(str::to_string).collect();
     tx.prepare_cached(
         "WITH d AS (
              SELECT * FROM json_to_recordset(?1::TEXT::JSON) AS d(n BIGINT, kind TEXT, rowid BIGINT, id TEXT,
@@ -1853,10 +1859,6 @@ fn apply_on_server(
              FROM d WHERE d.kind = 'soft' AND m.rowid = d.rowid AND m.id = d.id
                  AND COALESCE(m.is_deleted, 0) = 0 AND COALESCE(m.pinned, 0) = 0
              RETURNING d.n, d.id, d.in_band),
-         unband AS (
-             DELETE FROM lethe_review r USING d
-             WHERE r.memory_id = d.id
-                 AND (d.kind = 'leave' OR d.n IN (SELECT soft.n FROM soft WHERE soft.in_band))),
          review AS (
              INSERT INTO lethe_review (memory_id, entered_at) SELECT d.id, ?2::TEXT FROM d WHERE d.kind = 'review'
              ON CONFLICT DO NOTHING RETURNING memory_id)
@@ -1875,6 +1877,8 @@ fn apply_on_server(
         s.quarantine_days.round() as i64,
         metadata
     ])?;
+    rows::leave_review(tx, &leave.iter().map(String::as_str).collect::<Vec<_>>(), false)?;
+    rows::leave_review(tx, &quarantined.iter().map(String::as_str).collect::<Vec<_>>(), true)?;
     Ok(())
 }
 
@@ -1902,7 +1906,7 @@ fn soft(
         return Ok(());
     }
     if p.in_band {
-        tx.prepare_cached("DELETE FROM lethe_review WHERE memory_id = ?1")?.execute([id])?;
+        rows::leave_review(tx, &[id], false)?;
     }
     rows::soft_event(tx, id, reason, policy, Some(score), "policy", s, now)?;
     Ok(())

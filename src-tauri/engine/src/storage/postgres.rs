@@ -24,10 +24,17 @@ const MIGRATIONS: &[Migration] = &[
     Migration { version: 2, name: "roles", sql: include_str!("postgres/migrations/002_roles.sql") },
     Migration { version: 3, name: "teams", sql: include_str!("postgres/migrations/003_teams.sql") },
     Migration { version: 4, name: "agent_pins", sql: include_str!("postgres/migrations/004_agent_pins.sql") },
+    Migration { version: 6, name: "raw_sql", sql: include_str!("postgres/migrations/006_raw_sql.sql") },
 ];
 
 /// The team store's schema version this build reads and writes.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 6;
+
+/// How long a Lethe role's session may sit in an open transaction, and run one statement,
+/// before the server ends it (set on every role `admin add-*` makes, per database): a
+/// client that holds locks and goes quiet cannot stop its team for longer.
+const ROLE_IDLE_IN_TRANSACTION: &str = "120s";
+const ROLE_STATEMENT_TIMEOUT: &str = "600s";
 
 /// What a connection's database role may do (`lethe admin add-agent`, `add-curator`,
 /// `add-reader`; the owner sets the server up).
@@ -128,7 +135,12 @@ pub fn add_role(url: &str, name: &str, kind: Role, team: &str, password: Option<
         "INSERT INTO lethe_team_member (role, team) VALUES (?1, ?2) ON CONFLICT (role) DO UPDATE SET team = EXCLUDED.team",
         [name, team],
     )?;
-    conn.execute_batch(&format!("GRANT CONNECT ON DATABASE \"{}\" TO {ident}", current_database(&conn)?))?;
+    let database = current_database(&conn)?;
+    conn.execute_batch(&format!("GRANT CONNECT ON DATABASE \"{database}\" TO {ident}"))?;
+    conn.execute_batch(&format!(
+        "ALTER ROLE {ident} IN DATABASE \"{database}\" SET idle_in_transaction_session_timeout = '{ROLE_IDLE_IN_TRANSACTION}'; \
+         ALTER ROLE {ident} IN DATABASE \"{database}\" SET statement_timeout = '{ROLE_STATEMENT_TIMEOUT}'"
+    ))?;
     Ok(RoleReport {
         role: name.to_string(),
         kind,
@@ -184,8 +196,9 @@ fn open_raw(url: &str) -> Result<Connection> {
         .connect(postgres::NoTls)
         .map_err(|e| Error::Foreign(format!("cannot connect to the team server {}: {}", display(url), message(&e))))?;
     let conn = Connection::from_postgres(Pg::new(client, display(url)));
-    // Statements that wait on a lock give up as SQLite's busy timeout does.
-    conn.execute_batch("SET lock_timeout = '5s'; SET statement_timeout = '0'")?;
+    // Statements that wait on a lock give up as SQLite's busy timeout does (advisory locks
+    // too). The statement timeout is the role's (`admin add-*` sets one for Lethe's roles).
+    conn.execute_batch("SET lock_timeout = '5s'")?;
     Ok(conn)
 }
 
@@ -230,6 +243,17 @@ pub fn column_exists(conn: &Connection, table: &str, column: &str) -> Result<boo
     )
 }
 
+/// The migrations this build knows that the server has not recorded (any order of merge:
+/// a migration numbered below one already applied is still applied).
+fn missing_migrations(conn: &Connection) -> Result<Vec<&'static Migration>> {
+    let done: Vec<i64> = if table_exists(conn, "lethe_schema")? {
+        conn.prepare("SELECT version FROM lethe_schema")?.query_map([], |r| r.get(0))?.collect::<Result<_>>()?
+    } else {
+        Vec::new()
+    };
+    Ok(MIGRATIONS.iter().filter(|m| !done.contains(&m.version)).collect())
+}
+
 /// Connects an agent, a curator or a reader: the schema must be there, at this version.
 pub fn connect(url: &str) -> Result<Connection> {
     let conn = open_raw(url)?;
@@ -246,7 +270,7 @@ pub fn connect(url: &str) -> Result<Connection> {
             display(url)
         )));
     }
-    if version < SCHEMA_VERSION {
+    if version < SCHEMA_VERSION || !missing_migrations(&conn)?.is_empty() {
         return Err(Error::Foreign(format!(
             "the team server {} has schema {version}; its owner runs `lethe --db URL admin setup` to bring it to {SCHEMA_VERSION}",
             display(url)
@@ -292,10 +316,48 @@ fn ensure_vector_search(conn: &Connection) -> Result<(&'static str, String)> {
     let dims = crate::embed::DIMS;
     let first = 4; // the bytes start with the f32 inverse norm, then one i8 per component
     let last = first + dims - 1;
+    // The trigger's function, like every function of Lethe's, runs as its owner with a
+    // fixed search path: the catalog, then the schema that holds pgvector's type.
+    let vector_schema: String = conn.query_row(
+        "SELECT quote_ident(n.nspname) FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace \
+         WHERE e.extname = 'vector'",
+        [],
+        |r| r.get(0),
+    )?;
+    // The column, trigger and index need table locks that any open reading transaction
+    // delays: a store that has them already gets the function's definition only.
+    let in_place: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() \
+                        AND table_name = 'lethe_vector' AND column_name = 'emb') \
+            AND EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'lethe_vector_emb' \
+                        AND tgrelid = 'lethe_vector'::regclass) \
+            AND EXISTS (SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = ?1)",
+        [VECTOR_INDEX],
+        |r| r.get(0),
+    )?;
+    let tables = if in_place {
+        String::new()
+    } else {
+        format!(
+            "DROP TRIGGER IF EXISTS lethe_vector_emb ON lethe_vector;
+             CREATE TRIGGER lethe_vector_emb BEFORE INSERT OR UPDATE OF vec ON lethe_vector
+                 FOR EACH ROW EXECUTE FUNCTION lethe_vector_emb();
+             UPDATE lethe_vector SET vec = vec WHERE emb IS NULL AND length(vec) = {len};
+             CREATE INDEX IF NOT EXISTS {VECTOR_INDEX} ON lethe_vector USING hnsw (emb vector_cosine_ops);",
+            len = crate::embed::VECTOR_BYTES
+        )
+    };
+    let column = if in_place {
+        String::new()
+    } else {
+        format!("ALTER TABLE lethe_vector ADD COLUMN IF NOT EXISTS emb vector({dims});")
+    };
     conn.begin(crate::storage::db::TransactionBehavior::Deferred)?;
     let step = conn.execute_batch(&format!(
-        "ALTER TABLE lethe_vector ADD COLUMN IF NOT EXISTS emb vector({dims});
-         CREATE OR REPLACE FUNCTION lethe_vector_emb() RETURNS trigger LANGUAGE plpgsql AS $fn$
+        "{SETUP_LOCK};
+         {column}
+         CREATE OR REPLACE FUNCTION lethe_vector_emb() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+             SET search_path = pg_catalog, {vector_schema}, pg_temp AS $fn$
          BEGIN
              IF length(NEW.vec) = {len} THEN
                  SELECT CASE WHEN bool_or(b <> 0) THEN array_agg(b ORDER BY i)::real[]::vector END INTO NEW.emb
@@ -307,11 +369,8 @@ fn ensure_vector_search(conn: &Connection) -> Result<(&'static str, String)> {
              END IF;
              RETURN NEW;
          END $fn$;
-         DROP TRIGGER IF EXISTS lethe_vector_emb ON lethe_vector;
-         CREATE TRIGGER lethe_vector_emb BEFORE INSERT OR UPDATE OF vec ON lethe_vector
-             FOR EACH ROW EXECUTE FUNCTION lethe_vector_emb();
-         UPDATE lethe_vector SET vec = vec WHERE emb IS NULL AND length(vec) = {len};
-         CREATE INDEX IF NOT EXISTS {VECTOR_INDEX} ON lethe_vector USING hnsw (emb vector_cosine_ops);",
+         REVOKE ALL ON FUNCTION lethe_vector_emb() FROM PUBLIC;
+         {tables}",
         len = crate::embed::VECTOR_BYTES,
     ));
     match step {
@@ -326,52 +385,70 @@ fn ensure_vector_search(conn: &Connection) -> Result<(&'static str, String)> {
     Ok(("hnsw", format!("pgvector {version}: recall's nearest vectors come from an HNSW index on the server")))
 }
 
-/// Creates or migrates the schema, idempotently; one setup at a time (an advisory lock), each
+/// One setup at a time: a lock on the table that records the schema, held to the end of
+/// the transaction. Lethe's roles only read that table, and reading conflicts with no mode
+/// but ACCESS EXCLUSIVE, so no agent, curator or reader can take this lock or hold it
+/// against the owner (an advisory lock, which any role may take, could be held for ever).
+const SETUP_LOCK: &str = "LOCK TABLE lethe_schema IN SHARE ROW EXCLUSIVE MODE";
+
+/// Creates or migrates the schema, idempotently; one setup at a time ([`SETUP_LOCK`]), each
 /// migration in the transaction that records it.
 pub fn setup(url: &str) -> Result<SetupReport> {
     let conn = open_raw(url)?;
     // Setup runs DDL the server should not echo back as notices on every `IF NOT EXISTS`.
     conn.execute_batch("SET client_min_messages = warning")?;
-    conn.execute_batch("SELECT pg_advisory_lock(7394021)")?;
-    let out = (|| {
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS lethe_schema (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
-        )?;
-        let current = schema_version(&conn)?;
-        if current > SCHEMA_VERSION {
-            return Err(Error::Foreign(format!(
-                "the team server was set up by a newer Lethe (schema {current}, this build knows {SCHEMA_VERSION}); it was left untouched"
-            )));
+    // Two setups of a new database may race on this creation: the loser finds the table.
+    if let Err(e) = conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS lethe_schema (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
+    ) {
+        if !table_exists(&conn, "lethe_schema")? {
+            return Err(e);
         }
-        let mut applied = Vec::new();
-        for m in MIGRATIONS.iter().filter(|m| m.version > current) {
-            conn.begin(crate::storage::db::TransactionBehavior::Deferred)?;
-            let step = (|| {
-                conn.execute_batch(m.sql)?;
-                conn.execute(
-                    "INSERT INTO lethe_schema (version, name, applied_at) VALUES (?1, ?2, ?3)",
-                    crate::params![m.version, m.name, crate::time::format(chrono::Utc::now())],
-                )?;
-                Ok(())
-            })();
-            match step {
-                Ok(()) => conn.commit()?,
-                Err(e) => {
-                    let _ = conn.rollback();
-                    return Err(e);
+    }
+    let mut applied = Vec::new();
+    for m in MIGRATIONS {
+        conn.begin(crate::storage::db::TransactionBehavior::Deferred)?;
+        let step = (|| {
+            conn.execute_batch(SETUP_LOCK)?;
+            let current = schema_version(&conn)?;
+            if current > SCHEMA_VERSION {
+                return Err(Error::Foreign(format!(
+                    "the team server was set up by a newer Lethe (schema {current}, this build knows {SCHEMA_VERSION}); it was left untouched"
+                )));
+            }
+            let done: bool =
+                conn.query_row("SELECT EXISTS (SELECT 1 FROM lethe_schema WHERE version = ?1)", [m.version], |r| {
+                    r.get(0)
+                })?;
+            if done {
+                return Ok(false);
+            }
+            conn.execute_batch(m.sql)?;
+            conn.execute(
+                "INSERT INTO lethe_schema (version, name, applied_at) VALUES (?1, ?2, ?3)",
+                crate::params![m.version, m.name, crate::time::format(chrono::Utc::now())],
+            )?;
+            Ok(true)
+        })();
+        match step {
+            Ok(new) => {
+                conn.commit()?;
+                if new {
+                    applied.push(format!("{:03}_{}", m.version, m.name));
                 }
             }
-            applied.push(format!("{:03}_{}", m.version, m.name));
+            Err(e) => {
+                let _ = conn.rollback();
+                return Err(e);
+            }
         }
-        conn.execute(
-            "INSERT INTO lethe_meta (key, value) VALUES ('origin', 'lethe-team') ON CONFLICT (key) DO NOTHING",
-            [],
-        )?;
-        let (vector_search, vector_note) = ensure_vector_search(&conn)?;
-        Ok(SetupReport { server: display(url), schema_version: SCHEMA_VERSION, applied, vector_search, vector_note })
-    })();
-    let _ = conn.execute_batch("SELECT pg_advisory_unlock(7394021)");
-    out
+    }
+    conn.execute(
+        "INSERT INTO lethe_meta (key, value) VALUES ('origin', 'lethe-team') ON CONFLICT (key) DO NOTHING",
+        [],
+    )?;
+    let (vector_search, vector_note) = ensure_vector_search(&conn)?;
+    Ok(SetupReport { server: display(url), schema_version: SCHEMA_VERSION, applied, vector_search, vector_note })
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Live watch (docs/data-model.md). An SQLite file: its parent directory is watched (db, -wal, -shm),
 //! events are debounced (~100 ms), a real change is confirmed with `PRAGMA data_version` and
 //! the change journal, and one small event goes to the callback. A team store on PostgreSQL
-//! ([`watch_postgres`]): a connection of its own `LISTEN`s to `lethe_change` (the journal's
+//! ([`watch_postgres`]): a connection of its own `LISTEN`s to its team's channel (the journal's
 //! trigger notifies at every commit) and reads the journal (`lethe_change`) since the last
 //! sequence number it saw, so a missed notification costs at most the next poll. When the
 //! server goes away it says so ([`WatchEvent::Reconnecting`]), retries every second, and says
@@ -179,7 +179,10 @@ fn serve(
     on_event: &dyn Fn(WatchEvent),
 ) -> Result<()> {
     let pg = conn.postgres().ok_or_else(|| Error::invalid("not a team store"))?;
-    pg.batch("LISTEN lethe_change")?;
+    // The team's own channel (its name derived on the server from a secret no role reads):
+    // a notification carries nothing, and no other team's writes wake this listener.
+    let channel: String = conn.query_row("SELECT lethe_channel()", [], |r| r.get(0))?;
+    pg.batch(&format!("LISTEN \"{}\"", channel.replace('"', "\"\"")))?;
     loop {
         if stop.load(Ordering::SeqCst) {
             return Ok(());

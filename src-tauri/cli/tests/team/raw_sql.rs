@@ -1,0 +1,651 @@
+//! The team store against a role that writes raw SQL with its own password (an agent's MCP
+//! configuration holds that password, so whatever the role may do in SQL the agent may do
+//! with psql). Roles of team alpha (an agent, a curator, a reader, made by `lethe admin
+//! add-*`) connect with the `postgres` crate and try the attacks the database must hold
+//! against: shadow catalogs in pg_temp, direct writes on every table, forged actors and
+//! dates, a quarantine dated years back before the curator's forget, identity squatting,
+//! table, row and advisory locks held open while another team works, NOTIFY and LISTEN,
+//! SET ROLE, and Lethe's own functions called with another team's ids, NULLs and 1 MB
+//! strings. Each attack is refused or harmless, and every row of team beta is byte-identical
+//! afterwards (md5 of each table's beta rows, read as the owner).
+//!
+//! Needs a server: `make test` starts one (tests/pg/with-server.sh) and sets
+//! `LETHE_TEST_POSTGRES`; without it these tests say so and do nothing.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// What the database does not (yet) hold against a Lethe role with raw SQL. They harm only
+/// the role's own team, or reveal aggregate facts that name no team; listed so that the
+/// suite says so rather than pretends.
+const KNOWN_OPEN: &[&str] = &[
+    "statistics views and functions (pg_stat_user_tables, pg_class.reltuples) show row counts summed over every team",
+    "memory ids are one key space: an INSERT of another team's id fails (ON CONFLICT DO NOTHING skips it), so a role that knows an id learns that it exists",
+    "role names are readable in pg_roles (PostgreSQL's catalog is readable by every role)",
+    "an agent's own team's rows: content, vectors and counters are written by direct, column-granted UPDATEs (no per-operation function yet), so an agent may change its team's memories without an audit row",
+    "an agent (and a curator) may write forgetting events under the actor `policy` (the engine's working-memory gate runs under the agent's role); their dates are the server's",
+    "idle_in_transaction_session_timeout and statement_timeout are role defaults: a session may lower them for itself",
+];
+
+fn server() -> Option<String> {
+    let s = std::env::var("LETHE_TEST_POSTGRES").ok().filter(|s| !s.is_empty());
+    if s.is_none() {
+        eprintln!("LETHE_TEST_POSTGRES is not set: no team server to test against (make test starts one)");
+    }
+    s
+}
+
+fn new_database(server: &str) -> String {
+    let name = format!("lethe_raw_{}", uuid::Uuid::new_v4().simple());
+    let mut admin = postgres::Client::connect(&format!("{server}/postgres"), postgres::NoTls).unwrap();
+    admin.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
+    format!("{server}/{name}")
+}
+
+fn lethe(db: &str, args: &[&str]) -> (i32, Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lethe")).arg("--db").arg(db).args(args).output().unwrap();
+    let text = if out.stdout.is_empty() { &out.stderr } else { &out.stdout };
+    let v = serde_json::from_slice(text).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(text).into()));
+    (out.status.code().unwrap_or(-1), v)
+}
+
+fn ok(db: &str, args: &[&str]) -> Value {
+    let (code, v) = lethe(db, args);
+    assert_eq!(code, 0, "lethe {args:?}: {v}");
+    v
+}
+
+fn with_role(url: &str, role: &str) -> String {
+    url.replacen("postgres://postgres@", &format!("postgres://{role}:pw@"), 1)
+}
+
+fn add(db: &str, kind: &str, name: &str, team: &str) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lethe"))
+        .args(["--db", db, "admin", kind, name, "--team", team])
+        .env("LETHE_ROLE_PASSWORD", "pw")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn client(url: &str) -> postgres::Client {
+    postgres::Client::connect(url, postgres::NoTls).unwrap()
+}
+
+/// Every table that holds a team's rows.
+const TEAM_TABLES: &[&str] = &[
+    "memory_item",
+    "memory_forgetting_event",
+    "meta_memory_stats",
+    "lethe_settings",
+    "lethe_action",
+    "lethe_change",
+    "lethe_signature",
+    "lethe_supersede",
+    "lethe_archive",
+    "lethe_procedure_version",
+    "lethe_review",
+    "lethe_vector",
+    "lethe_neighbour",
+    "lethe_centroid",
+    "lethe_session_end",
+    "lethe_task_log",
+    "lethe_session_rule",
+    "lethe_recall_log",
+    "lethe_recall_log_hit",
+    "lethe_dismissed_pair",
+];
+
+/// Every table of the store (the team's and the store's own).
+const ALL_TABLES: &[&str] = &["lethe_schema", "lethe_meta", "lethe_team_member", "lethe_secret"];
+
+/// The rows of `team` in every table, as the owner reads them: (table, rows, md5).
+fn team_rows(owner: &str, team: &str) -> Vec<(String, i64, String)> {
+    let mut c = client(owner);
+    TEAM_TABLES
+        .iter()
+        .map(|t| {
+            let r = c
+                .query_one(
+                    &format!(
+                        "SELECT COUNT(*), md5(COALESCE(string_agg(t::TEXT, E'\\n' ORDER BY t::TEXT), '')) \
+                         FROM {t} t WHERE team = $1"
+                    ),
+                    &[&team],
+                )
+                .unwrap();
+            (t.to_string(), r.get(0), r.get(1))
+        })
+        .collect()
+}
+
+/// The store's own tables (schema, membership, secret), whole.
+fn store_rows(owner: &str) -> Vec<(String, i64, String)> {
+    let mut c = client(owner);
+    ALL_TABLES
+        .iter()
+        .map(|t| {
+            let r = c
+                .query_one(
+                    &format!(
+                        "SELECT COUNT(*), md5(COALESCE(string_agg(t::TEXT, E'\\n' ORDER BY t::TEXT), '')) FROM {t} t"
+                    ),
+                    &[],
+                )
+                .unwrap();
+            (t.to_string(), r.get(0), r.get(1))
+        })
+        .collect()
+}
+
+/// A statement a role must not be able to run: it fails (and the session is usable again).
+fn refused(c: &mut postgres::Client, who: &str, sql: &str) {
+    let r = c.batch_execute(sql);
+    assert!(r.is_err(), "{who}: must be refused: {sql}");
+    let _ = c.batch_execute("ROLLBACK");
+}
+
+/// Runs `sql`; it may succeed or fail (what matters is checked afterwards).
+fn tried(c: &mut postgres::Client, sql: &str) -> bool {
+    let r = c.batch_execute(sql).is_ok();
+    let _ = c.batch_execute("ROLLBACK");
+    r
+}
+
+/// The store: teams alpha and beta, each with an agent and a curator, alpha with a reader;
+/// beta has memories, a quarantine, a pin, an archive, a recall log, a procedure version.
+struct Store {
+    owner: String,
+    a_agent: String,
+    a_curator: String,
+    a_reader: String,
+    b_agent: String,
+    b_curator: String,
+    names: [String; 5],
+    beta_ids: Vec<String>,
+    alpha_ids: Vec<String>,
+}
+
+fn store() -> Option<Store> {
+    let server = server()?;
+    let owner = new_database(&server);
+    ok(&owner, &["admin", "setup"]);
+    let s = &uuid::Uuid::new_v4().simple().to_string()[..8];
+    let names = [format!("a1_{s}"), format!("ac_{s}"), format!("ar_{s}"), format!("b1_{s}"), format!("bc_{s}")];
+    add(&owner, "add-agent", &names[0], "alpha");
+    add(&owner, "add-curator", &names[1], "alpha");
+    add(&owner, "add-reader", &names[2], "alpha");
+    add(&owner, "add-agent", &names[3], "beta");
+    add(&owner, "add-curator", &names[4], "beta");
+    let [a_agent, a_curator, a_reader, b_agent, b_curator] = names.clone().map(|n| with_role(&owner, &n));
+
+    let mut beta_ids = Vec::new();
+    for content in [
+        "Beta's release train leaves on Thursdays at 14:00 UTC.",
+        "Beta's on-call rotation changes every Monday.",
+        "Beta's staging cluster drains at 02:00 UTC.",
+    ] {
+        beta_ids.push(
+            ok(&b_agent, &["remember", "--type", "semantic", "--content", content])["id"].as_str().unwrap().to_string(),
+        );
+    }
+    let v = ok(
+        &b_agent,
+        &[
+            "remember",
+            "--type",
+            "procedural",
+            "--content",
+            "ship a beta release",
+            "--steps",
+            r#"["build","tag","push"]"#,
+        ],
+    );
+    beta_ids.push(v["id"].as_str().unwrap().to_string());
+    let v = ok(
+        &b_agent,
+        &[
+            "remember",
+            "--type",
+            "episodic",
+            "--source",
+            "tool",
+            "--content",
+            "tool output: 4096 lines of beta's build log",
+        ],
+    );
+    let archived = v["id"].as_str().unwrap().to_string();
+    ok(&b_agent, &["archive", &archived, "--memo", "beta build log"]);
+    beta_ids.push(archived);
+    ok(&b_agent, &["delete", &beta_ids[2], "--reason", "stale"]);
+    ok(&b_curator, &["pin", &beta_ids[0]]);
+    ok(&b_agent, &["recall", "beta release train"]);
+
+    let mut alpha_ids = Vec::new();
+    for content in ["Alpha's launch codename is Bluefin.", "Alpha deploys from the main branch only."] {
+        alpha_ids.push(
+            ok(&a_agent, &["remember", "--type", "semantic", "--content", content])["id"].as_str().unwrap().to_string(),
+        );
+    }
+    ok(&a_agent, &["recall", "alpha launch"]);
+    Some(Store { owner, a_agent, a_curator, a_reader, b_agent, b_curator, names, beta_ids, alpha_ids })
+}
+
+#[test]
+fn no_role_of_one_team_changes_another_teams_rows_with_raw_sql() {
+    let Some(st) = store() else { return };
+    let beta_before = team_rows(&st.owner, "beta");
+    let store_before = store_rows(&st.owner);
+    assert!(beta_before.iter().find(|t| t.0 == "memory_item").unwrap().1 >= 5);
+    let beta_id = st.beta_ids[1].as_str();
+    let big = "x".repeat(1 << 20);
+
+    for (who, url) in [("agent", &st.a_agent), ("curator", &st.a_curator), ("reader", &st.a_reader)] {
+        let mut c = client(url);
+        // Shadow catalogs: no temporary (or any) table can be made.
+        for t in ["pg_roles", "pg_class", "pg_namespace", "pg_database", "pg_auth_members"] {
+            refused(&mut c, who, &format!("CREATE TEMP TABLE {t} (rolname name, rolsuper boolean, oid oid)"));
+            refused(&mut c, who, &format!("CREATE TABLE public.{t} (rolname name, rolsuper boolean)"));
+        }
+        refused(&mut c, who, "CREATE TEMPORARY VIEW pg_roles AS SELECT 'x'::name AS rolname, true AS rolsuper");
+        refused(
+            &mut c,
+            who,
+            "CREATE FUNCTION public.pg_has_role(name, text, text) RETURNS boolean LANGUAGE sql AS 'SELECT true'",
+        );
+        refused(&mut c, who, "CREATE SCHEMA shadow");
+
+        // Another team's rows: every table, every kind of write.
+        for t in TEAM_TABLES {
+            refused(&mut c, who, &format!("DELETE FROM {t}"));
+            refused(&mut c, who, &format!("TRUNCATE {t}"));
+            refused(&mut c, who, &format!("LOCK TABLE {t} IN ACCESS EXCLUSIVE MODE"));
+            refused(&mut c, who, &format!("LOCK TABLE {t} IN SHARE MODE"));
+            refused(&mut c, who, &format!("ALTER TABLE {t} DISABLE ROW LEVEL SECURITY"));
+            refused(
+                &mut c,
+                who,
+                &format!("CREATE TRIGGER x BEFORE INSERT ON {t} FOR EACH ROW EXECUTE FUNCTION lethe_team()"),
+            );
+            // Writes that the grants admit land in the role's own team only (row-level security).
+            tried(&mut c, &format!("UPDATE {t} SET team = 'beta'"));
+            tried(&mut c, &format!("INSERT INTO {t} (team) VALUES ('beta')"));
+        }
+        for t in ALL_TABLES {
+            refused(&mut c, who, &format!("DELETE FROM {t}"));
+            refused(&mut c, who, &format!("INSERT INTO {t} SELECT * FROM {t}"));
+        }
+        refused(&mut c, who, "SELECT * FROM lethe_secret");
+        refused(&mut c, who, "SELECT * FROM lethe_team_member");
+        refused(
+            &mut c,
+            who,
+            &format!(
+                "UPDATE memory_item SET content = 'overwritten' WHERE id = '{beta_id}'; \
+            SELECT 1/(SELECT COUNT(*) FROM memory_item WHERE id = '{beta_id}')::int"
+            ),
+        );
+        refused(
+            &mut c,
+            who,
+            &format!(
+                "INSERT INTO memory_item (id, type, content, created_at, team) \
+                 VALUES ('planted_{who}', 'semantic', 'planted', '2026-12-01T00:00:00.000Z', 'beta')"
+            ),
+        );
+
+        // Identity squatting: the sequences are nobody's, explicit keys are replaced.
+        for seq in
+            ["lethe_action_id_seq", "lethe_change_seq_seq", "lethe_archive_archive_no_seq", "lethe_recall_log_id_seq"]
+        {
+            refused(&mut c, who, &format!("SELECT nextval('{seq}')"));
+            refused(&mut c, who, &format!("SELECT setval('{seq}', 1000000000)"));
+        }
+        refused(
+            &mut c,
+            who,
+            "INSERT INTO lethe_change (seq, memory_id, kind) OVERRIDING SYSTEM VALUE VALUES (1000000, 'x', 'insert')",
+        );
+        tried(
+            &mut c,
+            "INSERT INTO lethe_action (id, memory_id, action, actor, created_at) OVERRIDING SYSTEM VALUE \
+             SELECT g, NULL, 'note', 'user', '2000-01-01T00:00:00.000Z' FROM generate_series(1, 200) g",
+        );
+        tried(
+            &mut c,
+            "INSERT INTO lethe_recall_log (id, actor, at, query, context_json, results_json) OVERRIDING SYSTEM VALUE \
+             SELECT g, 'user', '2000-01-01T00:00:00.000Z', 'q', '{}', '[]' FROM generate_series(1, 200) g",
+        );
+        tried(
+            &mut c,
+            "INSERT INTO lethe_archive (archive_no, memory_id, memo, original, sha256, bytes, actor, archived_at) \
+             OVERRIDING SYSTEM VALUE SELECT g, 'x', 'm', '\\x00', 'h', 1, 'user', '2000-01-01T00:00:00.000Z' \
+             FROM generate_series(1, 200) g",
+        );
+
+        // SET ROLE to a stronger group or another team's role: refused.
+        if who != "curator" {
+            refused(&mut c, who, "SET ROLE lethe_curator");
+        }
+        refused(&mut c, who, &format!("SET ROLE \"{}\"", st.names[4]));
+        refused(&mut c, who, &format!("SET SESSION AUTHORIZATION \"{}\"", st.names[4]));
+        refused(&mut c, who, "SET ROLE postgres");
+
+        // Lethe's functions with another team's ids, NULLs and 1 MB strings.
+        let _ = tried(&mut c, &format!("SELECT lethe_hard_delete_rows('{beta_id}')"));
+        refused(&mut c, who, &format!("SELECT lethe_journal('{beta_id}', 'update')"));
+        refused(&mut c, who, "SELECT lethe_journal(NULL, NULL)");
+        refused(&mut c, who, &format!("SELECT lethe_journal('{big}', 'update')"));
+        refused(&mut c, who, &format!("SELECT lethe_journal('{}', '{big}')", st.alpha_ids[0]));
+        let _ = tried(&mut c, &format!("SELECT lethe_review_leave(ARRAY['{beta_id}', NULL, '{big}'], false)"));
+        let _ = tried(&mut c, "SELECT lethe_review_leave(NULL, NULL)");
+        let _ = tried(&mut c, "SELECT lethe_recall_log_prune(9223372036854775807)");
+        let _ = tried(&mut c, "SELECT lethe_hard_delete_rows(NULL)");
+        refused(&mut c, who, "SELECT lethe_team_channel('beta')");
+        refused(&mut c, who, "SELECT lethe_now()");
+        assert_ne!(
+            c.query_one("SELECT lethe_team_key('push')", &[]).unwrap().get::<_, i64>(0),
+            client(&st.b_curator).query_one("SELECT lethe_team_key('push')", &[]).unwrap().get::<_, i64>(0),
+            "{who}: each team has its own lock key"
+        );
+    }
+
+    // The readers of beta see beta as it was; beta still works.
+    assert_eq!(team_rows(&st.owner, "beta"), beta_before, "every row of team beta is as it was");
+    assert_eq!(store_rows(&st.owner), store_before, "the store's own tables are as they were");
+    let v =
+        ok(&st.b_agent, &["remember", "--type", "semantic", "--content", "Beta still writes after alpha's attempts."]);
+    assert!(v["id"].is_string(), "{v}");
+    let v = ok(&st.b_agent, &["recall", "beta release train"]);
+    assert!(v.to_string().contains(&st.beta_ids[0]), "{v}");
+    for what in KNOWN_OPEN {
+        println!("known open: {what}");
+    }
+}
+
+#[test]
+fn forged_actors_pins_and_hard_events_are_refused_or_rewritten_to_the_role() {
+    let Some(st) = store() else { return };
+    let (agent, curator) = (&st.names[0], &st.names[1]);
+    let target = st.alpha_ids[0].as_str();
+    for (who, url) in [("agent", &st.a_agent), ("curator", &st.a_curator)] {
+        let mut c = client(url);
+        // Whatever search path the session sets, the catalog comes first in Lethe's functions.
+        c.batch_execute("SET search_path = pg_temp, public").unwrap();
+        c.batch_execute(
+            "INSERT INTO lethe_action (memory_id, action, actor, created_at) \
+             VALUES (NULL, 'note', 'user:cb', '2000-01-01T00:00:00.000Z')",
+        )
+        .unwrap();
+        c.batch_execute(&format!(
+            "INSERT INTO lethe_supersede (old_id, new_id, actor, created_at) \
+             VALUES ('{target}', 'mem_{who}', 'agent:someone-else', '9999-01-01T00:00:00.000Z')"
+        ))
+        .unwrap();
+        c.batch_execute(
+            "INSERT INTO lethe_recall_log (actor, at, query, context_json, results_json) \
+             VALUES ('agent:someone-else', '9999-01-01T00:00:00.000Z', 'q', '{}', '[]')",
+        )
+        .unwrap();
+        c.batch_execute("SET search_path = public").unwrap();
+    }
+    let mut agent_c = client(&st.a_agent);
+    refused(
+        &mut agent_c,
+        "agent",
+        "INSERT INTO memory_item (id, type, content, created_at, pinned) \
+         VALUES ('mem_pinned_by_agent', 'semantic', 'pinned', '2026-12-01T00:00:00.000Z', 1)",
+    );
+    refused(&mut agent_c, "agent", &format!("UPDATE memory_item SET pinned = 1 WHERE id = '{target}'"));
+    refused(&mut agent_c, "agent", &format!("UPDATE memory_item SET importance = 1 WHERE id = '{target}'"));
+    refused(
+        &mut agent_c,
+        "agent",
+        &format!(
+            "INSERT INTO memory_forgetting_event (id, memory_id, action, created_at, metadata_json) \
+             VALUES ('fev_forged', '{target}', 'hard', '2000-01-01T00:00:00.000Z', '{{\"actor\":\"user:cb\"}}')"
+        ),
+    );
+    refused(&mut agent_c, "agent", &format!("UPDATE memory_item SET version = 0 WHERE id = '{target}'"));
+    refused(&mut agent_c, "agent", "UPDATE lethe_archive SET original = '\\x00'");
+    refused(&mut agent_c, "agent", "UPDATE lethe_action SET actor = 'user'");
+    refused(&mut agent_c, "agent", "DELETE FROM lethe_archive");
+    refused(&mut agent_c, "agent", "DELETE FROM lethe_procedure_version");
+    refused(&mut agent_c, "agent", "DELETE FROM lethe_recall_log");
+
+    let mut owner = client(&st.owner);
+    let actors: Vec<String> = owner
+        .query("SELECT DISTINCT actor FROM lethe_action WHERE team = 'alpha' ORDER BY 1", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(
+        actors.iter().all(|a| [format!("agent:{agent}"), format!("user:{curator}")].contains(a)),
+        "every audit row of alpha names the role that wrote it: {actors:?}"
+    );
+    let forged: i64 = owner
+        .query_one(
+            "SELECT COUNT(*) FROM lethe_action WHERE actor = 'user:cb' OR created_at < '2026' \
+             OR created_at > to_char(now() AT TIME ZONE 'UTC' + interval '1 minute', 'YYYY-MM-DD\"T\"HH24:MI:SS')",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(forged, 0, "no forged actor or date in the audit");
+    for (table, col, time) in [("lethe_supersede", "actor", "created_at"), ("lethe_recall_log", "actor", "at")] {
+        let rows = owner
+            .query(&format!("SELECT {col}, {time} FROM {table} WHERE team = 'alpha' AND {col} LIKE '%someone-else%' OR {time} LIKE '9999%'"), &[])
+            .unwrap();
+        assert!(rows.is_empty(), "{table}: no forged actor or future date ({} rows)", rows.len());
+    }
+    let pinned: i64 =
+        owner.query_one("SELECT COUNT(*) FROM memory_item WHERE team = 'alpha' AND pinned <> 0", &[]).unwrap().get(0);
+    assert_eq!(pinned, 0, "an agent pins nothing");
+    let hard: i64 =
+        owner.query_one("SELECT COUNT(*) FROM memory_forgetting_event WHERE action = 'hard'", &[]).unwrap().get(0);
+    assert_eq!(hard, 0, "no forged hard event");
+    let (_, v) = lethe(&st.a_curator, &["events", "--limit", "100"]);
+    assert!(!v.to_string().contains("user:cb"), "{v}");
+}
+
+#[test]
+fn a_quarantine_dated_back_by_raw_sql_is_not_purged_by_the_curators_forget() {
+    let Some(st) = store() else { return };
+    let started = chrono::Utc::now() - chrono::Duration::seconds(5);
+    let forged = ok(&st.a_agent, &["remember", "--type", "semantic", "--content", "Alpha's VPN gateway is vpn-2."])
+        ["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let planted = "mem_planted_quarantine";
+    let legit = st.alpha_ids[1].clone();
+    let mut agent = client(&st.a_agent);
+    agent
+        .batch_execute(&format!(
+            "UPDATE memory_item SET is_deleted = 1, deleted_at = '2000-01-01T00:00:00.000Z' WHERE id = '{forged}'; \
+             INSERT INTO memory_forgetting_event (id, memory_id, action, created_at, metadata_json) \
+                 VALUES ('fev_old_{forged}', '{forged}', 'soft', '2000-01-01T00:00:00.000Z', '{{\"actor\":\"policy\"}}'); \
+             INSERT INTO memory_item (id, type, content, created_at, is_deleted, deleted_at) \
+                 VALUES ('{planted}', 'semantic', 'planted in quarantine', '2000-01-01T00:00:00.000Z', 1, '2000-01-01T00:00:00.000Z')"
+        ))
+        .unwrap();
+    // Moving the start of a quarantine by raw SQL moves nothing.
+    agent
+        .batch_execute(&format!("UPDATE memory_item SET deleted_at = '2001-01-01T00:00:00.000Z' WHERE id = '{forged}'"))
+        .unwrap();
+    let mut owner = client(&st.owner);
+    for id in [forged.as_str(), planted] {
+        let at: String = owner.query_one("SELECT deleted_at FROM memory_item WHERE id = $1", &[&id]).unwrap().get(0);
+        let at = chrono::DateTime::parse_from_rfc3339(&at).unwrap();
+        assert!(at >= started, "{id}: the quarantine starts at the server's clock, not the row's ({at})");
+    }
+    let at: String = owner
+        .query_one("SELECT created_at FROM memory_forgetting_event WHERE id = $1", &[&format!("fev_old_{forged}")])
+        .unwrap()
+        .get(0);
+    assert!(
+        chrono::DateTime::parse_from_rfc3339(&at).unwrap() >= started,
+        "the soft event is dated by the server: {at}"
+    );
+
+    // A quarantine that really began 40 days ago (set by the owner, whom the server trusts):
+    // the positive control, which the forget does purge.
+    ok(&st.a_agent, &["delete", &legit, "--reason", "old"]);
+    owner
+        .batch_execute(&format!(
+            "UPDATE memory_item SET deleted_at = '2026-01-01T00:00:00.000Z' WHERE id = '{legit}'; \
+             UPDATE memory_forgetting_event SET created_at = '2026-01-01T00:00:00.000Z' WHERE memory_id = '{legit}'"
+        ))
+        .unwrap();
+    let v = ok(&st.a_curator, &["forget"]);
+    let mut present = |id: &str| -> bool {
+        owner.query_one("SELECT COUNT(*) FROM memory_item WHERE id = $1", &[&id]).unwrap().get::<_, i64>(0) == 1
+    };
+    assert!(present(&forged), "the memory dated back by raw SQL is still in quarantine: {v}");
+    assert!(present(planted), "the memory planted in quarantine is still there: {v}");
+    assert!(!present(&legit), "a quarantine older than 30 days by the server's clock is purged: {v}");
+}
+
+#[test]
+fn locks_held_open_by_one_team_do_not_stop_another() {
+    let Some(st) = store() else { return };
+    // Every role of alpha holds what it can: row locks on its own rows, ROW EXCLUSIVE (what
+    // INSERT admits), and the advisory keys Lethe used to take, in open transactions.
+    let mut holders = Vec::new();
+    for url in [&st.a_agent, &st.a_curator, &st.a_reader] {
+        let mut c = client(url);
+        // A lock another holder has is not waited for (the holders do not queue).
+        c.batch_execute("SET lock_timeout = '1s'; BEGIN").unwrap();
+        // Each in a savepoint of its own: what the role may take stays held to the end.
+        for sql in [
+            "SELECT pg_advisory_lock(7394021), pg_advisory_lock(7394022)",
+            "SELECT pg_advisory_xact_lock(lethe_team_key('push'))",
+            "SELECT * FROM memory_item FOR UPDATE",
+            "SELECT * FROM lethe_review FOR UPDATE",
+            "LOCK TABLE memory_item IN ROW EXCLUSIVE MODE",
+            "LOCK TABLE lethe_action IN ROW EXCLUSIVE MODE",
+            "SELECT * FROM lethe_action, lethe_change, lethe_schema, lethe_vector LIMIT 1",
+        ] {
+            c.batch_execute("SAVEPOINT h").unwrap();
+            let next = if c.batch_execute(sql).is_ok() { "RELEASE SAVEPOINT h" } else { "ROLLBACK TO SAVEPOINT h" };
+            c.batch_execute(next).unwrap();
+        }
+        holders.push(c);
+    }
+    // Beta works meanwhile, within the usual time: remember, recall, forget, push; the owner
+    // runs setup again.
+    let started = Instant::now();
+    ok(&st.b_agent, &["remember", "--type", "semantic", "--content", "Beta writes while alpha holds locks."]);
+    ok(&st.b_agent, &["recall", "beta release train"]);
+    ok(&st.b_curator, &["forget"]);
+    let file = std::env::temp_dir().join(format!("lethe-raw-push-{}.db", uuid::Uuid::new_v4().simple()));
+    let f = file.to_str().unwrap();
+    ok(f, &["remember", "--type", "semantic", "--content", "A local note beta's lead pushes."]);
+    let v = ok(&st.b_curator, &["push", f]);
+    assert_eq!(v["pushed"], 1, "{v}");
+
+    ok(&st.owner, &["admin", "setup"]);
+    assert!(started.elapsed() < Duration::from_secs(60), "beta waited for alpha's locks: {:?}", started.elapsed());
+    for mut c in holders {
+        let open: i64 = c.query_one("SELECT COUNT(*) FROM pg_locks WHERE pid = pg_backend_pid()", &[]).unwrap().get(0);
+        assert!(open > 0, "the holder still held its locks while beta worked");
+    }
+    let _ = std::fs::remove_file(&file);
+}
+
+#[test]
+fn notifications_carry_nothing_and_reach_only_the_own_team() {
+    let Some(st) = store() else { return };
+    let mut alpha = client(&st.a_reader);
+    let channel: String = alpha.query_one("SELECT lethe_channel()", &[]).unwrap().get(0);
+    let beta_channel: String = client(&st.b_agent).query_one("SELECT lethe_channel()", &[]).unwrap().get(0);
+    assert_ne!(channel, beta_channel, "each team has its own channel");
+    alpha.batch_execute(&format!("LISTEN lethe_change; LISTEN \"{channel}\"")).unwrap();
+    let drain = |c: &mut postgres::Client, wait: Duration| -> Vec<(String, String)> {
+        use postgres::fallible_iterator::FallibleIterator;
+        let mut notes = c.notifications();
+        let mut out = Vec::new();
+        let mut it = notes.timeout_iter(wait);
+        while let Ok(Some(n)) = it.next() {
+            out.push((n.channel().to_string(), n.payload().to_string()));
+        }
+        out
+    };
+    ok(&st.b_agent, &["remember", "--type", "semantic", "--content", "Beta's write, which alpha must not hear of."]);
+    assert!(drain(&mut alpha, Duration::from_millis(1500)).is_empty(), "alpha hears nothing of beta's writes");
+    // Anyone may NOTIFY a channel it names, but no role learns beta's channel's name.
+    let mut agent = client(&st.a_agent);
+    agent.batch_execute("NOTIFY lethe_change, 'beta'").unwrap();
+    ok(&st.a_agent, &["remember", "--type", "semantic", "--content", "Alpha's own write."]);
+    let heard = drain(&mut alpha, Duration::from_millis(1500));
+    assert!(heard.iter().any(|(c, p)| c == &channel && p.is_empty()), "alpha's own change, payload-free: {heard:?}");
+}
+
+/// `lethe push` checks every memory of the file as `import` does: a file that another program
+/// wrote a future date into is refused whole; a secret is redacted; a quarantine from 2000
+/// starts at the push; who did what arrives as `pushed:<actor>`.
+#[test]
+fn push_checks_redacts_and_dates_every_memory_as_import_does() {
+    let Some(st) = store() else { return };
+    let dir = std::env::temp_dir().join(format!("lethe-raw-push-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("local.db");
+    let f = file.to_str().unwrap();
+    let kept = ok(f, &["remember", "--type", "semantic", "--content", "The staging deploy uses the blue queue."])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let old = ok(f, &["remember", "--type", "semantic", "--content", "The old cron host was cron-7."])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ok(f, &["delete", &old, "--reason", "retired"]);
+    // Another program writes into the file behind Lethe's back (its triggers dropped first, so
+    // that a bare SQLite connection may write).
+    let raw = rusqlite::Connection::open(&file).unwrap();
+    let triggers: Vec<String> = raw
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'memory_item'")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    for t in triggers {
+        raw.execute_batch(&format!("DROP TRIGGER \"{t}\"")).unwrap();
+    }
+    raw.execute(
+        "UPDATE memory_item SET content = 'The staging deploy key is AKIAIOSFODNN7EXAMPLE, blue queue.', \
+         created_at = '9999-01-01T00:00:00.000Z' WHERE id = ?1",
+        [&kept],
+    )
+    .unwrap();
+    raw.execute("UPDATE memory_item SET deleted_at = '2000-01-01T00:00:00.000Z' WHERE id = ?1", [&old]).unwrap();
+    let before = team_rows(&st.owner, "alpha");
+    let (code, v) = lethe(&st.a_curator, &["push", f]);
+    assert_eq!((code, v["error"]["code"].as_str()), (2, Some("invalid_input")), "a future date: {v}");
+    assert!(v.to_string().contains("future"), "{v}");
+    assert_eq!(team_rows(&st.owner, "alpha"), before, "a refused push writes nothing");
+
+    raw.execute("UPDATE memory_item SET created_at = '2026-01-01T00:00:00.000Z' WHERE id = ?1", [&kept]).unwrap();
+    drop(raw);
+    let started = chrono::Utc::now() - chrono::Duration::seconds(5);
+    let v = ok(&st.a_curator, &["push", f]);
+    assert_eq!(
+        (v["pushed"].as_u64(), v["quarantined"].as_u64(), v["redacted_memories"].as_u64()),
+        (Some(2), Some(1), Some(1)),
+        "{v}"
+    );
+    let shown = ok(&st.a_curator, &["show", &kept]);
+    assert!(!shown.to_string().contains("AKIAIOSFODNN7EXAMPLE"), "the secret is redacted: {shown}");
+    assert!(shown["content"].as_str().unwrap().contains("REDACTED"), "{shown}");
+    let quarantined = ok(&st.a_curator, &["show", &old]);
+    let since = chrono::DateTime::parse_from_rfc3339(quarantined["deleted_at"].as_str().unwrap()).unwrap();
+    assert!(since >= started, "quarantined as of the push, not 2000: {quarantined}");
+    let events = ok(&st.a_curator, &["events", "--memory", &old]);
+    let actors: Vec<&str> = events["items"].as_array().unwrap().iter().filter_map(|e| e["actor"].as_str()).collect();
+    assert!(!actors.is_empty() && actors.iter().all(|a| a.starts_with("pushed:")), "{events}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
