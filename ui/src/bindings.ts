@@ -467,7 +467,22 @@ export type PiiMode = "tag" | "redact" | "allow";
  */
 export type ProcedurePatchArgs = { content?: string, taskGoal?: string, steps?: Array<string>, triggerConditions?: { [key in string]: JsonValue }, workflowName?: string, skillName?: string, };
 
-export type QuarantineItem = { id: string, type: Tier, preview: string, reason: string | null, forget_score: number | null, deleted_at: string | null, days_left: number, };
+/**
+ * How many memories are in quarantine, and the first `limit` of them as [`quarantine`] lists
+ * them: what a window paints before the whole list has arrived.
+ */
+export type QuarantinePage = { total: number, items: Array<QuarantineItem>, };
+
+export type QuarantineItem = { id: string, type: Tier, preview: string, reason: string | null, forget_score: number | null, deleted_at: string | null, days_left: number, 
+/**
+ * Who moved it to quarantine, from its newest `soft` event: `policy` (the batch), `user`
+ * or `agent:<name>`; none when no event says (another program deleted it).
+ */
+deleted_by: string | null, 
+/**
+ * The event's policy: `threshold`, `working-gate`, `manual`, `agent`…
+ */
+policy: string | null, };
 
 /**
  * The caller's context of a recall, as it asked.
