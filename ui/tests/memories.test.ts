@@ -268,6 +268,64 @@ describe('multi-select', () => {
   });
 });
 
+describe('review fixes', () => {
+  it('shift-click on a checkbox ticks every row it selects, the clicked one too', async () => {
+    await openMemories();
+    const checks = () => screen.getAllByTestId('row-check') as HTMLInputElement[];
+    await fireEvent.click(checks()[1]);
+    await fireEvent.click(checks()[5], { shiftKey: true });
+    await flush();
+    expect(screen.getByTestId('bulk-bar')).toHaveTextContent('5 selected');
+    expect(checks().slice(0, 7).map((c) => c.checked)).toEqual([false, true, true, true, true, true, false]);
+  });
+
+  it('the bulk delete confirmation lists the memories it will quarantine', async () => {
+    await openMemories();
+    const checks = () => screen.getAllByTestId('row-check');
+    await fireEvent.click(checks()[0]);
+    await fireEvent.click(checks()[3]);
+    await fireEvent.click(screen.getByTestId('bulk-delete'));
+    const items = within(screen.getByTestId('confirm-dialog')).getAllByTestId('confirm-item').map((li) => li.textContent);
+    expect(items).toEqual(['memory number 0', 'memory number 3']);
+  });
+
+  it('Esc in the search box leaves it, so j moves the selection instead of typing', async () => {
+    await openMemories();
+    const search = screen.getByTestId('memory-search') as HTMLInputElement;
+    search.focus();
+    expect(document.activeElement).toBe(search);
+    await fireEvent.keyDown(search, { key: 'Escape' });
+    expect(document.activeElement).not.toBe(search);
+    await fireEvent.keyDown(document.activeElement ?? window, { key: 'j' });
+    await waitFor(() => expect(app.selectedId).toBe('mem_0'));
+    expect(search.value).toBe('');
+  });
+
+  it('marks a pinned memory with a drawn pin, not an emoji', async () => {
+    api.listMemories.mockImplementation(pagedList(5, (i) => ({ pinned: i === 1 })));
+    await openMemories();
+    const flag = within(rows()[1]).getByTestId('pin-flag');
+    expect(flag.querySelector('svg')).not.toBeNull();
+    expect(flag.textContent).toBe('pinned');
+    expect(document.body.textContent).not.toContain('📌');
+  });
+
+  it('does not colour the recall column by would-forget', async () => {
+    api.listMemories.mockImplementation(pagedList(5, () => ({ would_forget: true })));
+    // The recall row's other columns come from show_memory: this memory would be forgotten.
+    api.showMemory.mockImplementation(async (id: string) => makeDetail(id, { would_forget: true }));
+    api.recall.mockResolvedValue({ results: [{ id: 'mem_1', type: 'semantic', content: 'memory number 1', score: 0.8, breakdown: { similarity: 0.9, lexical: 0.9, semantic: 0.9, cosine: 0.9, recency: 0.5, scene: 0, priority: 0.5 } }], recall_mode: 'semantic' });
+    await openMemories();
+    expect(rows()[0].querySelector('.num.hot')).not.toBeNull();
+    await fireEvent.input(screen.getByTestId('memory-search'), { target: { value: 'number' } });
+    await waitFor(() => expect(rows()).toHaveLength(1));
+    await flush();
+    await waitFor(() => expect(api.showMemory).toHaveBeenCalledWith('mem_1', undefined));
+    await flush();
+    expect(rows()[0].querySelector('[data-value="0.8"]')).not.toHaveClass('hot');
+  });
+});
+
 describe('live updates', () => {
   it('db://changed re-fetches the visible page, swaps data in and keeps the selection', async () => {
     await openMemories();
