@@ -45,6 +45,7 @@ fn render() -> String {
     out.add::<forgetting::QuarantinePage>();
     out.add::<Items<audit::AuditEvent>>();
     out.add::<Items<lethe_engine::MemoryDetail>>();
+    out.add::<Items<lethe_engine::Memory>>();
     out.add::<Items<procedural::Version>>();
     out.add::<lethe_engine::session::SessionsOverview>();
     out.add::<forgetting::BatchReport>();

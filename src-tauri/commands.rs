@@ -445,6 +445,9 @@ pub struct RecallResults {
     pub results: Vec<lethe_engine::recall::Hit>,
     /// "semantic + lexical (model fingerprint)" or "lexical recall only: why".
     pub recall_mode: String,
+    /// Per result, in order: a weak match (similarity below half of the best), which the
+    /// window shows only on request.
+    pub weak: Vec<bool>,
 }
 
 #[tauri::command]
@@ -465,10 +468,9 @@ pub async fn recall(
     // A person searching is not an agent recalling: no meta-memory statistics are recorded.
     blocking(app, move |st| {
         st.with_db(|db| {
-            Ok(RecallResults {
-                results: lethe_engine::recall::recall(&db.conn, &q, chrono::Utc::now())?,
-                recall_mode: lethe_engine::embed::status(),
-            })
+            let results = lethe_engine::recall::recall(&db.conn, &q, chrono::Utc::now())?;
+            let weak = lethe_engine::recall::weak_matches(&results);
+            Ok(RecallResults { results, recall_mode: lethe_engine::embed::status(), weak })
         })
     })
     .await
@@ -586,20 +588,8 @@ pub async fn recall_log(
 }
 
 #[tauri::command]
-pub async fn workflows(app: AppHandle) -> ApiResult<Items<MemoryDetail>> {
-    let now = chrono::Utc::now();
-    blocking(app, move |st| {
-        st.with_snapshot(|db, snap| {
-            let ids: Vec<String> = db
-                .conn
-                .prepare("SELECT id FROM memory_item WHERE type = 'procedural' AND COALESCE(is_deleted, 0) = 0 ORDER BY workflow_name, skill_name, created_at")?
-                .query_map([], |r| r.get(0))?
-                .collect::<Result<_, _>>()?;
-            let items = ids.iter().map(|id| lethe_engine::detail_in(&db.conn, snap, id, now, None)).collect::<lethe_engine::Result<_>>()?;
-            Ok(Items { items })
-        })
-    })
-    .await
+pub async fn workflows(app: AppHandle) -> ApiResult<Items<lethe_engine::Memory>> {
+    blocking(app, move |st| st.with_db(|db| Ok(Items { items: lethe_engine::procedural::list(&db.conn)? }))).await
 }
 
 /// The Sessions view: every session (what it wrote, its task logs, its rules) and each task

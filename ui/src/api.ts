@@ -22,6 +22,7 @@ import type {
   Health,
   Items,
   ListArgs,
+  Memory,
   MemoryDetail,
   Page,
   ProcedurePatchArgs,
@@ -123,7 +124,8 @@ export const quarantine = (now?: string, limit?: number) =>
   call<QuarantinePage>('quarantine', compact({ now, limit }));
 export const events = (q: EventsQuery = {}) =>
   call<Items<AuditEvent>>('events', compact({ ...q }));
-export const workflows = () => call<Items<MemoryDetail>>('workflows');
+/** The active procedures as stored (no scores: a procedure's detail has them). */
+export const workflows = () => call<Items<Memory>>('workflows');
 export const sessions = () => call<SessionsOverview>('sessions');
 export const history = (id: string) => call<Items<Version>>('history', { id });
 export const updateProcedure = (id: string, expectedVersion: number, patch: ProcedurePatchArgs) =>

@@ -4,6 +4,7 @@ import userEvent from '@testing-library/user-event';
 import { api, emitChanged, pagedList, resetFake, HOSTILE, makeDetail, makeRow } from './fakeApi';
 import { renderAt, ids, rows, flush } from './helpers';
 import { app } from '../src/state.svelte';
+import { invalidate } from '../src/memref.svelte';
 
 vi.mock('../src/api', async () => (await import('./fakeApi')).api);
 
@@ -310,9 +311,37 @@ describe('review fixes', () => {
     expect(document.body.textContent).not.toContain('📌');
   });
 
+  it('hides recall\'s weak matches behind "show N weak matches"', async () => {
+    const b = (similarity: number) => ({ similarity, lexical: similarity, semantic: similarity, cosine: similarity, recency: 0.5, scene: 0, priority: 0.5 });
+    api.recall.mockResolvedValue({
+      results: [
+        { id: 'mem_1', type: 'semantic', content: 'docker needs the permission of the socket', score: 0.9, breakdown: b(1) },
+        { id: 'mem_2', type: 'semantic', content: 'a faint likeness', score: 0.5, breakdown: b(0.2) },
+        { id: 'mem_3', type: 'semantic', content: 'docker compose file', score: 0.45, breakdown: b(0.6) },
+        { id: 'mem_4', type: 'semantic', content: 'another faint one', score: 0.3, breakdown: b(0.1) },
+      ],
+      recall_mode: 'semantic',
+      weak: [false, true, false, true],
+    });
+    await openMemories();
+    await fireEvent.input(screen.getByTestId('memory-search'), { target: { value: 'docker permission' } });
+    await waitFor(() => expect(ids()).toEqual(['mem_1', 'mem_3']));
+    expect(screen.getByTestId('row-total')).toHaveTextContent('2 matches');
+    const more = screen.getByTestId('show-weak');
+    expect(more).toHaveTextContent('show 2 weak matches');
+    await fireEvent.click(more);
+    await waitFor(() => expect(ids()).toEqual(['mem_1', 'mem_2', 'mem_3', 'mem_4']));
+    expect(screen.getByTestId('show-weak')).toHaveTextContent('hide 2 weak matches');
+    // Another search starts with them hidden again.
+    await fireEvent.input(screen.getByTestId('memory-search'), { target: { value: 'docker' } });
+    await waitFor(() => expect(ids()).toEqual(['mem_1', 'mem_3']));
+  });
+
   it('does not colour the recall column by would-forget', async () => {
     api.listMemories.mockImplementation(pagedList(5, () => ({ would_forget: true })));
-    // The recall row's other columns come from show_memory: this memory would be forgotten.
+    // The recall row's other columns come from show_memory: this memory would be forgotten
+    // (read afresh: what an earlier test looked up is forgotten).
+    invalidate(null);
     api.showMemory.mockImplementation(async (id: string) => makeDetail(id, { would_forget: true }));
     api.recall.mockResolvedValue({ results: [{ id: 'mem_1', type: 'semantic', content: 'memory number 1', score: 0.8, breakdown: { similarity: 0.9, lexical: 0.9, semantic: 0.9, cosine: 0.9, recency: 0.5, scene: 0, priority: 0.5 } }], recall_mode: 'semantic' });
     await openMemories();

@@ -113,9 +113,8 @@ fn quarantine_names_who_deleted_each_memory_with_its_reason() {
 #[test]
 fn a_selection_is_restored_in_one_transaction_each_audited_or_not_at_all() {
     let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
-    let ids: Vec<String> = (0..5)
-        .map(|i| put(&mut conn, Tier::Semantic, &format!("service {i} listens on port {}", 8000 + i)))
-        .collect();
+    let ids: Vec<String> =
+        (0..5).map(|i| put(&mut conn, Tier::Semantic, &format!("service {i} listens on port {}", 8000 + i))).collect();
     let before: Vec<_> = ids.iter().map(|id| lifecycle::get(&conn, id).unwrap()).collect();
     for id in &ids[..4] {
         lifecycle::soft_delete(&mut conn, id, Some("review"), "user", now()).unwrap();

@@ -846,9 +846,18 @@ pub fn restore_many(conn: &mut Connection, ids: &[String], actor: &str, now: Ins
             if !before.is_deleted {
                 return Err(Error::invalid(format!("memory {id} is not in quarantine")));
             }
-            tx.prepare_cached("UPDATE memory_item SET is_deleted = 0, deleted_at = NULL WHERE id = ?1")?.execute([id])?;
+            tx.prepare_cached("UPDATE memory_item SET is_deleted = 0, deleted_at = NULL WHERE id = ?1")?
+                .execute([id])?;
             let after = get_tx(tx, id)?;
-            audit::record_action(tx, Some(id), "restore", actor, Some(&snapshot(&before)), Some(&snapshot(&after)), now)?;
+            audit::record_action(
+                tx,
+                Some(id),
+                "restore",
+                actor,
+                Some(&snapshot(&before)),
+                Some(&snapshot(&after)),
+                now,
+            )?;
             out.push(after);
         }
         Ok(out)

@@ -1356,11 +1356,17 @@ pub struct QuarantinePage {
 }
 
 pub fn quarantine_page(conn: &Connection, s: &Settings, now: Instant, limit: Option<usize>) -> Result<QuarantinePage> {
-    let total: i64 = conn.query_row("SELECT COUNT(*) FROM memory_item WHERE COALESCE(is_deleted, 0) = 1", [], |r| r.get(0))?;
+    let total: i64 =
+        conn.query_row("SELECT COUNT(*) FROM memory_item WHERE COALESCE(is_deleted, 0) = 1", [], |r| r.get(0))?;
     Ok(QuarantinePage { total: total.max(0) as usize, items: quarantine_first(conn, s, now, limit)? })
 }
 
-fn quarantine_first(conn: &Connection, s: &Settings, now: Instant, limit: Option<usize>) -> Result<Vec<QuarantineItem>> {
+fn quarantine_first(
+    conn: &Connection,
+    s: &Settings,
+    now: Instant,
+    limit: Option<usize>,
+) -> Result<Vec<QuarantineItem>> {
     let mut stmt = conn.prepare(
         "SELECT m.id, m.type, m.content, m.deleted_at, e.reason, e.forget_score, e.created_at, e.policy, e.metadata_json \
          FROM memory_item m LEFT JOIN memory_forgetting_event e ON e.id = ( \
@@ -1370,7 +1376,17 @@ fn quarantine_first(conn: &Connection, s: &Settings, now: Instant, limit: Option
     )?;
     // No limit is the largest one (PostgreSQL refuses SQLite's negative "no limit").
     let limit: i64 = limit.map_or(i64::MAX, |n| n.min(i64::MAX as usize) as i64);
-    type Row = (String, String, String, Option<String>, Option<String>, Option<f64>, Option<String>, Option<String>, Option<String>);
+    type Row = (
+        String,
+        String,
+        String,
+        Option<String>,
+        Option<String>,
+        Option<f64>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    );
     let rows: Vec<Row> = stmt
         .query_map([limit], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?))
