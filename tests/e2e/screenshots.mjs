@@ -5,6 +5,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Key } from 'selenium-webdriver';
 import { tempDb, lethe, openApp, closeApp, byTestId, waitFor, css, nav } from './harness.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -82,6 +83,13 @@ try {
   // Quarantine.
   await nav(driver, 'quarantine');
   await byTestId(driver, 'quarantine-row', 15000);
+  // Three rows selected (click, shift-click): the bar with "Restore selected" shows.
+  const qrows = await driver.findElements(css('[data-testid="quarantine-row"] .preview'));
+  if (qrows.length >= 3) {
+    await qrows[0].click();
+    await driver.actions().keyDown(Key.SHIFT).click(qrows[2]).keyUp(Key.SHIFT).perform();
+    await byTestId(driver, 'quarantine-bulk-bar', 5000);
+  }
   await shot(driver, 'quarantine');
 
   // Workflows: select a workflow that has reflection notes.
