@@ -257,7 +257,7 @@ pub struct Items<T> {
 pub async fn quarantine(app: AppHandle, now: Option<String>, limit: Option<usize>) -> ApiResult<QuarantinePage> {
     let now = at(&now)?;
     blocking(app, move |st| {
-        st.with_db(|db| Ok(forgetting::quarantine_page(&db.conn, &Settings::load(&db.conn)?, now, limit)?))
+        st.with_db(|db| forgetting::quarantine_page(&db.conn, &Settings::load(&db.conn)?, now, limit))
     })
     .await
 }

@@ -95,7 +95,7 @@ test('review fixes in the real window', { timeout: 300_000 }, async () => {
     const diff = await waitFor(async () => (await driver.findElements(css('[data-testid="version-entry"][data-version="2"] [data-testid="version-diff"][data-field="steps"]')))[0], 10_000, 'the steps diff');
     const lines = await driver.executeScript(`
       const d = arguments[0];
-      const t = (id) => [...d.querySelectorAll('[data-testid="' + id + '"]')].map((e) => e.textContent.replace(/\s+/g, ' ').trim());
+      const t = (id) => [...d.querySelectorAll('[data-testid="' + id + '"]')].map((e) => e.textContent.replace(/\\s+/g, ' ').trim());
       return { del: t('diff-del'), add: t('diff-add'), skip: t('diff-skip'), all: d.textContent };`, diff);
     assert.deepEqual(lines.del, ['−4.push the image']);
     assert.deepEqual(lines.add, ['+4.push the signed image', '+6.close the milestone']);
