@@ -30,6 +30,10 @@ test('review fixes in the real window', { timeout: 300_000 }, async () => {
   lethe(db, 'remember', '--type', 'procedural', '--content', 'Rotate the API keys', '--task-goal', 'Rotate the API keys',
     '--steps', JSON.stringify(['open the vault', 'rotate']), '--workflow-name', 'security', '--skill-name', 'vault');
 
+  // A small quarantine, whole in the first answer (the case that once froze the page).
+  const gone = lethe(db, 'remember', '--type', 'episodic', '--content', 'The staging VPN certificate expired on Monday');
+  lethe(db, 'delete', gone.id, '--reason', 'outdated');
+
   const driver = await openApp(db);
   try {
     await nav(driver, 'memories');
@@ -101,6 +105,13 @@ test('review fixes in the real window', { timeout: 300_000 }, async () => {
     assert.deepEqual(lines.add, ['+4.push the signed image', '+6.close the milestone']);
     assert.deepEqual(lines.skip, ['⋯ 2 unchanged steps']);
     assert.ok(!lines.all.includes('check out the tag'), 'unchanged steps far from a change are folded');
+
+    // Quarantine with everything in its first answer: the row, its filters and a filter that works.
+    await nav(driver, 'quarantine');
+    await waitFor(async () => (await driver.findElements(css(`[data-testid="quarantine-row"][data-id="${gone.id}"]`))).length === 1, 10_000, 'the quarantined row');
+    const by = await byTestId(driver, 'quarantine-filter-reason');
+    await driver.executeScript(`const s = arguments[0]; s.value = 'outdated'; s.dispatchEvent(new Event('change', { bubbles: true }));`, by);
+    await waitFor(async () => /^1 of 1 match|^1 memory/.test(await (await byTestId(driver, 'quarantine-shown')).getText()), 5_000, 'filtered');
   } finally {
     await closeApp(driver);
   }
