@@ -190,7 +190,8 @@ bench-team:
 		--workload realistic --sizes $${BENCH_SIZES:-10000,100000} --out target/bench-team.json'
 
 # Window latencies with the real (release) app under Xvfb: open N memories, agent write →
-# row visible, idle CPU. Results go to BENCHMARKS.md by hand.
+# row visible, idle CPU, Workflows, and Quarantine after a forget run. Results go to
+# BENCHMARKS.md by hand.
 # BENCH_WORKLOAD=reference|realistic builds the store with lethe-bench --make-db (unset: the
 # script's own reference-like JSONL).
 BENCH_WINDOW_N ?= 100000

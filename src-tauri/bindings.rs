@@ -41,9 +41,10 @@ fn render() -> String {
     out.add::<lethe_engine::health::Health>();
     out.add::<lethe_engine::MemoryDetail>();
     out.add::<audit::ForgettingEvent>();
-    out.add::<Items<forgetting::QuarantineItem>>();
+    out.add::<forgetting::QuarantinePage>();
     out.add::<Items<audit::AuditEvent>>();
     out.add::<Items<lethe_engine::MemoryDetail>>();
+    out.add::<Items<lethe_engine::Memory>>();
     out.add::<Items<procedural::Version>>();
     out.add::<lethe_engine::session::SessionsOverview>();
     out.add::<forgetting::BatchReport>();

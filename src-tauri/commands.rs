@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use lethe_engine::audit::{self, AuditEvent, EventFilter, ForgettingEvent};
-use lethe_engine::forgetting::{self, BatchOptions, BatchReport, QuarantineItem, Stats, WhatIf};
+use lethe_engine::forgetting::{self, BatchOptions, BatchReport, QuarantinePage, Stats, WhatIf};
 use lethe_engine::lifecycle::{self, ListQuery, Page};
 use lethe_engine::{time, MemoryDetail, Settings};
 use serde::{Deserialize, Serialize};
@@ -224,16 +224,40 @@ pub async fn hard_delete_memory(app: AppHandle, id: String, confirm: bool) -> Ap
     .await
 }
 
+/// Restores a selection from quarantine in one action (one transaction; all or nothing).
+#[tauri::command]
+pub async fn restore_memories(app: AppHandle, ids: Vec<String>) -> ApiResult<Items<String>> {
+    blocking(app, move |st| {
+        st.with_db(|db| {
+            let done = lifecycle::restore_many(&mut db.conn, &ids, &db.actor, chrono::Utc::now())?;
+            Ok(Items { items: done.into_iter().map(|m| m.id).collect() })
+        })
+    })
+    .await
+}
+
+/// Deletes a selection for ever in one action (a person's, confirmed; all or nothing).
+#[tauri::command]
+pub async fn hard_delete_memories(app: AppHandle, ids: Vec<String>, confirm: bool) -> ApiResult<Items<String>> {
+    blocking(app, move |st| {
+        st.with_db(|db| {
+            let done = lifecycle::hard_delete_many(&mut db.conn, &ids, confirm, &db.actor, chrono::Utc::now())?;
+            Ok(Items { items: done.into_iter().map(|e| e.memory_id).collect() })
+        })
+    })
+    .await
+}
+
 #[derive(Debug, Serialize, TS)]
 pub struct Items<T> {
     pub items: Vec<T>,
 }
 
 #[tauri::command]
-pub async fn quarantine(app: AppHandle, now: Option<String>) -> ApiResult<Items<QuarantineItem>> {
+pub async fn quarantine(app: AppHandle, now: Option<String>, limit: Option<usize>) -> ApiResult<QuarantinePage> {
     let now = at(&now)?;
     blocking(app, move |st| {
-        st.with_db(|db| Ok(Items { items: forgetting::quarantine(&db.conn, &Settings::load(&db.conn)?, now)? }))
+        st.with_db(|db| forgetting::quarantine_page(&db.conn, &Settings::load(&db.conn)?, now, limit))
     })
     .await
 }
@@ -547,20 +571,8 @@ pub async fn recall_log(
 }
 
 #[tauri::command]
-pub async fn workflows(app: AppHandle) -> ApiResult<Items<MemoryDetail>> {
-    let now = chrono::Utc::now();
-    blocking(app, move |st| {
-        st.with_snapshot(|db, snap| {
-            let ids: Vec<String> = db
-                .conn
-                .prepare("SELECT id FROM memory_item WHERE type = 'procedural' AND COALESCE(is_deleted, 0) = 0 ORDER BY workflow_name, skill_name, created_at")?
-                .query_map([], |r| r.get(0))?
-                .collect::<Result<_, _>>()?;
-            let items = ids.iter().map(|id| lethe_engine::detail_in(&db.conn, snap, id, now, None)).collect::<lethe_engine::Result<_>>()?;
-            Ok(Items { items })
-        })
-    })
-    .await
+pub async fn workflows(app: AppHandle) -> ApiResult<Items<lethe_engine::Memory>> {
+    blocking(app, move |st| st.with_db(|db| Ok(Items { items: lethe_engine::procedural::list(&db.conn)? }))).await
 }
 
 /// The Sessions view: every session (what it wrote, its task logs, its rules) and each task

@@ -424,6 +424,8 @@ pub fn run() {
             commands::edit_memory,
             commands::delete_memory,
             commands::restore_memory,
+            commands::restore_memories,
+            commands::hard_delete_memories,
             commands::hard_delete_memory,
             commands::quarantine,
             commands::events,

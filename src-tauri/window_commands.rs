@@ -15,6 +15,8 @@ pub const WINDOW_COMMANDS: &[&str] = &[
     "delete_memory",
     "restore_memory",
     "hard_delete_memory",
+    "restore_memories",
+    "hard_delete_memories",
     "quarantine",
     "events",
     "run_forget",

@@ -3,7 +3,9 @@
 // first rows, scroll pages far down the virtualised list, opening memories (detail and
 // ForgetScore breakdown painted), the Decay view's charts, a what-if (a changed proposal to
 // its counts and charts painted), agent commit (CLI in another process) to the row visible
-// (p50/p95 over 20 writes), and the app's idle CPU over 10 s. Not part of `make test`:
+// (p50/p95 over 20 writes), the app's idle CPU over 10 s, Workflows to its list painted, and
+// Quarantine to its rows painted after a forget run (`lethe forget` in another process, so
+// the figures before it are those of the whole store). Not part of `make test`:
 // `make bench-window`.
 //   xvfb-run -a -s "-screen 0 1280x800x24" node bench-window.mjs [N] [--app PATH]
 // BENCH_WORKLOAD=reference|realistic builds the store with `lethe-bench --make-db` (the engine's
@@ -341,6 +343,44 @@ try {
   const a0 = cpuTicks(pid);
   await new Promise((r) => setTimeout(r, 10000));
   result.cpu_percent_of_one_core_after_writes = Math.round(((cpuTicks(pid) - a0) / HZ / 10) * 1000) / 10;
+
+  // Workflows → its list painted with its count (from the Overview, five times).
+  const WORKFLOWS_PAINTED = `
+    const c = ${q(T('workflow-count'))}?.textContent ?? '';
+    if (!/\\d/.test(c)) return false;
+    return c.trim() === '0' || ${qa(T('workflow-row'))}.length > 0;`;
+  // From the Audit log (a light view), as the Decay view is measured.
+  const workflows = [];
+  for (let i = 0; i < 5; i++) {
+    await timed(driver, 'audit', `${q(T('nav-audit'))}.click();`, `return !${q('.workflows')};`);
+    workflows.push(await timed(driver, 'workflows', `${q(T('nav-workflows'))}.click();`, WORKFLOWS_PAINTED));
+  }
+  result.workflows_count = Number((await driver.executeScript(`return ${q(T('workflow-count'))}.textContent;`)).replace(/\D/g, ''));
+  result.workflows_click_to_list_ms = summary(workflows);
+
+  // Quarantine: a forget run from the command line (another process) quarantines what the
+  // policy forgets, as a person's "Run forget" would; once the window has seen it, Quarantine
+  // → its rows and count painted (from the Overview, five times).
+  const f0 = Date.now();
+  const forget = JSON.parse(execFileSync(LETHE, ['--db', db, 'forget'], { encoding: 'utf8', maxBuffer: 1 << 30 }));
+  result.forget_run = { soft_deleted: forget.soft_deleted.length, working_gate: forget.working_gate.length, ms: Date.now() - f0 };
+  const inQuarantine = JSON.parse(execFileSync(LETHE, ['--db', db, 'stats'], { encoding: 'utf8' })).total_quarantined;
+  result.quarantined = inQuarantine;
+  // The window re-reads what the run changed (in a debug build this takes a while).
+  await driver.manage().setTimeouts({ script: 700000 });
+  await timed(driver, 'overview after the run', `${q(T('nav-overview'))}.click();`, OVERVIEW_FILLED, 600000);
+  await new Promise((r) => setTimeout(r, 3000));
+  const QUARANTINE_PAINTED = `
+    const c = (${q(T('quarantine-count'))}?.textContent ?? '').replace(/\\D/g, '');
+    return c === '${inQuarantine}' && (${inQuarantine} === 0 || ${qa(T('quarantine-row'))}.length > 0);`;
+  const quarantine = [];
+  for (let i = 0; i < 5; i++) {
+    await timed(driver, 'audit', `${q(T('nav-audit'))}.click();`, `return !${q('.quarantine')};`);
+    quarantine.push(await timed(driver, 'quarantine', `${q(T('nav-quarantine'))}.click();`, QUARANTINE_PAINTED));
+  }
+  result.quarantine_click_to_rows_ms = summary(quarantine);
+  // The whole list (search, filters, select all) after the first rows, on the last visit.
+  result.quarantine_whole_list_ms = r1(await timed(driver, 'quarantine whole', '', `return ${q(T('quarantine-table'))}?.dataset.complete === 'true';`, 120000));
   result.loadavg_at_end = os.loadavg().map((x) => r1(x));
 } catch (e) {
   // What was measured before the failure is printed too, with a screenshot of the window.

@@ -82,6 +82,14 @@ try {
   // Quarantine.
   await nav(driver, 'quarantine');
   await byTestId(driver, 'quarantine-row', 15000);
+  // Three rows selected (click, shift-click): the bar with "Restore selected" shows.
+  await driver.executeScript(`
+    const rows = [...document.querySelectorAll('[data-testid="quarantine-row"] .preview')];
+    if (rows.length >= 3) {
+      rows[0].dispatchEvent(new MouseEvent('click', { bubbles: true }));
+      rows[2].dispatchEvent(new MouseEvent('click', { bubbles: true, shiftKey: true }));
+    }`);
+  await byTestId(driver, 'quarantine-bulk-bar', 5000).catch(() => console.log('  (no selection bar)'));
   await shot(driver, 'quarantine');
 
   // Workflows: select a workflow that has reflection notes.

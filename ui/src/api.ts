@@ -22,10 +22,11 @@ import type {
   Health,
   Items,
   ListArgs,
+  Memory,
   MemoryDetail,
   Page,
   ProcedurePatchArgs,
-  QuarantineItem,
+  QuarantinePage,
   RecallExplainArgs,
   RecallExplained,
   RecallLogPage,
@@ -113,11 +114,18 @@ export const deleteMemory = (id: string, reason?: string) =>
 export const restoreMemory = (id: string) => call<MemoryDetail>('restore_memory', { id });
 export const hardDeleteMemory = (id: string, confirm: boolean) =>
   call<ForgettingEvent>('hard_delete_memory', { id, confirm });
-export const quarantine = (now?: string) =>
-  call<Items<QuarantineItem>>('quarantine', compact({ now }));
+/** Restores a selection in one action (all or nothing); answers the restored ids. */
+export const restoreMemories = (ids: string[]) => call<Items<string>>('restore_memories', { ids });
+/** Deletes a selection for ever in one action (all or nothing); answers the deleted ids. */
+export const hardDeleteMemories = (ids: string[], confirm: boolean) =>
+  call<Items<string>>('hard_delete_memories', { ids, confirm });
+/** The quarantine, newest deletion first (the first `limit` and the total, with a limit). */
+export const quarantine = (now?: string, limit?: number) =>
+  call<QuarantinePage>('quarantine', compact({ now, limit }));
 export const events = (q: EventsQuery = {}) =>
   call<Items<AuditEvent>>('events', compact({ ...q }));
-export const workflows = () => call<Items<MemoryDetail>>('workflows');
+/** The active procedures as stored (no scores: a procedure's detail has them). */
+export const workflows = () => call<Items<Memory>>('workflows');
 export const sessions = () => call<SessionsOverview>('sessions');
 export const history = (id: string) => call<Items<Version>>('history', { id });
 export const updateProcedure = (id: string, expectedVersion: number, patch: ProcedurePatchArgs) =>

@@ -400,6 +400,11 @@ export type LoadStage = "reading" | "similar";
 export type LoggedHit = { id: string, score: number, };
 
 /**
+ * A stored memory: every column of `memory_item` Lethe reads.
+ */
+export type Memory = { id: string, type: Tier, content: string, importance: number, privacy_scope: string, created_at: string, last_accessed: string | null, pinned: boolean, tags: Array<string>, source: string | null, view_count: number, cite_count: number, edit_count: number, task_goal: string | null, steps: JsonValue | null, reflection_notes: JsonValue | null, workflow_name: string | null, skill_name: string | null, trigger_conditions: JsonValue | null, version: number, owner_id: string | null, session_id: string | null, project_id: string | null, is_deleted: boolean, deleted_at: string | null, };
+
+/**
  * Everything a person needs to judge one memory: its fields, its explained ForgetScore,
  * links, archive state and recall statistics.
  */
@@ -472,13 +477,33 @@ export type PiiMode = "tag" | "redact" | "allow";
  */
 export type ProcedurePatchArgs = { content?: string, taskGoal?: string, steps?: Array<string>, triggerConditions?: { [key in string]: JsonValue }, workflowName?: string, skillName?: string, };
 
-export type QuarantineItem = { id: string, type: Tier, preview: string, reason: string | null, forget_score: number | null, deleted_at: string | null, days_left: number, };
+export type QuarantineItem = { id: string, type: Tier, preview: string, reason: string | null, forget_score: number | null, deleted_at: string | null, days_left: number, 
+/**
+ * Who moved it to quarantine, from its newest `soft` event: `policy` (the batch), `user`
+ * or `agent:<name>`; none when no event says (another program deleted it).
+ */
+deleted_by: string | null, 
+/**
+ * The event's policy: `threshold`, `working-gate`, `manual`, `agent`…
+ */
+policy: string | null, };
+
+/**
+ * How many memories are in quarantine, and the first `limit` of them as [`quarantine`] lists
+ * them: what a window paints before the whole list has arrived.
+ */
+export type QuarantinePage = { total: number, items: Array<QuarantineItem>, };
 
 /**
  * What a recall answers, whichever interface asked (the CLI prints it, MCP returns it, the
  * window receives it): the results, how recall ran, and what of the query it read.
  */
 export type RecallAnswer = { results: Array<Hit>, 
+/**
+ * Per result, in order: whether it is a weak match (its similarity below
+ * [`WEAK_SIMILARITY_SHARE`] of the best), which the window shows only on request.
+ */
+weak: Array<boolean>, 
 /**
  * "semantic + lexical (model fingerprint)" or "lexical recall only: why".
  */

@@ -31,6 +31,16 @@ describe('memory detail', () => {
     expect(parseFloat(neg.style.left)).toBeCloseTo(parseFloat(total.style.left) + parseFloat(total.style.width), 1);
   });
 
+  it('opens the next memory at its top, not at the scroll position of the last one', async () => {
+    await openDetail('mem_1');
+    const pane = screen.getByTestId('memory-detail');
+    pane.scrollTop = 640;
+    expect(pane.scrollTop).toBe(640);
+    app.selectedId = 'mem_2';
+    await waitFor(() => expect(screen.getByTestId('detail-id')).toHaveTextContent('mem_2'));
+    expect(screen.getByTestId('memory-detail').scrollTop).toBe(0);
+  });
+
   it('shows hostile content as literal text, never as markup', async () => {
     api.showMemory.mockResolvedValue(makeDetail('mem_h', { content: `${HOSTILE}\nsecond line`, tags: [HOSTILE], reasons: [HOSTILE] }));
     await openDetail('mem_h');

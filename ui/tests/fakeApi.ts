@@ -235,6 +235,8 @@ export const api = {
   deleteMemory: vi.fn(),
   restoreMemory: vi.fn(),
   hardDeleteMemory: vi.fn(),
+  restoreMemories: vi.fn(),
+  hardDeleteMemories: vi.fn(),
   quarantine: vi.fn(),
   events: vi.fn(),
   workflows: vi.fn(),
@@ -269,14 +271,19 @@ export const api = {
 };
 
 export const quarantineItems: QuarantineItem[] = [
-  { id: 'mem_q1', type: 'episodic', preview: 'the staging password rotates monthly', reason: 'old, unused', forget_score: 0.71234, deleted_at: '2025-03-01T10:00:00.000Z', days_left: 12.75 },
-  { id: 'mem_q2', type: 'working', preview: HOSTILE, reason: 'working gate: older than 48h', forget_score: 0.8, deleted_at: '2025-03-02T10:00:00.000Z', days_left: 0.25 },
+  { id: 'mem_q1', type: 'episodic', preview: 'the staging password rotates monthly', reason: 'old, unused', forget_score: 0.71234, deleted_at: '2025-03-01T10:00:00.000Z', days_left: 12.75, deleted_by: 'policy', policy: 'threshold' },
+  { id: 'mem_q2', type: 'working', preview: HOSTILE, reason: 'working gate: older than 48h', forget_score: 0.8, deleted_at: '2025-03-02T10:00:00.000Z', days_left: 0.25, deleted_by: 'agent:cursor', policy: 'agent' },
 ];
 
 export const auditEvents: AuditEvent[] = [
   { id: 'fev_1', kind: 'forgetting', memory_id: 'mem_q1', action: 'soft', actor: 'policy', reason: 'old, unused', policy: 'batch', forget_score: 0.71, created_at: '2025-03-01T10:00:00.000Z', before: null, after: null, ttl_days: 30, metadata: null },
   { id: 'act_2', kind: 'action', memory_id: 'mem_1', action: 'pin', actor: 'user', reason: null, policy: null, forget_score: null, created_at: '2025-03-02T10:00:00.000Z', before: false, after: true, ttl_days: null, metadata: null },
 ];
+
+/** A `quarantine` command over `items`: the first `limit` and the total, as the shell answers. */
+export function quarantineOf(items: QuarantineItem[]) {
+  return async (_now?: string, limit?: number) => ({ total: items.length, items: limit === undefined ? items : items.slice(0, limit) });
+}
 
 /** Restores every default implementation; call in beforeEach. */
 export function resetFake() {
@@ -307,7 +314,9 @@ export function resetFake() {
   api.deleteMemory.mockImplementation(async (id: string) => ({ id: 9, memory_id: id, action: 'soft', reason: 'deleted by user', policy: 'manual', forget_score: 0.3, ttl_days: 30, created_at: '2025-03-03T00:00:00.000Z' }));
   api.restoreMemory.mockImplementation(async (id: string) => makeDetail(id));
   api.hardDeleteMemory.mockImplementation(async (id: string) => ({ id: 10, memory_id: id, action: 'hard', reason: null, policy: 'manual', forget_score: null, ttl_days: null, created_at: '2025-03-03T00:00:00.000Z' }));
-  api.quarantine.mockResolvedValue({ items: quarantineItems });
+  api.restoreMemories.mockImplementation(async (ids: string[]) => ({ items: ids }));
+  api.hardDeleteMemories.mockImplementation(async (ids: string[]) => ({ items: ids }));
+  api.quarantine.mockImplementation(quarantineOf(quarantineItems));
   api.events.mockResolvedValue({ items: auditEvents });
   api.workflows.mockResolvedValue({ items: [] });
   api.sessions.mockResolvedValue({ sessions: [], task_kinds: [] });

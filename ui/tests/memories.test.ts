@@ -4,6 +4,7 @@ import userEvent from '@testing-library/user-event';
 import { api, emitChanged, pagedList, resetFake, HOSTILE, makeDetail, makeRow } from './fakeApi';
 import { renderAt, ids, rows, flush } from './helpers';
 import { app } from '../src/state.svelte';
+import { invalidate } from '../src/memref.svelte';
 
 vi.mock('../src/api', async () => (await import('./fakeApi')).api);
 
@@ -265,6 +266,92 @@ describe('multi-select', () => {
     await waitFor(() => expect(api.deleteMemory).toHaveBeenCalledTimes(2));
     expect(api.deleteMemory.mock.calls.map((c) => c[0])).toEqual(['mem_0', 'mem_2']);
     expect(await screen.findByTestId('toast')).toHaveTextContent('2 memories');
+  });
+});
+
+describe('review fixes', () => {
+  it('shift-click on a checkbox ticks every row it selects, the clicked one too', async () => {
+    await openMemories();
+    const checks = () => screen.getAllByTestId('row-check') as HTMLInputElement[];
+    await fireEvent.click(checks()[1]);
+    await fireEvent.click(checks()[5], { shiftKey: true });
+    await flush();
+    expect(screen.getByTestId('bulk-bar')).toHaveTextContent('5 selected');
+    expect(checks().slice(0, 7).map((c) => c.checked)).toEqual([false, true, true, true, true, true, false]);
+  });
+
+  it('the bulk delete confirmation lists the memories it will quarantine', async () => {
+    await openMemories();
+    const checks = () => screen.getAllByTestId('row-check');
+    await fireEvent.click(checks()[0]);
+    await fireEvent.click(checks()[3]);
+    await fireEvent.click(screen.getByTestId('bulk-delete'));
+    const items = within(screen.getByTestId('confirm-dialog')).getAllByTestId('confirm-item').map((li) => li.textContent);
+    expect(items).toEqual(['memory number 0', 'memory number 3']);
+  });
+
+  it('Esc in the search box leaves it, so j moves the selection instead of typing', async () => {
+    await openMemories();
+    const search = screen.getByTestId('memory-search') as HTMLInputElement;
+    search.focus();
+    expect(document.activeElement).toBe(search);
+    await fireEvent.keyDown(search, { key: 'Escape' });
+    expect(document.activeElement).not.toBe(search);
+    await fireEvent.keyDown(document.activeElement ?? window, { key: 'j' });
+    await waitFor(() => expect(app.selectedId).toBe('mem_0'));
+    expect(search.value).toBe('');
+  });
+
+  it('marks a pinned memory with a drawn pin, not an emoji', async () => {
+    api.listMemories.mockImplementation(pagedList(5, (i) => ({ pinned: i === 1 })));
+    await openMemories();
+    const flag = within(rows()[1]).getByTestId('pin-flag');
+    expect(flag.querySelector('svg')).not.toBeNull();
+    expect(flag.textContent).toBe('pinned');
+    expect(document.body.textContent).not.toContain('📌');
+  });
+
+  it('hides recall\'s weak matches behind "show N weak matches"', async () => {
+    const b = (similarity: number) => ({ similarity, lexical: similarity, semantic: similarity, cosine: similarity, recency: 0.5, scene: 0, priority: 0.5 });
+    api.recall.mockResolvedValue({
+      results: [
+        { id: 'mem_1', type: 'semantic', content: 'docker needs the permission of the socket', score: 0.9, breakdown: b(1) },
+        { id: 'mem_2', type: 'semantic', content: 'a faint likeness', score: 0.5, breakdown: b(0.2) },
+        { id: 'mem_3', type: 'semantic', content: 'docker compose file', score: 0.45, breakdown: b(0.6) },
+        { id: 'mem_4', type: 'semantic', content: 'another faint one', score: 0.3, breakdown: b(0.1) },
+      ],
+      recall_mode: 'semantic',
+      weak: [false, true, false, true],
+    });
+    await openMemories();
+    await fireEvent.input(screen.getByTestId('memory-search'), { target: { value: 'docker permission' } });
+    await waitFor(() => expect(ids()).toEqual(['mem_1', 'mem_3']));
+    expect(screen.getByTestId('row-total')).toHaveTextContent('2 matches');
+    const more = screen.getByTestId('show-weak');
+    expect(more).toHaveTextContent('show 2 weak matches');
+    await fireEvent.click(more);
+    await waitFor(() => expect(ids()).toEqual(['mem_1', 'mem_2', 'mem_3', 'mem_4']));
+    expect(screen.getByTestId('show-weak')).toHaveTextContent('hide 2 weak matches');
+    // Another search starts with them hidden again.
+    await fireEvent.input(screen.getByTestId('memory-search'), { target: { value: 'docker' } });
+    await waitFor(() => expect(ids()).toEqual(['mem_1', 'mem_3']));
+  });
+
+  it('does not colour the recall column by would-forget', async () => {
+    api.listMemories.mockImplementation(pagedList(5, () => ({ would_forget: true })));
+    // The recall row's other columns come from show_memory: this memory would be forgotten
+    // (read afresh: what an earlier test looked up is forgotten).
+    invalidate(null);
+    api.showMemory.mockImplementation(async (id: string) => makeDetail(id, { would_forget: true }));
+    api.recall.mockResolvedValue({ results: [{ id: 'mem_1', type: 'semantic', content: 'memory number 1', score: 0.8, breakdown: { similarity: 0.9, lexical: 0.9, semantic: 0.9, cosine: 0.9, recency: 0.5, scene: 0, priority: 0.5 } }], recall_mode: 'semantic' });
+    await openMemories();
+    expect(rows()[0].querySelector('.num.hot')).not.toBeNull();
+    await fireEvent.input(screen.getByTestId('memory-search'), { target: { value: 'number' } });
+    await waitFor(() => expect(rows()).toHaveLength(1));
+    await flush();
+    await waitFor(() => expect(api.showMemory).toHaveBeenCalledWith('mem_1', undefined));
+    await flush();
+    expect(rows()[0].querySelector('[data-value="0.8"]')).not.toHaveClass('hot');
   });
 });
 

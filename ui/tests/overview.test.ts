@@ -98,6 +98,15 @@ describe('overview', () => {
     await waitFor(() => expect(api.stats.mock.calls.length).toBeGreaterThan(statsCalls));
   });
 
+  it('a long forget preview says "and N more", never "mores"', async () => {
+    const ids = Array.from({ length: 27621 }, (_, i) => `mem_${i}`);
+    api.runForget.mockResolvedValue({ scanned: 100003, soft_deleted: ids, review: [], working_gate: [], purged: [], changed_since_plan: [], elapsed_ms: 12, dry_run: true });
+    await renderAt('overview');
+    await fireEvent.click(screen.getByTestId('run-forget'));
+    await waitFor(() => expect(screen.getByTestId('run-forget-panel')).toHaveTextContent('and 27,571 more'));
+    expect(screen.getByTestId('run-forget-panel').textContent).not.toContain('mores');
+  });
+
   it('run forget previews with a dry run, then runs with progress and can cancel', async () => {
     await renderAt('overview');
     await fireEvent.click(screen.getByTestId('run-forget'));

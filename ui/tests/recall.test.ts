@@ -217,6 +217,8 @@ describe('recall log', () => {
     api.recallLog.mockResolvedValue(structuredClone(log));
     await renderAt('recall');
     await waitFor(() => expect(ids('recall-log-row')).toEqual(['7', '6']));
+    // What was returned reads as its content, not its id.
+    await waitFor(() => expect(screen.getByTestId('recall-log-ref')).toHaveTextContent('content of mem_a'));
     expect(document.querySelector('img[src="x"]')).toBeNull();
     expect(screen.getByText(HOSTILE)).toBeTruthy();
     await fireEvent.change(screen.getByTestId('recall-log-actor'), { target: { value: 'agent:claude' } });

@@ -151,3 +151,65 @@ describe('workflows', () => {
   });
 });
 
+
+describe('workflows at scale', () => {
+  /** `n` procedures in 30 workflows, each with three steps. */
+  function procedures(n: number) {
+    return Array.from({ length: n }, (_, i) =>
+      makeDetail(`mem_p${String(i).padStart(5, '0')}`, {
+        type: 'procedural',
+        task_goal: `Rotate the ${i % 2 ? 'billing' : 'search'} keys, run ${i}`,
+        steps: ['open the vault', `rotate key ${i}`, 'restart the service'],
+        workflow_name: `wf-${String(i % 30).padStart(2, '0')}`,
+        version: 1,
+      }),
+    );
+  }
+
+  it('renders only the procedures on screen of 9,900 and counts them', async () => {
+    api.workflows.mockResolvedValue({ items: procedures(9900) });
+    await renderAt('workflows');
+    await waitFor(() => expect(screen.getByTestId('workflow-count')).toHaveTextContent('9,900'));
+    const n = ids('workflow-row').length;
+    expect(n).toBeGreaterThan(5);
+    expect(n).toBeLessThan(40);
+  });
+
+  it('searches goal, steps and names; every word must match', async () => {
+    api.workflows.mockResolvedValue({ items: procedures(300) });
+    await renderAt('workflows');
+    await waitFor(() => expect(screen.getByTestId('workflow-count')).toHaveTextContent('300'));
+    await fireEvent.input(screen.getByTestId('workflow-search'), { target: { value: 'BILLING key 17' } });
+    // Odd runs are billing; "17" in the step "rotate key 17", 117, 171, 173…
+    await waitFor(() => expect(screen.getByTestId('workflow-shown')).toHaveTextContent('of 300 procedures match'));
+    const shown = ids('workflow-row');
+    expect(shown.length).toBeGreaterThan(0);
+    expect(shown).toContain('mem_p00017');
+    expect(shown).toContain('mem_p00117');
+    expect(shown).not.toContain('mem_p00016');
+    await fireEvent.input(screen.getByTestId('workflow-search'), { target: { value: 'wf-07 mem_p00007' } });
+    await waitFor(() => expect(ids('workflow-row')).toEqual(['mem_p00007']));
+    expect(screen.getAllByTestId('workflow-group').map((g) => g.querySelector('h3')!.textContent)).toEqual(['wf-07']);
+  });
+
+  it('shows a version change as a line diff: what was removed and added, unchanged steps folded', async () => {
+    const steps = ['check out', 'build', 'test', 'package', 'sign', 'upload', 'announce'];
+    const edited = [...steps.slice(0, 4), 'sign with the release key', ...steps.slice(5), 'close the milestone'];
+    api.workflows.mockResolvedValue({ items: [makeDetail('mem_r', { type: 'procedural', task_goal: 'Release', steps: edited, workflow_name: 'release', version: 2 })] });
+    api.history.mockResolvedValue({
+      items: [{ version: 1, at: '2025-01-01T00:00:00.000Z', actor: 'user', task_goal: 'Release', steps, trigger_conditions: null, workflow_name: 'release', skill_name: null, content: 'release' }],
+    });
+    await renderAt('workflows');
+    await waitFor(() => expect(screen.getAllByTestId('version-entry')).toHaveLength(2));
+    const v2 = screen.getAllByTestId('version-entry')[1];
+    const diff = v2.querySelector('[data-testid=version-diff][data-field=steps]')!;
+    const text = (id: string) => [...diff.querySelectorAll(`[data-testid=${id}]`)].map((e) => e.textContent);
+    expect(text('diff-del')).toEqual(['−5.sign']);
+    expect(text('diff-add')).toEqual(['+5.sign with the release key', '+8.close the milestone']);
+    // Context: one unchanged step on each side of a change; the first three are folded.
+    expect(text('diff-skip')).toEqual(['⋯ 3 unchanged steps']);
+    expect(text('diff-same')).toEqual([' 4.package', ' 6.upload', ' 7.announce']);
+    // Not every step twice, as a before/after listing would.
+    expect(diff.textContent).not.toContain('check out');
+  });
+});

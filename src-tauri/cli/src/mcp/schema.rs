@@ -287,6 +287,8 @@ pub fn recall() -> Arc<JsonObject> {
         &["results"],
         json!({
             "results": array(hit, "best first"),
+            "weak": array(t("boolean", "a weak match"), "per result, in order: its similarity is below half of the best result's"),
+            "notice": t("string", "present when part of the query was not searched, saying what"),
             "searched_words": array(t("string", "a word"), "the words the lexical search looked for: function words (what, did, the, ...) are left out unless the query has no other word"),
             "recall_mode": t("string", "semantic + lexical, or lexical only"),
             "dropped_words": array(t("string", "a word"), "words not searched: the query had more than 64 distinct words"),

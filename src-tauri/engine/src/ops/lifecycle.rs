@@ -818,3 +818,95 @@ pub fn hard_delete(
     crate::store::checkpoint_truncate(conn)?;
     Ok(event)
 }
+
+/// Brings a selection back from quarantine in one transaction: every memory gets its own
+/// `restore` action (so its history shows it), all at the same instant, or nothing is written
+/// (an id that is unknown or not in quarantine is a typed error naming it). Returns the
+/// restored memories in the order given.
+pub fn restore_many(conn: &mut Connection, ids: &[String], actor: &str, now: Instant) -> Result<Vec<Memory>> {
+    model::validate_actor(actor)?;
+    if ids.is_empty() {
+        return Err(Error::invalid("no memories to restore"));
+    }
+    let mut seen = std::collections::HashSet::with_capacity(ids.len());
+    if let Some(dup) = ids.iter().find(|id| !seen.insert(id.as_str())) {
+        return Err(Error::invalid(format!("memory {dup} is named twice")));
+    }
+    // Checked before the transaction so that a wrong selection attempts no write at all; the
+    // transaction checks again for what changed in between.
+    for id in ids {
+        if !get(conn, id)?.is_deleted {
+            return Err(Error::invalid(format!("memory {id} is not in quarantine")));
+        }
+    }
+    write_tx(conn, |tx| {
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            let before = get_tx(tx, id)?;
+            if !before.is_deleted {
+                return Err(Error::invalid(format!("memory {id} is not in quarantine")));
+            }
+            tx.prepare_cached("UPDATE memory_item SET is_deleted = 0, deleted_at = NULL WHERE id = ?1")?
+                .execute([id])?;
+            let after = get_tx(tx, id)?;
+            audit::record_action(
+                tx,
+                Some(id),
+                "restore",
+                actor,
+                Some(&snapshot(&before)),
+                Some(&snapshot(&after)),
+                now,
+            )?;
+            out.push(after);
+        }
+        Ok(out)
+    })
+}
+
+/// Deletes a selection for ever in one transaction, each as [`hard_delete`] deletes one (a
+/// person only, with `confirm`; every trace of each goes, its `hard` event stays with facts
+/// alone); the index clean-up and the WAL truncation run once for the whole selection.
+/// All or nothing: an unknown id is a typed error and nothing is deleted.
+pub fn hard_delete_many(
+    conn: &mut Connection,
+    ids: &[String],
+    confirm: bool,
+    actor: &str,
+    now: Instant,
+) -> Result<Vec<ForgettingEvent>> {
+    model::validate_actor(actor)?;
+    crate::actor::require_person(actor, "deleting a memory for ever")?;
+    let settings = Settings::load(conn)?;
+    crate::actor::require_person_with(actor, "deleting a memory for ever", settings.person_ops_window_only)?;
+    if ids.is_empty() {
+        return Err(Error::invalid("no memories to delete"));
+    }
+    let mut seen = std::collections::HashSet::with_capacity(ids.len());
+    if let Some(dup) = ids.iter().find(|id| !seen.insert(id.as_str())) {
+        return Err(Error::invalid(format!("memory {dup} is named twice")));
+    }
+    for id in ids {
+        get(conn, id)?;
+    }
+    if let Some(why) = crate::store::memory_delete_blocked(conn)? {
+        return Err(Error::invalid(why));
+    }
+    if !confirm {
+        return Err(Error::ConfirmationRequired(format!(
+            "hard delete of {} memories removes them for ever (only the audit events stay); pass confirm to proceed",
+            ids.len()
+        )));
+    }
+    let reason = &crate::ops::validate::guard_label(&settings, "reason", "deleted for ever by a person")?;
+    let events = write_tx(conn, |tx| {
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            out.push(hard_delete_tx(tx, id, reason, "manual", actor, now)?);
+        }
+        crate::store::purge_deleted_index_entries(tx)?;
+        Ok(out)
+    })?;
+    crate::store::checkpoint_truncate(conn)?;
+    Ok(events)
+}

@@ -159,6 +159,19 @@ pub fn update_guarded(
 }
 
 /// Every version oldest first, the current state last.
+/// Every active procedure, as stored, ordered by workflow, skill and age: what a list of
+/// procedures shows and searches. No score is computed (a procedure's detail has it), so
+/// 10,000 procedures are one scan.
+pub fn list(conn: &Connection) -> Result<Vec<Memory>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {} FROM memory_item WHERE type = 'procedural' AND COALESCE(is_deleted, 0) = 0 \
+         ORDER BY workflow_name, skill_name, created_at",
+        model::MEMORY_COLUMNS
+    ))?;
+    let rows = stmt.query_map([], Memory::from_row)?;
+    rows.collect()
+}
+
 pub fn history(conn: &Connection, id: &str) -> Result<Vec<Version>> {
     let m = rows::get(conn, id)?;
     let mut stmt = conn.prepare(

@@ -58,6 +58,18 @@ pub struct Hit {
     pub breakdown: Breakdown,
 }
 
+/// A match is weak when its similarity S is below this share of the best S in the same
+/// answer: it ranked in through recency, scene or priority, or a faint likeness in meaning,
+/// more than through what was asked. People see weak matches behind a "show" (agents get
+/// every result, ranked, as before).
+pub const WEAK_SIMILARITY_SHARE: f64 = 0.5;
+
+/// Which of `hits` are weak matches (see [`WEAK_SIMILARITY_SHARE`]), in their order.
+pub fn weak_matches(hits: &[Hit]) -> Vec<bool> {
+    let best = hits.iter().map(|h| h.breakdown.similarity).fold(0.0_f64, f64::max);
+    hits.iter().map(|h| h.breakdown.similarity < WEAK_SIMILARITY_SHARE * best).collect()
+}
+
 /// The FTS5 MATCH expression for arbitrary text: every word quoted, joined by OR, so that
 /// `"`, `*`, `NEAR`, `-`, `OR (` are searched as words and never parsed as syntax.
 pub fn match_expression(text: &str) -> Option<String> {
@@ -367,6 +379,9 @@ pub fn recall(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<Hi
 #[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "RecallAnswer"))]
 pub struct Answer {
     pub results: Vec<Hit>,
+    /// Per result, in order: whether it is a weak match (its similarity below
+    /// [`WEAK_SIMILARITY_SHARE`] of the best), which the window shows only on request.
+    pub weak: Vec<bool>,
     /// "semantic + lexical (model fingerprint)" or "lexical recall only: why".
     pub recall_mode: String,
     /// The words the lexical search looked for (function words left out unless the query has
@@ -399,6 +414,7 @@ pub fn answer(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Answer
         )
     });
     Ok(Answer {
+        weak: weak_matches(&results),
         results,
         recall_mode: crate::embed::status(),
         searched_words: searched_words(&q.text),
@@ -1253,8 +1269,34 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use crate::lifecycle::{self, NewMemory};
     use crate::store;
+
+    #[test]
+    fn a_match_below_half_of_the_best_similarity_is_weak() {
+        let hit = |s: f64| Hit {
+            id: String::new(),
+            tier: Tier::Semantic,
+            content: String::new(),
+            score: 0.0,
+            bm25: 0.0,
+            breakdown: Breakdown {
+                similarity: s,
+                lexical: s,
+                semantic: None,
+                cosine: None,
+                recency: 0.0,
+                scene: 0.0,
+                priority: 0.0,
+            },
+        };
+        // Best 0.8: the line is 0.4; 0.4 itself is not weak, 0.39 is.
+        let hits = [hit(0.8), hit(0.1), hit(0.4), hit(0.39)];
+        assert_eq!(weak_matches(&hits), [false, true, false, true]);
+        assert!(weak_matches(&[]).is_empty());
+        assert_eq!(weak_matches(&[hit(0.0)]), [false], "nothing is weaker than the best");
+    }
 
     #[test]
     fn hostile_queries_never_error() {

@@ -1332,22 +1332,81 @@ pub struct QuarantineItem {
     pub forget_score: Option<f64>,
     pub deleted_at: Option<String>,
     pub days_left: f64,
+    /// Who moved it to quarantine, from its newest `soft` event: `policy` (the batch), `user`
+    /// or `agent:<name>`; none when no event says (another program deleted it).
+    pub deleted_by: Option<String>,
+    /// The event's policy: `threshold`, `working-gate`, `manual`, `agent`…
+    pub policy: Option<String>,
 }
 
+/// Every quarantined memory, newest deletion first, with its newest `soft` event (reason,
+/// score, who) read in the same statement: one index lookup per memory instead of two
+/// queries, so a quarantine of 100,000 memories is one scan.
 pub fn quarantine(conn: &Connection, s: &Settings, now: Instant) -> Result<Vec<QuarantineItem>> {
+    quarantine_first(conn, s, now, None)
+}
+
+/// How many memories are in quarantine, and the first `limit` of them as [`quarantine`] lists
+/// them: what a window paints before the whole list has arrived.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct QuarantinePage {
+    pub total: usize,
+    pub items: Vec<QuarantineItem>,
+}
+
+pub fn quarantine_page(conn: &Connection, s: &Settings, now: Instant, limit: Option<usize>) -> Result<QuarantinePage> {
+    let total: i64 =
+        conn.query_row("SELECT COUNT(*) FROM memory_item WHERE COALESCE(is_deleted, 0) = 1", [], |r| r.get(0))?;
+    Ok(QuarantinePage { total: total.max(0) as usize, items: quarantine_first(conn, s, now, limit)? })
+}
+
+fn quarantine_first(
+    conn: &Connection,
+    s: &Settings,
+    now: Instant,
+    limit: Option<usize>,
+) -> Result<Vec<QuarantineItem>> {
     let mut stmt = conn.prepare(
-        "SELECT id, type, content, deleted_at FROM memory_item WHERE COALESCE(is_deleted, 0) = 1 ORDER BY deleted_at DESC, rowid DESC",
+        "SELECT m.id, m.type, m.content, m.deleted_at, e.reason, e.forget_score, e.created_at, e.policy, e.metadata_json \
+         FROM memory_item m LEFT JOIN memory_forgetting_event e ON e.id = ( \
+           SELECT f.id FROM memory_forgetting_event f WHERE f.memory_id = m.id AND f.action = 'soft' \
+           ORDER BY f.created_at DESC, f.rowid DESC LIMIT 1) \
+         WHERE COALESCE(m.is_deleted, 0) = 1 ORDER BY m.deleted_at DESC, m.rowid DESC LIMIT ?1",
     )?;
-    let rows: Vec<(String, String, String, Option<String>)> = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+    // No limit is the largest one (PostgreSQL refuses SQLite's negative "no limit").
+    let limit: i64 = limit.map_or(i64::MAX, |n| n.min(i64::MAX as usize) as i64);
+    type Row = (
+        String,
+        String,
+        String,
+        Option<String>,
+        Option<String>,
+        Option<f64>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    );
+    let rows: Vec<Row> = stmt
+        .query_map([limit], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?))
+        })?
         .collect::<std::result::Result<_, _>>()?;
     let mut out = Vec::with_capacity(rows.len());
-    for (id, tier, content, deleted_at) in rows {
+    for (id, tier, content, deleted_at, reason, score, event_at, policy, metadata) in rows {
         let Ok(tier) = tier.parse::<Tier>() else { continue };
-        let (reason, score) = audit::last_soft_event(conn, &id)?.unwrap_or((None, None));
-        let since = audit::quarantined_since(conn, &id, deleted_at.as_deref())?
-            .map(|t| time::days_between(t, now))
-            .unwrap_or(0.0);
+        // The quarantine began at the later of `deleted_at` and the newest soft event, as
+        // `audit::quarantined_since` says (the purge counts from the same instant).
+        let since = match (time::parse_opt(deleted_at.as_deref()), time::parse_opt(event_at.as_deref())) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+        .map(|t| time::days_between(t, now))
+        .unwrap_or(0.0);
+        let deleted_by = metadata
+            .as_deref()
+            .and_then(|m| serde_json::from_str::<serde_json::Value>(m).ok())
+            .and_then(|m| m.get("actor").and_then(|a| a.as_str()).map(str::to_string));
         out.push(QuarantineItem {
             id,
             tier,
@@ -1356,6 +1415,8 @@ pub fn quarantine(conn: &Connection, s: &Settings, now: Instant) -> Result<Vec<Q
             forget_score: score,
             deleted_at,
             days_left: (s.quarantine_days - since).max(0.0),
+            deleted_by,
+            policy,
         });
     }
     Ok(out)

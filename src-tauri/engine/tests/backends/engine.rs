@@ -78,6 +78,87 @@ fn hard_delete_needs_confirmation_and_removes_every_trace_but_events() {
 }
 
 #[test]
+fn quarantine_names_who_deleted_each_memory_with_its_reason() {
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let a = put(&mut conn, Tier::Semantic, "the staging cluster runs on arm64 nodes");
+    let b = put(&mut conn, Tier::Episodic, "the release train left on Tuesday at noon");
+    lifecycle::soft_delete(&mut conn, &a, Some("stale"), "agent:cursor", now()).unwrap();
+    lifecycle::soft_delete(&mut conn, &b, None, "user", time::add_days(now(), 1.0)).unwrap();
+    let s = lethe_engine::Settings::default();
+    let q = forgetting::quarantine(&conn, &s, time::add_days(now(), 2.0)).unwrap();
+    let ids: Vec<&str> = q.iter().map(|i| i.id.as_str()).collect();
+    assert_eq!(ids, [b.as_str(), a.as_str()], "newest deletion first");
+    assert_eq!(q[1].deleted_by.as_deref(), Some("agent:cursor"), "the agent that deleted it");
+    assert_eq!(q[1].reason.as_deref(), Some("stale"));
+    assert_eq!(q[1].policy.as_deref(), Some("agent"));
+    assert_eq!(q[0].deleted_by.as_deref(), Some("user"));
+    assert_eq!(q[0].policy.as_deref(), Some("manual"));
+    // Two days after the first deletion of a 30-day quarantine: 28 days are left.
+    assert!((q[1].days_left - 28.0).abs() < 1e-6, "{}", q[1].days_left);
+    assert!((q[0].days_left - 29.0).abs() < 1e-6, "{}", q[0].days_left);
+    // The first page is the list's head, with the count of all.
+    let page = forgetting::quarantine_page(&conn, &s, time::add_days(now(), 2.0), Some(1)).unwrap();
+    assert_eq!(page.total, 2);
+    assert_eq!(page.items, q[..1]);
+    assert_eq!(forgetting::quarantine_page(&conn, &s, time::add_days(now(), 2.0), None).unwrap().items, q);
+}
+
+#[test]
+fn a_selection_is_restored_in_one_transaction_each_audited_or_not_at_all() {
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let ids: Vec<String> =
+        (0..5).map(|i| put(&mut conn, Tier::Semantic, &format!("service {i} listens on port {}", 8000 + i))).collect();
+    let before: Vec<_> = ids.iter().map(|id| lifecycle::get(&conn, id).unwrap()).collect();
+    for id in &ids[..4] {
+        lifecycle::soft_delete(&mut conn, id, Some("review"), "user", now()).unwrap();
+    }
+    // One of the selection is not in quarantine: nothing is restored.
+    let mixed = vec![ids[0].clone(), ids[4].clone()];
+    let writes = writes_so_far(&conn);
+    let err = lifecycle::restore_many(&mut conn, &mixed, "user", now()).unwrap_err();
+    assert_eq!(err.exit_code(), 2, "{err}");
+    assert!(err.to_string().contains(&ids[4]), "the error names the memory: {err}");
+    assert_eq!(writes_so_far(&conn), writes, "nothing written");
+    assert!(lifecycle::get(&conn, &ids[0]).unwrap().is_deleted, "still in quarantine");
+    let twice = vec![ids[0].clone(), ids[0].clone()];
+    assert_eq!(lifecycle::restore_many(&mut conn, &twice, "user", now()).unwrap_err().exit_code(), 2);
+    assert_eq!(lifecycle::restore_many(&mut conn, &[], "user", now()).unwrap_err().exit_code(), 2);
+
+    let sel: Vec<String> = ids[..3].to_vec();
+    let done = lifecycle::restore_many(&mut conn, &sel, "user", now()).unwrap();
+    assert_eq!(done.iter().map(|m| m.id.clone()).collect::<Vec<_>>(), sel);
+    for (i, id) in sel.iter().enumerate() {
+        assert_eq!(lifecycle::get(&conn, id).unwrap(), before[i], "byte-identical after restore");
+        let ev = audit::list_events(&conn, &audit::EventFilter { memory_id: Some(id.clone()), ..Default::default() })
+            .unwrap();
+        assert_eq!(ev.iter().filter(|e| e.action == "restore").count(), 1, "{id}: one restore each");
+    }
+    assert!(lifecycle::get(&conn, &ids[3]).unwrap().is_deleted, "the unselected one stays");
+    let q = forgetting::quarantine(&conn, &lethe_engine::Settings::default(), now()).unwrap();
+    assert_eq!(q.iter().map(|i| i.id.as_str()).collect::<Vec<_>>(), [ids[3].as_str()]);
+}
+
+#[test]
+fn a_selection_is_deleted_for_ever_only_by_a_person_with_confirmation() {
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let a = put(&mut conn, Tier::Episodic, "the deploy failed on migration 42");
+    let b = put(&mut conn, Tier::Episodic, "the canary rolled back at 03:10 after alarms");
+    let sel = vec![a.clone(), b.clone()];
+    assert_eq!(lifecycle::hard_delete_many(&mut conn, &sel, false, "user", now()).unwrap_err().exit_code(), 5);
+    assert_eq!(lifecycle::hard_delete_many(&mut conn, &sel, true, "agent:x", now()).unwrap_err().exit_code(), 6);
+    let unknown = vec![a.clone(), "mem_nope".to_string()];
+    assert_eq!(lifecycle::hard_delete_many(&mut conn, &unknown, true, "user", now()).unwrap_err().exit_code(), 4);
+    assert!(lifecycle::get(&conn, &a).is_ok() && lifecycle::get(&conn, &b).is_ok(), "nothing deleted yet");
+    let gone = lifecycle::hard_delete_many(&mut conn, &sel, true, "user", now()).unwrap();
+    assert_eq!(gone.iter().map(|e| e.memory_id.clone()).collect::<Vec<_>>(), sel);
+    for id in &sel {
+        assert_eq!(lifecycle::get(&conn, id).unwrap_err().exit_code(), 4, "{id} gone");
+    }
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM memory_forgetting_event WHERE action = 'hard'"), 2);
+    assert_eq!(count(&conn, "SELECT COUNT(*) FROM lethe_signature"), 0, "signatures gone");
+}
+
+#[test]
 fn invalid_input_writes_nothing() {
     let tmp = temp_db();
     let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
