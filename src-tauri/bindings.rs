@@ -40,6 +40,7 @@ fn render() -> String {
     out.add::<lethe_engine::duplicates::Dismissal>();
     out.add::<lethe_engine::duplicates::Superseded>();
     out.add::<lethe_engine::health::Health>();
+    out.add::<Items<lethe_engine::pins::RefusedAttempt>>();
     out.add::<lethe_engine::MemoryDetail>();
     out.add::<audit::ForgettingEvent>();
     out.add::<Items<forgetting::QuarantineItem>>();

@@ -823,6 +823,16 @@ pub async fn supersede_duplicate(
     .await
 }
 
+/// Agents' refused attempts on the person's pins with an audit id above `after`, newest
+/// first (the window alerts once per attempt).
+#[tauri::command]
+pub async fn pin_refusals(app: AppHandle, after: Option<i64>) -> ApiResult<Items<lethe_engine::pins::RefusedAttempt>> {
+    blocking(app, move |st| {
+        st.with_db(|db| Ok(Items { items: lethe_engine::pins::refused_attempts(&db.conn, after.unwrap_or(0), 20)? }))
+    })
+    .await
+}
+
 /// The Overview's health lists at `now`, from the window's cached snapshot.
 #[tauri::command]
 pub async fn health(app: AppHandle, now: Option<String>) -> ApiResult<lethe_engine::health::Health> {

@@ -445,6 +445,7 @@ pub fn run() {
             commands::similar_memories,
             commands::duplicates,
             commands::keep_both,
+            commands::pin_refusals,
             commands::supersede_duplicate,
             commands::health,
             commands::workflows,

@@ -49,4 +49,5 @@ pub const WINDOW_COMMANDS: &[&str] = &[
     "about",
     "connect_info",
     "test_connection",
+    "pin_refusals",
 ];

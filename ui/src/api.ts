@@ -31,6 +31,7 @@ import type {
   RecallLogPage,
   RecallResults,
   RecallWeights,
+  RefusedAttempt,
   ScoringProgress,
   SessionsOverview,
   SimilarMemory,
@@ -99,6 +100,7 @@ export const keepBoth = (a: string, b: string) => call<Dismissal>('keep_both', {
 export const supersedeDuplicate = (a: string, b: string) => call<Superseded>('supersede_duplicate', { a, b });
 /** The Overview's health lists. */
 export const health = (now?: string) => call<Health>('health', compact({ now }));
+export const pinRefusals = (after?: number) => call<Items<RefusedAttempt>>('pin_refusals', compact({ after }));
 export const showMemory = (id: string, now?: string) =>
   call<MemoryDetail>('show_memory', compact({ id, now }));
 export const pinMemory = (id: string) => call<MemoryDetail>('pin_memory', { id });

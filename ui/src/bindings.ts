@@ -37,7 +37,13 @@ export type BatchReport = { scanned: number, soft_deleted: Array<string>, review
  * Planned but left alone because a person or agent changed the memory (pinned it,
  * edited it, restored it…) while the batch ran; the next run judges them afresh.
  */
-changed_since_plan: Array<string>, elapsed_ms: number, dry_run: boolean, };
+changed_since_plan: Array<string>, elapsed_ms: number, dry_run: boolean, 
+/**
+ * The run's id (`run_<uuid>`) when it quarantined anything: every soft event it wrote
+ * names it, `lethe forget --undo RUN` restores them, and `lethe events` lists the run
+ * (action `forget_run`). `None` for a dry run or a run that quarantined nothing.
+ */
+run_id?: string, };
 
 export type Breakdown = { 
 /**
@@ -303,7 +309,11 @@ lexical_context: number,
 /**
  * The query words it matched only through a session neighbour, per neighbour.
  */
-context_matches: Array<ContextMatch>, id: string, type: Tier, content: string, score: number, bm25: number, breakdown: Breakdown, };
+context_matches: Array<ContextMatch>, id: string, type: Tier, content: string, score: number, bm25: number, breakdown: Breakdown, 
+/**
+ * A procedure's goal and steps (its current version), so an agent reads what to do.
+ */
+task_goal?: string, steps?: Array<string>, };
 
 /**
  * The kinds of failure a reflection note records (seed 000).
@@ -342,7 +352,11 @@ name: string,
  */
 total: number, items: Array<HealthItem>, };
 
-export type Hit = { id: string, type: Tier, content: string, score: number, bm25: number, breakdown: Breakdown, };
+export type Hit = { id: string, type: Tier, content: string, score: number, bm25: number, breakdown: Breakdown, 
+/**
+ * A procedure's goal and steps (its current version), so an agent reads what to do.
+ */
+task_goal?: string, steps?: Array<string>, };
 
 /**
  * One host's configuration, ready to paste.
@@ -512,6 +526,23 @@ export type RecallWeights = { similarity: number, recency: number, scene: number
  * A lesson appended to a procedural memory after a failure.
  */
 export type ReflectionNote = { failure_type: FailureType, failure_description: string, lessons_learned?: string | null, suggested_improvements?: string | null, timestamp?: string | null, actor?: string | null, };
+
+/**
+ * One refused attempt of an agent on a person's pin.
+ */
+export type RefusedAttempt = { 
+/**
+ * The audit row's id (`act_<id>` in `lethe events`).
+ */
+id: number, memory_id: string | null, actor: string, 
+/**
+ * `unpin`, `quarantine`, `delete for ever`, `lower the importance of`, `supersede`.
+ */
+attempted: string, 
+/**
+ * The memory's text as the attempt found it (120 characters at most).
+ */
+content_preview: string, at: string, };
 
 /**
  * Payload of `scoring://progress` while the scoring snapshot loads (opening a file, after

@@ -227,6 +227,7 @@ export const api = {
   keepBoth: vi.fn(),
   supersedeDuplicate: vi.fn(),
   health: vi.fn(),
+  pinRefusals: vi.fn(),
   showMemory: vi.fn(),
   pinMemory: vi.fn(),
   unpinMemory: vi.fn(),
@@ -298,6 +299,7 @@ export function resetFake() {
   api.keepBoth.mockImplementation(async (a: string, b: string) => ({ a, b, dismissed: true, actor: 'user', at: '2025-03-03T00:00:00.000Z' }));
   api.supersedeDuplicate.mockImplementation(async (a: string, b: string) => ({ old: a, new: b, superseded: true }));
   api.health.mockResolvedValue({ lists: [] });
+  api.pinRefusals.mockResolvedValue({ items: [] });
   api.recallExplain.mockResolvedValue({ results: [], declined: [], weights: { similarity: 0.7, recency: 0.1, scene: 0.1, priority: 0.1 }, periods: [], recall_mode: 'lexical' });
   api.showMemory.mockImplementation(async (id: string) => makeDetail(id));
   api.pinMemory.mockImplementation(async (id: string) => makeDetail(id, { pinned: true }));

@@ -50,8 +50,11 @@ pub enum Command {
     },
     /// One policy batch.
     Forget {
-        #[arg(long)]
+        #[arg(long, conflicts_with = "undo")]
         dry_run: bool,
+        /// Restore everything run RUN quarantined (its id from `lethe forget` or `lethe events --runs`).
+        #[arg(long, value_name = "RUN")]
+        undo: Option<String>,
     },
     /// Soft delete (default) or hard delete with --hard --confirm.
     Delete {
@@ -94,6 +97,9 @@ pub enum Command {
         by_actor: Option<String>,
         #[arg(long, default_value_t = 100)]
         limit: usize,
+        /// The forget runs instead, newest first (id, when, how many quarantined, undone).
+        #[arg(long, conflicts_with_all = ["memory", "action", "by_actor"])]
+        runs: bool,
     },
     /// Replace tool observations' content by a memo, keeping the bytes; several IDs are one
     /// transaction (all or nothing).
@@ -383,7 +389,8 @@ fn writes(command: &Command) -> bool {
         | Command::Export
         | Command::Fixture { .. }
         | Command::Recall(_) => false,
-        Command::Forget { dry_run } | Command::Import { dry_run, .. } => !dry_run,
+        Command::Forget { undo: Some(_), .. } => true,
+        Command::Forget { dry_run, .. } | Command::Import { dry_run, .. } => !dry_run,
         Command::Scan { redact, .. } => *redact,
         Command::Settings { value, .. } => value.is_some(),
         Command::Unarchive { lines, bytes, .. } => lines.is_none() && bytes.is_none(),
@@ -510,8 +517,11 @@ fn remember(conn: &mut rusqlite_conn::Connection, a: &RememberArgs, actor: &str,
             String::from_utf8(bytes).map_err(|_| Error::invalid(format!("{} is not valid UTF-8 text", f.display())))?
         }
         (Some(_), Some(_)) => return Err(Error::invalid("give --content or --content-file, not both")),
+        // A procedure's update may change its steps alone: its text then follows them.
+        (None, None) if a.memory_id.is_some() => String::new(),
         (None, None) => return Err(Error::invalid("--content or --content-file is required")),
     };
+    let content_given = a.content.is_some() || a.content_file.is_some();
     let tier: Tier = a.tier.as_deref().ok_or_else(|| Error::invalid("--type is required"))?.parse()?;
     let m = NewMemory {
         tier,
@@ -538,7 +548,7 @@ fn remember(conn: &mut rusqlite_conn::Connection, a: &RememberArgs, actor: &str,
         let (Some(id), Some(v)) = (&a.memory_id, a.expected_version) else {
             return Err(Error::invalid("--memory-id and --expected-version go together"));
         };
-        let patch = procedural::ProcedurePatch { content: Some(m.content), fields: m.procedure };
+        let patch = procedural::ProcedurePatch { content: content_given.then_some(m.content), fields: m.procedure };
         let (updated, r) = procedural::update_guarded(conn, id, v, &patch, actor, now)?;
         return Ok(json!({
             "id": updated.id, "stored": true, "version": updated.version,
@@ -652,7 +662,7 @@ fn run_command(cli: Cli) -> Result<Option<Value>> {
             Command::Recall(_)
                 | Command::Similar { .. }
                 | Command::Remember(_)
-                | Command::Forget { .. }
+                | Command::Forget { undo: None, .. }
                 | Command::Meta { query: Some(_), .. }
         )
     {
@@ -712,7 +722,8 @@ fn run_command(cli: Cli) -> Result<Option<Value>> {
             }
             json!({ "items": items })
         }
-        Command::Forget { dry_run } => {
+        Command::Forget { undo: Some(run), .. } => to_json(&lethe_engine::runs::undo(conn, run, actor, now)?)?,
+        Command::Forget { dry_run, .. } => {
             let mut opts = forgetting::BatchOptions::new(now, *dry_run);
             opts.keep_derived = !read_only;
             to_json(&forgetting::run_batch(conn, &opts)?)?
@@ -760,7 +771,8 @@ fn run_command(cli: Cli) -> Result<Option<Value>> {
             let s = Settings::load(conn)?;
             json!({ "items": forgetting::quarantine(conn, &s, now)? })
         }
-        Command::Events { memory, action, by_actor, limit } => {
+        Command::Events { runs: true, limit, .. } => json!({ "items": lethe_engine::runs::list(conn, *limit)? }),
+        Command::Events { memory, action, by_actor, limit, .. } => {
             let f = audit::EventFilter {
                 memory_id: memory.clone(),
                 action: action.clone(),

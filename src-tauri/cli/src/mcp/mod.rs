@@ -207,6 +207,13 @@ pub struct ForgetArgs {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+pub struct UndoRunArgs {
+    /// The forget run (`run_` and 32 hex digits), as `lethe forget` and `lethe events --runs` print it.
+    pub run_id: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct IdArgs {
     /// The memory.
     pub id: String,
@@ -583,6 +590,19 @@ impl LetheMcp {
                 lifecycle::soft_delete(c, &a.id, a.reason.as_deref(), actor, now)?
             };
             Ok(serde_json::to_value(ev)?)
+        })
+        .await
+    }
+
+    #[tool(
+        description = "Undo a forget run: restore everything the policy run quarantined, as one audited action. The answer lists what came back and what could not (already restored, quarantined again since, deleted for ever).",
+        input_schema = schema::input::<UndoRunArgs>(),
+        output_schema = schema::undo_run(),
+        annotations(title = "Undo a forget run", read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn undo_forget_run(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
+        self.run("undo_forget_run", &peer, args, |a: UndoRunArgs, c, _, actor, now| {
+            Ok(serde_json::to_value(lethe_engine::runs::undo(c, &a.run_id, actor, now)?)?)
         })
         .await
     }

@@ -1374,6 +1374,12 @@ pub struct BatchReport {
     pub changed_since_plan: Vec<String>,
     pub elapsed_ms: f64,
     pub dry_run: bool,
+    /// The run's id (`run_<uuid>`) when it quarantined anything: every soft event it wrote
+    /// names it, `lethe forget --undo RUN` restores them, and `lethe events` lists the run
+    /// (action `forget_run`). `None` for a dry run or a run that quarantined nothing.
+    #[cfg_attr(feature = "ts", ts(optional))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
 }
 
 pub struct BatchOptions<'a> {
@@ -1619,7 +1625,12 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
         }
     }
     if !opts.dry_run {
-        with_large_cache(conn, |conn| write_decisions(conn, opts, &decisions, &s, seen, &mut report))?;
+        let run = crate::ops::runs::new_run_id();
+        with_large_cache(conn, |conn| write_decisions(conn, opts, &decisions, &s, seen, &run, &mut report))?;
+        if !report.soft_deleted.is_empty() || !report.working_gate.is_empty() {
+            crate::ops::runs::record_run(conn, &run, &report, now)?;
+            report.run_id = Some(run);
+        }
     }
     if let Some(p) = opts.progress {
         p(total, total);
@@ -1641,8 +1652,11 @@ fn write_decisions(
     decisions: &[Planned],
     s: &Settings,
     mut seen: crate::storage::journal::Journal,
+    run: &str,
     report: &mut BatchReport,
 ) -> Result<()> {
+    // Every soft event of the run names it (so that the run can be undone as one).
+    let metadata = serde_json::json!({ "actor": "policy", "run": run }).to_string();
     let (now, total) = (opts.now, decisions.len());
     {
         let chunk = opts.chunk.max(1);
@@ -1667,9 +1681,9 @@ fn write_decisions(
                 let (part_skipped, to_apply): (Vec<&Planned>, Vec<&Planned>) =
                     part.iter().partition(|p| is_changed(p.decision.id()));
                 if tx.is_postgres() {
-                    apply_on_server(tx, &to_apply, s, now)?;
+                    apply_on_server(tx, &to_apply, s, &metadata, now)?;
                 } else {
-                    apply_in_file(tx, &to_apply, s, now)?;
+                    apply_in_file(tx, &to_apply, s, &metadata, now)?;
                 }
                 Ok((seen_now, fresh, part_skipped))
             })?;
@@ -1760,7 +1774,13 @@ fn apply(tx: &crate::storage::db::Transaction, p: &Planned, s: &Settings, now: I
 /// row no longer active or now pinned is left alone, a memory already in the band gets no
 /// second event. Purges, rare and many statements each, go one by one. The events keep the
 /// decisions' order (ids made here in that order, rows inserted in that order).
-fn apply_in_file(tx: &crate::storage::db::Transaction, planned: &[&Planned], s: &Settings, now: Instant) -> Result<()> {
+fn apply_in_file(
+    tx: &crate::storage::db::Transaction,
+    planned: &[&Planned],
+    s: &Settings,
+    metadata: &str,
+    now: Instant,
+) -> Result<()> {
     tx.execute_batch(
         "CREATE TEMP TABLE IF NOT EXISTS lethe_batch (n INTEGER PRIMARY KEY, kind TEXT NOT NULL, \
              memory_rowid INTEGER NOT NULL, id TEXT NOT NULL, reason TEXT, policy TEXT, score REAL, \
@@ -1782,7 +1802,6 @@ fn apply_in_file(tx: &crate::storage::db::Transaction, planned: &[&Planned], s: 
         }
     }
     let at = time::format(now);
-    let metadata = serde_json::json!({ "actor": "policy" }).to_string();
     tx.execute_batch(
         "UPDATE temp.lethe_batch SET done = 1 WHERE kind = 'soft' AND EXISTS (SELECT 1 FROM memory_item m \
              WHERE m.rowid = memory_rowid AND m.id = lethe_batch.id \
@@ -1826,6 +1845,7 @@ fn apply_on_server(
     tx: &crate::storage::db::Transaction,
     planned: &[&Planned],
     s: &Settings,
+    metadata: &str,
     now: Instant,
 ) -> Result<()> {
     let mut batch = Vec::new();
@@ -1843,7 +1863,6 @@ fn apply_on_server(
     if batch.is_empty() {
         return Ok(());
     }
-    let metadata = serde_json::json!({ "actor": "policy" }).to_string();
     tx.prepare_cached(
         "WITH d AS (
              SELECT * FROM json_to_recordset(?1::TEXT::JSON) AS d(n BIGINT, kind TEXT, rowid BIGINT, id TEXT,
