@@ -49,6 +49,7 @@ fn render() -> String {
     out.add::<Items<procedural::Version>>();
     out.add::<lethe_engine::session::SessionsOverview>();
     out.add::<forgetting::BatchReport>();
+    out.add::<lethe_engine::runs::UndoReport>();
     out.add::<settings::Settings>();
     out.add::<forgetting::WhatIf>();
     out.add::<lethe_engine::demo::DemoCounts>();

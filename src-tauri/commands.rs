@@ -274,6 +274,15 @@ pub async fn run_forget(app: AppHandle, dry_run: bool) -> ApiResult<BatchReport>
     .await
 }
 
+/// Restores everything a forget run quarantined, audited as one action.
+#[tauri::command]
+pub async fn undo_forget_run(app: AppHandle, run_id: String) -> ApiResult<lethe_engine::runs::UndoReport> {
+    blocking(app, move |st| {
+        st.with_db(|db| lethe_engine::runs::undo(&mut db.conn, &run_id, &db.actor, chrono::Utc::now()))
+    })
+    .await
+}
+
 #[tauri::command]
 pub fn cancel_forget(state: State<'_, AppState>) {
     state.cancel.store(true, Ordering::Relaxed);

@@ -446,6 +446,7 @@ pub fn run() {
             commands::duplicates,
             commands::keep_both,
             commands::pin_refusals,
+            commands::undo_forget_run,
             commands::supersede_duplicate,
             commands::health,
             commands::workflows,

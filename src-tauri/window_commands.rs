@@ -50,4 +50,5 @@ pub const WINDOW_COMMANDS: &[&str] = &[
     "connect_info",
     "test_connection",
     "pin_refusals",
+    "undo_forget_run",
 ];

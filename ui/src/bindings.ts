@@ -43,7 +43,12 @@ changed_since_plan: Array<string>, elapsed_ms: number, dry_run: boolean,
  * names it, `lethe forget --undo RUN` restores them, and `lethe events` lists the run
  * (action `forget_run`). `None` for a dry run or a run that quarantined nothing.
  */
-run_id?: string, };
+run_id?: string, 
+/**
+ * What goes (or went) to quarantine grouped by its reason, the largest group first, so
+ * a person reviews the run by why: each group's reason and its memories' ids.
+ */
+by_reason: Array<ReasonGroup>, };
 
 export type Breakdown = { 
 /**
@@ -484,6 +489,16 @@ export type ProcedurePatchArgs = { content?: string, taskGoal?: string, steps?: 
 export type QuarantineItem = { id: string, type: Tier, preview: string, reason: string | null, forget_score: number | null, deleted_at: string | null, days_left: number, };
 
 /**
+ * The memories a run quarantines for one reason.
+ */
+export type ReasonGroup = { 
+/**
+ * The reasons as the soft event records them ("old, unused, low importance, not pinned",
+ * "working gate: older than 48 h").
+ */
+reason: string, ids: Array<string>, };
+
+/**
  * The caller's context of a recall, as it asked.
  */
 export type RecallContext = { session: string | null, project: string | null, workflow: string | null, tags: Array<string>, task_kind: string | null, };
@@ -662,6 +677,37 @@ export type Theme = "light" | "dark";
 export type Tier = "working" | "episodic" | "procedural" | "semantic";
 
 export type TierCounts = { active: number, quarantined: number, pinned: number, };
+
+/**
+ * One memory of an undo: its id, and its text's first words while it still exists.
+ */
+export type UndoItem = { id: string, preview: string | null, 
+/**
+ * Why the run quarantined it (the soft event's reason).
+ */
+reason: string | null, };
+
+/**
+ * What an undo did, each memory in one list.
+ */
+export type UndoReport = { run_id: string, 
+/**
+ * Back from quarantine, exactly as they were.
+ */
+restored: Array<UndoItem>, 
+/**
+ * Already active again (restored by a person or an agent since the run).
+ */
+already_restored: Array<UndoItem>, 
+/**
+ * In quarantine again by a later decision (another run, a person or an agent): left there.
+ */
+quarantined_again: Array<UndoItem>, 
+/**
+ * Gone for ever (purged after the quarantine days, or deleted by a person): only the
+ * audit's facts remain, so nothing can come back.
+ */
+deleted_for_ever: Array<UndoItem>, };
 
 /**
  * Payload of `vectors://progress` while the window back-fills the meaning vectors of a file

@@ -228,6 +228,7 @@ export const api = {
   supersedeDuplicate: vi.fn(),
   health: vi.fn(),
   pinRefusals: vi.fn(),
+  undoForgetRun: vi.fn(),
   showMemory: vi.fn(),
   pinMemory: vi.fn(),
   unpinMemory: vi.fn(),
@@ -314,7 +315,8 @@ export function resetFake() {
   api.workflows.mockResolvedValue({ items: [] });
   api.sessions.mockResolvedValue({ sessions: [], task_kinds: [] });
   api.history.mockResolvedValue({ items: [] });
-  api.runForget.mockResolvedValue({ scanned: 100, soft_deleted: ['mem_1', 'mem_2'], review: ['mem_3'], working_gate: [], purged: ['mem_old'], elapsed_ms: 12 });
+  api.runForget.mockResolvedValue({ scanned: 100, soft_deleted: ['mem_1', 'mem_2'], review: ['mem_3'], working_gate: [], purged: ['mem_old'], elapsed_ms: 12, by_reason: [{ reason: 'old, unused', ids: ['mem_1', 'mem_2'] }] });
+  api.undoForgetRun.mockImplementation(async (run_id: string) => ({ run_id, restored: [], already_restored: [], quarantined_again: [], deleted_for_ever: [] }));
   api.cancelForget.mockResolvedValue(null);
   api.getSettings.mockResolvedValue(structuredClone(DEFAULT_SETTINGS));
   api.setSettings.mockImplementation(async (s: Settings) => s);

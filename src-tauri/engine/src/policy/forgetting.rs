@@ -1380,6 +1380,36 @@ pub struct BatchReport {
     #[cfg_attr(feature = "ts", ts(optional))]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+    /// What goes (or went) to quarantine grouped by its reason, the largest group first, so
+    /// a person reviews the run by why: each group's reason and its memories' ids.
+    pub by_reason: Vec<ReasonGroup>,
+}
+
+/// The memories a run quarantines for one reason.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct ReasonGroup {
+    /// The reasons as the soft event records them ("old, unused, low importance, not pinned",
+    /// "working gate: older than 48 h").
+    pub reason: String,
+    pub ids: Vec<String>,
+}
+
+/// Groups (reason, id) pairs by reason, the largest group first, then by reason. "duplicate of
+/// <id> (…)" counts as one reason whichever memory it names, so that the duplicates of
+/// different memories are one group ("duplicate of another memory").
+fn group_by_reason<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<ReasonGroup> {
+    let mut groups: HashMap<String, Vec<String>> = HashMap::new();
+    for (reason, id) in pairs {
+        let kind: Vec<&str> = reason
+            .split(", ")
+            .map(|part| if part.starts_with("duplicate of ") { "duplicate of another memory" } else { part })
+            .collect();
+        groups.entry(kind.join(", ")).or_default().push(id.to_string());
+    }
+    let mut out: Vec<ReasonGroup> = groups.into_iter().map(|(reason, ids)| ReasonGroup { reason, ids }).collect();
+    out.sort_by(|a, b| b.ids.len().cmp(&a.ids.len()).then_with(|| a.reason.cmp(&b.reason)));
+    out
 }
 
 pub struct BatchOptions<'a> {
@@ -1624,6 +1654,13 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
             Decision::LeaveBand(_) => {}
         }
     }
+    let reasons: HashMap<&str, &str> = decisions
+        .iter()
+        .filter_map(|p| match &p.decision {
+            Decision::Gate(id, reason, _) | Decision::Forget(id, reason, _) => Some((id.as_str(), reason.as_str())),
+            _ => None,
+        })
+        .collect();
     if !opts.dry_run {
         let run = crate::ops::runs::new_run_id();
         with_large_cache(conn, |conn| write_decisions(conn, opts, &decisions, &s, seen, &run, &mut report))?;
@@ -1632,6 +1669,14 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
             report.run_id = Some(run);
         }
     }
+    // After the writes: what was left alone (changed since the plan) is in no group.
+    report.by_reason = group_by_reason(
+        report
+            .soft_deleted
+            .iter()
+            .chain(&report.working_gate)
+            .filter_map(|id| reasons.get(id.as_str()).map(|r| (*r, id.as_str()))),
+    );
     if let Some(p) = opts.progress {
         p(total, total);
     }
