@@ -141,6 +141,8 @@ pub struct ListArgs {
     pub redacted: Option<bool>,
     /// Only semantic and procedural memories that read like dialogue.
     pub needs_extraction: Option<bool>,
+    /// Only memories written first by this actor (`agent:claude-code`, `user`).
+    pub written_by: Option<String>,
     pub limit: Option<usize>,
     pub offset: Option<usize>,
     pub now: Option<String>,
@@ -160,6 +162,7 @@ pub async fn list_memories(app: AppHandle, query: ListArgs) -> ApiResult<Page> {
         project: query.project.filter(|s| !s.is_empty()),
         redacted: query.redacted,
         needs_extraction: query.needs_extraction,
+        written_by: query.written_by.filter(|s| !s.is_empty()),
         limit: query.limit.unwrap_or(50),
         offset: query.offset.unwrap_or(0),
     };

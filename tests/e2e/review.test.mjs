@@ -65,3 +65,29 @@ test("an agent's unpin of a person's pin is refused and the window shows the ale
     await closeApp(driver);
   }
 });
+
+test('Memories filtered by agent:claude-code shows only the memories that agent wrote, with a "written by" column', { timeout: 120_000 }, async () => {
+  const db = tempDb();
+  lethe(db, 'demo');
+  const theirs = lethe(db, 'list', '--by', 'agent:claude-code', '--limit', '1000');
+  const all = lethe(db, 'list', '--limit', '1000');
+  assert.ok(theirs.total > 0 && theirs.total < all.total, `fixture: ${theirs.total} of ${all.total}`);
+  const driver = await openApp(db);
+  try {
+    await nav(driver, 'memories');
+    await byTestId(driver, 'memory-row', 30000);
+    await (await byTestId(driver, 'filters-button')).click();
+    const input = await byTestId(driver, 'written-by-filter');
+    await input.sendKeys('agent:claude-code', '\n');
+    await driver.executeScript(`arguments[0].dispatchEvent(new Event('change', { bubbles: true }))`, input);
+    const want = new Set(theirs.items.map((i) => i.id));
+    await waitFor(async () => {
+      const shown = await driver.executeScript(
+        `return [...document.querySelectorAll('[data-testid="memory-row"]')].map((r) => [r.dataset.id, r.querySelector('[data-testid="written-by"]')?.textContent])`,
+      );
+      return shown.length > 0 && shown.every(([id, by]) => want.has(id) && by === 'agent:claude-code') && shown;
+    }, 20000, 'only agent:claude-code rows');
+  } finally {
+    await closeApp(driver);
+  }
+});

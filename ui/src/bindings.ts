@@ -395,7 +395,11 @@ redacted?: boolean,
 /**
  * Only semantic and procedural memories that read like dialogue.
  */
-needsExtraction?: boolean, limit?: number, offset?: number, now?: string, };
+needsExtraction?: boolean, 
+/**
+ * Only memories written first by this actor (`agent:claude-code`, `user`).
+ */
+writtenBy?: string, limit?: number, offset?: number, now?: string, };
 
 /**
  * Whether the database file (or team server) is there.
@@ -447,7 +451,16 @@ redacted: boolean,
 /**
  * A semantic or procedural memory that reads like dialogue (the lint flags it).
  */
-needs_extraction: boolean, };
+needs_extraction: boolean, 
+/**
+ * Who wrote it first: the actor of its `remember` in the audit (`agent:<name>` or the
+ * person); `None` when the audit does not say (imported, or written by another program).
+ */
+written_by: string | null, 
+/**
+ * When it was last used: the later of its last view or cite and its last recall.
+ */
+last_used: string | null, };
 
 export type MetaStats = { memory_id: string, recall_count: number, success_count: number, failure_count: number, avg_confidence: number | null, last_recalled_at: string | null, };
 

@@ -83,6 +83,8 @@ export function makeRow(i: number, over: Partial<MemoryRow> = {}): MemoryRow {
     tags: [],
     redacted: false,
     needs_extraction: false,
+    written_by: 'agent:claude-code',
+    last_used: null,
     ...over,
   };
 }

@@ -340,6 +340,9 @@ pub struct ListArgs {
     /// Only semantic and procedural memories that read like dialogue (the lint flags them).
     #[arg(long)]
     pub needs_extraction: bool,
+    /// Only memories written first by this actor (`agent:claude-code`, `user`).
+    #[arg(long = "by", value_name = "ACTOR")]
+    pub written_by: Option<String>,
 }
 
 pub use lethe_engine::store::default_db_path;
@@ -683,6 +686,7 @@ fn run_command(cli: Cli) -> Result<Option<Value>> {
                 project: a.project.clone(),
                 redacted: a.redacted.then_some(true),
                 needs_extraction: a.needs_extraction.then_some(true),
+                written_by: a.written_by.clone(),
                 limit: a.limit,
                 offset: a.offset,
             };

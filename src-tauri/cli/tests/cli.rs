@@ -517,3 +517,23 @@ fn a_forget_run_is_listed_and_undone_from_the_cli() {
     let (code, _, err) = lethe(&db, &["forget", "--undo", "run_nope"]);
     assert_eq!((code, err["error"]["code"].as_str()), (2, Some("invalid_input")), "{err}");
 }
+
+/// `lethe list --by ACTOR`: only the memories that actor wrote first, each naming its writer.
+#[test]
+fn list_by_an_agent_shows_only_what_it_wrote() {
+    let db = db();
+    for (actor, text) in [
+        ("agent:claude-code", "The CI cache lives in the build-cache bucket"),
+        ("agent:cursor", "Lint with ruff before every commit"),
+        ("agent:claude-code", "Staging deploys need the VPN"),
+    ] {
+        assert_eq!(lethe(&db, &["--actor", actor, "remember", "--type", "semantic", "--content", text]).0, 0);
+    }
+    let (code, page, err) = lethe(&db, &["list", "--by", "agent:claude-code"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(page["total"], json!(2), "{page}");
+    for item in page["items"].as_array().unwrap() {
+        assert_eq!(item["written_by"], json!("agent:claude-code"));
+    }
+    assert_eq!(lethe(&db, &["list"]).1["total"], json!(3));
+}

@@ -1035,7 +1035,8 @@ fn agents_leave_a_persons_pin_alone_and_each_attempt_is_audited() {
     assert_eq!(pins::pinned_by_person(&conn, &rule).unwrap(), Some(true));
     let before = lifecycle::get(&conn, &rule).unwrap();
     let agent = "agent:cursor";
-    let attempts: Vec<(&str, Box<dyn Fn(&mut store::Connection) -> lethe_engine::Result<()>>)> = vec![
+    type Attempt<'a> = Box<dyn Fn(&mut store::Connection) -> lethe_engine::Result<()> + 'a>;
+    let attempts: Vec<(&str, Attempt)> = vec![
         ("unpin", Box::new(|c| lifecycle::unpin(c, &rule, agent, now()).map(|_| ()))),
         ("quarantine", Box::new(|c| lifecycle::soft_delete(c, &rule, Some("stale"), agent, now()).map(|_| ()))),
         ("delete for ever", Box::new(|c| lifecycle::hard_delete(c, &rule, true, None, agent, now()).map(|_| ()))),
@@ -1193,4 +1194,40 @@ fn a_forget_run_is_undone_as_one_audited_action() {
     assert_eq!(runs::undo(&mut conn, "run_x", "user", now()).unwrap_err().code(), "invalid_input");
     let unknown = format!("run_{}", "0".repeat(32));
     assert_eq!(runs::undo(&mut conn, &unknown, "user", now()).unwrap_err().code(), "not_found");
+}
+
+/// Who wrote what: each listed memory names the actor of its first write and when it was last
+/// used, and the list filters by that writer.
+#[test]
+fn lists_name_who_wrote_each_memory_and_filter_by_the_writer() {
+    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let by = |conn: &mut store::Connection, actor: &str, text: &str| {
+        lifecycle::remember(conn, &NewMemory::new(Tier::Semantic, text), actor, now())
+            .unwrap()
+            .id()
+            .unwrap()
+            .to_string()
+    };
+    let a = by(&mut conn, "agent:claude-code", "The CI cache lives in the build-cache bucket");
+    let b = by(&mut conn, "agent:cursor", "Lint with ruff before every commit");
+    let c = by(&mut conn, "user", "Ana owns the billing service");
+    // An edit by another actor does not change who wrote it first.
+    lifecycle::edit(&mut conn, &a, "The CI cache lives in the build-cache-2 bucket", "agent:cursor", now()).unwrap();
+    lifecycle::cite(&mut conn, &b, "agent:claude-code", time::add_days(now(), 1.0)).unwrap();
+    let snap = forgetting::Snapshot::load(&conn).unwrap();
+    let s = lethe_engine::Settings::load(&conn).unwrap();
+    let page = |by: Option<&str>| {
+        let q = lifecycle::ListQuery { written_by: by.map(str::to_string), limit: 10, ..Default::default() };
+        forgetting::list(&conn, &snap, &q, &s, time::add_days(now(), 2.0)).unwrap()
+    };
+    let all = page(None);
+    let writer = |id: &str| all.items.iter().find(|r| r.id == id).unwrap().written_by.clone();
+    assert_eq!(writer(&a).as_deref(), Some("agent:claude-code"));
+    assert_eq!(writer(&b).as_deref(), Some("agent:cursor"));
+    assert_eq!(writer(&c).as_deref(), Some("user"));
+    let used = all.items.iter().find(|r| r.id == b).unwrap().last_used.clone();
+    assert_eq!(used.as_deref(), Some(time::format(time::add_days(now(), 1.0)).as_str()), "the cite is its last use");
+    let mine = page(Some("agent:claude-code"));
+    assert_eq!((mine.total, mine.items[0].id.as_str()), (1, a.as_str()), "only that agent's memories");
+    assert_eq!(page(Some("agent:nobody")).total, 0);
 }

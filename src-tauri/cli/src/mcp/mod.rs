@@ -327,6 +327,8 @@ pub struct ListArgs {
     pub offset: Option<u32>,
     /// true: only semantic and procedural memories that read like dialogue.
     pub needs_extraction: Option<bool>,
+    /// Only memories written first by this actor (e.g. agent:claude-code, or user for the person).
+    pub written_by: Option<String>,
 }
 
 /// Tool results; `Err` only for what rmcp itself raises.
@@ -842,6 +844,7 @@ impl LetheMcp {
                 project: None,
                 redacted: None,
                 needs_extraction: a.needs_extraction.filter(|n| *n),
+                written_by: a.written_by,
                 limit: a.limit.unwrap_or(50) as usize,
                 offset: a.offset.unwrap_or(0) as usize,
             };

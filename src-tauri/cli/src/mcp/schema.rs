@@ -495,6 +495,8 @@ pub fn page() -> Arc<JsonObject> {
             "pinned": t("boolean", "pinned"),
             "created_at": t("string", "created"),
             "last_accessed": maybe("string", "last view or cite"),
+            "written_by": maybe("string", "who wrote it first (agent:<name> or the person); null when the audit does not say"),
+            "last_used": maybe("string", "the later of its last view or cite and its last recall"),
             "is_deleted": t("boolean", "in quarantine"),
             "deleted_at": maybe("string", "when deleted"),
             "forget_score": t("number", "ForgetScore"),

@@ -131,7 +131,7 @@ pub fn refused_attempts(conn: &Connection, after: i64, limit: usize) -> Result<V
             at: r.get(4)?,
         })
     })?;
-    Ok(rows.collect::<std::result::Result<_, _>>()?)
+    rows.collect::<std::result::Result<_, _>>()
 }
 
 /// One refused attempt of an agent on a person's pin.

@@ -87,7 +87,7 @@ fn quarantined_by(conn: &Connection, run: &str) -> Result<Vec<(String, Option<St
          ORDER BY created_at, id",
     )?;
     let rows = stmt.query_map([pattern], |r| Ok((r.get(0)?, r.get(1)?)))?;
-    Ok(rows.collect::<std::result::Result<_, _>>()?)
+    rows.collect::<std::result::Result<_, _>>()
 }
 
 /// Restores everything run `run` quarantined that is still in quarantine because of it, in

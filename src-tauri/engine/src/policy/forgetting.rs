@@ -57,6 +57,9 @@ pub struct ListQuery {
     pub redacted: Option<bool>,
     /// Some(true): only semantic and procedural memories that read like dialogue (issue #21).
     pub needs_extraction: Option<bool>,
+    /// Only memories whose first write (their `remember` in the audit) was by this actor
+    /// (`agent:claude-code`, `user`).
+    pub written_by: Option<String>,
     pub limit: usize,
     pub offset: usize,
 }
@@ -84,6 +87,11 @@ pub struct MemoryRow {
     pub redacted: bool,
     /// A semantic or procedural memory that reads like dialogue (the lint flags it).
     pub needs_extraction: bool,
+    /// Who wrote it first: the actor of its `remember` in the audit (`agent:<name>` or the
+    /// person); `None` when the audit does not say (imported, or written by another program).
+    pub written_by: Option<String>,
+    /// When it was last used: the later of its last view or cite and its last recall.
+    pub last_used: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -1196,6 +1204,16 @@ pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now
         Some(true) => Some(crate::dialogue::flagged_rowids(conn)?),
         _ => None,
     };
+    let written_rows: Option<HashSet<String>> = match q.written_by.as_deref() {
+        Some(actor) => Some(
+            conn.prepare_cached(
+                "SELECT memory_id FROM lethe_action WHERE action = 'remember' AND actor = ?1 AND memory_id IS NOT NULL",
+            )?
+            .query_map([actor], |r| r.get(0))?
+            .collect::<std::result::Result<_, _>>()?,
+        ),
+        None => None,
+    };
     let mut idx: Vec<usize> = (0..snap.rows.len())
         .filter(|&i| {
             let r = &snap.rows[i];
@@ -1208,6 +1226,7 @@ pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now
                 && q.max_score.is_none_or(|m| scores[i] <= m)
                 && redacted_rows.as_ref().is_none_or(|set| set.contains(&r.rowid))
                 && dialogue_rows.as_ref().is_none_or(|set| set.contains(&r.rowid))
+                && written_rows.as_ref().is_none_or(|set| set.contains(&r.id))
         })
         .collect();
     let rows = &snap.rows;
@@ -1221,12 +1240,21 @@ pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now
     let limit = if q.limit == 0 { 50 } else { q.limit.min(10_000) };
     let page = page_of(&mut idx, q.offset, limit, order);
     let mut stmt = conn.prepare_cached("SELECT content, workflow_name, tags FROM memory_item WHERE rowid = ?1")?;
+    // The page's writers and recalls: one indexed read per row of the page, never per memory.
+    let mut writer = conn.prepare_cached(
+        "SELECT actor FROM lethe_action WHERE memory_id = ?1 AND action = 'remember' ORDER BY id LIMIT 1",
+    )?;
+    let mut recalled = conn.prepare_cached("SELECT last_recalled_at FROM meta_memory_stats WHERE memory_id = ?1")?;
     let mut items = Vec::new();
     for &i in page {
         let r = &rows[i];
         let score = score(i);
         let (content, workflow_name, tags): (String, Option<String>, Option<String>) =
             stmt.query_row([r.rowid], |x| Ok((x.get(0)?, x.get(1)?, x.get(2)?)))?;
+        let written_by: Option<String> = writer.query_row([&r.id], |x| x.get(0)).optional()?;
+        let last_recalled: Option<String> = recalled.query_row([&r.id], |x| x.get(0)).optional()?.flatten();
+        let last_used =
+            r.last_accessed.into_iter().chain(time::parse_opt(last_recalled.as_deref())).max().map(time::format);
         items.push(MemoryRow {
             id: r.id.clone(),
             tier: r.tier,
@@ -1245,6 +1273,8 @@ pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now
             tags: model::parse_tags(tags.as_deref()),
             redacted: crate::scan::is_redacted(&content),
             needs_extraction: crate::dialogue::applies_to(r.tier) && crate::dialogue::lint(&content).flagged,
+            written_by,
+            last_used,
         });
     }
     Ok(Page { total, items })
