@@ -39,6 +39,7 @@ fn render() -> String {
     out.add::<lethe_engine::duplicates::Dismissal>();
     out.add::<lethe_engine::duplicates::Superseded>();
     out.add::<lethe_engine::health::Health>();
+    out.add::<Items<lethe_engine::pins::RefusedAttempt>>();
     out.add::<lethe_engine::MemoryDetail>();
     out.add::<audit::ForgettingEvent>();
     out.add::<forgetting::QuarantinePage>();
@@ -48,6 +49,7 @@ fn render() -> String {
     out.add::<Items<procedural::Version>>();
     out.add::<lethe_engine::session::SessionsOverview>();
     out.add::<forgetting::BatchReport>();
+    out.add::<lethe_engine::runs::UndoReport>();
     out.add::<settings::Settings>();
     out.add::<forgetting::WhatIf>();
     out.add::<lethe_engine::demo::DemoCounts>();

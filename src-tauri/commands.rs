@@ -141,6 +141,8 @@ pub struct ListArgs {
     pub redacted: Option<bool>,
     /// Only semantic and procedural memories that read like dialogue.
     pub needs_extraction: Option<bool>,
+    /// Only memories written first by this actor (`agent:claude-code`, `user`).
+    pub written_by: Option<String>,
     pub limit: Option<usize>,
     pub offset: Option<usize>,
     pub now: Option<String>,
@@ -160,6 +162,7 @@ pub async fn list_memories(app: AppHandle, query: ListArgs) -> ApiResult<Page> {
         project: query.project.filter(|s| !s.is_empty()),
         redacted: query.redacted,
         needs_extraction: query.needs_extraction,
+        written_by: query.written_by.filter(|s| !s.is_empty()),
         limit: query.limit.unwrap_or(50),
         offset: query.offset.unwrap_or(0),
     };
@@ -294,6 +297,15 @@ pub async fn run_forget(app: AppHandle, dry_run: bool) -> ApiResult<BatchReport>
             opts.keep_derived = false;
             forgetting::run_batch(&mut db.conn, &opts)
         })
+    })
+    .await
+}
+
+/// Restores everything a forget run quarantined, audited as one action.
+#[tauri::command]
+pub async fn undo_forget_run(app: AppHandle, run_id: String) -> ApiResult<lethe_engine::runs::UndoReport> {
+    blocking(app, move |st| {
+        st.with_db(|db| lethe_engine::runs::undo(&mut db.conn, &run_id, &db.actor, chrono::Utc::now()))
     })
     .await
 }
@@ -816,6 +828,16 @@ pub async fn supersede_duplicate(
 ) -> ApiResult<lethe_engine::duplicates::Superseded> {
     blocking(app, move |st| {
         st.with_db(|db| lethe_engine::duplicates::supersede(&mut db.conn, &a, &b, &db.actor, chrono::Utc::now()))
+    })
+    .await
+}
+
+/// Agents' refused attempts on the person's pins with an audit id above `after`, newest
+/// first (the window alerts once per attempt).
+#[tauri::command]
+pub async fn pin_refusals(app: AppHandle, after: Option<i64>) -> ApiResult<Items<lethe_engine::pins::RefusedAttempt>> {
+    blocking(app, move |st| {
+        st.with_db(|db| Ok(Items { items: lethe_engine::pins::refused_attempts(&db.conn, after.unwrap_or(0), 20)? }))
     })
     .await
 }

@@ -447,6 +447,8 @@ pub fn run() {
             commands::similar_memories,
             commands::duplicates,
             commands::keep_both,
+            commands::pin_refusals,
+            commands::undo_forget_run,
             commands::supersede_duplicate,
             commands::health,
             commands::workflows,

@@ -51,4 +51,6 @@ pub const WINDOW_COMMANDS: &[&str] = &[
     "about",
     "connect_info",
     "test_connection",
+    "pin_refusals",
+    "undo_forget_run",
 ];

@@ -6,8 +6,10 @@ dependency).
 Run: python -m unittest discover -s tests/mcp_python -v   (LETHE_BIN points at the binary)
 """
 import asyncio
+import datetime
 import json
 import os
+import subprocess
 import tempfile
 import unittest
 
@@ -20,7 +22,7 @@ LETHE = os.environ.get("LETHE_BIN", os.path.join(os.path.dirname(__file__), "../
 TOOLS = {
     "remember", "recall", "forget", "restore", "pin", "unpin", "feedback", "get_memory",
     "get_meta_memory_stats", "add_reflection_note", "archive_observation", "restore_archive",
-    "memory_stats", "list_memories", "similar", "end_session",
+    "memory_stats", "list_memories", "similar", "end_session", "undo_forget_run",
 }
 
 
@@ -112,6 +114,19 @@ class LetheMcpTest(unittest.TestCase):
                 self.assertEqual(len(end["task_logs"]), 1)
                 hits = await call("recall", {"query": "publish step timed out", "task_kind": "release"})
                 self.assertIn(end["task_logs"][0], [h["id"] for h in hits["results"]])
+                # A forget run can be undone: a working note written three days ago (by the CLI,
+                # which may back-date) is quarantined by the policy run, and undo_forget_run
+                # brings it back.
+                lethe = lambda *a: json.loads(subprocess.run([LETHE, "--db", db, *a], capture_output=True, check=True,
+                                                             env=dict(os.environ)).stdout)
+                before = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=3)).strftime(
+                    "%Y-%m-%dT%H:%M:%S.000Z")
+                scratch = lethe("remember", "--type", "working", "--content", "scratch: the staging port is 8081",
+                                "--created-at", before)
+                run = lethe("forget")
+                self.assertIn(scratch["id"], run["working_gate"])
+                undo = await call("undo_forget_run", {"run_id": run["run_id"]})
+                self.assertIn(scratch["id"], [i["id"] for i in undo["restored"]])
                 self.assertEqual(used, TOOLS, "every tool driven")
 
                 self.assertEqual((await error("get_memory", {"id": "mem_missing"}))["code"], "not_found")

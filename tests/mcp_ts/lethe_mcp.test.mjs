@@ -8,6 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,7 +21,7 @@ const LETHE = process.env.LETHE_BIN ?? join(here, '../../target/debug/lethe');
 const TOOLS = [
   'remember', 'recall', 'forget', 'restore', 'pin', 'unpin', 'feedback', 'get_memory',
   'get_meta_memory_stats', 'add_reflection_note', 'archive_observation', 'restore_archive',
-  'memory_stats', 'list_memories', 'similar', 'end_session',
+  'memory_stats', 'list_memories', 'similar', 'end_session', 'undo_forget_run',
 ];
 
 /** Records the protocol version the client settled on. */
@@ -102,6 +103,15 @@ test('every tool through the TypeScript SDK', async () => {
     assert.equal(end.task_logs.length, 1);
     assert.equal(end.rules[0].stored, true);
     assert.equal((await call('end_session', { session_id: 'ts-s1', task_kind: 'ingest' })).already_ended, true);
+    // A forget run can be undone: a working note written three days ago (by the CLI, which may
+    // back-date) is quarantined by the policy run, and undo_forget_run brings it back.
+    const lethe = (...a) => JSON.parse(execFileSync(LETHE, ['--db', db, ...a], { env: process.env }).toString());
+    const before = new Date(Date.now() - 3 * 86_400_000).toISOString();
+    const scratch = lethe('remember', '--type', 'working', '--content', 'scratch: the staging port is 8081', '--created-at', before);
+    const run = lethe('forget');
+    assert.ok(run.working_gate.includes(scratch.id), JSON.stringify(run));
+    const undo = await call('undo_forget_run', { run_id: run.run_id });
+    assert.ok(undo.restored.some((i) => i.id === scratch.id), JSON.stringify(undo));
     assert.deepEqual([...used].sort(), [...TOOLS].sort(), 'every tool driven');
 
     // Bad arguments: tool results the model can read, and nothing written.

@@ -32,6 +32,7 @@ import type {
   RecallLogPage,
   RecallAnswer,
   RecallWeights,
+  RefusedAttempt,
   ScoringProgress,
   SessionsOverview,
   SimilarMemory,
@@ -40,6 +41,7 @@ import type {
   Superseded,
   Theme,
   Tier,
+  UndoReport,
   VectorsProgress,
   Version,
   WhatIf,
@@ -100,6 +102,8 @@ export const keepBoth = (a: string, b: string) => call<Dismissal>('keep_both', {
 export const supersedeDuplicate = (a: string, b: string) => call<Superseded>('supersede_duplicate', { a, b });
 /** The Overview's health lists. */
 export const health = (now?: string) => call<Health>('health', compact({ now }));
+export const undoForgetRun = (runId: string) => call<UndoReport>('undo_forget_run', { runId });
+export const pinRefusals = (after?: number) => call<Items<RefusedAttempt>>('pin_refusals', compact({ after }));
 export const showMemory = (id: string, now?: string) =>
   call<MemoryDetail>('show_memory', compact({ id, now }));
 export const pinMemory = (id: string) => call<MemoryDetail>('pin_memory', { id });

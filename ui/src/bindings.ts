@@ -37,7 +37,18 @@ export type BatchReport = { scanned: number, soft_deleted: Array<string>, review
  * Planned but left alone because a person or agent changed the memory (pinned it,
  * edited it, restored it…) while the batch ran; the next run judges them afresh.
  */
-changed_since_plan: Array<string>, elapsed_ms: number, dry_run: boolean, };
+changed_since_plan: Array<string>, elapsed_ms: number, dry_run: boolean, 
+/**
+ * The run's id (`run_<uuid>`) when it quarantined anything: every soft event it wrote
+ * names it, `lethe forget --undo RUN` restores them, and `lethe events` lists the run
+ * (action `forget_run`). `None` for a dry run or a run that quarantined nothing.
+ */
+run_id?: string, 
+/**
+ * What goes (or went) to quarantine grouped by its reason, the largest group first, so
+ * a person reviews the run by why: each group's reason and its memories' ids.
+ */
+by_reason: Array<ReasonGroup>, };
 
 export type Breakdown = { 
 /**
@@ -308,7 +319,11 @@ lexical_context: number,
 /**
  * The query words it matched only through a session neighbour, per neighbour.
  */
-context_matches: Array<ContextMatch>, id: string, type: Tier, content: string, score: number, bm25: number, breakdown: Breakdown, };
+context_matches: Array<ContextMatch>, id: string, type: Tier, content: string, score: number, bm25: number, breakdown: Breakdown, 
+/**
+ * A procedure's goal and steps (its current version), so an agent reads what to do.
+ */
+task_goal?: string, steps?: Array<string>, };
 
 /**
  * The kinds of failure a reflection note records.
@@ -347,7 +362,11 @@ name: string,
  */
 total: number, items: Array<HealthItem>, };
 
-export type Hit = { id: string, type: Tier, content: string, score: number, bm25: number, breakdown: Breakdown, };
+export type Hit = { id: string, type: Tier, content: string, score: number, bm25: number, breakdown: Breakdown, 
+/**
+ * A procedure's goal and steps (its current version), so an agent reads what to do.
+ */
+task_goal?: string, steps?: Array<string>, };
 
 /**
  * One host's configuration, ready to paste.
@@ -381,7 +400,11 @@ redacted?: boolean,
 /**
  * Only semantic and procedural memories that read like dialogue.
  */
-needsExtraction?: boolean, limit?: number, offset?: number, now?: string, };
+needsExtraction?: boolean, 
+/**
+ * Only memories written first by this actor (`agent:claude-code`, `user`).
+ */
+writtenBy?: string, limit?: number, offset?: number, now?: string, };
 
 /**
  * Whether the database file (or team server) is there.
@@ -438,7 +461,16 @@ redacted: boolean,
 /**
  * A semantic or procedural memory that reads like dialogue (the lint flags it).
  */
-needs_extraction: boolean, };
+needs_extraction: boolean, 
+/**
+ * Who wrote it first: the actor of its `remember` in the audit (`agent:<name>` or the
+ * person); `None` when the audit does not say (imported, or written by another program).
+ */
+written_by: string | null, 
+/**
+ * When it was last used: the later of its last view or cite and its last recall.
+ */
+last_used: string | null, };
 
 export type MetaStats = { memory_id: string, recall_count: number, success_count: number, failure_count: number, avg_confidence: number | null, last_recalled_at: string | null, };
 
@@ -493,6 +525,16 @@ policy: string | null, };
  * them: what a window paints before the whole list has arrived.
  */
 export type QuarantinePage = { total: number, items: Array<QuarantineItem>, };
+
+/**
+ * The memories a run quarantines for one reason.
+ */
+export type ReasonGroup = { 
+/**
+ * The reasons as the soft event records them ("old, unused, low importance, not pinned",
+ * "working gate: older than 48 h").
+ */
+reason: string, ids: Array<string>, };
 
 /**
  * What a recall answers, whichever interface asked (the CLI prints it, MCP returns it, the
@@ -564,6 +606,23 @@ export type RecallWeights = { similarity: number, recency: number, scene: number
  * A lesson appended to a procedural memory after a failure.
  */
 export type ReflectionNote = { failure_type: FailureType, failure_description: string, lessons_learned?: string | null, suggested_improvements?: string | null, timestamp?: string | null, actor?: string | null, };
+
+/**
+ * One refused attempt of an agent on a person's pin.
+ */
+export type RefusedAttempt = { 
+/**
+ * The audit row's id (`act_<id>` in `lethe events`).
+ */
+id: number, memory_id: string | null, actor: string, 
+/**
+ * `unpin`, `quarantine`, `delete for ever`, `lower the importance of`, `supersede`.
+ */
+attempted: string, 
+/**
+ * The memory's text as the attempt found it (120 characters at most).
+ */
+content_preview: string, at: string, };
 
 /**
  * One memory of a related pair.
@@ -743,6 +802,37 @@ export type Theme = "light" | "dark";
 export type Tier = "working" | "episodic" | "procedural" | "semantic";
 
 export type TierCounts = { active: number, quarantined: number, pinned: number, };
+
+/**
+ * One memory of an undo: its id, and its text's first words while it still exists.
+ */
+export type UndoItem = { id: string, preview: string | null, 
+/**
+ * Why the run quarantined it (the soft event's reason).
+ */
+reason: string | null, };
+
+/**
+ * What an undo did, each memory in one list.
+ */
+export type UndoReport = { run_id: string, 
+/**
+ * Back from quarantine, exactly as they were.
+ */
+restored: Array<UndoItem>, 
+/**
+ * Already active again (restored by a person or an agent since the run).
+ */
+already_restored: Array<UndoItem>, 
+/**
+ * In quarantine again by a later decision (another run, a person or an agent): left there.
+ */
+quarantined_again: Array<UndoItem>, 
+/**
+ * Gone for ever (purged after the quarantine days, or deleted by a person): only the
+ * audit's facts remain, so nothing can come back.
+ */
+deleted_for_ever: Array<UndoItem>, };
 
 /**
  * Payload of `vectors://progress` while the window back-fills the meaning vectors of a file

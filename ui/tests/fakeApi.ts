@@ -83,6 +83,8 @@ export function makeRow(i: number, over: Partial<MemoryRow> = {}): MemoryRow {
     tags: [],
     redacted: false,
     needs_extraction: false,
+    written_by: 'agent:claude-code',
+    last_used: null,
     ...over,
   };
 }
@@ -227,6 +229,8 @@ export const api = {
   keepBoth: vi.fn(),
   supersedeDuplicate: vi.fn(),
   health: vi.fn(),
+  pinRefusals: vi.fn(),
+  undoForgetRun: vi.fn(),
   showMemory: vi.fn(),
   pinMemory: vi.fn(),
   unpinMemory: vi.fn(),
@@ -305,6 +309,7 @@ export function resetFake() {
   api.keepBoth.mockImplementation(async (a: string, b: string) => ({ a, b, dismissed: true, actor: 'user', at: '2025-03-03T00:00:00.000Z' }));
   api.supersedeDuplicate.mockImplementation(async (a: string, b: string) => ({ old: a, new: b, superseded: true }));
   api.health.mockResolvedValue({ lists: [] });
+  api.pinRefusals.mockResolvedValue({ items: [] });
   api.recallExplain.mockResolvedValue({ results: [], declined: [], weights: { similarity: 0.7, recency: 0.1, scene: 0.1, priority: 0.1 }, periods: [], recall_mode: 'lexical' });
   api.showMemory.mockImplementation(async (id: string) => makeDetail(id));
   api.pinMemory.mockImplementation(async (id: string) => makeDetail(id, { pinned: true }));
@@ -321,7 +326,8 @@ export function resetFake() {
   api.workflows.mockResolvedValue({ items: [] });
   api.sessions.mockResolvedValue({ sessions: [], task_kinds: [] });
   api.history.mockResolvedValue({ items: [] });
-  api.runForget.mockResolvedValue({ scanned: 100, soft_deleted: ['mem_1', 'mem_2'], review: ['mem_3'], working_gate: [], purged: ['mem_old'], elapsed_ms: 12 });
+  api.runForget.mockResolvedValue({ scanned: 100, soft_deleted: ['mem_1', 'mem_2'], review: ['mem_3'], working_gate: [], purged: ['mem_old'], elapsed_ms: 12, by_reason: [{ reason: 'old, unused', ids: ['mem_1', 'mem_2'] }] });
+  api.undoForgetRun.mockImplementation(async (run_id: string) => ({ run_id, restored: [], already_restored: [], quarantined_again: [], deleted_for_ever: [] }));
   api.cancelForget.mockResolvedValue(null);
   api.getSettings.mockResolvedValue(structuredClone(DEFAULT_SETTINGS));
   api.setSettings.mockImplementation(async (s: Settings) => s);

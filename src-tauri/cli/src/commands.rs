@@ -50,8 +50,11 @@ pub enum Command {
     },
     /// One policy batch.
     Forget {
-        #[arg(long)]
+        #[arg(long, conflicts_with = "undo")]
         dry_run: bool,
+        /// Restore everything run RUN quarantined (its id from `lethe forget` or `lethe events --runs`).
+        #[arg(long, value_name = "RUN")]
+        undo: Option<String>,
     },
     /// Soft delete (default) or hard delete with --hard --confirm.
     Delete {
@@ -94,6 +97,9 @@ pub enum Command {
         by_actor: Option<String>,
         #[arg(long, default_value_t = 100)]
         limit: usize,
+        /// The forget runs instead, newest first (id, when, how many quarantined, undone).
+        #[arg(long, conflicts_with_all = ["memory", "action", "by_actor"])]
+        runs: bool,
     },
     /// Replace tool observations' content by a memo, keeping the bytes; several IDs are one
     /// transaction (all or nothing).
@@ -331,6 +337,9 @@ pub struct ListArgs {
     /// Only semantic and procedural memories that read like dialogue (the lint flags them).
     #[arg(long)]
     pub needs_extraction: bool,
+    /// Only memories written first by this actor (`agent:claude-code`, `user`).
+    #[arg(long = "by", value_name = "ACTOR")]
+    pub written_by: Option<String>,
 }
 
 pub use lethe_engine::store::default_db_path;
@@ -379,7 +388,8 @@ fn writes(command: &Command) -> bool {
         | Command::History { .. }
         | Command::Export
         | Command::Recall(_) => false,
-        Command::Forget { dry_run } | Command::Import { dry_run, .. } => !dry_run,
+        Command::Forget { undo: Some(_), .. } => true,
+        Command::Forget { dry_run, .. } | Command::Import { dry_run, .. } => !dry_run,
         Command::Scan { redact, .. } => *redact,
         Command::Settings { value, .. } => value.is_some(),
         Command::Unarchive { lines, bytes, .. } => lines.is_none() && bytes.is_none(),
@@ -506,8 +516,11 @@ fn remember(conn: &mut rusqlite_conn::Connection, a: &RememberArgs, actor: &str,
             String::from_utf8(bytes).map_err(|_| Error::invalid(format!("{} is not valid UTF-8 text", f.display())))?
         }
         (Some(_), Some(_)) => return Err(Error::invalid("give --content or --content-file, not both")),
+        // A procedure's update may change its steps alone: its text then follows them.
+        (None, None) if a.memory_id.is_some() => String::new(),
         (None, None) => return Err(Error::invalid("--content or --content-file is required")),
     };
+    let content_given = a.content.is_some() || a.content_file.is_some();
     let tier: Tier = a.tier.as_deref().ok_or_else(|| Error::invalid("--type is required"))?.parse()?;
     let m = NewMemory {
         tier,
@@ -534,7 +547,7 @@ fn remember(conn: &mut rusqlite_conn::Connection, a: &RememberArgs, actor: &str,
         let (Some(id), Some(v)) = (&a.memory_id, a.expected_version) else {
             return Err(Error::invalid("--memory-id and --expected-version go together"));
         };
-        let patch = procedural::ProcedurePatch { content: Some(m.content), fields: m.procedure };
+        let patch = procedural::ProcedurePatch { content: content_given.then_some(m.content), fields: m.procedure };
         let (updated, r) = procedural::update_guarded(conn, id, v, &patch, actor, now)?;
         return Ok(json!({
             "id": updated.id, "stored": true, "version": updated.version,
@@ -644,7 +657,7 @@ fn run_command(cli: Cli) -> Result<Option<Value>> {
             Command::Recall(_)
                 | Command::Similar { .. }
                 | Command::Remember(_)
-                | Command::Forget { .. }
+                | Command::Forget { undo: None, .. }
                 | Command::Meta { query: Some(_), .. }
         )
     {
@@ -665,6 +678,7 @@ fn run_command(cli: Cli) -> Result<Option<Value>> {
                 project: a.project.clone(),
                 redacted: a.redacted.then_some(true),
                 needs_extraction: a.needs_extraction.then_some(true),
+                written_by: a.written_by.clone(),
                 limit: a.limit,
                 offset: a.offset,
             };
@@ -704,7 +718,8 @@ fn run_command(cli: Cli) -> Result<Option<Value>> {
             }
             json!({ "items": items })
         }
-        Command::Forget { dry_run } => {
+        Command::Forget { undo: Some(run), .. } => to_json(&lethe_engine::runs::undo(conn, run, actor, now)?)?,
+        Command::Forget { dry_run, .. } => {
             let mut opts = forgetting::BatchOptions::new(now, *dry_run);
             opts.keep_derived = !read_only;
             to_json(&forgetting::run_batch(conn, &opts)?)?
@@ -752,7 +767,8 @@ fn run_command(cli: Cli) -> Result<Option<Value>> {
             let s = Settings::load(conn)?;
             json!({ "items": forgetting::quarantine(conn, &s, now)? })
         }
-        Command::Events { memory, action, by_actor, limit } => {
+        Command::Events { runs: true, limit, .. } => json!({ "items": lethe_engine::runs::list(conn, *limit)? }),
+        Command::Events { memory, action, by_actor, limit, .. } => {
             let f = audit::EventFilter {
                 memory_id: memory.clone(),
                 action: action.clone(),

@@ -3,7 +3,8 @@
 //! `validate`; a long-running writer groups concurrent remembers in `group_commit`),
 //! procedural memory with compare-and-swap and reflection notes, the reversible archive,
 //! recall and its log, recall statistics, the audit, sessions, the secrets scan, the
-//! duplicates review and the Overview's health lists.
+//! duplicates review and the Overview's health lists, the rule that agents leave a person's
+//! pins alone (`pins`), and forget runs that can be undone (`runs`).
 
 pub mod archive;
 pub mod audit;
@@ -13,10 +14,12 @@ pub mod health;
 pub mod lifecycle;
 pub mod meta;
 pub mod period;
+pub mod pins;
 pub mod procedural;
 pub mod recall;
 pub mod recall_log;
 pub mod rows;
+pub mod runs;
 pub mod scan;
 pub mod session;
 pub mod validate;

@@ -207,6 +207,13 @@ pub struct ForgetArgs {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+pub struct UndoRunArgs {
+    /// The forget run (`run_` and 32 hex digits), as `lethe forget` and `lethe events --runs` print it.
+    pub run_id: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct IdArgs {
     /// The memory.
     pub id: String,
@@ -320,6 +327,8 @@ pub struct ListArgs {
     pub offset: Option<u32>,
     /// true: only semantic and procedural memories that read like dialogue.
     pub needs_extraction: Option<bool>,
+    /// Only memories written first by this actor (e.g. agent:claude-code, or user for the person).
+    pub written_by: Option<String>,
 }
 
 /// Tool results; `Err` only for what rmcp itself raises.
@@ -584,6 +593,19 @@ impl LetheMcp {
     }
 
     #[tool(
+        description = "Undo a forget run: restore everything the policy run quarantined, as one audited action. The answer lists what came back and what could not (already restored, quarantined again since, deleted for ever).",
+        input_schema = schema::input::<UndoRunArgs>(),
+        output_schema = schema::undo_run(),
+        annotations(title = "Undo a forget run", read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn undo_forget_run(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
+        self.run("undo_forget_run", &peer, args, |a: UndoRunArgs, c, _, actor, now| {
+            Ok(serde_json::to_value(lethe_engine::runs::undo(c, &a.run_id, actor, now)?)?)
+        })
+        .await
+    }
+
+    #[tool(
         description = "Bring a memory back from quarantine exactly as it was.",
         input_schema = schema::input::<IdArgs>(),
         output_schema = schema::detail(),
@@ -818,6 +840,7 @@ impl LetheMcp {
                 project: None,
                 redacted: None,
                 needs_extraction: a.needs_extraction.filter(|n| *n),
+                written_by: a.written_by,
                 limit: a.limit.unwrap_or(50) as usize,
                 offset: a.offset.unwrap_or(0) as usize,
             };

@@ -264,6 +264,8 @@ pub fn recall() -> Arc<JsonObject> {
             "content": t("string", "its text"),
             "score": t("number", "the ranking score, 0-1"),
             "bm25": t("number", "raw BM25"),
+            "task_goal": t("string", "a procedure's goal (its current version); absent for other tiers"),
+            "steps": array(t("string", "a step"), "a procedure's steps in order (its current version); absent for other tiers"),
             "breakdown": object(&["similarity", "recency", "scene", "priority"], json!({
                 "similarity": t("number", "S, from lexical and semantic"),
                 "lexical": t("number", "stemmed BM25, relative"),
@@ -321,6 +323,28 @@ pub fn event() -> Arc<JsonObject> {
             "ttl_days": maybe("integer", "quarantine days"),
             "created_at": t("string", "when"),
             "metadata": any("facts of the event"),
+        }),
+    ))
+}
+
+pub fn undo_run() -> Arc<JsonObject> {
+    let item = object(
+        &["id"],
+        json!({
+            "id": t("string", "the memory"),
+            "preview": maybe("string", "its first words; null when it is gone for ever"),
+            "reason": maybe("string", "why the run quarantined it"),
+        }),
+    );
+    let list = |d: &str| array(item.clone(), d);
+    as_schema(object(
+        &["run_id", "restored", "already_restored", "quarantined_again", "deleted_for_ever"],
+        json!({
+            "run_id": t("string", "the run"),
+            "restored": list("back from quarantine, exactly as they were"),
+            "already_restored": list("active again before the undo"),
+            "quarantined_again": list("quarantined again since by another decision: left there"),
+            "deleted_for_ever": list("purged or deleted for ever: nothing can come back"),
         }),
     ))
 }
@@ -473,6 +497,8 @@ pub fn page() -> Arc<JsonObject> {
             "pinned": t("boolean", "pinned"),
             "created_at": t("string", "created"),
             "last_accessed": maybe("string", "last view or cite"),
+            "written_by": maybe("string", "who wrote it first (agent:<name> or the person); null when the audit does not say"),
+            "last_used": maybe("string", "the later of its last view or cite and its last recall"),
             "is_deleted": t("boolean", "in quarantine"),
             "deleted_at": maybe("string", "when deleted"),
             "forget_score": t("number", "ForgetScore"),

@@ -381,3 +381,158 @@ fn similar_takes_a_huge_limit() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(out["items"].as_array().map(Vec::len), Some(1), "{out}");
 }
+
+/// A person's pin through the CLI: off a terminal the CLI is an agent (`agent:cli`), so its
+/// unpin, delete and lowered importance of a memory a person pinned are `forbidden` (exit 6,
+/// the JSON error on stderr), change nothing, and `lethe events` shows each refused attempt.
+#[test]
+fn an_agent_cannot_undo_a_persons_pin_from_the_cli() {
+    let db = db();
+    let (_, out, _) =
+        lethe(&db, &["remember", "--type", "semantic", "--content", "Customer data never leaves the EU region"]);
+    let id = out["id"].as_str().unwrap().to_string();
+    {
+        let mut conn = lethe_engine::store::open(&db).unwrap();
+        lethe_engine::lifecycle::pin(&mut conn, &id, "user", chrono::Utc::now()).unwrap();
+    }
+    let (_, before, _) = lethe(&db, &["show", &id]);
+    for args in [
+        vec!["unpin", &id],
+        vec!["--actor", "agent:cursor", "unpin", &id],
+        vec!["delete", &id, "--reason", "stale"],
+        vec!["importance", &id, "0.1"],
+    ] {
+        let (code, out, err) = lethe(&db, &args);
+        assert_eq!(code, 6, "{args:?}: {err}");
+        assert_eq!(out, Value::Null, "nothing on stdout");
+        assert_eq!(err["error"]["code"], "forbidden", "{err}");
+        assert!(err["error"]["message"].as_str().unwrap().contains("Customer data never leaves"), "{err}");
+    }
+    let (code, _, err) =
+        lethe(&db, &["remember", "--type", "semantic", "--content", "An agent's own rule", "--pinned"]);
+    assert_eq!((code, err["error"]["code"].as_str()), (6, Some("forbidden")), "an agent's pinned remember: {err}");
+    let (_, after, _) = lethe(&db, &["show", &id]);
+    assert_eq!(before["pinned"], json!(true));
+    assert_eq!((after["pinned"].clone(), after["importance"].clone()), (json!(true), before["importance"].clone()));
+    let (_, ev, _) = lethe(&db, &["events", "--memory", &id]);
+    let refused: Vec<(&str, &str)> = ev["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "refused")
+        .map(|e| (e["actor"].as_str().unwrap(), e["after"]["attempted"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        refused,
+        vec![
+            ("agent:cli", "lower the importance of"),
+            ("agent:cli", "quarantine"),
+            ("agent:cursor", "unpin"),
+            ("agent:cli", "unpin")
+        ],
+        "each attempt audited, newest first"
+    );
+}
+
+/// A procedure recalls what it says: after an edit that adds a step (a compare-and-swap
+/// update of the steps alone), `lethe recall` returns the new steps, in the text and as
+/// `steps`; a text a person wrote by hand is not rewritten.
+#[test]
+fn after_a_procedure_edit_recall_returns_the_new_steps() {
+    let db = db();
+    let steps = r#"["Freeze the pipeline","kubectl rollout undo deployment/api","Post in #incidents"]"#;
+    let (code, out, err) = lethe(
+        &db,
+        &[
+            "remember",
+            "--type",
+            "procedural",
+            "--content",
+            "Roll back a failed deploy: Freeze the pipeline; kubectl rollout undo deployment/api; Post in #incidents",
+            "--task-goal",
+            "Roll back a failed deploy",
+            "--steps",
+            steps,
+            "--workflow-name",
+            "deploy-rollback",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let id = out["id"].as_str().unwrap().to_string();
+    let new_steps = r#"["Freeze the pipeline","kubectl rollout undo deployment/api","Check /health on every pod","Post in #incidents"]"#;
+    let (code, _, err) = lethe(
+        &db,
+        &["remember", "--type", "procedural", "--memory-id", &id, "--expected-version", "1", "--steps", new_steps],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = lethe(&db, &["recall", "roll back a failed deploy", "--limit", "1"]);
+    assert_eq!(code, 0, "{err}");
+    let hit = &out["results"][0];
+    assert_eq!(hit["id"], json!(id));
+    assert_eq!(
+        hit["content"],
+        json!(
+            "Roll back a failed deploy: Freeze the pipeline; kubectl rollout undo deployment/api; Check /health on every pod; Post in #incidents"
+        ),
+        "the text follows the new version"
+    );
+    assert_eq!(hit["steps"], serde_json::from_str::<Value>(new_steps).unwrap(), "the result carries the steps");
+    assert_eq!(hit["task_goal"], json!("Roll back a failed deploy"));
+    let (_, found, _) = lethe(&db, &["recall", "health on every pod"]);
+    assert_eq!(found["results"][0]["id"], json!(id), "the new step's words find it");
+}
+
+/// `lethe forget` names its run; `lethe events --runs` lists it; `lethe forget --undo RUN`
+/// brings back everything it quarantined and says so; a malformed run id is invalid input.
+#[test]
+fn a_forget_run_is_listed_and_undone_from_the_cli() {
+    let db = db();
+    let mut ids = Vec::new();
+    for text in ["scratch: staging port is 8081", "scratch: the flaky test is test_login"] {
+        let (_, out, _) =
+            lethe(&db, &["remember", "--type", "working", "--content", text, "--created-at", "2020-01-01T00:00:00Z"]);
+        ids.push(out["id"].as_str().unwrap().to_string());
+    }
+    let (code, run, err) = lethe(&db, &["forget"]);
+    assert_eq!(code, 0, "{err}");
+    let mut gated: Vec<String> =
+        run["working_gate"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
+    gated.sort();
+    ids.sort();
+    assert_eq!(gated, ids, "{run}");
+    let run_id = run["run_id"].as_str().unwrap().to_string();
+    let (_, runs, _) = lethe(&db, &["events", "--runs"]);
+    assert_eq!(runs["items"][0]["run_id"], json!(run_id));
+    assert_eq!(runs["items"][0]["quarantined"], json!(2));
+    let (code, undo, err) = lethe(&db, &["forget", "--undo", &run_id]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(undo["restored"].as_array().unwrap().len(), 2, "{undo}");
+    assert!(undo["restored"][0]["preview"].as_str().unwrap().starts_with("scratch:"));
+    for id in &ids {
+        assert_eq!(lethe(&db, &["show", id]).1["is_deleted"], json!(false));
+    }
+    let (_, runs, _) = lethe(&db, &["events", "--runs"]);
+    assert_eq!(runs["items"][0]["undone"], json!(true));
+    let (code, _, err) = lethe(&db, &["forget", "--undo", "run_nope"]);
+    assert_eq!((code, err["error"]["code"].as_str()), (2, Some("invalid_input")), "{err}");
+}
+
+/// `lethe list --by ACTOR`: only the memories that actor wrote first, each naming its writer.
+#[test]
+fn list_by_an_agent_shows_only_what_it_wrote() {
+    let db = db();
+    for (actor, text) in [
+        ("agent:claude-code", "The CI cache lives in the build-cache bucket"),
+        ("agent:cursor", "Lint with ruff before every commit"),
+        ("agent:claude-code", "Staging deploys need the VPN"),
+    ] {
+        assert_eq!(lethe(&db, &["--actor", actor, "remember", "--type", "semantic", "--content", text]).0, 0);
+    }
+    let (code, page, err) = lethe(&db, &["list", "--by", "agent:claude-code"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(page["total"], json!(2), "{page}");
+    for item in page["items"].as_array().unwrap() {
+        assert_eq!(item["written_by"], json!("agent:claude-code"));
+    }
+    assert_eq!(lethe(&db, &["list"]).1["total"], json!(3));
+}

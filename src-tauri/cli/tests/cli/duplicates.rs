@@ -120,7 +120,12 @@ fn bad_ids_exit_with_their_code_and_write_nothing() {
 #[test]
 fn health_names_its_four_lists() {
     let db = db();
-    lethe(&db, &["remember", "--type", "semantic", "--content", "never force push to main", "--pinned"]);
+    // Off a terminal the CLI is an agent, which may not write a pinned memory, but may pin one.
+    let id = lethe(&db, &["remember", "--type", "semantic", "--content", "never force push to main"])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    lethe(&db, &["pin", &id]);
     let h = lethe(&db, &["health"]);
     let names: Vec<&str> = h["lists"].as_array().unwrap().iter().map(|l| l["name"].as_str().unwrap()).collect();
     assert_eq!(names, vec!["never_recalled", "forget_soon", "pinned_never_recalled", "low_confidence"]);

@@ -53,7 +53,7 @@ fn code(r: &CallToolResult) -> String {
     body(r)["error"]["code"].as_str().unwrap().to_string()
 }
 
-const TOOLS: [&str; 16] = [
+const TOOLS: [&str; 17] = [
     "remember",
     "recall",
     "forget",
@@ -70,6 +70,7 @@ const TOOLS: [&str; 16] = [
     "list_memories",
     "similar",
     "end_session",
+    "undo_forget_run",
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -714,4 +715,46 @@ async fn end_session_batch_archive_and_partial_restore_over_mcp() {
     let back = ok(&call(&client, "restore_archive", json!({"archive_no": no})).await);
     assert_eq!(back["content"], "a\nb2\nc\n");
     client.cancel().await.unwrap();
+}
+
+/// A person's pin over MCP: an agent's unpin, forget (quarantine) and supersede of a memory a
+/// person pinned are tool errors with code `forbidden`, and its pinned remember too; the pin
+/// stays, and each refused attempt is in the audit under the agent's name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_cannot_undo_a_persons_pin_over_mcp() {
+    let path = db("pins");
+    let id = {
+        let mut conn = lethe_engine::store::open(&path).unwrap();
+        let m = lethe_engine::lifecycle::NewMemory::new(
+            lethe_engine::Tier::Semantic,
+            "Customer data never leaves the EU region",
+        );
+        let now = chrono::Utc::now();
+        let id = lethe_engine::lifecycle::remember(&mut conn, &m, "user", now).unwrap().id().unwrap().to_string();
+        lethe_engine::lifecycle::pin(&mut conn, &id, "user", now).unwrap();
+        id
+    };
+    let client = connect(&path, "cursor").await;
+    assert_eq!(code(&call(&client, "unpin", json!({"id": id})).await), "forbidden");
+    assert_eq!(code(&call(&client, "forget", json!({"id": id, "reason": "stale"})).await), "forbidden");
+    let r = call(
+        &client,
+        "remember",
+        json!({"type": "semantic", "content": "Customer data may live in any region", "supersedes": [id]}),
+    )
+    .await;
+    assert_eq!(code(&r), "forbidden");
+    let r = call(&client, "remember", json!({"type": "semantic", "content": "My own rule", "pinned": true})).await;
+    assert_eq!(code(&r), "forbidden");
+    let m = ok(&call(&client, "get_memory", json!({"id": id})).await);
+    assert_eq!((m["pinned"].clone(), m["is_deleted"].clone()), (json!(true), json!(false)), "{m}");
+    client.cancel().await.unwrap();
+    let conn = lethe_engine::store::open(&path).unwrap();
+    let refused = lethe_engine::pins::refused_attempts(&conn, 0, 10).unwrap();
+    let seen: Vec<(&str, &str)> = refused.iter().map(|r| (r.actor.as_str(), r.attempted.as_str())).collect();
+    assert_eq!(
+        seen,
+        vec![("agent:cursor", "supersede"), ("agent:cursor", "quarantine"), ("agent:cursor", "unpin")],
+        "each attempt audited under the agent's name"
+    );
 }

@@ -462,8 +462,9 @@ fn push_moves_a_local_store_whole_and_a_second_push_adds_nothing() {
     lethe(local, &["cite", &kept]);
     lethe(local, &["cite", &kept]);
     assert_eq!(lethe(local, &["edit", &kept, "--content", "The staging cluster runs on k3s 1.30."]).0, 0);
-    let pinned =
-        id_of(lethe(local, &["remember", "--type", "semantic", "--content", "Never deploy on Fridays.", "--pinned"]).1);
+    // Off a terminal the CLI is an agent, which may not write a pinned memory but may pin one.
+    let pinned = id_of(lethe(local, &["remember", "--type", "semantic", "--content", "Never deploy on Fridays."]).1);
+    assert_eq!(lethe(local, &["pin", &pinned]).0, 0);
     let quarantined = id_of(
         lethe(local, &["remember", "--type", "episodic", "--content", "Lunch order for the offsite was pizza."]).1,
     );

@@ -124,7 +124,16 @@ pub fn load(conn: &mut Connection, seed: u32, count: usize, now: Instant) -> Res
     let mut ids = Vec::new();
     // Each memory is remembered at its own date, so its audit history is dated like it.
     let store = |conn: &mut Connection, m: NewMemory, c: &mut DemoCounts| -> Result<Option<String>> {
-        match lifecycle::remember(conn, &m, "agent:demo", m.created_at.unwrap_or(now))? {
+        // The team rules are pinned, and a pin is the person's: the person wrote them. The rest
+        // is written by two agents in turn, so that "who wrote what" has something to show.
+        let actor = if m.pinned {
+            "user"
+        } else if c.stored.is_multiple_of(2) {
+            "agent:claude-code"
+        } else {
+            "agent:cursor"
+        };
+        match lifecycle::remember(conn, &m, actor, m.created_at.unwrap_or(now))? {
             lifecycle::RememberOutcome::Stored { id, .. } => {
                 c.stored += 1;
                 Ok(Some(id))

@@ -259,6 +259,9 @@ const FACT_KEYS: &[&str] = &[
     "sha256",
     "content_sha256",
     "policy",
+    "attempted",
+    "run",
+    "why",
 ];
 
 /// A JSON audit value with every piece of text replaced by its length: numbers, booleans

@@ -519,6 +519,16 @@ pub struct Superseded {
     pub superseded: bool,
 }
 
+/// The order of age of a memory: created first, else written first.
+fn age_order(conn: &Connection, id: &str) -> Result<(i64, i64)> {
+    let (created, rowid): (Option<String>, i64) =
+        conn.query_row("SELECT created_at, rowid FROM memory_item WHERE id = ?1", [id], |r| {
+            Ok((model::lenient::text(r, 0)?, r.get(1)?))
+        })?;
+    let ms = time::parse_opt(created.as_deref()).map_or(i64::MAX, |t| t.timestamp_millis());
+    Ok((ms, rowid))
+}
+
 /// Supersedes the older of two active memories by the newer (older: created first, else
 /// written first), through the one supersede path (`remember --supersedes` writes the same
 /// link and audit row): the older leaves recall and stays visible with the link. Both must be
@@ -527,6 +537,12 @@ pub struct Superseded {
 pub fn supersede(conn: &mut Connection, a: &str, b: &str, actor: &str, now: Instant) -> Result<Superseded> {
     model::validate_actor(actor)?;
     distinct(a, b)?;
+    // An agent may not supersede a memory a person pinned: the older of the two, checked
+    // before the write (a refusal is audited in a transaction of its own).
+    if let (false, Ok(age_a), Ok(age_b)) = (crate::actor::is_person(actor), age_order(conn, a), age_order(conn, b)) {
+        let older = if age_a <= age_b { a } else { b };
+        crate::ops::pins::refuse_agent_on_person_pin(conn, older, actor, crate::ops::pins::Attempt::Supersede, now)?;
+    }
     write_tx(conn, |tx| {
         for id in [a, b] {
             if !existing(tx, id)? {
@@ -535,15 +551,7 @@ pub fn supersede(conn: &mut Connection, a: &str, b: &str, actor: &str, now: Inst
                 )));
             }
         }
-        let order = |id: &str| -> Result<(i64, i64)> {
-            let (created, rowid): (Option<String>, i64) =
-                tx.query_row("SELECT created_at, rowid FROM memory_item WHERE id = ?1", [id], |r| {
-                    Ok((model::lenient::text(r, 0)?, r.get(1)?))
-                })?;
-            let ms = time::parse_opt(created.as_deref()).map_or(i64::MAX, |t| t.timestamp_millis());
-            Ok((ms, rowid))
-        };
-        let (old, new) = if order(a)? <= order(b)? { (a, b) } else { (b, a) };
+        let (old, new) = if age_order(tx, a)? <= age_order(tx, b)? { (a, b) } else { (b, a) };
         let already: bool = tx.query_row(
             "SELECT EXISTS (SELECT 1 FROM lethe_supersede WHERE old_id = ?1 AND new_id = ?2)",
             [old, new],

@@ -9,6 +9,7 @@ use crate::audit::{self, ForgettingEvent};
 use crate::dedup;
 use crate::error::{Error, Result};
 use crate::model::{self, Memory, Tier};
+use crate::ops::pins;
 use crate::redact::{Finding, Guard, Policy};
 use crate::settings::Settings;
 use crate::store::write_tx;
@@ -403,8 +404,14 @@ fn remember_group(
     let mut pending: Vec<Pending> = calls
         .iter()
         .map(|c| {
-            let prepared =
-                model::validate_actor(c.actor).and_then(|()| prepare_timed(c.memory, &settings, c.now, clock));
+            let prepared = model::validate_actor(c.actor)
+                .and_then(|()| pins::refuse_agent_pinned_write(c.actor, c.memory.pinned))
+                .and_then(|()| {
+                    c.memory.supersedes.iter().try_for_each(|old| {
+                        pins::refuse_agent_on_person_pin(conn, old, c.actor, pins::Attempt::Supersede, c.now)
+                    })
+                })
+                .and_then(|()| prepare_timed(c.memory, &settings, c.now, clock));
             match prepared {
                 Err(e) => Pending::Done(Err(e)),
                 Ok(p) if p.trivial => Pending::Done(Ok(RememberOutcome::Skipped {
@@ -608,15 +615,24 @@ pub fn pin(conn: &mut Connection, id: &str, actor: &str, now: Instant) -> Result
     })
 }
 
+/// An agent may not unpin a memory a person pinned (`forbidden`, the attempt audited).
 pub fn unpin(conn: &mut Connection, id: &str, actor: &str, now: Instant) -> Result<Memory> {
+    model::validate_actor(actor)?;
+    pins::refuse_agent_on_person_pin(conn, id, actor, pins::Attempt::Unpin, now)?;
     mutate(conn, id, "unpin", actor, now, |tx, _| {
         tx.execute("UPDATE memory_item SET pinned = 0 WHERE id = ?1", [id])?;
         Ok(())
     })
 }
 
+/// An agent may raise the importance of a memory a person pinned, not lower it (`forbidden`,
+/// the attempt audited).
 pub fn set_importance(conn: &mut Connection, id: &str, value: f64, actor: &str, now: Instant) -> Result<Memory> {
     validate_importance(value)?;
+    model::validate_actor(actor)?;
+    if value < get(conn, id)?.importance {
+        pins::refuse_agent_on_person_pin(conn, id, actor, pins::Attempt::LowerImportance, now)?;
+    }
     mutate(conn, id, "importance", actor, now, |tx, _| {
         tx.execute("UPDATE memory_item SET importance = ?2 WHERE id = ?1", params![id, value])?;
         Ok(())
@@ -760,6 +776,7 @@ fn soft_delete_scored(
     score: impl FnOnce(&Connection, &Settings) -> Result<crate::decay::ForgetScore>,
 ) -> Result<ForgettingEvent> {
     model::validate_actor(actor)?;
+    pins::refuse_agent_on_person_pin(conn, id, actor, pins::Attempt::Quarantine, now)?;
     let settings = Settings::load(conn)?;
     // Without a reason, the event says who deleted it: the person, or an agent that gave none.
     let default_reason = if crate::actor::is_person(actor) {
@@ -794,6 +811,7 @@ pub fn hard_delete(
     now: Instant,
 ) -> Result<ForgettingEvent> {
     model::validate_actor(actor)?;
+    pins::refuse_agent_on_person_pin(conn, id, actor, pins::Attempt::DeleteForEver, now)?;
     crate::actor::require_person(actor, "deleting a memory for ever")?;
     let window_only = Settings::load(conn)?.person_ops_window_only;
     crate::actor::require_person_with(actor, "deleting a memory for ever", window_only)?;

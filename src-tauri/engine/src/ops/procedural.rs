@@ -46,6 +46,54 @@ fn state_of(m: &Memory) -> serde_json::Value {
     })
 }
 
+/// A procedure's text from its goal and steps: `goal: step; step; ...` (the steps alone
+/// without a goal). `None` without steps.
+pub fn procedure_text(task_goal: Option<&str>, steps: Option<&serde_json::Value>) -> Option<String> {
+    let steps: Vec<String> =
+        steps?.as_array()?.iter().map(|s| s.as_str().map_or_else(|| s.to_string(), str::to_string)).collect();
+    if steps.is_empty() {
+        return None;
+    }
+    Some(match task_goal.map(str::trim).filter(|g| !g.is_empty()) {
+        Some(goal) => format!("{goal}: {}", steps.join("; ")),
+        None => steps.join("; "),
+    })
+}
+
+/// Whether a person wrote the procedure's current text by hand: it is not the text of its
+/// goal and steps, and the newest write that changed the text (its `remember`, or an update or
+/// rollback whose text before and after differ) was a person's. Such a text stays when the
+/// steps change; any other follows them.
+fn content_by_person(conn: &Connection, m: &Memory) -> Result<bool> {
+    if procedure_text(m.task_goal.as_deref(), m.steps.as_ref()).as_deref() == Some(m.content.as_str()) {
+        return Ok(false);
+    }
+    let mut stmt = conn.prepare_cached(
+        "SELECT action, actor, before_json, after_json FROM lethe_action WHERE memory_id = ?1 \
+         AND action IN ('remember', 'procedure_update', 'rollback') ORDER BY id DESC",
+    )?;
+    let rows = stmt.query_map([&m.id], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, Option<String>>(2)?,
+            r.get::<_, Option<String>>(3)?,
+        ))
+    })?;
+    let content_of = |raw: &Option<String>| {
+        raw.as_deref()
+            .and_then(|j| serde_json::from_str::<serde_json::Value>(j).ok())
+            .and_then(|v| v.get("content").cloned())
+    };
+    for row in rows {
+        let (action, actor, before, after) = row?;
+        if action == "remember" || content_of(&before) != content_of(&after) {
+            return Ok(crate::actor::is_person(&actor));
+        }
+    }
+    Ok(false)
+}
+
 fn last_writer(conn: &Connection, id: &str) -> Result<(String, String)> {
     Ok(conn
         .query_row(
@@ -102,12 +150,25 @@ pub fn update_guarded(
         if m.version != expected_version {
             return Err(Error::Conflict { id: id.to_string(), expected: expected_version, current: m.version });
         }
+        // A change of goal or steps without a new text: the text follows the new version, unless a
+        // person wrote it by hand (then it is theirs to change).
+        let f = &patch.fields;
+        let derived = match &patch.content {
+            None if (f.steps.is_some() || f.task_goal.is_some()) && !content_by_person(tx, &m)? => {
+                procedure_text(f.task_goal.as_deref().or(m.task_goal.as_deref()), f.steps.as_ref().or(m.steps.as_ref()))
+                    .filter(|t| *t != m.content)
+            }
+            _ => None,
+        };
+        if let Some(t) = &derived {
+            validate::validate_content(t, &settings)?;
+        }
+        let content = patch.content.as_ref().or(derived.as_ref());
         let (prev_actor, prev_at) = last_writer(tx, id)?;
         tx.execute(
             "INSERT OR IGNORE INTO lethe_procedure_version (memory_id, version, snapshot_json, actor, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![id, m.version, state_of(&m).to_string(), prev_actor, if prev_at.is_empty() { m.created_at.clone() } else { prev_at }],
         )?;
-        let f = &patch.fields;
         let json = |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string());
         // The version condition again in the UPDATE makes the swap atomic even if another
         // writer slipped in (it cannot inside an IMMEDIATE transaction, but it costs nothing).
@@ -116,7 +177,7 @@ pub fn update_guarded(
              trigger_conditions = COALESCE(?6, trigger_conditions), workflow_name = COALESCE(?7, workflow_name), \
              skill_name = COALESCE(?8, skill_name), version = ?2 + 1, edit_count = COALESCE(edit_count, 0) + 1, last_accessed = ?9 \
              WHERE id = ?1 AND COALESCE(version, 1) = ?2",
-            params![id, expected_version, patch.content, f.task_goal, json(&f.steps), json(&f.trigger_conditions), f.workflow_name, f.skill_name, time::format(now)],
+            params![id, expected_version, content, f.task_goal, json(&f.steps), json(&f.trigger_conditions), f.workflow_name, f.skill_name, time::format(now)],
         )?;
         if n == 0 {
             return Err(Error::Conflict {
@@ -125,7 +186,7 @@ pub fn update_guarded(
                 current: rows::get(tx, id)?.version,
             });
         }
-        if let Some(c) = &patch.content {
+        if let Some(c) = content {
             tx.execute(
                 "INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3) \
                  ON CONFLICT(memory_id) DO UPDATE SET content_hash = excluded.content_hash, bands = excluded.bands",

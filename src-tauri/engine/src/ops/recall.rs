@@ -56,6 +56,13 @@ pub struct Hit {
     pub score: f64,
     pub bm25: f64,
     pub breakdown: Breakdown,
+    /// A procedure's goal and steps (its current version), so an agent reads what to do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub task_goal: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional, as = "Option<Vec<String>>"))]
+    pub steps: Option<serde_json::Value>,
 }
 
 /// A match is weak when its similarity S is below this share of the best S in the same
@@ -860,22 +867,30 @@ fn recall_in_tx(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<
     fill(conn, ranked.hits.into_iter().map(|(rowid, h, _)| (rowid, h)).collect())
 }
 
-/// Id and content are read only for the memories returned, not for every candidate. A row
-/// whose id or content is not text (another program's; reported as mistyped) is left out.
+/// Id and content (and a procedure's goal and steps) are read only for the memories returned,
+/// not for every candidate. A row whose id or content is not text (another program's;
+/// reported as mistyped) is left out; a goal or steps that are not text are left out alone.
 fn fill(conn: &Connection, hits: Vec<(i64, Hit)>) -> Result<Vec<Hit>> {
-    let mut content = conn.prepare_cached("SELECT id, content FROM memory_item WHERE rowid = ?1")?;
+    let mut content = conn.prepare_cached(
+        "SELECT id, content, CASE WHEN type = 'procedural' THEN task_goal END, \
+         CASE WHEN type = 'procedural' THEN steps END FROM memory_item WHERE rowid = ?1",
+    )?;
+    let text = |v: ValueRef| match v {
+        ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+        _ => None,
+    };
     let mut out = Vec::with_capacity(hits.len());
     for (rowid, mut h) in hits {
         let read = content.query_row([rowid], |r| {
-            Ok(match (r.get_ref(0)?, r.get_ref(1)?) {
-                (ValueRef::Text(id), ValueRef::Text(c)) => {
-                    Some((String::from_utf8_lossy(id).into_owned(), String::from_utf8_lossy(c).into_owned()))
-                }
+            Ok(match (text(r.get_ref(0)?), text(r.get_ref(1)?)) {
+                (Some(id), Some(c)) => Some((id, c, text(r.get_ref(2)?), text(r.get_ref(3)?))),
                 _ => None,
             })
         })?;
-        if let Some((id, c)) = read {
+        if let Some((id, c, goal, steps)) = read {
             (h.id, h.content) = (id, c);
+            h.task_goal = goal;
+            h.steps = steps.and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok()).filter(|v| v.is_array());
             out.push(h);
         }
     }
@@ -1257,7 +1272,16 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
             let why = Why { age_days, period_days, importance: c.importance, pinned: c.pinned };
             (
                 c.rowid,
-                Hit { id: String::new(), tier: c.tier, content: String::new(), score, bm25: -c.bm25, breakdown },
+                Hit {
+                    id: String::new(),
+                    tier: c.tier,
+                    content: String::new(),
+                    score,
+                    bm25: -c.bm25,
+                    breakdown,
+                    task_goal: None,
+                    steps: None,
+                },
                 why,
             )
         })

@@ -57,6 +57,9 @@ pub struct ListQuery {
     pub redacted: Option<bool>,
     /// Some(true): only semantic and procedural memories that read like dialogue.
     pub needs_extraction: Option<bool>,
+    /// Only memories whose first write (their `remember` in the audit) was by this actor
+    /// (`agent:claude-code`, `user`).
+    pub written_by: Option<String>,
     pub limit: usize,
     pub offset: usize,
 }
@@ -84,6 +87,11 @@ pub struct MemoryRow {
     pub redacted: bool,
     /// A semantic or procedural memory that reads like dialogue (the lint flags it).
     pub needs_extraction: bool,
+    /// Who wrote it first: the actor of its `remember` in the audit (`agent:<name>` or the
+    /// person); `None` when the audit does not say (imported, or written by another program).
+    pub written_by: Option<String>,
+    /// When it was last used: the later of its last view or cite and its last recall.
+    pub last_used: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -1196,6 +1204,16 @@ pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now
         Some(true) => Some(crate::dialogue::flagged_rowids(conn)?),
         _ => None,
     };
+    let written_rows: Option<HashSet<String>> = match q.written_by.as_deref() {
+        Some(actor) => Some(
+            conn.prepare_cached(
+                "SELECT memory_id FROM lethe_action WHERE action = 'remember' AND actor = ?1 AND memory_id IS NOT NULL",
+            )?
+            .query_map([actor], |r| r.get(0))?
+            .collect::<std::result::Result<_, _>>()?,
+        ),
+        None => None,
+    };
     let mut idx: Vec<usize> = (0..snap.rows.len())
         .filter(|&i| {
             let r = &snap.rows[i];
@@ -1208,6 +1226,7 @@ pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now
                 && q.max_score.is_none_or(|m| scores[i] <= m)
                 && redacted_rows.as_ref().is_none_or(|set| set.contains(&r.rowid))
                 && dialogue_rows.as_ref().is_none_or(|set| set.contains(&r.rowid))
+                && written_rows.as_ref().is_none_or(|set| set.contains(&r.id))
         })
         .collect();
     let rows = &snap.rows;
@@ -1221,12 +1240,21 @@ pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now
     let limit = if q.limit == 0 { 50 } else { q.limit.min(10_000) };
     let page = page_of(&mut idx, q.offset, limit, order);
     let mut stmt = conn.prepare_cached("SELECT content, workflow_name, tags FROM memory_item WHERE rowid = ?1")?;
+    // The page's writers and recalls: one indexed read per row of the page, never per memory.
+    let mut writer = conn.prepare_cached(
+        "SELECT actor FROM lethe_action WHERE memory_id = ?1 AND action = 'remember' ORDER BY id LIMIT 1",
+    )?;
+    let mut recalled = conn.prepare_cached("SELECT last_recalled_at FROM meta_memory_stats WHERE memory_id = ?1")?;
     let mut items = Vec::new();
     for &i in page {
         let r = &rows[i];
         let score = score(i);
         let (content, workflow_name, tags): (String, Option<String>, Option<String>) =
             stmt.query_row([r.rowid], |x| Ok((x.get(0)?, x.get(1)?, x.get(2)?)))?;
+        let written_by: Option<String> = writer.query_row([&r.id], |x| x.get(0)).optional()?;
+        let last_recalled: Option<String> = recalled.query_row([&r.id], |x| x.get(0)).optional()?.flatten();
+        let last_used =
+            r.last_accessed.into_iter().chain(time::parse_opt(last_recalled.as_deref())).max().map(time::format);
         items.push(MemoryRow {
             id: r.id.clone(),
             tier: r.tier,
@@ -1245,6 +1273,8 @@ pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now
             tags: model::parse_tags(tags.as_deref()),
             redacted: crate::scan::is_redacted(&content),
             needs_extraction: crate::dialogue::applies_to(r.tier) && crate::dialogue::lint(&content).flagged,
+            written_by,
+            last_used,
         });
     }
     Ok(Page { total, items })
@@ -1435,6 +1465,42 @@ pub struct BatchReport {
     pub changed_since_plan: Vec<String>,
     pub elapsed_ms: f64,
     pub dry_run: bool,
+    /// The run's id (`run_<uuid>`) when it quarantined anything: every soft event it wrote
+    /// names it, `lethe forget --undo RUN` restores them, and `lethe events` lists the run
+    /// (action `forget_run`). `None` for a dry run or a run that quarantined nothing.
+    #[cfg_attr(feature = "ts", ts(optional))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// What goes (or went) to quarantine grouped by its reason, the largest group first, so
+    /// a person reviews the run by why: each group's reason and its memories' ids.
+    pub by_reason: Vec<ReasonGroup>,
+}
+
+/// The memories a run quarantines for one reason.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct ReasonGroup {
+    /// The reasons as the soft event records them ("old, unused, low importance, not pinned",
+    /// "working gate: older than 48 h").
+    pub reason: String,
+    pub ids: Vec<String>,
+}
+
+/// Groups (reason, id) pairs by reason, the largest group first, then by reason. "duplicate of
+/// <id> (…)" counts as one reason whichever memory it names, so that the duplicates of
+/// different memories are one group ("duplicate of another memory").
+fn group_by_reason<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<ReasonGroup> {
+    let mut groups: HashMap<String, Vec<String>> = HashMap::new();
+    for (reason, id) in pairs {
+        let kind: Vec<&str> = reason
+            .split(", ")
+            .map(|part| if part.starts_with("duplicate of ") { "duplicate of another memory" } else { part })
+            .collect();
+        groups.entry(kind.join(", ")).or_default().push(id.to_string());
+    }
+    let mut out: Vec<ReasonGroup> = groups.into_iter().map(|(reason, ids)| ReasonGroup { reason, ids }).collect();
+    out.sort_by(|a, b| b.ids.len().cmp(&a.ids.len()).then_with(|| a.reason.cmp(&b.reason)));
+    out
 }
 
 pub struct BatchOptions<'a> {
@@ -1679,9 +1745,29 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
             Decision::LeaveBand(_) => {}
         }
     }
+    let reasons: HashMap<&str, &str> = decisions
+        .iter()
+        .filter_map(|p| match &p.decision {
+            Decision::Gate(id, reason, _) | Decision::Forget(id, reason, _) => Some((id.as_str(), reason.as_str())),
+            _ => None,
+        })
+        .collect();
     if !opts.dry_run {
-        with_large_cache(conn, |conn| write_decisions(conn, opts, &decisions, &s, seen, &mut report))?;
+        let run = crate::ops::runs::new_run_id();
+        with_large_cache(conn, |conn| write_decisions(conn, opts, &decisions, &s, seen, &run, &mut report))?;
+        if !report.soft_deleted.is_empty() || !report.working_gate.is_empty() {
+            crate::ops::runs::record_run(conn, &run, &report, now)?;
+            report.run_id = Some(run);
+        }
     }
+    // After the writes: what was left alone (changed since the plan) is in no group.
+    report.by_reason = group_by_reason(
+        report
+            .soft_deleted
+            .iter()
+            .chain(&report.working_gate)
+            .filter_map(|id| reasons.get(id.as_str()).map(|r| (*r, id.as_str()))),
+    );
     if let Some(p) = opts.progress {
         p(total, total);
     }
@@ -1702,8 +1788,11 @@ fn write_decisions(
     decisions: &[Planned],
     s: &Settings,
     mut seen: crate::storage::journal::Journal,
+    run: &str,
     report: &mut BatchReport,
 ) -> Result<()> {
+    // Every soft event of the run names it (so that the run can be undone as one).
+    let metadata = serde_json::json!({ "actor": "policy", "run": run }).to_string();
     let (now, total) = (opts.now, decisions.len());
     {
         let chunk = opts.chunk.max(1);
@@ -1728,9 +1817,9 @@ fn write_decisions(
                 let (part_skipped, to_apply): (Vec<&Planned>, Vec<&Planned>) =
                     part.iter().partition(|p| is_changed(p.decision.id()));
                 if tx.is_postgres() {
-                    apply_on_server(tx, &to_apply, s, now)?;
+                    apply_on_server(tx, &to_apply, s, &metadata, now)?;
                 } else {
-                    apply_in_file(tx, &to_apply, s, now)?;
+                    apply_in_file(tx, &to_apply, s, &metadata, now)?;
                 }
                 Ok((seen_now, fresh, part_skipped))
             })?;
@@ -1819,7 +1908,13 @@ fn apply(tx: &crate::storage::db::Transaction, p: &Planned, s: &Settings, now: I
 /// row no longer active or now pinned is left alone, a memory already in the band gets no
 /// second event. Purges, rare and many statements each, go one by one. The events keep the
 /// decisions' order (ids made here in that order, rows inserted in that order).
-fn apply_in_file(tx: &crate::storage::db::Transaction, planned: &[&Planned], s: &Settings, now: Instant) -> Result<()> {
+fn apply_in_file(
+    tx: &crate::storage::db::Transaction,
+    planned: &[&Planned],
+    s: &Settings,
+    metadata: &str,
+    now: Instant,
+) -> Result<()> {
     tx.execute_batch(
         "CREATE TEMP TABLE IF NOT EXISTS lethe_batch (n INTEGER PRIMARY KEY, kind TEXT NOT NULL, \
              memory_rowid INTEGER NOT NULL, id TEXT NOT NULL, reason TEXT, policy TEXT, score REAL, \
@@ -1841,7 +1936,6 @@ fn apply_in_file(tx: &crate::storage::db::Transaction, planned: &[&Planned], s: 
         }
     }
     let at = time::format(now);
-    let metadata = serde_json::json!({ "actor": "policy" }).to_string();
     tx.execute_batch(
         "UPDATE temp.lethe_batch SET done = 1 WHERE kind = 'soft' AND EXISTS (SELECT 1 FROM memory_item m \
              WHERE m.rowid = memory_rowid AND m.id = lethe_batch.id \
@@ -1885,6 +1979,7 @@ fn apply_on_server(
     tx: &crate::storage::db::Transaction,
     planned: &[&Planned],
     s: &Settings,
+    metadata: &str,
     now: Instant,
 ) -> Result<()> {
     let mut batch = Vec::new();
@@ -1902,7 +1997,6 @@ fn apply_on_server(
     if batch.is_empty() {
         return Ok(());
     }
-    let metadata = serde_json::json!({ "actor": "policy" }).to_string();
     // Leaving the review band goes through the server's function (Lethe's roles hold no
     // DELETE right): the memories the policy lets go, and those of the band this statement
     // puts in quarantine (a memory the statement leaves active stays in the band).

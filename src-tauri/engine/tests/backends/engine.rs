@@ -79,7 +79,8 @@ fn hard_delete_needs_confirmation_and_removes_every_trace_but_events() {
 
 #[test]
 fn quarantine_names_who_deleted_each_memory_with_its_reason() {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let a = put(&mut conn, Tier::Semantic, "the staging cluster runs on arm64 nodes");
     let b = put(&mut conn, Tier::Episodic, "the release train left on Tuesday at noon");
     lifecycle::soft_delete(&mut conn, &a, Some("stale"), "agent:cursor", now()).unwrap();
@@ -105,7 +106,8 @@ fn quarantine_names_who_deleted_each_memory_with_its_reason() {
 
 #[test]
 fn a_selection_is_restored_in_one_transaction_each_audited_or_not_at_all() {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let ids: Vec<String> =
         (0..5).map(|i| put(&mut conn, Tier::Semantic, &format!("service {i} listens on port {}", 8000 + i))).collect();
     let before: Vec<_> = ids.iter().map(|id| lifecycle::get(&conn, id).unwrap()).collect();
@@ -140,7 +142,8 @@ fn a_selection_is_restored_in_one_transaction_each_audited_or_not_at_all() {
 
 #[test]
 fn a_selection_is_deleted_for_ever_only_by_a_person_with_confirmation() {
-    let mut conn = lethe_testkit::backend::open(temp_db()).unwrap();
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
     let a = put(&mut conn, Tier::Episodic, "the deploy failed on migration 42");
     let b = put(&mut conn, Tier::Episodic, "the canary rolled back at 03:10 after alarms");
     let sel = vec![a.clone(), b.clone()];
@@ -1131,4 +1134,219 @@ fn a_recall_answer_carries_what_recall_read_of_the_query_for_every_interface() {
     assert_eq!(dropped.last().map(String::as_str), Some("w69"));
     assert_eq!(long.searched_words.len(), recall::MAX_QUERY_WORDS);
     assert!(long.notice.unwrap().contains(&format!("the last {} were not searched", dropped.len())));
+
+/// A person's pin is a person's decision: an agent may not unpin it, quarantine it, delete it
+/// for ever, lower its importance or supersede it; each attempt is `forbidden` (exit 6), changes
+/// nothing and leaves one `refused` audit row naming what it attempted. An agent's own pin, a
+/// person, and raising the importance pass; an agent may not write a pinned memory at all.
+#[test]
+fn agents_leave_a_persons_pin_alone_and_each_attempt_is_audited() {
+    use lethe_engine::{duplicates, pins};
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
+    let rule = put(&mut conn, Tier::Semantic, "Customer data never leaves the EU region");
+    lifecycle::pin(&mut conn, &rule, "user", now()).unwrap();
+    lifecycle::set_importance(&mut conn, &rule, 0.8, "user", now()).unwrap();
+    let other = put(&mut conn, Tier::Semantic, "Deploys to staging run every night at 02:00 UTC");
+    assert_eq!(pins::pinned_by_person(&conn, &rule).unwrap(), Some(true));
+    let before = lifecycle::get(&conn, &rule).unwrap();
+    let agent = "agent:cursor";
+    type Attempt<'a> = Box<dyn Fn(&mut store::Connection) -> lethe_engine::Result<()> + 'a>;
+    let attempts: Vec<(&str, Attempt)> = vec![
+        ("unpin", Box::new(|c| lifecycle::unpin(c, &rule, agent, now()).map(|_| ()))),
+        ("quarantine", Box::new(|c| lifecycle::soft_delete(c, &rule, Some("stale"), agent, now()).map(|_| ()))),
+        ("delete for ever", Box::new(|c| lifecycle::hard_delete(c, &rule, true, None, agent, now()).map(|_| ()))),
+        ("lower the importance of", Box::new(|c| lifecycle::set_importance(c, &rule, 0.1, agent, now()).map(|_| ()))),
+        (
+            "supersede",
+            Box::new(|c| {
+                let mut m = NewMemory::new(Tier::Semantic, "Customer data may be stored in any region");
+                m.supersedes = vec![rule.clone()];
+                lifecycle::remember(c, &m, agent, now()).map(|_| ())
+            }),
+        ),
+        ("supersede", Box::new(|c| duplicates::supersede(c, &rule, &other, agent, now()).map(|_| ()))),
+    ];
+    for (i, (attempted, attempt)) in attempts.iter().enumerate() {
+        let e = attempt(&mut conn).unwrap_err();
+        assert_eq!((e.code(), e.exit_code()), ("forbidden", 6), "{attempted}: {e}");
+        assert!(e.to_string().contains("Customer data never leaves"), "the message names the content: {e}");
+        assert_eq!(lifecycle::get(&conn, &rule).unwrap(), before, "{attempted} changed nothing");
+        let refused = pins::refused_attempts(&conn, 0, 100).unwrap();
+        assert_eq!(refused.len(), i + 1, "one audit row per attempt ({attempted})");
+        assert_eq!((refused[0].attempted.as_str(), refused[0].actor.as_str()), (*attempted, agent));
+        assert_eq!(refused[0].memory_id.as_deref(), Some(rule.as_str()));
+    }
+    let seen = pins::refused_attempts(&conn, 0, 100).unwrap()[0].id;
+    assert!(pins::refused_attempts(&conn, seen, 100).unwrap().is_empty(), "asked after the newest, none is new");
+    assert_eq!(
+        count(&conn, &format!("SELECT COUNT(*) FROM lethe_supersede WHERE old_id = '{rule}'")),
+        0,
+        "no supersede link was written"
+    );
+
+    // What stays allowed: raising the importance, the person, an agent's own pin.
+    lifecycle::set_importance(&mut conn, &rule, 0.9, agent, now()).unwrap();
+    lifecycle::pin(&mut conn, &other, agent, now()).unwrap();
+    assert_eq!(pins::pinned_by_person(&conn, &other).unwrap(), Some(false), "the agent pinned it");
+    lifecycle::unpin(&mut conn, &other, agent, now()).unwrap();
+    lifecycle::unpin(&mut conn, &rule, "user", now()).unwrap();
+    lifecycle::soft_delete(&mut conn, &rule, None, agent, now()).unwrap();
+    assert_eq!(pins::refused_attempts(&conn, 0, 100).unwrap().len(), 6, "nothing allowed was recorded as refused");
+
+    // An agent may not write a pinned memory; nothing is written.
+    let writes = writes_so_far(&conn);
+    let mut m = NewMemory::new(Tier::Semantic, "Agents pin their own notes");
+    m.pinned = true;
+    let e = lifecycle::remember(&mut conn, &m, agent, now()).unwrap_err();
+    assert_eq!(e.code(), "forbidden", "{e}");
+    assert_eq!(writes_so_far(&conn), writes, "a refused pinned remember writes nothing");
+    assert!(lifecycle::remember(&mut conn, &m, "user", now()).unwrap().id().is_some(), "the person may");
+}
+
+/// A procedure's text follows its current version: an update of its steps (or goal) alone
+/// rewrites the text as `goal: step; step`, so recall and lists say what the procedure now
+/// says, and recall carries the steps; a text a person wrote by hand stays theirs.
+#[test]
+fn a_procedures_text_follows_its_steps_unless_a_person_wrote_it() {
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
+    let proc = |content: &str| {
+        let mut m = NewMemory::new(Tier::Procedural, content);
+        m.procedure = ProcedureFields {
+            task_goal: Some("Fix Docker volume permission errors".into()),
+            steps: Some(serde_json::json!(["Find the container user's uid", "chown the volume to that uid"])),
+            ..Default::default()
+        };
+        m
+    };
+    let steps3 =
+        serde_json::json!(["Find the container user's uid", "chown the volume to that uid", "Restart the container"]);
+    let add_step =
+        ProcedurePatch { content: None, fields: ProcedureFields { steps: Some(steps3.clone()), ..Default::default() } };
+    // An agent's procedure: the text follows the steps, whoever edits them.
+    let m = proc("Docker volumes: find the uid, chown it");
+    let id = lifecycle::remember(&mut conn, &m, "agent:claude-code", now()).unwrap().id().unwrap().to_string();
+    let after = procedural::update(&mut conn, &id, 1, &add_step, "user", now()).unwrap();
+    let expected =
+        "Fix Docker volume permission errors: Find the container user's uid; chown the volume to that uid; Restart the container";
+    assert_eq!(after.content, expected);
+    let hits = lethe_engine::recall::recall(
+        &conn,
+        &lethe_engine::recall::RecallQuery { text: "restart the container".into(), limit: 1, ..Default::default() },
+        now(),
+    )
+    .unwrap();
+    assert_eq!((hits[0].id.as_str(), hits[0].content.as_str()), (id.as_str(), expected), "recall finds the new step");
+    assert_eq!(hits[0].steps, Some(steps3.clone()), "and carries the steps");
+    let history = procedural::history(&conn, &id).unwrap();
+    assert_eq!(history[0].content, "Docker volumes: find the uid, chown it", "the old text stays in version 1");
+
+    // A person's own words stay when only the steps change.
+    let m = proc("When a mounted volume says EACCES: match the uid (ask Ana if unsure)");
+    let mine = lethe_engine::lifecycle::remember(&mut conn, &m, "user", now()).unwrap().id().unwrap().to_string();
+    let after = procedural::update(&mut conn, &mine, 1, &add_step, "agent:cursor", now()).unwrap();
+    assert_eq!(after.content, "When a mounted volume says EACCES: match the uid (ask Ana if unsure)");
+    assert_eq!(after.steps, Some(steps3));
+}
+
+/// A forget run can be undone as one: the run has an id, `undo` restores everything it
+/// quarantined in one audited action and names what it could not restore (restored by hand
+/// since, quarantined again, deleted for ever); a second undo writes nothing.
+#[test]
+fn a_forget_run_is_undone_as_one_audited_action() {
+    use lethe_engine::runs;
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
+    let old = time::add_days(now(), -700.0);
+    let mut ids = Vec::new();
+    for i in 0..6 {
+        let mut m =
+            NewMemory::new(Tier::Episodic, format!("Build {i} of the billing service failed on step {}", i * 7));
+        m.importance = Some(0.0);
+        m.created_at = Some(old);
+        ids.push(lifecycle::remember(&mut conn, &m, "agent:ci", old).unwrap().id().unwrap().to_string());
+    }
+    let keep = put(&mut conn, Tier::Semantic, "The billing service runs on three nodes");
+    // Unused memories of importance 0 tend to 0.6 as they age: a threshold of 0.55 forgets them.
+    let s = lethe_engine::Settings { threshold: 0.55, ..lethe_engine::Settings::load(&conn).unwrap() };
+    lethe_engine::Settings::store(&mut conn, &s, "user", now()).unwrap();
+    let report = forgetting::run_batch(&mut conn, &BatchOptions::new(now(), false)).unwrap();
+    let run = report.run_id.clone().unwrap_or_else(|| panic!("a run that quarantined memories has an id: {report:?}"));
+    assert_eq!(report.soft_deleted.len(), 6, "{report:?}");
+    assert!(!report.soft_deleted.contains(&keep));
+    let listed = runs::list(&conn, 10).unwrap();
+    assert_eq!((listed[0].run_id.as_str(), listed[0].quarantined, listed[0].undone), (run.as_str(), 6, false));
+
+    // Since the run: one restored by hand, one deleted for ever, one quarantined again by a person.
+    lifecycle::restore(&mut conn, &ids[0], "user", now()).unwrap();
+    lifecycle::hard_delete(&mut conn, &ids[1], true, None, "user", now()).unwrap();
+    lifecycle::restore(&mut conn, &ids[2], "user", now()).unwrap();
+    lifecycle::soft_delete(&mut conn, &ids[2], Some("wrong"), "user", time::add_days(now(), 0.001)).unwrap();
+
+    let before = count(&conn, "SELECT COUNT(*) FROM lethe_action WHERE action = 'undo_forget_run'");
+    let undo = runs::undo(&mut conn, &run, "user", time::add_days(now(), 0.01)).unwrap();
+    let names = |v: &[runs::UndoItem]| v.iter().map(|i| i.id.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&undo.restored), ids[3..].to_vec());
+    assert_eq!(names(&undo.already_restored), vec![ids[0].clone()]);
+    assert_eq!(names(&undo.deleted_for_ever), vec![ids[1].clone()]);
+    assert_eq!(names(&undo.quarantined_again), vec![ids[2].clone()]);
+    assert!(undo.restored[0].preview.as_deref().unwrap().starts_with("Build 3 of the billing"), "named by text");
+    assert!(undo.restored[0].reason.as_deref().unwrap().contains("old"), "with the run's reason");
+    assert_eq!(undo.deleted_for_ever[0].preview, None);
+    for id in &ids[3..] {
+        assert!(!lifecycle::get(&conn, id).unwrap().is_deleted, "{id} is back");
+    }
+    assert!(lifecycle::get(&conn, &ids[2]).unwrap().is_deleted, "the person's later quarantine stands");
+    assert_eq!(
+        count(&conn, "SELECT COUNT(*) FROM lethe_action WHERE action = 'undo_forget_run'"),
+        before + 1,
+        "one audit action for the whole run"
+    );
+    assert!(runs::list(&conn, 10).unwrap()[0].undone);
+
+    let writes = writes_so_far(&conn);
+    let again = runs::undo(&mut conn, &run, "user", now()).unwrap();
+    assert!(again.restored.is_empty() && again.already_restored.len() == 4, "{again:?}");
+    assert_eq!(writes_so_far(&conn), writes, "a second undo writes nothing");
+    assert_eq!(runs::undo(&mut conn, "run_x", "user", now()).unwrap_err().code(), "invalid_input");
+    let unknown = format!("run_{}", "0".repeat(32));
+    assert_eq!(runs::undo(&mut conn, &unknown, "user", now()).unwrap_err().code(), "not_found");
+}
+
+/// Who wrote what: each listed memory names the actor of its first write and when it was last
+/// used, and the list filters by that writer.
+#[test]
+fn lists_name_who_wrote_each_memory_and_filter_by_the_writer() {
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
+    let by = |conn: &mut store::Connection, actor: &str, text: &str| {
+        lifecycle::remember(conn, &NewMemory::new(Tier::Semantic, text), actor, now())
+            .unwrap()
+            .id()
+            .unwrap()
+            .to_string()
+    };
+    let a = by(&mut conn, "agent:claude-code", "The CI cache lives in the build-cache bucket");
+    let b = by(&mut conn, "agent:cursor", "Lint with ruff before every commit");
+    let c = by(&mut conn, "user", "Ana owns the billing service");
+    // An edit by another actor does not change who wrote it first.
+    lifecycle::edit(&mut conn, &a, "The CI cache lives in the build-cache-2 bucket", "agent:cursor", now()).unwrap();
+    lifecycle::cite(&mut conn, &b, "agent:claude-code", time::add_days(now(), 1.0)).unwrap();
+    let snap = forgetting::Snapshot::load(&conn).unwrap();
+    let s = lethe_engine::Settings::load(&conn).unwrap();
+    let page = |by: Option<&str>| {
+        let q = lifecycle::ListQuery { written_by: by.map(str::to_string), limit: 10, ..Default::default() };
+        forgetting::list(&conn, &snap, &q, &s, time::add_days(now(), 2.0)).unwrap()
+    };
+    let all = page(None);
+    let writer = |id: &str| all.items.iter().find(|r| r.id == id).unwrap().written_by.clone();
+    assert_eq!(writer(&a).as_deref(), Some("agent:claude-code"));
+    assert_eq!(writer(&b).as_deref(), Some("agent:cursor"));
+    assert_eq!(writer(&c).as_deref(), Some("user"));
+    let used = all.items.iter().find(|r| r.id == b).unwrap().last_used.clone();
+    assert_eq!(used.as_deref(), Some(time::format(time::add_days(now(), 1.0)).as_str()), "the cite is its last use");
+    let mine = page(Some("agent:claude-code"));
+    assert_eq!((mine.total, mine.items[0].id.as_str()), (1, a.as_str()), "only that agent's memories");
+    assert_eq!(page(Some("agent:nobody")).total, 0);
 }
