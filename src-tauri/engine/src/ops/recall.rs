@@ -1314,6 +1314,8 @@ mod tests {
                 scene: 0.0,
                 priority: 0.0,
             },
+            task_goal: None,
+            steps: None,
         };
         // Best 0.8: the line is 0.4; 0.4 itself is not weak, 0.39 is.
         let hits = [hit(0.8), hit(0.1), hit(0.4), hit(0.39)];

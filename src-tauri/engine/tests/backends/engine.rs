@@ -1134,6 +1134,7 @@ fn a_recall_answer_carries_what_recall_read_of_the_query_for_every_interface() {
     assert_eq!(dropped.last().map(String::as_str), Some("w69"));
     assert_eq!(long.searched_words.len(), recall::MAX_QUERY_WORDS);
     assert!(long.notice.unwrap().contains(&format!("the last {} were not searched", dropped.len())));
+}
 
 /// A person's pin is a person's decision: an agent may not unpin it, quarantine it, delete it
 /// for ever, lower its importance or supersede it; each attempt is `forbidden` (exit 6), changes
