@@ -254,9 +254,11 @@ test('the ForgetScore breakdown shows exactly the CLI\'s components', { timeout:
   const db = tempDb();
   const old = new Date(Date.now() - 40 * 86_400_000).toISOString();
   lethe(db, 'remember', '--type', 'semantic', '--content', 'The staging cluster runs in eu-west-1 on three nodes', '--created-at', old);
-  // Old, important, pinned and cited: most components are non-zero.
+  // Old, important, pinned and cited: most components are non-zero. (The CLI off a terminal is
+  // an agent, which may not write a pinned memory: it writes the memory, then pins it.)
   const m = lethe(db, 'remember', '--type', 'semantic', '--content', 'The staging cluster runs in eu-west-1 with three worker nodes',
-    '--created-at', old, '--importance', '0.8', '--pinned');
+    '--created-at', old, '--importance', '0.8');
+  lethe(db, 'pin', m.id);
   lethe(db, 'cite', m.id);
   const driver = await openApp(db);
   try {

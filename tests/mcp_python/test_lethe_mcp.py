@@ -137,8 +137,8 @@ class LetheMcpTest(unittest.TestCase):
                              {"type": "semantic"}]:
                     e = await error("remember", args)
                     self.assertEqual(e["code"], "invalid_input", args)
-                # 3 before the session's task log and its rule.
-                self.assertEqual((await call("memory_stats", {}))["total_active"], 5, "nothing written")
+                # 3 before the session's task log and its rule, and the scratch note the undo restored.
+                self.assertEqual((await call("memory_stats", {}))["total_active"], 6, "nothing written")
 
 
 if __name__ == "__main__":

@@ -119,8 +119,8 @@ test('every tool through the TypeScript SDK', async () => {
     assert.equal((await error('remember', { type: 'semantik', content: 'x y' })).code, 'invalid_input');
     assert.equal((await error('remember', { type: 'semantic', content: 'x y', importance: 2 })).code, 'invalid_input');
     assert.equal((await error('get_memory', { id: 'mem_missing' })).code, 'not_found');
-    // 3, the session's task log and its rule.
-    assert.equal((await call('memory_stats', {})).total_active, 5);
+    // 3, the session's task log and its rule, and the scratch note the undo restored.
+    assert.equal((await call('memory_stats', {})).total_active, 6);
   } finally {
     await client.close();
   }
