@@ -29,7 +29,7 @@ export function tempDb(name = 'e2e.db') {
 
 /** Runs the lethe CLI and parses its JSON output. */
 export function lethe(db, ...args) {
-  const out = execFileSync(LETHE, ['--db', db, ...args], { encoding: 'utf8' });
+  const out = execFileSync(LETHE, ['--db', db, ...args], { encoding: 'utf8', maxBuffer: 512 * 1024 * 1024 });
   return out.trim() ? JSON.parse(out) : null;
 }
 

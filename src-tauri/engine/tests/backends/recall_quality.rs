@@ -76,7 +76,9 @@ fn load_db(conn: &mut store::Connection, set: &RecallSet) -> HashMap<String, Str
         new.session_id = m.session.clone();
         new.project_id = m.project.clone();
         new.created_at = Some(time::add_days(now(), -m.age_days));
-        match lifecycle::remember(conn, &new, "agent:eval", now()).unwrap() {
+        // The pinned rules are a person's (an agent may not write a pinned memory).
+        let actor = if m.pinned { "user" } else { "agent:eval" };
+        match lifecycle::remember(conn, &new, actor, now()).unwrap() {
             RememberOutcome::Stored { id, .. } => {
                 assert!(ids.insert(m.key.clone(), id).is_none(), "duplicate key {}", m.key);
             }
