@@ -1,6 +1,7 @@
 //! The engine's suites that run on both backends: on SQLite files, and with
 //! `LETHE_TEST_POSTGRES` set on a throwaway PostgreSQL server (`tests/pg/with-server.sh`).
 
+#[path = "../common/support.rs"]
 mod support;
 
 mod concurrency;

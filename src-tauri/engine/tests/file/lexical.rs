@@ -191,7 +191,7 @@ fn the_in_memory_index_scores_and_orders_every_query_as_fts5_does() {
 
 #[test]
 fn the_process_index_follows_every_write_and_recall_answers_as_fts5_does() {
-    let _one_at_a_time = crate::support::one_recall_cache_user();
+    let _one_at_a_time = crate::one_recall_cache_user();
     let dir = std::env::temp_dir().join(format!("lethe-lex-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("b.db");
@@ -291,7 +291,7 @@ fn the_process_index_follows_every_write_and_recall_answers_as_fts5_does() {
 
 #[test]
 fn a_large_file_gets_its_index_from_a_build_on_the_side_while_fts5_answers() {
-    let _one_at_a_time = crate::support::one_recall_cache_user();
+    let _one_at_a_time = crate::one_recall_cache_user();
     let dir = std::env::temp_dir().join(format!("lethe-lex-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("c.db");

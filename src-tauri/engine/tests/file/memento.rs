@@ -644,7 +644,7 @@ fn every_released_memento_schema_opens_and_its_search_keeps_working() {
 
 #[test]
 fn a_memento_0_1_file_with_500_memories_works_in_lethe_and_in_memento() {
-    let _cache = crate::support::one_recall_cache_user();
+    let _cache = crate::one_recall_cache_user();
     use lethe_engine::recall::{self, RecallQuery};
     let path = named_temp_db("memento-0.1.0-500.db");
     lethe_testkit::fixtures::build_memento_with(&path, MementoSchema::Schema1_5_1, 500).unwrap();
@@ -755,7 +755,7 @@ fn a_real_memento_file_with_one_more_trigger_or_view_is_refused_untouched() {
 
 #[test]
 fn rows_memento_allows_but_lethe_cannot_read_are_reported_and_skipped() {
-    let _cache = crate::support::one_recall_cache_user();
+    let _cache = crate::one_recall_cache_user();
     use lethe_engine::recall::{self, RecallQuery};
     let path = named_temp_db("memento-odd-rows.db");
     lethe_testkit::fixtures::build_memento_with(&path, MementoSchema::Schema1_5_1, 30).unwrap();

@@ -121,7 +121,7 @@ fn a_question_answered_only_by_a_neighbours_words_finds_the_memory_and_explains_
 
 #[test]
 fn an_edit_quarantine_restore_and_hard_delete_of_a_neighbour_change_the_match() {
-    let _one = crate::support::one_recall_cache_user();
+    let _one = crate::one_recall_cache_user();
     let path = temp_db();
     let mut conn = store::open(&path).unwrap();
     let c = chat(&mut conn);

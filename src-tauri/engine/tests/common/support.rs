@@ -1,4 +1,4 @@
-//! What every suite of this binary shares: the evaluation time and temporary stores that are
+//! What every suite of the engine's test binaries shares: the evaluation time and temporary stores that are
 //! removed when the test ends.
 
 use std::ops::Deref;
@@ -48,13 +48,4 @@ pub fn named_temp_db(name: &str) -> TempDb {
     let dir = std::env::temp_dir().join(format!("lethe-test-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     TempDb { path: dir.join(name), dir }
-}
-
-/// Recall keeps one file's in-memory index per process; suites that watch how it is built, or
-/// recall from several files, take this lock so that they do not replace each other's.
-pub static RECALL_CACHE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// Holds [`RECALL_CACHE`] for the rest of the caller's scope.
-pub fn one_recall_cache_user() -> std::sync::MutexGuard<'static, ()> {
-    RECALL_CACHE.lock().unwrap_or_else(|p| p.into_inner())
 }
