@@ -171,7 +171,8 @@ fn the_code_and_docs_speak_of_the_product_not_of_how_it_was_made() {
         all.push(root.join(file));
     }
     // Words that point at the making of the code, not at the product.
-    let pointers = ["issue #", "issues #", "DESIGN §", "stop 43", "../shared/", "/work/shared"];
+    // (The spec's name is spelt in two parts so that this line does not match itself.)
+    let pointers = ["issue #", "issues #", concat!("DESIGN", " §"), "stop 43", "../shared/", "/work/shared"];
     let numbered = ["session ", "Session ", "seed 00"];
     let mut hits = Vec::new();
     for path in &all {
