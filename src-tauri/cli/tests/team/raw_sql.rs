@@ -29,27 +29,7 @@ const KNOWN_OPEN: &[&str] = &[
     "idle_in_transaction_session_timeout and statement_timeout are role defaults: a session may lower them for itself",
 ];
 
-fn server() -> Option<String> {
-    let s = std::env::var("LETHE_TEST_POSTGRES").ok().filter(|s| !s.is_empty());
-    if s.is_none() {
-        eprintln!("LETHE_TEST_POSTGRES is not set: no team server to test against (make test starts one)");
-    }
-    s
-}
-
-fn new_database(server: &str) -> String {
-    let name = format!("lethe_raw_{}", uuid::Uuid::new_v4().simple());
-    let mut admin = postgres::Client::connect(&format!("{server}/postgres"), postgres::NoTls).unwrap();
-    admin.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
-    format!("{server}/{name}")
-}
-
-fn lethe(db: &str, args: &[&str]) -> (i32, Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lethe")).arg("--db").arg(db).args(args).output().unwrap();
-    let text = if out.stdout.is_empty() { &out.stderr } else { &out.stdout };
-    let v = serde_json::from_slice(text).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(text).into()));
-    (out.status.code().unwrap_or(-1), v)
-}
+use super::{lethe, new_database, server};
 
 fn ok(db: &str, args: &[&str]) -> Value {
     let (code, v) = lethe(db, args);
