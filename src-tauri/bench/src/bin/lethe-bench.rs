@@ -115,6 +115,16 @@ struct Args {
     child: Option<usize>,
 }
 
+/// Who writes a memory of the workload: an agent, or a person for a pinned one (agents may not
+/// write pinned memories).
+fn writer(m: &lethe_engine::lifecycle::NewMemory) -> &'static str {
+    if m.pinned {
+        "user:bench"
+    } else {
+        "agent:bench"
+    }
+}
+
 fn parse_size(s: &str) -> Result<usize> {
     let t = s.trim().replace('_', "").to_lowercase();
     let (num, mul) = if let Some(x) = t.strip_suffix('m') {
@@ -293,7 +303,8 @@ fn live_db(path: &Path, args: &Args, now: Instant) -> Result<()> {
     // Memories of the same workload beyond the file's own: near-copies of its templates, as
     // an agent keeps writing them.
     for item in args.workload.items(n + args.live_writes).skip(n).take(args.live_writes) {
-        lifecycle::remember(&mut agent, &item.to_new_memory(now), "agent:bench", now)?;
+        let m = item.to_new_memory(now);
+        lifecycle::remember(&mut agent, &m, writer(&m), now)?;
         let t = Clock::now();
         let (at, ids) = store::changes_since(&window, seq, 10_000)?;
         seq = at;
@@ -1014,7 +1025,7 @@ fn run_size(n: usize, args: &Args, now: Instant) -> Result<Value> {
         for item in wl.items(n).take(sample) {
             let m = item.to_new_memory(now);
             let s = Clock::now();
-            let out = lifecycle::remember_timed(&mut conn, &m, "agent:bench", now, &mut steps)?;
+            let out = lifecycle::remember_timed(&mut conn, &m, writer(&m), now, &mut steps)?;
             lat.push(s.elapsed().as_secs_f64() * 1000.0);
             if out.id().is_some() {
                 stored += 1;
@@ -1065,7 +1076,8 @@ fn run_size(n: usize, args: &Args, now: Instant) -> Result<Value> {
         lethe_engine::Settings::store(&mut conn, &off, "user", now)?;
         let t = Clock::now();
         for item in wl.items(n).take(sample) {
-            lifecycle::remember(&mut conn, &item.to_new_memory(now), "agent:bench", now)?;
+            let m = item.to_new_memory(now);
+            lifecycle::remember(&mut conn, &m, writer(&m), now)?;
         }
         let secs = t.elapsed().as_secs_f64();
         let per_s = (sample as f64 / secs).round();
@@ -1096,7 +1108,7 @@ fn run_size(n: usize, args: &Args, now: Instant) -> Result<Value> {
                     s.spawn(move || -> lethe_engine::Result<usize> {
                         let mut stored = 0;
                         for m in items.iter().skip(c).step_by(GROUP_CALLERS) {
-                            stored += usize::from(queue.remember(conn, m.clone(), "agent:bench", now)?.id().is_some());
+                            stored += usize::from(queue.remember(conn, m.clone(), writer(m), now)?.id().is_some());
                         }
                         Ok(stored)
                     })
@@ -1749,7 +1761,8 @@ fn team_phases(
     let t = Clock::now();
     for item in wl.items(n + calls).skip(n) {
         let s = Clock::now();
-        lifecycle::remember(conn, &item.to_new_memory(now), "agent:bench", now)?;
+        let m = item.to_new_memory(now);
+        lifecycle::remember(conn, &m, writer(&m), now)?;
         lat.push(s.elapsed().as_secs_f64() * 1000.0);
     }
     let remember_s = t.elapsed().as_secs_f64();
