@@ -784,7 +784,6 @@ pub fn judge(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Jud
     let (ta, tb) = (&a.tokens, &b.tokens);
     let (va, vb) = (a.values(), b.values());
     let (sa, sb) = (&a.keys, &b.keys);
-    let same_word = |x: &str, y: &str| x == y || (one_apart(x, y) && !opposite(x, y));
     let in_other = |x: &str, other: &[String]| other.iter().any(|y| same_word(x, y));
     let mut differing: Vec<Difference> = Vec::new();
     // Values on one side only.
@@ -864,6 +863,66 @@ pub fn judge(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Jud
     Judgment { kind, closeness: (closeness * 1000.0).round() / 1000.0, evidence: Evidence::new(matching, differing) }
 }
 
+/// [`judge`]'s kind and closeness without its evidence (no text is built, and the words both
+/// hold are not listed): what the write-time `similar` list orders and filters its candidates
+/// by, so that the evidence is made only for those it lists. A test holds it equal to
+/// [`judge`] on every pair of a test set.
+pub fn verdict(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> (Kind, f64) {
+    let joined_a = join_compounds(&a.tokens, &b.tokens).map(Profile::from_tokens);
+    let a = joined_a.as_ref().unwrap_or(a);
+    let joined_b = join_compounds(&b.tokens, &a.tokens).map(Profile::from_tokens);
+    let b = joined_b.as_ref().unwrap_or(b);
+    let shared = a.shared_values(b).min(SHARED_VALUES_COUNTED);
+    let closeness = (jaccard.max(cosine.map_or(0.0, semantic)) + SHARED_VALUE_BONUS * shared as f64).min(1.0);
+    // Values on one side only, a negation on one side only, opposite words.
+    let differs = a.values != b.values || a.negated != b.negated || {
+        let words_a: BTreeSet<&str> = a.tokens.iter().filter(|t| !t.value).map(|t| t.key.as_str()).collect();
+        let words_b: BTreeSet<&str> = b.tokens.iter().filter(|t| !t.value).map(|t| t.key.as_str()).collect();
+        let only_b: Vec<&str> = words_b.difference(&words_a).copied().collect();
+        words_a.difference(&words_b).any(|x| only_b.iter().any(|y| opposite(x, y)))
+    };
+    // One template (the words in one order are at most the shorter text's), and a word
+    // swapped for another within it.
+    let (sa, sb) = (&a.keys, &b.keys);
+    let total = sa.len() + sb.len();
+    let (n, m) = (sa.len().min(ORDER_WORDS), sb.len().min(ORDER_WORDS));
+    let order = if total > 0 && 2.0 * n.min(m) as f64 / total as f64 >= ONE_TEMPLATE_AT {
+        common_order(sa, sb, same_word)
+    } else {
+        Vec::new()
+    };
+    let one_template = total > 0 && 2.0 * order.len() as f64 / total as f64 >= ONE_TEMPLATE_AT;
+    let differs = differs || (one_template && words_swapped(a, b, &order));
+    let kind = if !differs && closeness >= DUPLICATE_AT {
+        Kind::Duplicate
+    } else if differs && one_template {
+        Kind::PossibleUpdate
+    } else {
+        Kind::Related
+    };
+    (kind, (closeness * 1000.0).round() / 1000.0)
+}
+
+/// [`judge`]'s comparison of two words: the same, or one letter apart without being opposites.
+fn same_word(x: &str, y: &str) -> bool {
+    x == y || (one_apart(x, y) && !opposite(x, y))
+}
+
+/// Whether, with `order` the two texts' words in one order, each text holds a content word
+/// outside it that the other does not hold outside it either: [`judge`]'s "wording" difference.
+fn words_swapped(a: &Profile, b: &Profile, order: &[(usize, usize)]) -> bool {
+    let (sa, sb) = (&a.keys, &b.keys);
+    let (ta, tb) = (&a.tokens, &b.tokens);
+    let in_a: std::collections::HashSet<usize> = order.iter().map(|p| p.0).collect();
+    let in_b: std::collections::HashSet<usize> = order.iter().map(|p| p.1).collect();
+    let loose = |ts: &[Token], keys: &[String], matched: &std::collections::HashSet<usize>| -> Vec<usize> {
+        (0..keys.len().min(ts.len())).filter(|k| !matched.contains(k) && !ts[*k].value && content(&ts[*k])).collect()
+    };
+    let (la, lb) = (loose(ta, sa, &in_a), loose(tb, sb, &in_b));
+    let in_other = |x: &str, other: &[usize], keys: &[String]| other.iter().any(|&k| same_word(x, &keys[k]));
+    la.iter().any(|&k| !in_other(&sa[k], &lb, sb)) && lb.iter().any(|&k| !in_other(&sb[k], &la, sa))
+}
+
 /// What the pair adds to duplication D ([`Judgment::duplication`]), without the evidence: the
 /// cheap differences (values, negation) are looked at first, and most templated pairs stop
 /// there.
@@ -918,20 +977,11 @@ fn swapped_words(a: &Profile, b: &Profile) -> bool {
     if total == 0 || 2.0 * n.min(m) as f64 / (total as f64) < ONE_TEMPLATE_AT {
         return false;
     }
-    let same_word = |x: &str, y: &str| x == y || (one_apart(x, y) && !opposite(x, y));
     let order = common_order(sa, sb, same_word);
     if 2.0 * order.len() as f64 / (total as f64) < ONE_TEMPLATE_AT {
         return false;
     }
-    let (ta, tb) = (&a.tokens, &b.tokens);
-    let in_a: std::collections::HashSet<usize> = order.iter().map(|p| p.0).collect();
-    let in_b: std::collections::HashSet<usize> = order.iter().map(|p| p.1).collect();
-    let loose = |ts: &[Token], keys: &[String], matched: &std::collections::HashSet<usize>| -> Vec<usize> {
-        (0..keys.len().min(ts.len())).filter(|k| !matched.contains(k) && !ts[*k].value && content(&ts[*k])).collect()
-    };
-    let (la, lb) = (loose(ta, sa, &in_a), loose(tb, sb, &in_b));
-    let in_other = |x: &str, other: &[usize], keys: &[String]| other.iter().any(|&k| same_word(x, &keys[k]));
-    la.iter().any(|&k| !in_other(&sa[k], &lb, sb)) && lb.iter().any(|&k| !in_other(&sb[k], &la, sa))
+    words_swapped(a, b, &order)
 }
 
 /// [`judge`] of two texts.
@@ -1069,7 +1119,7 @@ mod tests {
     }
 
     #[test]
-    fn duplication_equals_the_full_judgments_on_every_pair() {
+    fn duplication_and_verdict_equal_the_full_judgments_on_every_pair() {
         // Near-copies, paraphrases, templated siblings, opposites, negations, joined compounds,
         // dates written two ways, typos, swapped words and texts of very different lengths.
         let texts = [
@@ -1102,9 +1152,11 @@ mod tests {
                 let j = crate::dedup::jaccard(&crate::dedup::shingles(a), &crate::dedup::shingles(b));
                 let (pa, pb) = (Profile::of(a), Profile::of(b));
                 for cos in [None, Some(0.3), Some(0.7), Some(0.82), Some(0.9), Some(1.0)] {
+                    let full = judge(&pa, &pb, j, cos);
+                    assert_eq!(duplication(&pa, &pb, j, cos), full.duplication(), "{a:?} / {b:?} at cosine {cos:?}");
                     assert_eq!(
-                        duplication(&pa, &pb, j, cos),
-                        judge(&pa, &pb, j, cos).duplication(),
+                        verdict(&pa, &pb, j, cos),
+                        (full.kind, full.closeness),
                         "{a:?} / {b:?} at cosine {cos:?}"
                     );
                 }

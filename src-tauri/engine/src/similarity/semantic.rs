@@ -278,7 +278,7 @@ static CACHE: Mutex<Option<Cached>> = Mutex::new(None);
 pub(crate) fn cache_key(conn: &Connection) -> Result<(i64, i64)> {
     Ok((
         crate::store::last_change_seq(conn)?,
-        conn.query_row("SELECT COALESCE(MAX(rowid), 0) FROM lethe_vector", [], |r| r.get(0))?,
+        conn.prepare_cached("SELECT COALESCE(MAX(rowid), 0) FROM lethe_vector")?.query_row([], |r| r.get(0))?,
     ))
 }
 
@@ -455,8 +455,18 @@ pub struct Similar {
 /// A candidate's judgment as `similar` lists it, or `None` below `min_similarity` (duplicates
 /// and possible updates are always listed).
 fn listed(id: String, j: crate::sameness::Judgment, min_similarity: f64) -> Option<Similar> {
-    let shown = j.kind != crate::sameness::Kind::Related || (j.closeness >= min_similarity && j.closeness > 0.0);
-    shown.then(|| Similar { id, similarity: j.closeness, kind: j.kind.name(), evidence: j.evidence })
+    shown(j.kind, j.closeness, min_similarity).then(|| Similar {
+        id,
+        similarity: j.closeness,
+        kind: j.kind.name(),
+        evidence: j.evidence,
+    })
+}
+
+/// Whether a pair of this kind and closeness is listed: a duplicate or a possible update
+/// always, a related memory from `min_similarity` on.
+fn shown(kind: crate::sameness::Kind, closeness: f64, min_similarity: f64) -> bool {
+    kind != crate::sameness::Kind::Related || (closeness >= min_similarity && closeness > 0.0)
 }
 
 /// Duplicates first, then possible updates, then related; closest first within each.
@@ -559,33 +569,66 @@ fn judge(
     limit: usize,
     min_similarity: f64,
 ) -> Result<Vec<Similar>> {
+    use crate::sameness::{self, Kind};
     use crate::storage::db::OptionalExtension;
     let mine = crate::dedup::shingles(text);
-    let profile = crate::sameness::Profile::of(text);
-    let mut content = conn.prepare_cached("SELECT id, content FROM memory_item WHERE rowid = ?1")?;
-    let mut close = Vec::with_capacity(nearest.len());
-    for &(rowid, cos) in nearest {
-        let row = content.query_row([rowid], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))).optional()?;
-        let Some((id, c)) = row else { continue };
-        let j = crate::dedup::jaccard(&mine, &crate::dedup::shingles(&c));
-        let cos = Some(f64::from(cos));
-        // Too far to be listed whatever the judgment finds (one template with another value
-        // is close in words or meaning too).
-        let most = crate::sameness::closeness_at_most(j, cos);
-        if most >= min_similarity {
-            close.push((most, id, c, j, cos));
+    let profile = sameness::Profile::of(text);
+    // The candidates' texts, in one read transaction (one shared lock for all of them).
+    let mut close = crate::store::read_tx(conn, || {
+        let mut content = conn.prepare_cached("SELECT id, content FROM memory_item WHERE rowid = ?1")?;
+        let mut close = Vec::with_capacity(nearest.len());
+        for &(rowid, cos) in nearest {
+            let row =
+                content.query_row([rowid], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))).optional()?;
+            let Some((id, c)) = row else { continue };
+            let j = crate::dedup::jaccard(&mine, &crate::dedup::shingles(&c));
+            let cos = Some(f64::from(cos));
+            // Too far to be listed whatever the judgment finds (one template with another value
+            // is close in words or meaning too).
+            let most = sameness::closeness_at_most(j, cos);
+            if most >= min_similarity {
+                close.push((most, id, c, j, cos));
+            }
         }
-    }
-    // The closest are judged (each judgment reads a text): twice as many as are listed.
+        Ok(close)
+    })?;
+    // The closest are judged (each judgment reads a text): twice as many as are listed. Their
+    // kind and closeness order them; the evidence is made for those listed only.
     close.sort_by(|a, b| b.0.total_cmp(&a.0));
     close.truncate(limit.max(1) * 2);
-    let mut out = Vec::new();
-    for (_, id, c, j, cos) in close {
-        let judged = crate::sameness::judge(&profile, &crate::sameness::Profile::cached(&c), j, cos);
-        out.extend(listed(id, judged, min_similarity));
+    let rank = |k: Kind| match k {
+        Kind::Duplicate => 0,
+        Kind::PossibleUpdate => 1,
+        Kind::Related => 2,
+    };
+    // A candidate to list: its verdict, and what its judgment with evidence needs.
+    struct Verdict {
+        kind: Kind,
+        closeness: f64,
+        id: String,
+        other: std::sync::Arc<sameness::Profile>,
+        jaccard: f64,
+        cosine: Option<f64>,
     }
-    by_kind_then_closeness(&mut out);
-    out.truncate(limit);
+    let mut judged: Vec<Verdict> = Vec::new();
+    for (_, id, c, jaccard, cosine) in close {
+        let other = sameness::Profile::cached(&c);
+        let (kind, closeness) = sameness::verdict(&profile, &other, jaccard, cosine);
+        if shown(kind, closeness, min_similarity) {
+            judged.push(Verdict { kind, closeness, id, other, jaccard, cosine });
+        }
+    }
+    // As `by_kind_then_closeness` orders the listed (a stable sort of the same order).
+    judged.sort_by(|a, b| rank(a.kind).cmp(&rank(b.kind)).then(b.closeness.total_cmp(&a.closeness)));
+    judged.truncate(limit);
+    let out = judged
+        .into_iter()
+        .filter_map(|v| {
+            let full = sameness::judge(&profile, &v.other, v.jaccard, v.cosine);
+            debug_assert_eq!((full.kind, full.closeness), (v.kind, v.closeness), "the verdict is the judgment's");
+            listed(v.id, full, min_similarity)
+        })
+        .collect();
     Ok(out)
 }
 

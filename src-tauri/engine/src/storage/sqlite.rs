@@ -780,6 +780,9 @@ pub const OPEN_DEADLINE: Duration = Duration::from_secs(2);
 /// How long the migrations may take (they rebuild full-text indexes of big memento files).
 pub const MIGRATION_DEADLINE: Duration = Duration::from_secs(600);
 
+/// Prepared statements a connection keeps.
+const STATEMENT_CACHE: usize = 64;
+
 /// Opens (creating if missing) a database file and brings its schema up to date. A new file
 /// is created readable by its owner only (0600, and SQLite gives its `-wal` and `-shm` the
 /// same mode), in a directory created 0700.
@@ -795,6 +798,10 @@ pub fn open(path: impl AsRef<Path>) -> Result<Connection> {
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(|e| Error::Foreign(format!("cannot open {}: {e}", path.display())))?;
+    // Room for every statement one `remember` runs (with its write-time `similar`), so a
+    // long-running writer prepares each once: with rusqlite's 16, statements of the write
+    // pushed each other out and were compiled again, triggers and all, at every call.
+    raw.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     let conn = Connection::from(raw);
     let raw = conn.sqlite().expect("an SQLite connection");
     with_deadline(raw, OPEN_DEADLINE, "opening the database", || configure(&conn))?;
@@ -1126,7 +1133,7 @@ pub fn data_version(conn: &Connection) -> Result<i64> {
 
 /// The newest change-journal sequence number.
 pub fn last_change_seq(conn: &Connection) -> Result<i64> {
-    conn.query_row("SELECT COALESCE(MAX(seq), 0) FROM lethe_change", [], |r| r.get(0))
+    conn.prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM lethe_change")?.query_row([], |r| r.get(0))
 }
 
 /// Memory ids changed after `seq` (deduplicated, at most `limit`; `None` when more changed).
