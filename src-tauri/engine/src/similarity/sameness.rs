@@ -905,7 +905,10 @@ pub fn verdict(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> (
 
 /// [`judge`]'s comparison of two words: the same, or one letter apart without being opposites.
 fn same_word(x: &str, y: &str) -> bool {
-    x == y || (one_apart(x, y) && !opposite(x, y))
+    // This runs for every cell of the word-order table. For ASCII words the byte lengths are
+    // the letter counts, and words more than a letter apart in length are not one typo apart.
+    let lengths_allow = x.len().abs_diff(y.len()) <= 1 || !x.is_ascii() || !y.is_ascii();
+    x == y || (lengths_allow && one_apart(x, y) && !opposite(x, y))
 }
 
 /// Whether, with `order` the two texts' words in one order, each text holds a content word
