@@ -629,3 +629,181 @@ fn push_checks_redacts_and_dates_every_memory_as_import_does() {
     assert!(!actors.is_empty() && actors.iter().all(|a| a.starts_with("pushed:")), "{events}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The database's definer role: the NOLOGIN role that owns Lethe's functions (one per
+/// database, named from its oid).
+fn definer_of(owner: &str) -> String {
+    client(owner)
+        .query_one("SELECT 'lethe_definer_' || oid::text FROM pg_database WHERE datname = current_database()", &[])
+        .unwrap()
+        .get(0)
+}
+
+/// Lethe's functions of the store and their owners: (function, owner, owner can log in,
+/// owner is a superuser, security definer, search path setting).
+fn functions(owner: &str) -> Vec<(String, String, bool, bool, bool, String)> {
+    client(owner)
+        .query(
+            "SELECT p.oid::regprocedure::text, r.rolname::text, r.rolcanlogin, r.rolsuper, p.prosecdef, \
+                    COALESCE(array_to_string(p.proconfig, ','), '') \
+             FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner \
+             WHERE p.pronamespace = current_schema()::regnamespace \
+               AND (p.proname LIKE 'lethe\\_%' OR p.proname IN ('typeof', 'instr')) \
+               AND p.proname <> 'lethe_definer_handover' ORDER BY 1",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5)))
+        .collect()
+}
+
+/// Every function belongs to the definer role, which cannot log in, and every definer
+/// function fixes its search path with the catalog first.
+fn assert_functions_are_the_definers(owner: &str) {
+    let definer = definer_of(owner);
+    let fns = functions(owner);
+    assert!(fns.len() >= 15, "Lethe's functions: {fns:?}");
+    for (f, by, login, su, secdef, config) in &fns {
+        assert_eq!((by.as_str(), *login, *su), (definer.as_str(), false, false), "{f} belongs to {by}");
+        if *secdef {
+            assert!(config.starts_with("search_path=pg_catalog"), "{f}: {config}");
+        }
+    }
+}
+
+#[test]
+fn lethes_functions_belong_to_a_role_that_cannot_log_in_and_no_team_role_becomes_it() {
+    let Some(st) = store() else { return };
+    assert_functions_are_the_definers(&st.owner);
+    let definer = definer_of(&st.owner);
+    let mut owner = client(&st.owner);
+    let r = owner
+        .query_one(
+            "SELECT has_schema_privilege($1, current_schema(), 'CREATE'), \
+                    has_table_privilege($1, 'memory_item', 'TRUNCATE'), \
+                    has_table_privilege($1, 'memory_item', 'DELETE'), \
+                    pg_has_role($1, 'lethe_reader', 'MEMBER'), \
+                    (SELECT rolcanlogin OR rolsuper OR rolcreaterole OR rolcreatedb OR rolbypassrls \
+                     FROM pg_roles WHERE rolname = $1)",
+            &[&definer],
+        )
+        .unwrap();
+    let rights: (bool, bool, bool, bool, bool) = (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4));
+    assert_eq!(
+        rights,
+        (false, false, true, false, false),
+        "the definer writes rows and nothing else: no DDL, no TRUNCATE, no group, no login"
+    );
+    for (who, url) in [("agent", &st.a_agent), ("curator", &st.a_curator), ("reader", &st.a_reader)] {
+        let mut c = client(url);
+        refused(&mut c, who, &format!("SET ROLE \"{definer}\""));
+        refused(&mut c, who, &format!("SET SESSION AUTHORIZATION \"{definer}\""));
+        refused(&mut c, who, &format!("ALTER ROLE \"{definer}\" LOGIN"));
+        refused(&mut c, who, "SELECT lethe_definer_handover()");
+        refused(&mut c, who, &format!("ALTER FUNCTION lethe_now() OWNER TO \"{}\"", st.names[0]));
+    }
+    // The functions work as the definer: the curator's hard delete, the agent's quarantine and
+    // restore, the forget, each with its audit.
+    let id = st.alpha_ids[0].as_str();
+    ok(&st.a_agent, &["delete", id, "--reason", "checking the definer"]);
+    ok(&st.a_agent, &["restore", id]);
+    ok(&st.a_curator, &["forget"]);
+    ok(&st.a_curator, &["delete", st.alpha_ids[1].as_str(), "--hard", "--confirm"]);
+    let (code, v) = lethe(&st.a_curator, &["show", st.alpha_ids[1].as_str()]);
+    assert_eq!((code, v["error"]["code"].as_str()), (4, Some("not_found")), "the hard delete removed the memory: {v}");
+    let events = ok(&st.a_curator, &["events", "--memory", id]);
+    assert!(events["items"].as_array().is_some_and(|a| !a.is_empty()), "{events}");
+}
+
+#[test]
+fn a_store_set_up_before_is_handed_to_the_definer_and_keeps_every_row() {
+    let Some(st) = store() else { return };
+    let definer = definer_of(&st.owner);
+    // The store as the previous build left it: functions owned by the setup role, no
+    // definer role, no migration 008.
+    let mut owner = client(&st.owner);
+    owner
+        .batch_execute(&format!(
+            "DO $$ DECLARE f text; BEGIN
+                 FOR f IN SELECT p.oid::regprocedure::text FROM pg_proc p
+                          WHERE p.pronamespace = current_schema()::regnamespace
+                            AND p.proowner = '\"{definer}\"'::regrole LOOP
+                     EXECUTE format('ALTER FUNCTION %s OWNER TO CURRENT_USER', f);
+                 END LOOP;
+             END $$;
+             DROP FUNCTION lethe_definer_handover(name);
+             DROP OWNED BY \"{definer}\";
+             DROP ROLE \"{definer}\";
+             DELETE FROM lethe_schema WHERE version = 8;"
+        ))
+        .unwrap();
+    let su: String = owner.query_one("SELECT current_user::text", &[]).unwrap().get(0);
+    assert!(functions(&st.owner).iter().all(|f| f.1 == su), "the old store's functions are the setup role's");
+    let alpha = team_rows(&st.owner, "alpha");
+    let beta = team_rows(&st.owner, "beta");
+
+    let v = ok(&st.owner, &["admin", "setup"]);
+    assert_eq!(v["applied"], serde_json::json!(["008_definer_role"]), "{v}");
+    assert_functions_are_the_definers(&st.owner);
+    assert_eq!(team_rows(&st.owner, "alpha"), alpha, "every row of alpha is kept");
+    assert_eq!(team_rows(&st.owner, "beta"), beta, "every row of beta is kept");
+    let v = ok(&st.owner, &["admin", "setup"]);
+    assert_eq!(v["applied"], serde_json::json!([]), "{v}");
+    assert_functions_are_the_definers(&st.owner);
+    // Every role works as before.
+    ok(&st.b_agent, &["remember", "--type", "semantic", "--content", "Beta writes after the handover."]);
+    let v = ok(&st.b_agent, &["recall", "beta release train"]);
+    assert!(v.to_string().contains(&st.beta_ids[0]), "{v}");
+    ok(&st.b_curator, &["forget"]);
+    ok(&st.b_curator, &["pin", &st.beta_ids[1]]);
+}
+
+#[test]
+fn an_owner_that_is_not_a_superuser_sets_up_a_store_run_by_the_definer() {
+    let Some(server) = server() else { return };
+    let s = &uuid::Uuid::new_v4().simple().to_string()[..8];
+    let (own, db) = (format!("own_{s}"), format!("lethe_own_{s}"));
+    let mut su = client(&format!("{server}/postgres"));
+    // What a hosting administrator does once: a role that may create roles and owns the
+    // database, and may hand out Lethe's groups (PostgreSQL 16 asks for ADMIN on a group
+    // another role made).
+    su.batch_execute(&format!(
+        "DO $$ DECLARE r text; BEGIN
+             FOREACH r IN ARRAY ARRAY['lethe_reader', 'lethe_agent', 'lethe_curator'] LOOP
+                 IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN
+                     BEGIN EXECUTE format('CREATE ROLE %I NOLOGIN', r);
+                     EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END;
+                 END IF;
+             END LOOP;
+         END $$;
+         CREATE ROLE {own} LOGIN CREATEROLE NOSUPERUSER;
+         GRANT lethe_reader, lethe_agent, lethe_curator TO {own} WITH ADMIN OPTION;"
+    ))
+    .unwrap();
+    su.batch_execute(&format!("CREATE DATABASE {db} OWNER {own}")).unwrap();
+    let at = server.trim_start_matches("postgres://postgres@");
+    let owner = format!("postgres://{own}@{at}/{db}");
+    let v = ok(&owner, &["admin", "setup"]);
+    assert!(v["applied"].as_array().unwrap().iter().any(|m| m == "008_definer_role"), "{v}");
+    assert_functions_are_the_definers(&owner);
+    add(&owner, "add-agent", &format!("oa_{s}"), "gamma");
+    add(&owner, "add-curator", &format!("oc_{s}"), "gamma");
+    let agent = format!("postgres://oa_{s}:pw@{at}/{db}");
+    let curator = format!("postgres://oc_{s}:pw@{at}/{db}");
+    let id = ok(&agent, &["remember", "--type", "semantic", "--content", "Gamma's builds run on the arm pool."])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let v = ok(&agent, &["recall", "gamma arm pool builds"]);
+    assert!(v.to_string().contains(&id), "{v}");
+    ok(&agent, &["delete", &id, "--reason", "moved"]);
+    ok(&agent, &["restore", &id]);
+    ok(&curator, &["pin", &id]);
+    ok(&curator, &["forget"]);
+    let events = ok(&curator, &["events", "--memory", &id]);
+    assert!(events.to_string().contains(&format!("agent:oa_{s}")), "the quarantine names the agent: {events}");
+    // The owner's own setup runs again with nothing to do, and the definer still owns all.
+    assert_eq!(ok(&owner, &["admin", "setup"])["applied"], serde_json::json!([]));
+    assert_functions_are_the_definers(&owner);
+}
