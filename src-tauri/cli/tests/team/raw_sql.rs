@@ -23,7 +23,7 @@ use serde_json::Value;
 const KNOWN_OPEN: &[&str] = &[
     "memory ids are one key space: an INSERT of another team's id fails (ON CONFLICT DO NOTHING skips it), so a role that knows an id learns that it exists (ids are random: one cannot be guessed)",
     "an agent's own team's rows: content, vectors and counters are written by direct, column-granted UPDATEs (no per-operation function yet), so an agent may change its team's memories without an audit row",
-    "an agent (and a curator) may write forgetting events under the actor `policy` (the engine's working-memory gate runs under the agent's role); their dates are the server's",
+    "a curator may write a `hard` forgetting event as `policy` for a memory gone from its team (the purge's event, which the engine writes under the curator's role after the delete); agents and curators may write audit rows (lethe_action) as `policy` (a forget run's record, a dropped reflection); their dates are the server's",
 ];
 
 /// What a Lethe role may still do or see, shown harmless by the tests named.
@@ -224,6 +224,17 @@ fn no_role_of_one_team_changes_another_teams_rows_with_raw_sql() {
     let store_before = store_rows(&st.owner);
     assert!(beta_before.iter().find(|t| t.0 == "memory_item").unwrap().1 >= 5);
     let beta_id = st.beta_ids[1].as_str();
+    let beta_rowid: i64 =
+        client(&st.owner).query_one("SELECT rowid FROM memory_item WHERE id = $1", &[&beta_id]).unwrap().get(0);
+    // The forgetting batch's function, pointed at beta's memory (soft, review, leave).
+    let chunk = |kind: &str, policy: &str| {
+        format!(
+            "SELECT lethe_forget_chunk('[{{\"n\":0,\"kind\":\"{kind}\",\"rowid\":{beta_rowid},\"id\":\"{beta_id}\",\
+             \"reason\":\"r\",\"policy\":\"{policy}\",\"score\":0.1,\"in_band\":true,\
+             \"ev\":\"fev_0190a5b4-0000-7000-8000-00000000000{}\"}}]', 30, 'run_0123456789abcdef0123456789abcdef')",
+            kind.len()
+        )
+    };
     let big = "x".repeat(1 << 20);
 
     for (who, url) in [("agent", &st.a_agent), ("curator", &st.a_curator), ("reader", &st.a_reader)] {
@@ -327,6 +338,22 @@ fn no_role_of_one_team_changes_another_teams_rows_with_raw_sql() {
         let _ = tried(&mut c, "SELECT lethe_review_leave(NULL, NULL)");
         let _ = tried(&mut c, "SELECT lethe_recall_log_prune(9223372036854775807)");
         let _ = tried(&mut c, "SELECT lethe_hard_delete_rows(NULL)");
+        for (kind, policy) in [("soft", "forget-score"), ("review", "review-band"), ("leave", "")] {
+            if who == "reader" {
+                refused(&mut c, who, &chunk(kind, policy));
+            } else {
+                let _ = tried(&mut c, &chunk(kind, policy));
+            }
+        }
+        refused(&mut c, who, "SELECT lethe_forget_chunk(NULL, NULL, NULL)");
+        refused(&mut c, who, "SELECT lethe_forget_chunk('[{\"n\":0}]', 30, 'run_0123456789abcdef0123456789abcdef')");
+        refused(&mut c, who, "SELECT lethe_forget_chunk('[]', -1, 'run_0123456789abcdef0123456789abcdef')");
+        refused(&mut c, who, &format!("SELECT lethe_forget_chunk('[]', 30, '{big}')"));
+        refused(
+            &mut c,
+            who,
+            &format!("SELECT lethe_forget_chunk('{big}', 30, 'run_0123456789abcdef0123456789abcdef')"),
+        );
         refused(&mut c, who, "SELECT lethe_team_channel('beta')");
         refused(&mut c, who, "SELECT lethe_now()");
         assert_ne!(
@@ -401,6 +428,27 @@ fn forged_actors_pins_and_hard_events_are_refused_or_rewritten_to_the_role() {
     refused(&mut agent_c, "agent", "DELETE FROM lethe_archive");
     refused(&mut agent_c, "agent", "DELETE FROM lethe_procedure_version");
     refused(&mut agent_c, "agent", "DELETE FROM lethe_recall_log");
+    // Forgetting events claimed for the policy: the batch's own function writes those; a
+    // role's direct insert is its own, and so is a curator's `hard` event for a memory still
+    // in the team (a purge's event follows the memory's removal).
+    for (who, url) in [("agent", &st.a_agent), ("curator", &st.a_curator)] {
+        let mut c = client(url);
+        for action in ["soft", "review"] {
+            c.batch_execute(&format!(
+                "INSERT INTO memory_forgetting_event (id, memory_id, action, created_at, metadata_json) \
+                 VALUES ('fev_policy_{who}_{action}', '{target}', '{action}', '2026-12-01T00:00:00.000Z', \
+                 '{{\"actor\":\"policy\",\"run\":\"run_0123456789abcdef0123456789abcdef\"}}')"
+            ))
+            .unwrap();
+        }
+    }
+    let mut curator_c = client(&st.a_curator);
+    curator_c
+        .batch_execute(&format!(
+            "INSERT INTO memory_forgetting_event (id, memory_id, action, created_at, metadata_json) \
+             VALUES ('fev_policy_hard', '{target}', 'hard', '2026-12-01T00:00:00.000Z', '{{\"actor\":\"policy\"}}')"
+        ))
+        .unwrap();
 
     let mut owner = client(&st.owner);
     let actors: Vec<String> = owner
@@ -431,11 +479,35 @@ fn forged_actors_pins_and_hard_events_are_refused_or_rewritten_to_the_role() {
     let pinned: i64 =
         owner.query_one("SELECT COUNT(*) FROM memory_item WHERE team = 'alpha' AND pinned <> 0", &[]).unwrap().get(0);
     assert_eq!(pinned, 0, "an agent pins nothing");
-    let hard: i64 =
-        owner.query_one("SELECT COUNT(*) FROM memory_forgetting_event WHERE action = 'hard'", &[]).unwrap().get(0);
-    assert_eq!(hard, 0, "no forged hard event");
+    let hard: i64 = owner
+        .query_one(
+            "SELECT COUNT(*) FROM memory_forgetting_event WHERE action = 'hard' AND id <> 'fev_policy_hard'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(hard, 0, "no forged hard event (the curator's own, under its name, is checked below)");
     let (_, v) = lethe(&st.a_curator, &["events", "--limit", "100"]);
     assert!(!v.to_string().contains("user:cb"), "{v}");
+    let policy: Vec<String> = owner
+        .query(
+            "SELECT id FROM memory_forgetting_event WHERE team = 'alpha' AND metadata_json::jsonb ->> 'actor' = 'policy'",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(policy.is_empty(), "no forgetting event written by raw SQL is the policy's: {policy:?}");
+    let actor_of = |owner: &mut postgres::Client, id: &str| -> String {
+        owner
+            .query_one("SELECT metadata_json::jsonb ->> 'actor' FROM memory_forgetting_event WHERE id = $1", &[&id])
+            .unwrap()
+            .get(0)
+    };
+    assert_eq!(actor_of(&mut owner, "fev_policy_agent_soft"), format!("agent:{agent}"));
+    assert_eq!(actor_of(&mut owner, "fev_policy_curator_soft"), format!("user:{curator}"));
+    assert_eq!(actor_of(&mut owner, "fev_policy_hard"), format!("user:{curator}"));
 }
 
 #[test]

@@ -1817,7 +1817,7 @@ fn write_decisions(
                 let (part_skipped, to_apply): (Vec<&Planned>, Vec<&Planned>) =
                     part.iter().partition(|p| is_changed(p.decision.id()));
                 if tx.is_postgres() {
-                    apply_on_server(tx, &to_apply, s, &metadata, now)?;
+                    apply_on_server(tx, &to_apply, s, run, now)?;
                 } else {
                     apply_in_file(tx, &to_apply, s, &metadata, now)?;
                 }
@@ -1969,17 +1969,19 @@ fn apply_in_file(
     Ok(())
 }
 
-/// [`apply`] for a chunk of decisions on a team server, where every statement is a round trip
-/// (2–3 per decision one by one: 28–39 s instead of 9–11 s at 100k): the soft deletes, review
-/// entries and exits and their events go in one statement, with the same checks as [`apply`]
-/// and [`soft`] (a row no longer active or now pinned is left alone, a memory already in the
-/// band gets no second event); purges, rare and many statements each, go one by one. The
-/// events keep the decisions' order (ids made here, rows inserted in that order).
+/// [`apply`] for a chunk of decisions on a team server: one call of the server's
+/// `lethe_forget_chunk`, which checks the role and team once, stamps the server's clock and
+/// writes the soft deletes, review entries and exits and their events (the soft ones as the
+/// policy's, naming `run`), with the same checks as [`apply`] and [`soft`] (a row no longer
+/// active or now pinned is left alone, a memory already in the band gets no second event).
+/// Every statement is a round trip (2–3 per decision one by one: 28–39 s instead of 9–11 s
+/// at 100k). Purges, rare and many statements each, go one by one. The events keep the
+/// decisions' order (ids made here, rows inserted in that order).
 fn apply_on_server(
     tx: &crate::storage::db::Transaction,
     planned: &[&Planned],
     s: &Settings,
-    metadata: &str,
+    run: &str,
     now: Instant,
 ) -> Result<()> {
     let mut batch = Vec::new();
@@ -1997,43 +1999,10 @@ fn apply_on_server(
     if batch.is_empty() {
         return Ok(());
     }
-    // Leaving the review band goes through the server's function (Lethe's roles hold no
-    // DELETE right): the memories the policy lets go, and those of the band this statement
-    // puts in quarantine (a memory the statement leaves active stays in the band).
-    let leave: Vec<&str> = batch.iter().filter(|d| d["kind"] == "leave").filter_map(|d| d["id"].as_str()).collect();
-    let quarantined: Vec<&str> =
-        batch.iter().filter(|d| d["kind"] == "soft" && d["in_band"] == true).filter_map(|d| d["id"].as_str()).collect();
-    let leave: Vec<String> = leave.into_iter().map(str::to_string).collect();
-    let quarantined: Vec<String> = quarantined.into_iter().map(str::to_string).collect();
-    tx.prepare_cached(
-        "WITH d AS (
-             SELECT * FROM json_to_recordset(?1::TEXT::JSON) AS d(n BIGINT, kind TEXT, rowid BIGINT, id TEXT,
-                 reason TEXT, policy TEXT, score DOUBLE PRECISION, in_band BOOLEAN, ev TEXT)),
-         soft AS (
-             UPDATE memory_item m SET is_deleted = 1, deleted_at = ?2::TEXT
-             FROM d WHERE d.kind = 'soft' AND m.rowid = d.rowid AND m.id = d.id
-                 AND COALESCE(m.is_deleted, 0) = 0 AND COALESCE(m.pinned, 0) = 0
-             RETURNING d.n, d.id, d.in_band),
-         review AS (
-             INSERT INTO lethe_review (memory_id, entered_at) SELECT d.id, ?2::TEXT FROM d WHERE d.kind = 'review'
-             ON CONFLICT DO NOTHING RETURNING memory_id)
-         INSERT INTO memory_forgetting_event
-             (id, memory_id, action, reason, policy, forget_score, ttl_days, created_at, metadata_json)
-         SELECT d.ev, d.id, d.kind, d.reason, d.policy, d.score,
-                CASE WHEN d.kind = 'soft' THEN ?3::BIGINT END, ?2::TEXT,
-                CASE WHEN d.kind = 'soft' THEN ?4::TEXT END
-         FROM d
-         WHERE d.n IN (SELECT soft.n FROM soft) OR (d.kind = 'review' AND d.id IN (SELECT memory_id FROM review))
-         ORDER BY d.n",
-    )?
-    .execute(params![
-        serde_json::Value::Array(batch).to_string(),
-        time::format(now),
-        s.quarantine_days.round() as i64,
-        metadata
-    ])?;
-    rows::leave_review(tx, &leave.iter().map(String::as_str).collect::<Vec<_>>(), false)?;
-    rows::leave_review(tx, &quarantined.iter().map(String::as_str).collect::<Vec<_>>(), true)?;
+    tx.prepare_cached("SELECT lethe_forget_chunk(?1, ?2, ?3)")?.query_row(
+        params![serde_json::Value::Array(batch).to_string(), s.quarantine_days.round() as i64, run],
+        |r| r.get::<_, i64>(0),
+    )?;
     Ok(())
 }
 
