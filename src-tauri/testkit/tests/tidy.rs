@@ -58,7 +58,6 @@ const LAYER_NAMES: [&str; 7] = ["foundation", "storage", "similarity", "policy",
 /// entry when the edge is gone; never add one.
 const KNOWN_UPWARD: &[&str] = &[
     "model.rs -> storage",
-    "policy/forgetting/batch.rs -> ops",
     "policy/forgetting/mod.rs -> audit",
     "policy/forgetting/mod.rs -> duplicates",
     "policy/forgetting/mod.rs -> ops",

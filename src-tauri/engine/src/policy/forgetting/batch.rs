@@ -201,18 +201,87 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
     if !opts.dry_run || opts.keep_derived {
         snap.persist(conn)?;
     }
-    let inputs = snap.inputs(&s, now);
     let in_band: HashSet<String> = conn
         .prepare("SELECT memory_id FROM lethe_review")?
         .query_map([], |r| r.get(0))?
         .collect::<std::result::Result<_, _>>()?;
-
-    let plan = |r: &Row, decision: Decision| Planned { rowid: r.rowid, in_band: in_band.contains(&r.id), decision };
-    let mut decisions: Vec<Planned> = Vec::new();
     let mut report = BatchReport { dry_run: opts.dry_run, ..Default::default() };
+    let decisions = plan_decisions(conn, snap, &in_band, &s, opts, &mut report)?;
+    let total = decisions.len();
+    let reasons: HashMap<&str, &str> = decisions
+        .iter()
+        .filter_map(|p| match &p.decision {
+            Decision::Gate(id, reason, _) | Decision::Forget(id, reason, _) => Some((id.as_str(), reason.as_str())),
+            _ => None,
+        })
+        .collect();
+    if !opts.dry_run {
+        let run = runs::new_run_id();
+        with_large_cache(conn, |conn| write_decisions(conn, opts, &decisions, &s, seen, &run, &mut report))?;
+        if !report.soft_deleted.is_empty() || !report.working_gate.is_empty() {
+            runs::record_run(conn, &run, &report, now)?;
+            report.run_id = Some(run);
+        }
+    }
+    // After the writes: what was left alone (changed since the plan) is in no group.
+    report.by_reason = group_by_reason(
+        report
+            .soft_deleted
+            .iter()
+            .chain(&report.working_gate)
+            .filter_map(|id| reasons.get(id.as_str()).map(|r| (*r, id.as_str()))),
+    );
+    if let Some(p) = opts.progress {
+        p(total, total);
+    }
+    report.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+    Ok(report)
+}
 
-    // 1. Quarantine past its days is purged for ever — unless rows cannot be deleted in this
-    //    file (a memento file with sqlite-vec tables): then it stays in quarantine.
+/// A decision about a row, with what the writes need of it.
+fn planned(r: &Row, in_band: &HashSet<String>, decision: Decision) -> Planned {
+    Planned { rowid: r.rowid, in_band: in_band.contains(&r.id), decision }
+}
+
+/// The run's decisions, at most one per row, in rowid order (writing them so keeps
+/// neighbouring rows and their index entries on the same pages); the report's lists of
+/// what each decision is about.
+fn plan_decisions(
+    conn: &Connection,
+    snap: &Snapshot,
+    in_band: &HashSet<String>,
+    s: &Settings,
+    opts: &BatchOptions<'_>,
+    report: &mut BatchReport,
+) -> Result<Vec<Planned>> {
+    let inputs = snap.inputs(s, opts.now);
+    let mut decisions = plan_purges(conn, snap, in_band, s, opts.now)?;
+    let (gate, gated) = plan_working_gate(snap, &inputs, in_band, s, opts.now);
+    decisions.extend(gate);
+    decisions.extend(plan_scores(snap, &inputs, &gated, in_band, s, opts, report)?);
+    decisions.sort_unstable_by_key(|p| p.rowid);
+    for p in &decisions {
+        match &p.decision {
+            Decision::Purge(id) => report.purged.push(id.clone()),
+            Decision::Gate(id, ..) => report.working_gate.push(id.clone()),
+            Decision::Forget(id, ..) => report.soft_deleted.push(id.clone()),
+            Decision::Review(id, _) => report.review.push(id.clone()),
+            Decision::LeaveBand(_) => {}
+        }
+    }
+    Ok(decisions)
+}
+
+/// 1. Quarantine past its days is purged for ever — unless rows cannot be deleted in this
+///    file (a memento file with sqlite-vec tables): then it stays in quarantine.
+fn plan_purges(
+    conn: &Connection,
+    snap: &Snapshot,
+    in_band: &HashSet<String>,
+    s: &Settings,
+    now: Instant,
+) -> Result<Vec<Planned>> {
+    let mut decisions = Vec::new();
     let can_purge = crate::store::memory_delete_blocked(conn)?.is_none();
     for r in snap.rows.iter().filter(|r| can_purge && r.is_deleted && !r.pinned) {
         if let Some(at) = time::parse_opt(r.deleted_at.as_deref()) {
@@ -220,13 +289,24 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
             if time::days_between(at, now) > s.quarantine_days {
                 let since = audit::quarantined_since(conn, &r.id, r.deleted_at.as_deref())?.unwrap_or(at);
                 if time::days_between(since, now) > s.quarantine_days {
-                    decisions.push(plan(r, Decision::Purge(r.id.clone())));
+                    decisions.push(planned(r, in_band, Decision::Purge(r.id.clone())));
                 }
             }
         }
     }
+    Ok(decisions)
+}
 
-    // 2. Working-memory dual gate, per session: older than the window or beyond the last N.
+/// 2. Working-memory dual gate, per session: older than the window or beyond the last N.
+///    Also the rows it gates (the scores pass them by).
+fn plan_working_gate(
+    snap: &Snapshot,
+    inputs: &[ScoreInput],
+    in_band: &HashSet<String>,
+    s: &Settings,
+    now: Instant,
+) -> (Vec<Planned>, HashSet<usize>) {
+    let mut decisions = Vec::new();
     let mut gated: HashSet<usize> = HashSet::new();
     let mut sessions: HashMap<Option<&str>, Vec<usize>> = HashMap::new();
     for (i, r) in snap.rows.iter().enumerate() {
@@ -250,13 +330,26 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
             };
             if let Some(reason) = reason {
                 gated.insert(i);
-                let score = decay::score_value(&inputs[i], &s, now);
-                decisions.push(plan(r, Decision::Gate(r.id.clone(), reason, score)));
+                let score = decay::score_value(&inputs[i], s, now);
+                decisions.push(planned(r, in_band, Decision::Gate(r.id.clone(), reason, score)));
             }
         }
     }
+    (decisions, gated)
+}
 
-    // 3. Scores.
+/// 3. Scores: forget at or above the threshold, enter or leave the review band.
+fn plan_scores(
+    snap: &Snapshot,
+    inputs: &[ScoreInput],
+    gated: &HashSet<usize>,
+    in_band: &HashSet<String>,
+    s: &Settings,
+    opts: &BatchOptions<'_>,
+    report: &mut BatchReport,
+) -> Result<Vec<Planned>> {
+    let now = opts.now;
+    let mut decisions = Vec::new();
     for (i, r) in snap.rows.iter().enumerate() {
         if i.is_multiple_of(REPORT_EVERY) && opts.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
             return Err(Error::Cancelled);
@@ -270,60 +363,19 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
         }
         // The number alone for every row; the explained score (reasons, projection) only for
         // the rows that are forgotten. `score_value` is the same sum `forget_score` reports.
-        let score = decay::score_value(&inputs[i], &s, now);
-        if decay::would_forget(score, &s) {
-            let f = decay::forget_score(&inputs[i], &s, now);
-            decisions.push(plan(r, Decision::Forget(r.id.clone(), f.reasons.join(", "), f.forget_score)));
+        let score = decay::score_value(&inputs[i], s, now);
+        if decay::would_forget(score, s) {
+            let f = decay::forget_score(&inputs[i], s, now);
+            decisions.push(planned(r, in_band, Decision::Forget(r.id.clone(), f.reasons.join(", "), f.forget_score)));
         } else if score >= s.review_band_low - decay::EPS {
             if !in_band.contains(&r.id) {
-                decisions.push(plan(r, Decision::Review(r.id.clone(), score)));
+                decisions.push(planned(r, in_band, Decision::Review(r.id.clone(), score)));
             }
         } else if in_band.contains(&r.id) {
-            decisions.push(plan(r, Decision::LeaveBand(r.id.clone())));
+            decisions.push(planned(r, in_band, Decision::LeaveBand(r.id.clone())));
         }
     }
-
-    // Every row has at most one decision; writing them in rowid order keeps neighbouring
-    // rows (and their index entries) on the same pages.
-    decisions.sort_unstable_by_key(|p| p.rowid);
-    let total = decisions.len();
-    for p in &decisions {
-        match &p.decision {
-            Decision::Purge(id) => report.purged.push(id.clone()),
-            Decision::Gate(id, ..) => report.working_gate.push(id.clone()),
-            Decision::Forget(id, ..) => report.soft_deleted.push(id.clone()),
-            Decision::Review(id, _) => report.review.push(id.clone()),
-            Decision::LeaveBand(_) => {}
-        }
-    }
-    let reasons: HashMap<&str, &str> = decisions
-        .iter()
-        .filter_map(|p| match &p.decision {
-            Decision::Gate(id, reason, _) | Decision::Forget(id, reason, _) => Some((id.as_str(), reason.as_str())),
-            _ => None,
-        })
-        .collect();
-    if !opts.dry_run {
-        let run = crate::ops::runs::new_run_id();
-        with_large_cache(conn, |conn| write_decisions(conn, opts, &decisions, &s, seen, &run, &mut report))?;
-        if !report.soft_deleted.is_empty() || !report.working_gate.is_empty() {
-            crate::ops::runs::record_run(conn, &run, &report, now)?;
-            report.run_id = Some(run);
-        }
-    }
-    // After the writes: what was left alone (changed since the plan) is in no group.
-    report.by_reason = group_by_reason(
-        report
-            .soft_deleted
-            .iter()
-            .chain(&report.working_gate)
-            .filter_map(|id| reasons.get(id.as_str()).map(|r| (*r, id.as_str()))),
-    );
-    if let Some(p) = opts.progress {
-        p(total, total);
-    }
-    report.elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
-    Ok(report)
+    Ok(decisions)
 }
 
 /// The batch's writes: the decisions in chunked transactions, each skipping the memories

@@ -15,7 +15,7 @@ use crate::dedup;
 use crate::error::{Error, Result};
 use crate::model::{self, Tier};
 use crate::neighbours;
-use crate::ops::rows;
+use crate::ops::{rows, runs};
 use crate::settings::Settings;
 use crate::store::write_tx;
 use crate::time::{self, Instant};
