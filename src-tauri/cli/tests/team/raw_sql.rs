@@ -231,7 +231,7 @@ fn no_role_of_one_team_changes_another_teams_rows_with_raw_sql() {
         format!(
             "SELECT lethe_forget_chunk('[{{\"n\":0,\"kind\":\"{kind}\",\"rowid\":{beta_rowid},\"id\":\"{beta_id}\",\
              \"reason\":\"r\",\"policy\":\"{policy}\",\"score\":0.1,\"in_band\":true,\
-             \"ev\":\"fev_0190a5b4-0000-7000-8000-00000000000{}\"}}]', 30, 'run_0123456789abcdef0123456789abcdef')",
+             \"ev\":\"fev_0190a5b4-0000-7000-8000-00000000000{}\"}}]', 30, 'run_0123456789abcdef0123456789abcdef', '2000-01-01T00:00:00.000Z')",
             kind.len()
         )
     };
@@ -345,14 +345,14 @@ fn no_role_of_one_team_changes_another_teams_rows_with_raw_sql() {
                 let _ = tried(&mut c, &chunk(kind, policy));
             }
         }
-        refused(&mut c, who, "SELECT lethe_forget_chunk(NULL, NULL, NULL)");
-        refused(&mut c, who, "SELECT lethe_forget_chunk('[{\"n\":0}]', 30, 'run_0123456789abcdef0123456789abcdef')");
-        refused(&mut c, who, "SELECT lethe_forget_chunk('[]', -1, 'run_0123456789abcdef0123456789abcdef')");
-        refused(&mut c, who, &format!("SELECT lethe_forget_chunk('[]', 30, '{big}')"));
+        refused(&mut c, who, "SELECT lethe_forget_chunk(NULL, NULL, NULL, NULL)");
+        refused(&mut c, who, "SELECT lethe_forget_chunk('[{\"n\":0}]', 30, 'run_0123456789abcdef0123456789abcdef', '2000-01-01T00:00:00.000Z')");
+        refused(&mut c, who, "SELECT lethe_forget_chunk('[]', -1, 'run_0123456789abcdef0123456789abcdef', NULL)");
+        refused(&mut c, who, &format!("SELECT lethe_forget_chunk('[]', 30, '{big}', NULL)"));
         refused(
             &mut c,
             who,
-            &format!("SELECT lethe_forget_chunk('{big}', 30, 'run_0123456789abcdef0123456789abcdef')"),
+            &format!("SELECT lethe_forget_chunk('{big}', 30, 'run_0123456789abcdef0123456789abcdef', '2000-01-01T00:00:00.000Z')"),
         );
         refused(&mut c, who, "SELECT lethe_team_channel('beta')");
         refused(&mut c, who, "SELECT lethe_now()");
@@ -535,8 +535,22 @@ fn a_quarantine_dated_back_by_raw_sql_is_not_purged_by_the_curators_forget() {
     agent
         .batch_execute(&format!("UPDATE memory_item SET deleted_at = '2001-01-01T00:00:00.000Z' WHERE id = '{forged}'"))
         .unwrap();
+    // The batch's own function, called by the agent with a date of 2000: the server's clock.
+    let chunked = ok(&st.a_agent, &["remember", "--type", "semantic", "--content", "Alpha's DNS lives on ns-3."])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let mut owner = client(&st.owner);
-    for id in [forged.as_str(), planted] {
+    let rowid: i64 = owner.query_one("SELECT rowid FROM memory_item WHERE id = $1", &[&chunked]).unwrap().get(0);
+    agent
+        .batch_execute(&format!(
+            "SELECT lethe_forget_chunk('[{{\"n\":0,\"kind\":\"soft\",\"rowid\":{rowid},\"id\":\"{chunked}\",\
+             \"reason\":\"r\",\"policy\":\"forget-score\",\"score\":0.9,\"in_band\":false,\
+             \"ev\":\"fev_0190a5b4-0000-7000-8000-000000000009\"}}]', 30, 'run_0123456789abcdef0123456789abcdef', \
+             '2000-01-01T00:00:00.000Z')"
+        ))
+        .unwrap();
+    for id in [forged.as_str(), planted, chunked.as_str()] {
         let at: String = owner.query_one("SELECT deleted_at FROM memory_item WHERE id = $1", &[&id]).unwrap().get(0);
         let at = chrono::DateTime::parse_from_rfc3339(&at).unwrap();
         assert!(at >= started, "{id}: the quarantine starts at the server's clock, not the row's ({at})");
@@ -565,6 +579,7 @@ fn a_quarantine_dated_back_by_raw_sql_is_not_purged_by_the_curators_forget() {
     };
     assert!(present(&forged), "the memory dated back by raw SQL is still in quarantine: {v}");
     assert!(present(planted), "the memory planted in quarantine is still there: {v}");
+    assert!(present(&chunked), "the memory the agent quarantined through the batch's function is still there: {v}");
     assert!(!present(&legit), "a quarantine older than 30 days by the server's clock is purged: {v}");
 }
 

@@ -573,8 +573,8 @@ fn apply_in_file(
 }
 
 /// [`apply`] for a chunk of decisions on a team server: one call of the server's
-/// `lethe_forget_chunk`, which checks the role and team once, stamps the server's clock and
-/// writes the soft deletes, review entries and exits and their events (the soft ones as the
+/// `lethe_forget_chunk`, which checks the role and team once, stamps the server's clock (a
+/// Lethe role's rows; the owner's keep `now`, as the triggers let them) and writes the soft deletes, review entries and exits and their events (the soft ones as the
 /// policy's, naming `run`), with the same checks as [`apply`] and [`soft`] (a row no longer
 /// active or now pinned is left alone, a memory already in the band gets no second event).
 /// Every statement is a round trip (2–3 per decision one by one: 28–39 s instead of 9–11 s
@@ -602,8 +602,8 @@ fn apply_on_server(
     if batch.is_empty() {
         return Ok(());
     }
-    tx.prepare_cached("SELECT lethe_forget_chunk(?1, ?2, ?3)")?.query_row(
-        params![serde_json::Value::Array(batch).to_string(), s.quarantine_days.round() as i64, run],
+    tx.prepare_cached("SELECT lethe_forget_chunk(?1, ?2, ?3, ?4)")?.query_row(
+        params![serde_json::Value::Array(batch).to_string(), s.quarantine_days.round() as i64, run, time::format(now)],
         |r| r.get::<_, i64>(0),
     )?;
     Ok(())

@@ -98,10 +98,11 @@ BEGIN
 -- The forgetting batch's soft deletes, review entries and exits for one chunk of decisions,
 -- of the caller's team. `p_batch` is a JSON array of decisions {n, kind (soft, review or
 -- leave), rowid, id, reason, policy, score, in_band, ev (the event's id)} in the batch's
--- order; `p_ttl` the quarantine's days; `p_run` the run the soft events name. A row no
--- longer active or now pinned is left alone, a memory already in the band gets no second
--- event. Returns the number of events written.
-CREATE OR REPLACE FUNCTION @S@.lethe_forget_chunk(p_batch text, p_ttl bigint, p_run text) RETURNS bigint
+-- order; `p_ttl` the quarantine's days; `p_run` the run the soft events name; `p_at` the
+-- engine's clock, which only the owner's rows keep (as the triggers do: a Lethe role's rows
+-- carry the server's clock). A row no longer active or now pinned is left alone, a memory
+-- already in the band gets no second event. Returns the number of events written.
+CREATE OR REPLACE FUNCTION @S@.lethe_forget_chunk(p_batch text, p_ttl bigint, p_run text, p_at text) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
 DECLARE
     k text := @S@.lethe_session_kind();
@@ -138,7 +139,7 @@ BEGIN
     IF FOUND THEN
         RAISE EXCEPTION 'a decision of the chunk is malformed (memory %)', bad USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    now_ := @S@.lethe_now();
+    now_ := CASE WHEN k = 'owner' AND p_at IS NOT NULL THEN p_at ELSE @S@.lethe_now() END;
     -- Written as the engine writes it in a file (`lethe forget --undo` finds a run's events
     -- by this text); the run id was checked above.
     meta := '{"actor":"policy","run":"' || p_run || '"}';
@@ -260,8 +261,8 @@ CREATE TRIGGER lethe_row_rules BEFORE INSERT OR UPDATE ON @S@.lethe_review FOR E
     EXECUTE FUNCTION @S@.lethe_row_rules();
 $body$;
     EXECUTE replace(body, '@S@', s);
-    EXECUTE format('REVOKE ALL ON FUNCTION %s.lethe_forget_chunk(text, bigint, text) FROM PUBLIC', s);
-    EXECUTE format('GRANT EXECUTE ON FUNCTION %s.lethe_forget_chunk(text, bigint, text) TO lethe_agent', s);
+    EXECUTE format('REVOKE ALL ON FUNCTION %s.lethe_forget_chunk(text, bigint, text, text) FROM PUBLIC', s);
+    EXECUTE format('GRANT EXECUTE ON FUNCTION %s.lethe_forget_chunk(text, bigint, text, text) TO lethe_agent', s);
 END
 $do$;
 
