@@ -23,6 +23,7 @@ use serde_json::Value;
 const KNOWN_OPEN: &[&str] = &[
     "memory ids are one key space: an INSERT of another team's id fails (ON CONFLICT DO NOTHING skips it), so a role that knows an id learns that it exists (ids are random: one cannot be guessed)",
     "an agent's own team's rows: content, vectors and counters are written by direct, column-granted UPDATEs (no per-operation function yet), so an agent may change its team's memories without an audit row",
+    "an agent or curator that calls the batch's function (lethe_forget_chunk) itself quarantines its own team's memories of its choice under `policy`: the function checks the role, the team, the form and the clock, not the score (the formula is the engine's)",
     "a curator may write a `hard` forgetting event as `policy` for a memory gone from its team (the purge's event, which the engine writes under the curator's role after the delete); agents and curators may write audit rows (lethe_action) as `policy` (a forget run's record, a dropped reflection); their dates are the server's",
 ];
 
