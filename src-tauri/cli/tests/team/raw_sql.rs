@@ -18,15 +18,20 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 /// What the database does not (yet) hold against a Lethe role with raw SQL. They harm only
-/// the role's own team, or reveal aggregate facts that name no team; listed so that the
-/// suite says so rather than pretends.
+/// the role's own team, or reveal a fact about an id the role already holds; listed so that
+/// the suite says so rather than pretends.
 const KNOWN_OPEN: &[&str] = &[
-    "statistics views and functions (pg_stat_user_tables, pg_class.reltuples) show row counts summed over every team",
-    "memory ids are one key space: an INSERT of another team's id fails (ON CONFLICT DO NOTHING skips it), so a role that knows an id learns that it exists",
-    "role names are readable in pg_roles (PostgreSQL's catalog is readable by every role)",
+    "memory ids are one key space: an INSERT of another team's id fails (ON CONFLICT DO NOTHING skips it), so a role that knows an id learns that it exists (ids are random: one cannot be guessed)",
     "an agent's own team's rows: content, vectors and counters are written by direct, column-granted UPDATEs (no per-operation function yet), so an agent may change its team's memories without an audit row",
-    "an agent (and a curator) may write forgetting events under the actor `policy` (the engine's working-memory gate runs under the agent's role); their dates are the server's",
-    "idle_in_transaction_session_timeout and statement_timeout are role defaults: a session may lower them for itself",
+    "an agent or curator that calls the batch's function (lethe_forget_chunk) itself quarantines its own team's memories of its choice under `policy`: the function checks the role, the team, the form and the clock, not the score (the formula is the engine's)",
+    "a curator may write a `hard` forgetting event as `policy` for a memory gone from its team (the purge's event, which the engine writes under the curator's role after the delete); agents and curators may write audit rows (lethe_action) as `policy` (a forget run's record, a dropped reflection); their dates are the server's",
+];
+
+/// What a Lethe role may still do or see, shown harmless by the tests named.
+const HARMLESS: &[&str] = &[
+    "pg_stat_user_tables and pg_class show row counts summed over every team: numbers that name no team and carry no content; column statistics (pg_stats) and other roles' statements (pg_stat_activity) are hidden (statistics_show_counts_never_another_teams_content_or_queries)",
+    "role names are readable in pg_roles (PostgreSQL's catalog is every role's): which team a role is in is not (lethe_team_member is refused)",
+    "a session may lower its own idle_in_transaction_session_timeout and statement_timeout: its locks then stop its own team only (locks_held_open_by_one_team_do_not_stop_another lowers both first)",
 ];
 
 use super::{lethe, new_database, server};
@@ -220,6 +225,17 @@ fn no_role_of_one_team_changes_another_teams_rows_with_raw_sql() {
     let store_before = store_rows(&st.owner);
     assert!(beta_before.iter().find(|t| t.0 == "memory_item").unwrap().1 >= 5);
     let beta_id = st.beta_ids[1].as_str();
+    let beta_rowid: i64 =
+        client(&st.owner).query_one("SELECT rowid FROM memory_item WHERE id = $1", &[&beta_id]).unwrap().get(0);
+    // The forgetting batch's function, pointed at beta's memory (soft, review, leave).
+    let chunk = |kind: &str, policy: &str| {
+        format!(
+            "SELECT lethe_forget_chunk('[{{\"n\":0,\"kind\":\"{kind}\",\"rowid\":{beta_rowid},\"id\":\"{beta_id}\",\
+             \"reason\":\"r\",\"policy\":\"{policy}\",\"score\":0.1,\"in_band\":true,\
+             \"ev\":\"fev_0190a5b4-0000-7000-8000-00000000000{}\"}}]', 30, 'run_0123456789abcdef0123456789abcdef', '2000-01-01T00:00:00.000Z')",
+            kind.len()
+        )
+    };
     let big = "x".repeat(1 << 20);
 
     for (who, url) in [("agent", &st.a_agent), ("curator", &st.a_curator), ("reader", &st.a_reader)] {
@@ -323,6 +339,22 @@ fn no_role_of_one_team_changes_another_teams_rows_with_raw_sql() {
         let _ = tried(&mut c, "SELECT lethe_review_leave(NULL, NULL)");
         let _ = tried(&mut c, "SELECT lethe_recall_log_prune(9223372036854775807)");
         let _ = tried(&mut c, "SELECT lethe_hard_delete_rows(NULL)");
+        for (kind, policy) in [("soft", "forget-score"), ("review", "review-band"), ("leave", "")] {
+            if who == "reader" {
+                refused(&mut c, who, &chunk(kind, policy));
+            } else {
+                let _ = tried(&mut c, &chunk(kind, policy));
+            }
+        }
+        refused(&mut c, who, "SELECT lethe_forget_chunk(NULL, NULL, NULL, NULL)");
+        refused(&mut c, who, "SELECT lethe_forget_chunk('[{\"n\":0}]', 30, 'run_0123456789abcdef0123456789abcdef', '2000-01-01T00:00:00.000Z')");
+        refused(&mut c, who, "SELECT lethe_forget_chunk('[]', -1, 'run_0123456789abcdef0123456789abcdef', NULL)");
+        refused(&mut c, who, &format!("SELECT lethe_forget_chunk('[]', 30, '{big}', NULL)"));
+        refused(
+            &mut c,
+            who,
+            &format!("SELECT lethe_forget_chunk('{big}', 30, 'run_0123456789abcdef0123456789abcdef', '2000-01-01T00:00:00.000Z')"),
+        );
         refused(&mut c, who, "SELECT lethe_team_channel('beta')");
         refused(&mut c, who, "SELECT lethe_now()");
         assert_ne!(
@@ -342,6 +374,9 @@ fn no_role_of_one_team_changes_another_teams_rows_with_raw_sql() {
     assert!(v.to_string().contains(&st.beta_ids[0]), "{v}");
     for what in KNOWN_OPEN {
         println!("known open: {what}");
+    }
+    for what in HARMLESS {
+        println!("harmless: {what}");
     }
 }
 
@@ -394,6 +429,27 @@ fn forged_actors_pins_and_hard_events_are_refused_or_rewritten_to_the_role() {
     refused(&mut agent_c, "agent", "DELETE FROM lethe_archive");
     refused(&mut agent_c, "agent", "DELETE FROM lethe_procedure_version");
     refused(&mut agent_c, "agent", "DELETE FROM lethe_recall_log");
+    // Forgetting events claimed for the policy: the batch's own function writes those; a
+    // role's direct insert is its own, and so is a curator's `hard` event for a memory still
+    // in the team (a purge's event follows the memory's removal).
+    for (who, url) in [("agent", &st.a_agent), ("curator", &st.a_curator)] {
+        let mut c = client(url);
+        for action in ["soft", "review"] {
+            c.batch_execute(&format!(
+                "INSERT INTO memory_forgetting_event (id, memory_id, action, created_at, metadata_json) \
+                 VALUES ('fev_policy_{who}_{action}', '{target}', '{action}', '2026-12-01T00:00:00.000Z', \
+                 '{{\"actor\":\"policy\",\"run\":\"run_0123456789abcdef0123456789abcdef\"}}')"
+            ))
+            .unwrap();
+        }
+    }
+    let mut curator_c = client(&st.a_curator);
+    curator_c
+        .batch_execute(&format!(
+            "INSERT INTO memory_forgetting_event (id, memory_id, action, created_at, metadata_json) \
+             VALUES ('fev_policy_hard', '{target}', 'hard', '2026-12-01T00:00:00.000Z', '{{\"actor\":\"policy\"}}')"
+        ))
+        .unwrap();
 
     let mut owner = client(&st.owner);
     let actors: Vec<String> = owner
@@ -424,11 +480,35 @@ fn forged_actors_pins_and_hard_events_are_refused_or_rewritten_to_the_role() {
     let pinned: i64 =
         owner.query_one("SELECT COUNT(*) FROM memory_item WHERE team = 'alpha' AND pinned <> 0", &[]).unwrap().get(0);
     assert_eq!(pinned, 0, "an agent pins nothing");
-    let hard: i64 =
-        owner.query_one("SELECT COUNT(*) FROM memory_forgetting_event WHERE action = 'hard'", &[]).unwrap().get(0);
-    assert_eq!(hard, 0, "no forged hard event");
+    let hard: i64 = owner
+        .query_one(
+            "SELECT COUNT(*) FROM memory_forgetting_event WHERE action = 'hard' AND id <> 'fev_policy_hard'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(hard, 0, "no forged hard event (the curator's own, under its name, is checked below)");
     let (_, v) = lethe(&st.a_curator, &["events", "--limit", "100"]);
     assert!(!v.to_string().contains("user:cb"), "{v}");
+    let policy: Vec<String> = owner
+        .query(
+            "SELECT id FROM memory_forgetting_event WHERE team = 'alpha' AND metadata_json::jsonb ->> 'actor' = 'policy'",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(policy.is_empty(), "no forgetting event written by raw SQL is the policy's: {policy:?}");
+    let actor_of = |owner: &mut postgres::Client, id: &str| -> String {
+        owner
+            .query_one("SELECT metadata_json::jsonb ->> 'actor' FROM memory_forgetting_event WHERE id = $1", &[&id])
+            .unwrap()
+            .get(0)
+    };
+    assert_eq!(actor_of(&mut owner, "fev_policy_agent_soft"), format!("agent:{agent}"));
+    assert_eq!(actor_of(&mut owner, "fev_policy_curator_soft"), format!("user:{curator}"));
+    assert_eq!(actor_of(&mut owner, "fev_policy_hard"), format!("user:{curator}"));
 }
 
 #[test]
@@ -456,8 +536,22 @@ fn a_quarantine_dated_back_by_raw_sql_is_not_purged_by_the_curators_forget() {
     agent
         .batch_execute(&format!("UPDATE memory_item SET deleted_at = '2001-01-01T00:00:00.000Z' WHERE id = '{forged}'"))
         .unwrap();
+    // The batch's own function, called by the agent with a date of 2000: the server's clock.
+    let chunked = ok(&st.a_agent, &["remember", "--type", "semantic", "--content", "Alpha's DNS lives on ns-3."])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let mut owner = client(&st.owner);
-    for id in [forged.as_str(), planted] {
+    let rowid: i64 = owner.query_one("SELECT rowid FROM memory_item WHERE id = $1", &[&chunked]).unwrap().get(0);
+    agent
+        .batch_execute(&format!(
+            "SELECT lethe_forget_chunk('[{{\"n\":0,\"kind\":\"soft\",\"rowid\":{rowid},\"id\":\"{chunked}\",\
+             \"reason\":\"r\",\"policy\":\"forget-score\",\"score\":0.9,\"in_band\":false,\
+             \"ev\":\"fev_0190a5b4-0000-7000-8000-000000000009\"}}]', 30, 'run_0123456789abcdef0123456789abcdef', \
+             '2000-01-01T00:00:00.000Z')"
+        ))
+        .unwrap();
+    for id in [forged.as_str(), planted, chunked.as_str()] {
         let at: String = owner.query_one("SELECT deleted_at FROM memory_item WHERE id = $1", &[&id]).unwrap().get(0);
         let at = chrono::DateTime::parse_from_rfc3339(&at).unwrap();
         assert!(at >= started, "{id}: the quarantine starts at the server's clock, not the row's ({at})");
@@ -486,6 +580,7 @@ fn a_quarantine_dated_back_by_raw_sql_is_not_purged_by_the_curators_forget() {
     };
     assert!(present(&forged), "the memory dated back by raw SQL is still in quarantine: {v}");
     assert!(present(planted), "the memory planted in quarantine is still there: {v}");
+    assert!(present(&chunked), "the memory the agent quarantined through the batch's function is still there: {v}");
     assert!(!present(&legit), "a quarantine older than 30 days by the server's clock is purged: {v}");
 }
 
@@ -497,6 +592,9 @@ fn locks_held_open_by_one_team_do_not_stop_another() {
     let mut holders = Vec::new();
     for url in [&st.a_agent, &st.a_curator, &st.a_reader] {
         let mut c = client(url);
+        // The role's timeouts are defaults the session lowers to none: it may hold what it
+        // holds for ever.
+        c.batch_execute("SET statement_timeout = 0; SET idle_in_transaction_session_timeout = 0").unwrap();
         // A lock another holder has is not waited for (the holders do not queue).
         c.batch_execute("SET lock_timeout = '1s'; BEGIN").unwrap();
         // Each in a savepoint of its own: what the role may take stays held to the end.
@@ -628,4 +726,232 @@ fn push_checks_redacts_and_dates_every_memory_as_import_does() {
     let actors: Vec<&str> = events["items"].as_array().unwrap().iter().filter_map(|e| e["actor"].as_str()).collect();
     assert!(!actors.is_empty() && actors.iter().all(|a| a.starts_with("pushed:")), "{events}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The database's definer role: the NOLOGIN role that owns Lethe's functions (one per
+/// database, named from its oid).
+fn definer_of(owner: &str) -> String {
+    client(owner)
+        .query_one("SELECT 'lethe_definer_' || oid::text FROM pg_database WHERE datname = current_database()", &[])
+        .unwrap()
+        .get(0)
+}
+
+/// Lethe's functions of the store and their owners: (function, owner, owner can log in,
+/// owner is a superuser, security definer, search path setting).
+fn functions(owner: &str) -> Vec<(String, String, bool, bool, bool, String)> {
+    client(owner)
+        .query(
+            "SELECT p.oid::regprocedure::text, r.rolname::text, r.rolcanlogin, r.rolsuper, p.prosecdef, \
+                    COALESCE(array_to_string(p.proconfig, ','), '') \
+             FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner \
+             WHERE p.pronamespace = current_schema()::regnamespace \
+               AND (p.proname LIKE 'lethe\\_%' OR p.proname IN ('typeof', 'instr')) \
+               AND p.proname <> 'lethe_definer_handover' ORDER BY 1",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5)))
+        .collect()
+}
+
+/// Every function belongs to the definer role, which cannot log in, and every definer
+/// function fixes its search path with the catalog first.
+fn assert_functions_are_the_definers(owner: &str) {
+    let definer = definer_of(owner);
+    let fns = functions(owner);
+    assert!(fns.len() >= 15, "Lethe's functions: {fns:?}");
+    for (f, by, login, su, secdef, config) in &fns {
+        assert_eq!((by.as_str(), *login, *su), (definer.as_str(), false, false), "{f} belongs to {by}");
+        if *secdef {
+            assert!(config.starts_with("search_path=pg_catalog"), "{f}: {config}");
+        }
+    }
+}
+
+#[test]
+fn lethes_functions_belong_to_a_role_that_cannot_log_in_and_no_team_role_becomes_it() {
+    let Some(st) = store() else { return };
+    assert_functions_are_the_definers(&st.owner);
+    let definer = definer_of(&st.owner);
+    let mut owner = client(&st.owner);
+    let r = owner
+        .query_one(
+            "SELECT has_schema_privilege($1, current_schema(), 'CREATE'), \
+                    has_table_privilege($1, 'memory_item', 'TRUNCATE'), \
+                    has_table_privilege($1, 'memory_item', 'DELETE'), \
+                    pg_has_role($1, 'lethe_reader', 'MEMBER'), \
+                    (SELECT rolcanlogin OR rolsuper OR rolcreaterole OR rolcreatedb OR rolbypassrls \
+                     FROM pg_roles WHERE rolname = $1)",
+            &[&definer],
+        )
+        .unwrap();
+    let rights: (bool, bool, bool, bool, bool) = (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4));
+    assert_eq!(
+        rights,
+        (false, false, true, false, false),
+        "the definer writes rows and nothing else: no DDL, no TRUNCATE, no group, no login"
+    );
+    for (who, url) in [("agent", &st.a_agent), ("curator", &st.a_curator), ("reader", &st.a_reader)] {
+        let mut c = client(url);
+        refused(&mut c, who, &format!("SET ROLE \"{definer}\""));
+        refused(&mut c, who, &format!("SET SESSION AUTHORIZATION \"{definer}\""));
+        refused(&mut c, who, &format!("ALTER ROLE \"{definer}\" LOGIN"));
+        refused(&mut c, who, "SELECT lethe_definer_handover()");
+        refused(&mut c, who, &format!("ALTER FUNCTION lethe_now() OWNER TO \"{}\"", st.names[0]));
+    }
+    // The functions work as the definer: the curator's hard delete, the agent's quarantine and
+    // restore, the forget, each with its audit.
+    let id = st.alpha_ids[0].as_str();
+    ok(&st.a_agent, &["delete", id, "--reason", "checking the definer"]);
+    ok(&st.a_agent, &["restore", id]);
+    ok(&st.a_curator, &["forget"]);
+    ok(&st.a_curator, &["delete", st.alpha_ids[1].as_str(), "--hard", "--confirm"]);
+    let (code, v) = lethe(&st.a_curator, &["show", st.alpha_ids[1].as_str()]);
+    assert_eq!((code, v["error"]["code"].as_str()), (4, Some("not_found")), "the hard delete removed the memory: {v}");
+    let events = ok(&st.a_curator, &["events", "--memory", id]);
+    assert!(events["items"].as_array().is_some_and(|a| !a.is_empty()), "{events}");
+}
+
+#[test]
+fn a_store_set_up_before_is_handed_to_the_definer_and_keeps_every_row() {
+    let Some(st) = store() else { return };
+    let definer = definer_of(&st.owner);
+    // The store as the previous build left it: functions owned by the setup role, no
+    // definer role, no migration 008.
+    let mut owner = client(&st.owner);
+    owner
+        .batch_execute(&format!(
+            "DO $$ DECLARE f text; BEGIN
+                 FOR f IN SELECT p.oid::regprocedure::text FROM pg_proc p
+                          WHERE p.pronamespace = current_schema()::regnamespace
+                            AND p.proowner = '\"{definer}\"'::regrole LOOP
+                     EXECUTE format('ALTER FUNCTION %s OWNER TO CURRENT_USER', f);
+                 END LOOP;
+             END $$;
+             DROP FUNCTION lethe_definer_handover(name);
+             DROP OWNED BY \"{definer}\";
+             DROP ROLE \"{definer}\";
+             DELETE FROM lethe_schema WHERE version = 8;"
+        ))
+        .unwrap();
+    let su: String = owner.query_one("SELECT current_user::text", &[]).unwrap().get(0);
+    assert!(functions(&st.owner).iter().all(|f| f.1 == su), "the old store's functions are the setup role's");
+    let alpha = team_rows(&st.owner, "alpha");
+    let beta = team_rows(&st.owner, "beta");
+
+    let v = ok(&st.owner, &["admin", "setup"]);
+    assert_eq!(v["applied"], serde_json::json!(["008_definer_role"]), "{v}");
+    assert_functions_are_the_definers(&st.owner);
+    assert_eq!(team_rows(&st.owner, "alpha"), alpha, "every row of alpha is kept");
+    assert_eq!(team_rows(&st.owner, "beta"), beta, "every row of beta is kept");
+    let v = ok(&st.owner, &["admin", "setup"]);
+    assert_eq!(v["applied"], serde_json::json!([]), "{v}");
+    assert_functions_are_the_definers(&st.owner);
+    // Every role works as before.
+    ok(&st.b_agent, &["remember", "--type", "semantic", "--content", "Beta writes after the handover."]);
+    let v = ok(&st.b_agent, &["recall", "beta release train"]);
+    assert!(v.to_string().contains(&st.beta_ids[0]), "{v}");
+    ok(&st.b_curator, &["forget"]);
+    ok(&st.b_curator, &["pin", &st.beta_ids[1]]);
+}
+
+#[test]
+fn an_owner_that_is_not_a_superuser_sets_up_a_store_run_by_the_definer() {
+    let Some(server) = server() else { return };
+    let s = &uuid::Uuid::new_v4().simple().to_string()[..8];
+    let (own, db) = (format!("own_{s}"), format!("lethe_own_{s}"));
+    let mut su = client(&format!("{server}/postgres"));
+    // What a hosting administrator does once: a role that may create roles and owns the
+    // database, and may hand out Lethe's groups (PostgreSQL 16 asks for ADMIN on a group
+    // another role made).
+    su.batch_execute(&format!(
+        "DO $$ DECLARE r text; BEGIN
+             FOREACH r IN ARRAY ARRAY['lethe_reader', 'lethe_agent', 'lethe_curator'] LOOP
+                 IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN
+                     BEGIN EXECUTE format('CREATE ROLE %I NOLOGIN', r);
+                     EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END;
+                 END IF;
+             END LOOP;
+         END $$;
+         CREATE ROLE {own} LOGIN CREATEROLE NOSUPERUSER;
+         GRANT lethe_reader, lethe_agent, lethe_curator TO {own} WITH ADMIN OPTION;"
+    ))
+    .unwrap();
+    su.batch_execute(&format!("CREATE DATABASE {db} OWNER {own}")).unwrap();
+    let at = server.trim_start_matches("postgres://postgres@");
+    let owner = format!("postgres://{own}@{at}/{db}");
+    let v = ok(&owner, &["admin", "setup"]);
+    assert!(v["applied"].as_array().unwrap().iter().any(|m| m == "008_definer_role"), "{v}");
+    assert_functions_are_the_definers(&owner);
+    add(&owner, "add-agent", &format!("oa_{s}"), "gamma");
+    add(&owner, "add-curator", &format!("oc_{s}"), "gamma");
+    let agent = format!("postgres://oa_{s}:pw@{at}/{db}");
+    let curator = format!("postgres://oc_{s}:pw@{at}/{db}");
+    let id = ok(&agent, &["remember", "--type", "semantic", "--content", "Gamma's builds run on the arm pool."])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let v = ok(&agent, &["recall", "gamma arm pool builds"]);
+    assert!(v.to_string().contains(&id), "{v}");
+    ok(&agent, &["delete", &id, "--reason", "moved"]);
+    ok(&agent, &["restore", &id]);
+    ok(&curator, &["pin", &id]);
+    ok(&curator, &["forget"]);
+    let events = ok(&curator, &["events", "--memory", &id]);
+    assert!(events.to_string().contains(&format!("agent:oa_{s}")), "the quarantine names the agent: {events}");
+    // The owner's own setup runs again with nothing to do, and the definer still owns all.
+    assert_eq!(ok(&owner, &["admin", "setup"])["applied"], serde_json::json!([]));
+    assert_functions_are_the_definers(&owner);
+}
+
+#[test]
+fn statistics_show_counts_never_another_teams_content_or_queries() {
+    let Some(st) = store() else { return };
+    let mut owner = client(&st.owner);
+    owner.batch_execute("ANALYZE").unwrap();
+    let tables: Vec<String> = TEAM_TABLES.iter().map(|t| t.to_string()).collect();
+    let stats = "SELECT COUNT(*) FROM pg_stats WHERE schemaname = current_schema() AND tablename = ANY($1)";
+    let seen: i64 = owner.query_one(stats, &[&tables]).unwrap().get(0);
+    assert!(seen > 0, "the owner sees the column statistics (the control): {seen}");
+    // A beta session whose last statement names beta's content.
+    let mut beta = client(&st.b_agent);
+    beta.batch_execute("SELECT 'beta-only words in a query' AS q").unwrap();
+    for (who, url) in [("agent", &st.a_agent), ("curator", &st.a_curator), ("reader", &st.a_reader)] {
+        let mut c = client(url);
+        // Column statistics (most common values would be content) are hidden from a role
+        // under row-level security.
+        let n: i64 = c.query_one(stats, &[&tables]).unwrap().get(0);
+        assert_eq!(n, 0, "{who}: no column statistics of a team table");
+        // Another role's statements are not shown.
+        let texts: Vec<Option<String>> = c
+            .query("SELECT query FROM pg_stat_activity WHERE usename = $1", &[&st.names[3]])
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert!(
+            texts.iter().all(|q| !q.as_deref().unwrap_or("").contains("beta-only")),
+            "{who}: another role's statement text: {texts:?}"
+        );
+        // What is shown: row counts of whole tables, summed over every team (harmless: a
+        // number that names no team and carries no content).
+        let counted: i64 = c
+            .query_one(
+                "SELECT COALESCE(SUM(n_live_tup), 0)::bigint FROM pg_stat_user_tables WHERE relname = 'memory_item'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert!(counted >= 0);
+    }
+    let mine: i64 = owner
+        .query_one(
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE usename = $1 AND query LIKE '%beta-only%'",
+            &[&st.names[3]],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(mine, 1, "the control: the owner sees beta's statement");
 }

@@ -213,15 +213,7 @@ fn event_pushed(metadata: &Value) -> Value {
 }
 
 fn push_in(src: &Connection, dst: &Connection, report: &mut PushReport, actor: &str, now: time::Instant) -> Result<()> {
-    let mut memories =
-        rows(src, &format!("SELECT {MEMORY_COLUMNS} FROM memory_item WHERE id IS NOT NULL ORDER BY rowid"))?;
-    report.read = memories.len();
-    let all_ids: HashSet<String> = memories.iter().filter_map(|m| text(&m[0]).map(str::to_string)).collect();
-    let id_list: Vec<&str> = all_ids.iter().map(String::as_str).collect();
-    let existing = present(dst, "memory_item", "id", &id_list)?;
-    memories.retain(|m| text(&m[0]).is_some_and(|id| !existing.contains(id)));
-    report.skipped_existing = report.read - memories.len();
-    let mut memories = checked(src, dst, &memories, report, now)?;
+    let (mut memories, all_ids) = new_memories(src, dst, report, now)?;
     let new: HashSet<String> = memories.iter().filter_map(|m| text(&m[0]).map(str::to_string)).collect();
 
     // Memories deleted for ever in the file: their audit moves if the team store has none yet.
@@ -248,8 +240,50 @@ fn push_in(src: &Connection, dst: &Connection, report: &mut PushReport, actor: &
     let moves =
         |id: Option<&str>| id.is_some_and(|id| new.contains(id) || (!all_ids.contains(id) && !recorded.contains(id)));
 
-    // Archives first: they take the team store's next numbers, and an archived memory's memo
-    // names its archive, so the memo is rewritten before the memory goes in.
+    let renumbered = push_archives(src, dst, &new, &mut memories, report)?;
+    push_memories(dst, &memories, report)?;
+    push_rows_of(src, dst, &new, &renumbered, report)?;
+    push_sessions_and_audit(src, dst, events, actions, &moves, report)?;
+
+    if report.pushed + report.audit_events + report.audit_actions + report.sessions > 0 {
+        let after = serde_json::json!({
+            "from": report.from, "pushed": report.pushed, "skipped_existing": report.skipped_existing,
+            "audit_events": report.audit_events, "audit_actions": report.audit_actions,
+        });
+        crate::audit::record_action(dst, None, "push", actor, None, Some(&after), now)?;
+    }
+    Ok(())
+}
+
+/// The file's memories the team store does not hold yet, checked as `import` checks them;
+/// also every memory id of the file.
+fn new_memories(
+    src: &Connection,
+    dst: &Connection,
+    report: &mut PushReport,
+    now: time::Instant,
+) -> Result<(Vec<Vec<Value>>, HashSet<String>)> {
+    let mut memories =
+        rows(src, &format!("SELECT {MEMORY_COLUMNS} FROM memory_item WHERE id IS NOT NULL ORDER BY rowid"))?;
+    report.read = memories.len();
+    let all_ids: HashSet<String> = memories.iter().filter_map(|m| text(&m[0]).map(str::to_string)).collect();
+    let id_list: Vec<&str> = all_ids.iter().map(String::as_str).collect();
+    let existing = present(dst, "memory_item", "id", &id_list)?;
+    memories.retain(|m| text(&m[0]).is_some_and(|id| !existing.contains(id)));
+    report.skipped_existing = report.read - memories.len();
+    Ok((checked(src, dst, &memories, report, now)?, all_ids))
+}
+
+/// Archives first: they take the team store's next numbers, and an archived memory's memo
+/// names its archive, so the memo is rewritten before the memory goes in. Returns each
+/// renumbered memory's (old number, new number, memo).
+fn push_archives(
+    src: &Connection,
+    dst: &Connection,
+    new: &HashSet<String>,
+    memories: &mut [Vec<Value>],
+    report: &mut PushReport,
+) -> Result<HashMap<String, (i64, i64, String)>> {
     let archives = rows(
         src,
         "SELECT archive_no, memory_id, memo, original, sha256, bytes, actor, archived_at, restored_at \
@@ -277,8 +311,12 @@ fn push_in(src: &Connection, dst: &Connection, report: &mut PushReport, actor: &
             m[2] = Value::Text(format!("[Archive#{no}: {memo}]"));
         }
     }
+    Ok(renumbered)
+}
 
-    let stored = insert(dst, "memory_item", MEMORY_COLUMNS, &memories)?;
+/// The memories themselves, and their signatures.
+fn push_memories(dst: &Connection, memories: &[Vec<Value>], report: &mut PushReport) -> Result<()> {
+    let stored = insert(dst, "memory_item", MEMORY_COLUMNS, memories)?;
     if stored != memories.len() {
         // A conflict the check above could not see: the id belongs to another team.
         return Err(Error::invalid(format!(
@@ -300,8 +338,17 @@ fn push_in(src: &Connection, dst: &Connection, report: &mut PushReport, actor: &
         })
         .collect();
     insert(dst, "lethe_signature", "memory_id, content_hash, bands", &sigs)?;
+    Ok(())
+}
 
-    // Rows that belong to one memory move with it.
+/// Rows that belong to one memory move with it.
+fn push_rows_of(
+    src: &Connection,
+    dst: &Connection,
+    new: &HashSet<String>,
+    renumbered: &HashMap<String, (i64, i64, String)>,
+    report: &mut PushReport,
+) -> Result<()> {
     let of_new = |sql: &str, key: usize| -> Result<Vec<Vec<Value>>> {
         let mut all = rows(src, sql)?;
         all.retain(|r| text(&r[key]).is_some_and(|id| new.contains(id)));
@@ -355,8 +402,19 @@ fn push_in(src: &Connection, dst: &Connection, report: &mut PushReport, actor: &
     let mut vectors = of_new("SELECT memory_id, model, vec FROM lethe_vector ORDER BY rowid", 0)?;
     vectors.retain(|v| text(&v[0]).is_some_and(|id| !renumbered.contains_key(id)));
     report.vectors = insert(dst, "lethe_vector", "memory_id, model, vec", &vectors)?;
+    Ok(())
+}
 
-    // Ended sessions, and the audit row of each session this push brings.
+/// Ended sessions, the audit row of each session this push brings, and the audit of the
+/// memories that move (`moves`).
+fn push_sessions_and_audit(
+    src: &Connection,
+    dst: &Connection,
+    events: Vec<Vec<Value>>,
+    actions: Vec<Vec<Value>>,
+    moves: &dyn Fn(Option<&str>) -> bool,
+    report: &mut PushReport,
+) -> Result<()> {
     let ends = rows(src, "SELECT session_id, task_kind, ended_at, actor, answer FROM lethe_session_end")?;
     let known: HashSet<String> =
         present(dst, "lethe_session_end", "session_id", &ends.iter().filter_map(|e| text(&e[0])).collect::<Vec<_>>())?;
@@ -396,13 +454,5 @@ fn push_in(src: &Connection, dst: &Connection, report: &mut PushReport, actor: &
         "memory_id, action, actor, before_json, after_json, created_at",
         &with_pushed(actions, 2),
     )?;
-
-    if report.pushed + report.audit_events + report.audit_actions + report.sessions > 0 {
-        let after = serde_json::json!({
-            "from": report.from, "pushed": report.pushed, "skipped_existing": report.skipped_existing,
-            "audit_events": report.audit_events, "audit_actions": report.audit_actions,
-        });
-        crate::audit::record_action(dst, None, "push", actor, None, Some(&after), now)?;
-    }
     Ok(())
 }

@@ -12,7 +12,7 @@
 //! `session_id` and a row in `lethe_session_rule`. `lethe_session_end` records each ended
 //! session with its answer, so ending it again returns that answer and writes nothing.
 
-use crate::storage::db::{params, Connection, OptionalExtension};
+use crate::storage::db::{params, Connection, OptionalExtension, Transaction};
 use serde::{Deserialize, Serialize};
 
 use crate::audit;
@@ -111,22 +111,7 @@ pub fn end_session(
     // The labels through the same guard as a memory's text.
     let session_id: &str = &crate::ops::validate::guard_label(&settings, "session", session_id)?;
     let task_kind: &str = &crate::ops::validate::guard_label(&settings, "task_kind", task_kind)?;
-    // Every rule through remember's guard and validation before the transaction opens.
-    let mut prepared = Vec::with_capacity(rules.len());
-    for (i, r) in rules.iter().enumerate() {
-        let mut m = NewMemory::new(Tier::Semantic, r.content.clone());
-        m.importance = r.importance;
-        m.tags = r.tags.clone();
-        m.session_id = Some(session_id.to_string());
-        m.owner_id = Some(actor.to_string());
-        m.source = Some(format!("end-session:{task_kind}"));
-        m.supersedes = r.supersedes.clone();
-        let p = lifecycle::prepare_new(&m, &settings, now).map_err(|e| match e {
-            Error::Invalid(msg) => Error::invalid(format!("rule {}: {msg}", i + 1)),
-            e => e,
-        })?;
-        prepared.push(p);
-    }
+    let prepared = prepare_rules(rules, &settings, session_id, task_kind, actor, now)?;
     let ended_at = time::format(now);
     write_tx(conn, |tx| {
         let previous: Option<(String, String)> = tx
@@ -151,57 +136,8 @@ pub fn end_session(
         if !known && rules.is_empty() {
             return Err(Error::NotFound(format!("session {session_id} (no memory names it)")));
         }
-        let ids: Vec<String> = tx
-            .prepare(
-                "SELECT id FROM memory_item WHERE session_id = ?1 AND type = 'working' AND COALESCE(is_deleted, 0) = 0 \
-                 ORDER BY created_at, rowid",
-            )?
-            .query_map([session_id], |r| r.get(0))?
-            .collect::<std::result::Result<_, _>>()?;
-        for id in &ids {
-            tx.prepare_cached("UPDATE memory_item SET type = 'episodic' WHERE id = ?1")?.execute([id])?;
-            tx.prepare_cached(
-                "INSERT INTO lethe_task_log (memory_id, session_id, task_kind, ended_at) VALUES (?1, ?2, ?3, ?4)",
-            )?
-            .execute(params![id, session_id, task_kind, ended_at])?;
-            audit::record_action(
-                tx,
-                Some(id),
-                "task_log",
-                actor,
-                Some(&serde_json::json!({"type": "working", "session_id": session_id})),
-                Some(
-                    &serde_json::json!({"type": "episodic", "task_log": true, "session_id": session_id, "task_kind": task_kind}),
-                ),
-                now,
-            )?;
-        }
-        let mut outcomes = Vec::with_capacity(prepared.len());
-        for p in &prepared {
-            let supersedes = p.memory.supersedes.clone();
-            match lifecycle::insert_prepared_tx(tx, p, actor, now)? {
-                Ok(id) => {
-                    tx.prepare_cached(
-                        "INSERT INTO lethe_session_rule (memory_id, session_id, created_at) VALUES (?1, ?2, ?3)",
-                    )?
-                    .execute(params![id, session_id, ended_at])?;
-                    outcomes.push(RuleOutcome {
-                        id: Some(id),
-                        stored: true,
-                        reason: None,
-                        existing_id: None,
-                        supersedes,
-                    });
-                }
-                Err(skipped) => outcomes.push(RuleOutcome {
-                    id: None,
-                    stored: false,
-                    reason: Some(skipped.0),
-                    existing_id: skipped.1,
-                    supersedes,
-                }),
-            }
-        }
+        let ids = log_working_memories(tx, session_id, task_kind, &ended_at, actor, now)?;
+        let outcomes = store_rules(tx, &prepared, session_id, &ended_at, actor, now)?;
         let answer = SessionEnd {
             session_id: session_id.to_string(),
             task_kind: task_kind.to_string(),
@@ -229,6 +165,104 @@ pub fn end_session(
         )?;
         Ok(answer)
     })
+}
+
+/// Every rule through remember's guard and validation, before the transaction opens.
+fn prepare_rules(
+    rules: &[Rule],
+    settings: &Settings,
+    session_id: &str,
+    task_kind: &str,
+    actor: &str,
+    now: Instant,
+) -> Result<Vec<lifecycle::Prepared>> {
+    let mut prepared = Vec::with_capacity(rules.len());
+    for (i, r) in rules.iter().enumerate() {
+        let mut m = NewMemory::new(Tier::Semantic, r.content.clone());
+        m.importance = r.importance;
+        m.tags = r.tags.clone();
+        m.session_id = Some(session_id.to_string());
+        m.owner_id = Some(actor.to_string());
+        m.source = Some(format!("end-session:{task_kind}"));
+        m.supersedes = r.supersedes.clone();
+        let p = lifecycle::prepare_new(&m, settings, now).map_err(|e| match e {
+            Error::Invalid(msg) => Error::invalid(format!("rule {}: {msg}", i + 1)),
+            e => e,
+        })?;
+        prepared.push(p);
+    }
+    Ok(prepared)
+}
+
+/// The session's active working memories become episodic task logs, each with its audit
+/// row; their ids, oldest first.
+fn log_working_memories(
+    tx: &Transaction,
+    session_id: &str,
+    task_kind: &str,
+    ended_at: &str,
+    actor: &str,
+    now: Instant,
+) -> Result<Vec<String>> {
+    let ids: Vec<String> = tx
+        .prepare(
+            "SELECT id FROM memory_item WHERE session_id = ?1 AND type = 'working' AND COALESCE(is_deleted, 0) = 0 \
+             ORDER BY created_at, rowid",
+        )?
+        .query_map([session_id], |r| r.get(0))?
+        .collect::<std::result::Result<_, _>>()?;
+    for id in &ids {
+        tx.prepare_cached("UPDATE memory_item SET type = 'episodic' WHERE id = ?1")?.execute([id])?;
+        tx.prepare_cached(
+            "INSERT INTO lethe_task_log (memory_id, session_id, task_kind, ended_at) VALUES (?1, ?2, ?3, ?4)",
+        )?
+        .execute(params![id, session_id, task_kind, ended_at])?;
+        audit::record_action(
+            tx,
+            Some(id),
+            "task_log",
+            actor,
+            Some(&serde_json::json!({"type": "working", "session_id": session_id})),
+            Some(
+                &serde_json::json!({"type": "episodic", "task_log": true, "session_id": session_id, "task_kind": task_kind}),
+            ),
+            now,
+        )?;
+    }
+    Ok(ids)
+}
+
+/// The session's rules, stored as remember stores a memory (a duplicate is skipped, with
+/// why), each named in the session's rule table.
+fn store_rules(
+    tx: &Transaction,
+    prepared: &[lifecycle::Prepared],
+    session_id: &str,
+    ended_at: &str,
+    actor: &str,
+    now: Instant,
+) -> Result<Vec<RuleOutcome>> {
+    let mut outcomes = Vec::with_capacity(prepared.len());
+    for p in prepared {
+        let supersedes = p.memory.supersedes.clone();
+        match lifecycle::insert_prepared_tx(tx, p, actor, now)? {
+            Ok(id) => {
+                tx.prepare_cached(
+                    "INSERT INTO lethe_session_rule (memory_id, session_id, created_at) VALUES (?1, ?2, ?3)",
+                )?
+                .execute(params![id, session_id, ended_at])?;
+                outcomes.push(RuleOutcome { id: Some(id), stored: true, reason: None, existing_id: None, supersedes });
+            }
+            Err(skipped) => outcomes.push(RuleOutcome {
+                id: None,
+                stored: false,
+                reason: Some(skipped.0),
+                existing_id: skipped.1,
+                supersedes,
+            }),
+        }
+    }
+    Ok(outcomes)
 }
 
 /// Whether the file has the session tables (migration 5). Defensive: `open` migrates and

@@ -25,10 +25,11 @@ const MIGRATIONS: &[Migration] = &[
     Migration { version: 3, name: "teams", sql: include_str!("postgres/migrations/003_teams.sql") },
     Migration { version: 4, name: "agent_pins", sql: include_str!("postgres/migrations/004_agent_pins.sql") },
     Migration { version: 6, name: "raw_sql", sql: include_str!("postgres/migrations/006_raw_sql.sql") },
+    Migration { version: 8, name: "definer_role", sql: include_str!("postgres/migrations/008_definer_role.sql") },
 ];
 
 /// The team store's schema version this build reads and writes.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// How long a Lethe role's session may sit in an open transaction, and run one statement,
 /// before the server ends it (set on every role `admin add-*` makes, per database): a
@@ -391,6 +392,21 @@ fn ensure_vector_search(conn: &Connection) -> Result<(&'static str, String)> {
 /// against the owner (an advisory lock, which any role may take, could be held for ever).
 const SETUP_LOCK: &str = "LOCK TABLE lethe_schema IN SHARE ROW EXCLUSIVE MODE";
 
+/// Gives every Lethe function, including those a migration or pgvector's column added since,
+/// to the database's NOLOGIN definer role (migration 008's `lethe_definer_handover`), with
+/// the rights they need on the tables that exist now.
+fn hand_functions_to_definer(conn: &Connection) -> Result<()> {
+    conn.begin(crate::storage::db::TransactionBehavior::Deferred)?;
+    let step = conn.execute_batch(&format!("{SETUP_LOCK}; SELECT lethe_definer_handover(current_schema())"));
+    match step {
+        Ok(()) => conn.commit(),
+        Err(e) => {
+            let _ = conn.rollback();
+            Err(e)
+        }
+    }
+}
+
 /// Creates or migrates the schema, idempotently; one setup at a time ([`SETUP_LOCK`]), each
 /// migration in the transaction that records it.
 pub fn setup(url: &str) -> Result<SetupReport> {
@@ -448,6 +464,7 @@ pub fn setup(url: &str) -> Result<SetupReport> {
         [],
     )?;
     let (vector_search, vector_note) = ensure_vector_search(&conn)?;
+    hand_functions_to_definer(&conn)?;
     Ok(SetupReport { server: display(url), schema_version: SCHEMA_VERSION, applied, vector_search, vector_note })
 }
 
