@@ -167,13 +167,17 @@ fn days_left(s: &Settings, now: Instant, deleted_at: Option<&str>, event_at: Opt
     (s.quarantine_days - since).max(0.0)
 }
 
+/// `is_deleted = 1` rather than `COALESCE(is_deleted, 0) = 1` (the same rows: a missing flag is
+/// not deleted): the index on `(is_deleted, deleted_at)` then seeks to the quarantined
+/// memories in order instead of scanning every memory's entry (at 100,000 memories, 20,105
+/// quarantined: 750–950 against 1,150–1,550 ms on a loaded machine, SQLite 3.40).
 fn facts(conn: &Connection, s: &Settings, now: Instant, with_content: bool) -> Result<Vec<Fact>> {
     let sql = format!(
         "SELECT m.id, m.type, m.deleted_at, e.reason, e.forget_score, e.created_at, e.policy, e.metadata_json{} \
          FROM memory_item m LEFT JOIN memory_forgetting_event e ON e.id = ( \
            SELECT f.id FROM memory_forgetting_event f WHERE f.memory_id = m.id AND f.action = 'soft' \
            ORDER BY f.created_at DESC, f.rowid DESC LIMIT 1) \
-         WHERE COALESCE(m.is_deleted, 0) = 1 ORDER BY m.deleted_at DESC, m.rowid DESC",
+         WHERE m.is_deleted = 1 ORDER BY m.deleted_at DESC, m.rowid DESC",
         if with_content { ", m.content" } else { "" }
     );
     let mut stmt = conn.prepare(&sql)?;

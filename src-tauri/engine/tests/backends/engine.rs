@@ -184,7 +184,7 @@ fn the_procedures_page_is_searched_and_grouped_in_the_engine() {
                 skill_name: skill.map(str::to_string),
                 ..Default::default()
             },
-            ..NewMemory::new(Tier::Procedural, &format!("{goal}: {}", steps.join("; ")))
+            ..NewMemory::new(Tier::Procedural, format!("{goal}: {}", steps.join("; ")))
         };
         lifecycle::remember(&mut conn, &m, "user", now()).unwrap().id().unwrap().to_string()
     };
