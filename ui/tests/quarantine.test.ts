@@ -101,7 +101,8 @@ describe('quarantine', () => {
     table.scrollTop = 3000 * 32;
     await fireEvent.scroll(table);
     await waitFor(() => expect(ids('quarantine-row')).toContain('mem_m003000'));
-    expect(asked).toEqual([0, 2900, 3000]);
+    // The two pages on screen in one request.
+    expect(asked).toEqual([0, 2900]);
     expect(screen.queryAllByTestId('quarantine-row-placeholder')).toHaveLength(0);
     // The fake engine filters, counts and sorts every item in JavaScript for each page.
   }, 30_000);
