@@ -42,10 +42,10 @@ fn render() -> String {
     out.add::<Items<lethe_engine::pins::RefusedAttempt>>();
     out.add::<lethe_engine::MemoryDetail>();
     out.add::<audit::ForgettingEvent>();
-    out.add::<forgetting::QuarantinePage>();
+    out.add::<lethe_engine::quarantine_view::QuarantineView>();
+    out.add::<procedural::ProcedurePage>();
     out.add::<Items<audit::AuditEvent>>();
     out.add::<Items<lethe_engine::MemoryDetail>>();
-    out.add::<Items<lethe_engine::Memory>>();
     out.add::<Items<procedural::Version>>();
     out.add::<lethe_engine::session::SessionsOverview>();
     out.add::<forgetting::BatchReport>();
@@ -60,6 +60,8 @@ fn render() -> String {
     // ... what they take ...
     out.add::<ListArgs>();
     out.add::<ProcedurePatchArgs>();
+    out.add::<lethe_engine::quarantine_view::QuarantineQuery>();
+    out.add::<procedural::ProcedureQuery>();
     out.add::<RecallExplainArgs>();
     out.add::<settings::RecallWeights>();
     out.add::<chart::Theme>();
@@ -217,6 +219,19 @@ fn declared_keys_are_the_keys_serde_emits() {
     check(&events[0]);
     let quarantined = forgetting::quarantine(&conn, &s, now).unwrap();
     check(&quarantined[0]);
+    let view = lethe_engine::quarantine_view::view(
+        &conn,
+        &s,
+        now,
+        &lethe_engine::quarantine_view::QuarantineQuery { limit: Some(1), all_ids: Some(true), ..Default::default() },
+    )
+    .unwrap();
+    check(&view);
+    check(&view.deleted_by[0]);
+    let procedures =
+        procedural::page(&conn, &procedural::ProcedureQuery { limit: Some(1), ..Default::default() }).unwrap();
+    check(&procedures);
+    check(&procedures.groups[0]);
     check(&forgetting::what_if(&snap, &s, &s, now).unwrap());
     let query = lethe_engine::recall::RecallQuery { text: "the".into(), limit: 3, ..Default::default() };
     let hits = lethe_engine::recall::recall(&conn, &query, now).unwrap();

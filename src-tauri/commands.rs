@@ -11,8 +11,10 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use lethe_engine::audit::{self, AuditEvent, EventFilter, ForgettingEvent};
-use lethe_engine::forgetting::{self, BatchOptions, BatchReport, QuarantinePage, Stats, WhatIf};
+use lethe_engine::forgetting::{self, BatchOptions, BatchReport, Stats, WhatIf};
 use lethe_engine::lifecycle::{self, ListQuery, Page};
+use lethe_engine::procedural::{ProcedurePage, ProcedureQuery};
+use lethe_engine::quarantine_view::{self, QuarantineQuery, QuarantineView};
 use lethe_engine::{time, MemoryDetail, Settings};
 use serde::{Deserialize, Serialize};
 use tauri::{AppHandle, Emitter, Manager, State};
@@ -257,12 +259,10 @@ pub struct Items<T> {
 }
 
 #[tauri::command]
-pub async fn quarantine(app: AppHandle, now: Option<String>, limit: Option<usize>) -> ApiResult<QuarantinePage> {
+pub async fn quarantine(app: AppHandle, now: Option<String>, query: QuarantineQuery) -> ApiResult<QuarantineView> {
     let now = at(&now)?;
-    blocking(app, move |st| {
-        st.with_db(|db| forgetting::quarantine_page(&db.conn, &Settings::load(&db.conn)?, now, limit))
-    })
-    .await
+    blocking(app, move |st| st.with_db(|db| quarantine_view::view(&db.conn, &Settings::load(&db.conn)?, now, &query)))
+        .await
 }
 
 #[tauri::command]
@@ -583,8 +583,8 @@ pub async fn recall_log(
 }
 
 #[tauri::command]
-pub async fn workflows(app: AppHandle) -> ApiResult<Items<lethe_engine::Memory>> {
-    blocking(app, move |st| st.with_db(|db| Ok(Items { items: lethe_engine::procedural::list(&db.conn)? }))).await
+pub async fn workflows(app: AppHandle, query: ProcedureQuery) -> ApiResult<ProcedurePage> {
+    blocking(app, move |st| st.with_db(|db| lethe_engine::procedural::page(&db.conn, &query))).await
 }
 
 /// The Sessions view: every session (what it wrote, its task logs, its rules) and each task

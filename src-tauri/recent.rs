@@ -1,6 +1,8 @@
-//! Recently opened database files, kept in a small JSON file beside the default database.
-//! The list names where a person keeps their memories, so the file is private to its owner
-//! (0600), like the database itself.
+//! Recently opened database files, kept in a small JSON file in Lethe's data directory
+//! (`$XDG_DATA_HOME/lethe/recent.json`), wherever `$LETHE_DB` points. Older versions kept it
+//! beside the default database; that list is moved on first use. The list names where a
+//! person keeps their memories, so the file is private to its owner (0600), like the
+//! database itself.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -8,8 +10,41 @@ use std::path::{Path, PathBuf};
 /// How many files the list keeps.
 const KEEP: usize = 10;
 
+const NAME: &str = "recent.json";
+
 fn file() -> PathBuf {
-    crate::state::default_db_path().with_file_name("recent.json")
+    let file = lethe_engine::store::data_dir().join(NAME);
+    move_old_list(&crate::state::default_db_path().with_file_name(NAME), &file);
+    file
+}
+
+/// Moves the list an older version kept beside `$LETHE_DB` to `file`, once: only when `file`
+/// does not exist yet. A list that cannot be moved is left where it was (losing it is harmless).
+fn move_old_list(old: &Path, file: &Path) {
+    if old == file || file.exists() || !old.is_file() {
+        return;
+    }
+    let items = read(old);
+    let names: Vec<String> = items.iter().map(|p| p.display().to_string()).collect();
+    let moved = file
+        .parent()
+        .map_or(Ok(()), create_private_dir)
+        .and_then(|()| serde_json::to_vec_pretty(&names).map_err(std::io::Error::other))
+        .and_then(|json| write_private(file, &json));
+    match moved {
+        Ok(()) => {
+            let _ = std::fs::remove_file(old);
+        }
+        Err(e) => eprintln!("lethe: cannot move the recent files list to {}: {e}", file.display()),
+    }
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut b = std::fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+    b.create(dir)
 }
 
 pub fn list() -> Vec<PathBuf> {
@@ -41,6 +76,10 @@ fn remember_in(file: &Path, path: &Path) -> std::io::Result<()> {
     items.truncate(KEEP);
     let names: Vec<String> = items.iter().map(|p| p.display().to_string()).collect();
     let json = serde_json::to_vec_pretty(&names).map_err(std::io::Error::other)?;
+    // The data directory need not exist yet when the database lives elsewhere.
+    if let Some(dir) = file.parent() {
+        create_private_dir(dir)?;
+    }
     write_private(file, &json)
 }
 
@@ -97,6 +136,32 @@ mod tests {
         assert_eq!(std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o777, 0o600, "a new list too");
         let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(left.len(), 2, "no temporary file left behind: {left:?}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn an_older_list_beside_the_database_moves_to_the_data_directory_once() {
+        let dir = temp_dir();
+        let old = dir.join("dbs").join("recent.json");
+        std::fs::create_dir_all(old.parent().unwrap()).unwrap();
+        std::fs::write(&old, br#"["/home/me/work.db", "/home/me/old.db"]"#).unwrap();
+        let file = dir.join("data").join("lethe").join("recent.json");
+        move_old_list(&old, &file);
+        assert_eq!(
+            read(&file),
+            vec![PathBuf::from("/home/me/work.db"), PathBuf::from("/home/me/old.db")],
+            "the same list, in order"
+        );
+        assert!(!old.exists(), "the old list is gone");
+        // A list already in the data directory wins: a later old one is left alone.
+        std::fs::write(&old, br#"["/elsewhere.db"]"#).unwrap();
+        move_old_list(&old, &file);
+        assert_eq!(read(&file)[0], PathBuf::from("/home/me/work.db"));
+        assert!(old.exists(), "not moved over a newer list");
+        // Remembering creates the data directory when it is missing.
+        let fresh = dir.join("none").join("lethe").join("recent.json");
+        remember_in(&fresh, Path::new("/x.db")).unwrap();
+        assert_eq!(read(&fresh), vec![PathBuf::from("/x.db")]);
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -42,6 +42,45 @@ test('a forget run on the demo is undone by "Undo this run": every memory back, 
   }
 });
 
+test("one memory of a forget run is restored from the run's result; Undo this run restores the rest", { timeout: 180_000 }, async () => {
+  const db = tempDb();
+  lethe(db, 'demo');
+  const before = quarantinedIds(db);
+  const driver = await openApp(db);
+  try {
+    await nav(driver, 'overview');
+    await (await byTestId(driver, 'run-forget', 20000)).click();
+    await byTestId(driver, 'run-soft', 60000);
+    await (await byTestId(driver, 'run-forget-confirm')).click();
+    const asked = await driver.findElements({ css: '[data-testid="confirm-yes"]' });
+    if (asked.length) await asked[0].click();
+    await byTestId(driver, 'undo-run', 60000);
+    const moved = [...quarantinedIds(db)].filter((id) => !before.has(id));
+    await byTestId(driver, 'run-restore-one', 10000);
+    // The first reason's list (a long one starts folded).
+    const button = await driver.executeScript(`
+      const d = document.querySelector('details[data-testid="run-done-reason"]');
+      d.open = true;
+      return d.querySelector('[data-testid="run-restore-one"]');`);
+    const one = await button.getAttribute('data-id');
+    assert.ok(moved.includes(one), 'the button restores a memory this run quarantined');
+    await button.click();
+    await byTestId(driver, 'run-restored-one', 10000);
+    const now = quarantinedIds(db);
+    assert.ok(!now.has(one), `${one} is back`);
+    assert.equal(moved.filter((id) => now.has(id)).length, moved.length - 1, 'the rest of the run stays in quarantine');
+    const restores = lethe(db, 'events', '--action', 'restore', '--memory', one).items;
+    assert.equal(restores.length, 1, 'audited as that memory\'s restore');
+    // The undo restores the rest and says the one was already back.
+    await (await byTestId(driver, 'undo-run')).click();
+    const result = await byTestId(driver, 'undo-result', 30000);
+    await waitFor(async () => /already restored/.test(await result.getText()), 10000, 'the undo names the one already back');
+    assert.deepEqual([...quarantinedIds(db)].sort(), [...before].sort(), 'the quarantine is as before the run');
+  } finally {
+    await closeApp(driver);
+  }
+});
+
 test("an agent's unpin of a person's pin is refused and the window shows the alert", { timeout: 120_000 }, async () => {
   const db = tempDb();
   lethe(db, 'demo');

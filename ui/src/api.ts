@@ -26,7 +26,10 @@ import type {
   MemoryDetail,
   Page,
   ProcedurePatchArgs,
-  QuarantinePage,
+  ProcedurePage,
+  ProcedureQuery,
+  QuarantineQuery,
+  QuarantineView,
   RecallExplainArgs,
   RecallExplained,
   RecallLogPage,
@@ -123,13 +126,13 @@ export const restoreMemories = (ids: string[]) => call<Items<string>>('restore_m
 /** Deletes a selection for ever in one action (all or nothing); answers the deleted ids. */
 export const hardDeleteMemories = (ids: string[], confirm: boolean) =>
   call<Items<string>>('hard_delete_memories', { ids, confirm });
-/** The quarantine, newest deletion first (the first `limit` and the total, with a limit). */
-export const quarantine = (now?: string, limit?: number) =>
-  call<QuarantinePage>('quarantine', compact({ now, limit }));
+/** A page of the quarantine, searched, filtered and sorted by the engine, with the counts and filter values. */
+export const quarantine = (now: string | undefined, query: QuarantineQuery) =>
+  call<QuarantineView>('quarantine', compact({ now, query: compact(query) }));
 export const events = (q: EventsQuery = {}) =>
   call<Items<AuditEvent>>('events', compact({ ...q }));
-/** The active procedures as stored (no scores: a procedure's detail has them). */
-export const workflows = () => call<Items<Memory>>('workflows');
+/** A page of the active procedures in group order, searched by the engine, with the groups' counts. */
+export const workflows = (query: ProcedureQuery = {}) => call<ProcedurePage>('workflows', { query: compact(query) });
 export const sessions = () => call<SessionsOverview>('sessions');
 export const history = (id: string) => call<Items<Version>>('history', { id });
 export const updateProcedure = (id: string, expectedVersion: number, patch: ProcedurePatchArgs) =>

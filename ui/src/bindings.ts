@@ -333,6 +333,11 @@ export type FailureType = "tool_error" | "user_feedback" | "metric_failure";
 export type Features = { recency: number, usage: number, duplication: number, importance: number, pinned: number, };
 
 /**
+ * One value a filter offers, with the words a person reads and how many memories carry it.
+ */
+export type FilterValue = { value: string, label: string, count: number, };
+
+/**
  * Payload of `forget://progress` while `run_forget` runs.
  */
 export type ForgetProgress = { done: number, total: number, };
@@ -504,10 +509,40 @@ export type Page = { total: number, items: Array<MemoryRow>, };
 export type PiiMode = "tag" | "redact" | "allow";
 
 /**
+ * A workflow (or, without one, a skill) and how many matching procedures it holds; `name` is
+ * none for the procedures that have neither.
+ */
+export type ProcedureGroup = { name: string | null, count: number, };
+
+/**
+ * A page of the active procedures, grouped: the matching procedures are numbered in group
+ * order (`groups`, by name, the unnamed group last), so a list can place every row and every
+ * group heading before it has read them.
+ */
+export type ProcedurePage = { total: number, matching: number, groups: Array<ProcedureGroup>, offset: number, 
+/**
+ * The matching procedures from `offset`, whole.
+ */
+items: Array<Memory>, };
+
+/**
  * A change to a procedure; a missing field stays as it is. The engine rejects `steps` that
  * are not a non-empty list of strings and `triggerConditions` that are not an object.
  */
 export type ProcedurePatchArgs = { content?: string, taskGoal?: string, steps?: Array<string>, triggerConditions?: { [key in string]: JsonValue }, workflowName?: string, skillName?: string, };
+
+/**
+ * What a person asked to see of the procedures.
+ */
+export type ProcedureQuery = { 
+/**
+ * Every word must occur (case-insensitive) in the goal, a step, the names, the text or the id.
+ */
+search?: string, offset?: number, 
+/**
+ * How many procedures from `offset` (default 100).
+ */
+limit?: number, };
 
 export type QuarantineItem = { id: string, type: Tier, preview: string, reason: string | null, forget_score: number | null, deleted_at: string | null, days_left: number, 
 /**
@@ -521,10 +556,63 @@ deleted_by: string | null,
 policy: string | null, };
 
 /**
- * How many memories are in quarantine, and the first `limit` of them as [`quarantine`] lists
- * them: what a window paints before the whole list has arrived.
+ * What the person asked to see.
  */
-export type QuarantinePage = { total: number, items: Array<QuarantineItem>, };
+export type QuarantineQuery = { 
+/**
+ * Every word must occur (case-insensitive) in the text, the reason, who deleted it or the id.
+ */
+search?: string, tier?: Tier, 
+/**
+ * A value of [`QuarantineView::deleted_by`].
+ */
+deletedBy?: string, 
+/**
+ * A value of [`QuarantineView::reasons`].
+ */
+reason?: string, sort?: QuarantineSort, offset?: number, 
+/**
+ * How many rows from `offset` (default 100).
+ */
+limit?: number, 
+/**
+ * Also answer the ids of every matching memory, in order ("select all matching").
+ */
+allIds?: boolean, };
+
+/**
+ * The orders a person can sort the quarantine by; ties keep the newest deletion first.
+ */
+export type QuarantineSort = "deleted-desc" | "deleted-asc" | "days-left" | "score" | "by" | "content";
+
+/**
+ * A page of the quarantine.
+ */
+export type QuarantineView = { 
+/**
+ * Every quarantined memory.
+ */
+total: number, 
+/**
+ * Those the search and filters keep.
+ */
+matching: number, offset: number, 
+/**
+ * The matching rows from `offset`, in the asked order.
+ */
+items: Array<QuarantineItem>, 
+/**
+ * Who deleted them, over the whole quarantine, most first.
+ */
+deleted_by: Array<FilterValue>, 
+/**
+ * The parts of the reasons, over the whole quarantine, most first.
+ */
+reasons: Array<FilterValue>, 
+/**
+ * Every matching id in order, when `all_ids` was asked; else empty.
+ */
+ids: Array<string>, };
 
 /**
  * The memories a run quarantines for one reason.

@@ -284,10 +284,9 @@ export const auditEvents: AuditEvent[] = [
   { id: 'act_2', kind: 'action', memory_id: 'mem_1', action: 'pin', actor: 'user', reason: null, policy: null, forget_score: null, created_at: '2025-03-02T10:00:00.000Z', before: false, after: true, ttl_days: null, metadata: null },
 ];
 
-/** A `quarantine` command over `items`: the first `limit` and the total, as the shell answers. */
-export function quarantineOf(items: QuarantineItem[]) {
-  return async (_now?: string, limit?: number) => ({ total: items.length, items: limit === undefined ? items : items.slice(0, limit) });
-}
+import { quarantineOf } from './fakeQuarantine';
+import { workflowsOf } from './fakeWorkflows';
+export { quarantineOf, workflowsOf };
 
 /** Restores every default implementation; call in beforeEach. */
 export function resetFake() {
@@ -323,7 +322,7 @@ export function resetFake() {
   api.hardDeleteMemories.mockImplementation(async (ids: string[]) => ({ items: ids }));
   api.quarantine.mockImplementation(quarantineOf(quarantineItems));
   api.events.mockResolvedValue({ items: auditEvents });
-  api.workflows.mockResolvedValue({ items: [] });
+  api.workflows.mockImplementation(workflowsOf([]));
   api.sessions.mockResolvedValue({ sessions: [], task_kinds: [] });
   api.history.mockResolvedValue({ items: [] });
   api.runForget.mockResolvedValue({ scanned: 100, soft_deleted: ['mem_1', 'mem_2'], review: ['mem_3'], working_gate: [], purged: ['mem_old'], elapsed_ms: 12, by_reason: [{ reason: 'old, unused', ids: ['mem_1', 'mem_2'] }] });

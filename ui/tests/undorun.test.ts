@@ -62,6 +62,29 @@ describe('a forget run that can be undone', () => {
     expect(api.undoForgetRun).toHaveBeenCalledTimes(1);
   });
 
+  it('restores one memory of a finished run from its result, the rest staying in quarantine', async () => {
+    const ids = ['mem_1', 'mem_2', 'mem_3'];
+    api.runForget.mockImplementation(async (dry: boolean) => report(ids, dry ? { dry_run: true } : { run_id: RUN }));
+    await renderAt('overview');
+    await fireEvent.click(screen.getByTestId('run-forget'));
+    // The dry run offers no restore: nothing is quarantined yet.
+    await screen.findAllByTestId('run-list-reason');
+    expect(screen.queryAllByTestId('run-restore-one')).toHaveLength(0);
+    await fireEvent.click(screen.getByTestId('run-forget-confirm'));
+    await screen.findByTestId('undo-run');
+    const buttons = await screen.findAllByTestId('run-restore-one');
+    expect(buttons.map((b) => b.dataset.id)).toEqual(['mem_2', 'mem_3', 'mem_1']);
+    await fireEvent.click(buttons[1]);
+    await waitFor(() => expect(api.restoreMemory).toHaveBeenCalledWith('mem_3'));
+    expect(api.restoreMemory).toHaveBeenCalledTimes(1);
+    expect(api.undoForgetRun).not.toHaveBeenCalled();
+    await waitFor(() => expect(screen.getAllByTestId('run-restored-one')).toHaveLength(1));
+    expect(screen.getAllByTestId('run-restore-one').map((b) => b.dataset.id)).toEqual(['mem_2', 'mem_1']);
+    await waitFor(() => expect(screen.getByTestId('toast').textContent).toContain('Restored'));
+    // The whole run can still be undone (what is left of it).
+    expect(screen.getByTestId('undo-run')).not.toBeDisabled();
+  });
+
   it('a run below the size runs at once, and a run that quarantined nothing offers no undo', async () => {
     api.runForget.mockImplementation(async (dry: boolean) => report(['mem_1'], dry ? { dry_run: true } : {}));
     await renderAt('overview');

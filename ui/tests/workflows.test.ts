@@ -1,6 +1,6 @@
 import { describe, it, expect, vi, beforeEach } from 'vitest';
 import { fireEvent, screen, waitFor } from '@testing-library/svelte';
-import { api, resetFake, makeDetail, HOSTILE } from './fakeApi';
+import { api, resetFake, makeDetail, HOSTILE, workflowsOf } from './fakeApi';
 import { renderAt, ids } from './helpers';
 
 vi.mock('../src/api', async () => (await import('./fakeApi')).api);
@@ -24,7 +24,7 @@ const rollback = makeDetail('mem_w3', { type: 'procedural', task_goal: 'Roll bac
 
 beforeEach(() => {
   resetFake();
-  api.workflows.mockResolvedValue({ items: [deploy, review, rollback] });
+  api.workflows.mockImplementation(workflowsOf([deploy, review, rollback]));
   api.history.mockResolvedValue({
     items: [
       { version: 1, at: '2025-01-01T00:00:00.000Z', actor: 'agent:claude', task_goal: 'Deploy', steps: ['build', 'kubectl apply'], trigger_conditions: { env: 'staging' }, workflow_name: 'deploy', skill_name: 'k8s', content: 'deploy the app' },
@@ -79,7 +79,7 @@ describe('workflows', () => {
   it('saves with expectedVersion = the loaded version', async () => {
     const saved = { ...deploy, version: 4, task_goal: 'Deploy safely' };
     api.updateProcedure.mockImplementation(async () => {
-      api.workflows.mockResolvedValue({ items: [saved, review, rollback] });
+      api.workflows.mockImplementation(workflowsOf([saved, review, rollback]));
       return saved;
     });
     await open();
@@ -106,7 +106,7 @@ describe('workflows', () => {
     // The draft is still there; nothing was overwritten.
     expect((screen.getByTestId('proc-steps') as HTMLTextAreaElement).value).toBe('build\ntest\ndeploy');
 
-    api.workflows.mockResolvedValue({ items: [{ ...deploy, version: 5, task_goal: 'Agent goal' }, review, rollback] });
+    api.workflows.mockImplementation(workflowsOf([{ ...deploy, version: 5, task_goal: 'Agent goal' }, review, rollback]));
     const n = api.workflows.mock.calls.length;
     await fireEvent.click(screen.getByTestId('conflict-reload'));
     await waitFor(() => expect(api.workflows.mock.calls.length).toBe(n + 1));
@@ -142,6 +142,8 @@ describe('workflows', () => {
 
   it('title reads "workflow / skill"; triggers sit key next to value; edit is a normal button', async () => {
     await open();
+    // The first procedure of the list (code-review) is selected; open the deploy one.
+    await fireEvent.click(document.querySelector('[data-testid="workflow-row"][data-id="mem_w1"]')!);
     const h2 = document.querySelector('.wf-detail h2')!;
     await waitFor(() => expect(h2.textContent).toBe('deploy / k8s'));
     const dl = document.querySelector('.wf-detail dl.triggers')!;
@@ -167,16 +169,25 @@ describe('workflows at scale', () => {
   }
 
   it('renders only the procedures on screen of 9,900 and counts them', async () => {
-    api.workflows.mockResolvedValue({ items: procedures(9900) });
+    api.workflows.mockImplementation(workflowsOf(procedures(9900)));
     await renderAt('workflows');
     await waitFor(() => expect(screen.getByTestId('workflow-count')).toHaveTextContent('9,900'));
     const n = ids('workflow-row').length;
     expect(n).toBeGreaterThan(5);
     expect(n).toBeLessThan(40);
+    // Only the first page was read; the groups' counts place the rest.
+    expect(api.workflows).toHaveBeenCalledTimes(1);
+    expect(api.workflows).toHaveBeenLastCalledWith({ offset: 0, limit: 100 });
+    const list = screen.getByTestId('workflow-list');
+    // Far down: group wf-20 starts after 20 groups of 330 procedures (30 + 330 × 50 px each).
+    list.scrollTop = 20 * (30 + 330 * 50);
+    await fireEvent.scroll(list);
+    await waitFor(() => expect(ids('workflow-row')).toContain('mem_p00020'));
+    expect(api.workflows).toHaveBeenLastCalledWith({ offset: 6600, limit: 100 });
   });
 
   it('searches goal, steps and names; every word must match', async () => {
-    api.workflows.mockResolvedValue({ items: procedures(300) });
+    api.workflows.mockImplementation(workflowsOf(procedures(300)));
     await renderAt('workflows');
     await waitFor(() => expect(screen.getByTestId('workflow-count')).toHaveTextContent('300'));
     await fireEvent.input(screen.getByTestId('workflow-search'), { target: { value: 'BILLING key 17' } });
@@ -195,7 +206,7 @@ describe('workflows at scale', () => {
   it('shows a version change as a line diff: what was removed and added, unchanged steps folded', async () => {
     const steps = ['check out', 'build', 'test', 'package', 'sign', 'upload', 'announce'];
     const edited = [...steps.slice(0, 4), 'sign with the release key', ...steps.slice(5), 'close the milestone'];
-    api.workflows.mockResolvedValue({ items: [makeDetail('mem_r', { type: 'procedural', task_goal: 'Release', steps: edited, workflow_name: 'release', version: 2 })] });
+    api.workflows.mockImplementation(workflowsOf([makeDetail('mem_r', { type: 'procedural', task_goal: 'Release', steps: edited, workflow_name: 'release', version: 2 })]));
     api.history.mockResolvedValue({
       items: [{ version: 1, at: '2025-01-01T00:00:00.000Z', actor: 'user', task_goal: 'Release', steps, trigger_conditions: null, workflow_name: 'release', skill_name: null, content: 'release' }],
     });

@@ -30,8 +30,8 @@ pub mod time;
 
 pub use io::{demo, push, transfer};
 pub use ops::{
-    archive, audit, duplicates, group_commit, health, lifecycle, meta, pins, procedural, recall, recall_log, runs,
-    scan, session,
+    archive, audit, duplicates, group_commit, health, lifecycle, meta, pins, procedural, quarantine_view, recall,
+    recall_log, runs, scan, session,
 };
 pub use policy::{decay, dialogue, forgetting, redact, settings};
 pub use similarity::{dedup, embed, lexical, neighbours, sameness, semantic};

@@ -4,7 +4,8 @@
 //! procedural memory with compare-and-swap and reflection notes, the reversible archive,
 //! recall and its log, recall statistics, the audit, sessions, the secrets scan, the
 //! duplicates review and the Overview's health lists, the rule that agents leave a person's
-//! pins alone (`pins`), and forget runs that can be undone (`runs`).
+//! pins alone (`pins`), forget runs that can be undone (`runs`), and the quarantine searched,
+//! sorted and paged for review (`quarantine_view`).
 
 pub mod archive;
 pub mod audit;
@@ -16,6 +17,7 @@ pub mod meta;
 pub mod period;
 pub mod pins;
 pub mod procedural;
+pub mod quarantine_view;
 pub mod recall;
 pub mod recall_log;
 pub mod rows;

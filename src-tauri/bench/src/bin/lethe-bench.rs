@@ -338,7 +338,8 @@ fn live_db(path: &Path, args: &Args, now: Instant) -> Result<()> {
     Ok(())
 }
 
-/// `--review-db`: the duplicates review, the health lists and the Recall view on one file.
+/// `--review-db`: the duplicates review, the health lists, the Recall view, and the Quarantine
+/// and Workflows views' pages on one file.
 fn review_db(path: &Path, args: &Args, now: Instant) -> Result<()> {
     if !path.exists() {
         bail!("{} does not exist", path.display());
@@ -385,7 +386,56 @@ fn review_db(path: &Path, args: &Args, now: Instant) -> Result<()> {
         std::hint::black_box(recall::explain(&conn, &q_of(text), now, recall::DECLINED)?);
         explain.push(ms(t));
     }
-    for v in [&mut cold, &mut warm, &mut health_ms, &mut explain] {
+    // The Quarantine and Workflows views' first pages as the window asks for them, and a
+    // search and a page far down (the engine's part of each; five times each).
+    use lethe_engine::procedural::{self, ProcedureQuery};
+    use lethe_engine::quarantine_view::{self, QuarantineQuery};
+    let (mut q_first, mut q_search, mut q_far, mut wf_first, mut wf_search) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut quarantined = 0;
+    let mut procedures = 0;
+    for _ in 0..5 {
+        let t = Clock::now();
+        let v = quarantine_view::view(&conn, &settings, now, &QuarantineQuery::default())?;
+        q_first.push(ms(t));
+        quarantined = v.total;
+        let t = Clock::now();
+        std::hint::black_box(quarantine_view::view(
+            &conn,
+            &settings,
+            now,
+            &QuarantineQuery { search: Some("the".into()), ..Default::default() },
+        )?);
+        q_search.push(ms(t));
+        let t = Clock::now();
+        std::hint::black_box(quarantine_view::view(
+            &conn,
+            &settings,
+            now,
+            &QuarantineQuery { offset: Some(quarantined / 2), ..Default::default() },
+        )?);
+        q_far.push(ms(t));
+        let t = Clock::now();
+        procedures = procedural::page(&conn, &ProcedureQuery::default())?.total;
+        wf_first.push(ms(t));
+        let t = Clock::now();
+        std::hint::black_box(procedural::page(
+            &conn,
+            &ProcedureQuery { search: Some("deploy".into()), ..Default::default() },
+        )?);
+        wf_search.push(ms(t));
+    }
+    for v in [
+        &mut cold,
+        &mut warm,
+        &mut health_ms,
+        &mut explain,
+        &mut q_first,
+        &mut q_search,
+        &mut q_far,
+        &mut wf_first,
+        &mut wf_search,
+    ] {
         v.sort_by(f64::total_cmp);
     }
     let v = json!({
@@ -395,6 +445,8 @@ fn review_db(path: &Path, args: &Args, now: Instant) -> Result<()> {
         "duplicates_open_cold": ms_summary(&cold), "duplicates_on_loaded_snapshot": ms_summary(&warm),
         "clusters": { "total": clusters.total, "listed": clusters.items.len(), "threshold": clusters.threshold },
         "health_on_loaded_snapshot": ms_summary(&health_ms),
+        "quarantine_view": { "quarantined": quarantined, "first_page": ms_summary(&q_first), "search": ms_summary(&q_search), "page_halfway": ms_summary(&q_far) },
+        "procedures_page": { "procedures": procedures, "first_page": ms_summary(&wf_first), "search": ms_summary(&wf_search) },
         "recall_explain": { "queries": explain.len(), "limit": 10, "mean_ms": round3(explain.iter().sum::<f64>() / explain.len().max(1) as f64), "p50_ms": round3(percentile(&explain, 50.0)), "p95_ms": round3(percentile(&explain, 95.0)), "max_ms": round3(*explain.last().unwrap_or(&0.0)) },
     });
     println!("{}", serde_json::to_string_pretty(&v)?);

@@ -233,6 +233,117 @@ pub fn list(conn: &Connection) -> Result<Vec<Memory>> {
     rows.collect()
 }
 
+/// What a person asked to see of the procedures.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProcedureQuery {
+    /// Every word must occur (case-insensitive) in the goal, a step, the names, the text or the id.
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub search: Option<String>,
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub offset: Option<usize>,
+    /// How many procedures from `offset` (default 100).
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub limit: Option<usize>,
+}
+
+/// A workflow (or, without one, a skill) and how many matching procedures it holds; `name` is
+/// none for the procedures that have neither.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct ProcedureGroup {
+    pub name: Option<String>,
+    pub count: usize,
+}
+
+/// A page of the active procedures, grouped: the matching procedures are numbered in group
+/// order (`groups`, by name, the unnamed group last), so a list can place every row and every
+/// group heading before it has read them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct ProcedurePage {
+    pub total: usize,
+    pub matching: usize,
+    pub groups: Vec<ProcedureGroup>,
+    pub offset: usize,
+    /// The matching procedures from `offset`, whole.
+    pub items: Vec<Memory>,
+}
+
+/// The procedures `q` asks for. One statement reads the searchable fields of every active
+/// procedure (not its notes or vectors); only the page's procedures are read whole.
+pub fn page(conn: &Connection, q: &ProcedureQuery) -> Result<ProcedurePage> {
+    let words: Vec<String> =
+        q.search.as_deref().unwrap_or("").to_lowercase().split_whitespace().map(str::to_string).collect();
+    let mut stmt = conn.prepare(
+        "SELECT id, task_goal, steps, workflow_name, skill_name, content FROM memory_item \
+         WHERE type = 'procedural' AND COALESCE(is_deleted, 0) = 0 \
+         ORDER BY created_at, rowid",
+    )?;
+    type Row = (String, Option<String>, Option<String>, Option<String>, Option<String>, Option<String>);
+    let rows: Vec<Row> = stmt
+        .query_map([], |r| {
+            let content = if words.is_empty() { None } else { r.get(5)? };
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, content))
+        })?
+        .collect::<std::result::Result<_, _>>()?;
+    let total = rows.len();
+    let group_of = |w: &Option<String>, s: &Option<String>| -> Option<String> {
+        w.as_deref().filter(|n| !n.is_empty()).or(s.as_deref().filter(|n| !n.is_empty())).map(str::to_string)
+    };
+    let mut kept: Vec<(Option<String>, String)> = Vec::new();
+    for (id, goal, steps, workflow, skill, content) in rows {
+        if !words.is_empty() {
+            let steps: Vec<String> = steps
+                .as_deref()
+                .and_then(|s| serde_json::from_str::<Vec<serde_json::Value>>(s).ok())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+                .collect();
+            let hay = [
+                goal.as_deref().unwrap_or(""),
+                &steps.join("\n"),
+                workflow.as_deref().unwrap_or(""),
+                skill.as_deref().unwrap_or(""),
+                content.as_deref().unwrap_or(""),
+                &id,
+            ]
+            .join("\n")
+            .to_lowercase();
+            if !words.iter().all(|w| hay.contains(w.as_str())) {
+                continue;
+            }
+        }
+        kept.push((group_of(&workflow, &skill), id));
+    }
+    // Groups by name, case-insensitively, the unnamed last; a stable sort keeps the
+    // statement's order inside a group.
+    kept.sort_by(|(a, _), (b, _)| match (a, b) {
+        (Some(a), Some(b)) => a.to_lowercase().cmp(&b.to_lowercase()).then_with(|| a.cmp(b)),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => std::cmp::Ordering::Equal,
+    });
+    let mut groups: Vec<ProcedureGroup> = Vec::new();
+    for (name, _) in &kept {
+        match groups.last_mut() {
+            Some(g) if &g.name == name => g.count += 1,
+            _ => groups.push(ProcedureGroup { name: name.clone(), count: 1 }),
+        }
+    }
+    let matching = kept.len();
+    let offset = q.offset.unwrap_or(0).min(matching);
+    let items = kept
+        .iter()
+        .skip(offset)
+        .take(q.limit.unwrap_or(100))
+        .map(|(_, id)| rows::get(conn, id))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(ProcedurePage { total, matching, groups, offset, items })
+}
+
 pub fn history(conn: &Connection, id: &str) -> Result<Vec<Version>> {
     let m = rows::get(conn, id)?;
     let mut stmt = conn.prepare(

@@ -762,16 +762,22 @@ fn model_text(r: &crate::storage::db::Row<'_>, i: usize) -> crate::error::Result
 /// `$XDG_DATA_HOME/lethe/memory.db`, else `~/.local/share/lethe/memory.db`. The CLI, the MCP
 /// server and the window share this one rule.
 pub fn default_db_path() -> std::path::PathBuf {
-    use std::path::PathBuf;
     if let Some(p) = std::env::var_os("LETHE_DB").filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
+        return std::path::PathBuf::from(p);
     }
-    let base = std::env::var_os("XDG_DATA_HOME")
+    data_dir().join("memory.db")
+}
+
+/// Lethe's data directory: `$XDG_DATA_HOME/lethe`, else `~/.local/share/lethe` (whatever
+/// `$LETHE_DB` says: the window's own files, such as its recent list, live here).
+pub fn data_dir() -> std::path::PathBuf {
+    use std::path::PathBuf;
+    std::env::var_os("XDG_DATA_HOME")
         .filter(|p| !p.is_empty())
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
-        .unwrap_or_else(|| PathBuf::from("."));
-    base.join("lethe").join("memory.db")
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join("lethe")
 }
 
 /// How long opening may take before it is abandoned with a clear error (the checks of the

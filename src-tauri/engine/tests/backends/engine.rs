@@ -105,6 +105,117 @@ fn quarantine_names_who_deleted_each_memory_with_its_reason() {
 }
 
 #[test]
+fn the_quarantine_view_searches_filters_sorts_and_pages_in_the_engine() {
+    use lethe_engine::quarantine_view::{self, QuarantineQuery, QuarantineSort};
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
+    let texts = [
+        "the staging cluster runs on arm64 nodes",
+        "the release train left on Tuesday at noon",
+        "docker volumes need the uid of the build user",
+        "the billing export runs at two in the night",
+        "docker compose reads the override file last",
+    ];
+    let ids: Vec<String> = texts.iter().map(|t| put(&mut conn, Tier::Episodic, t)).collect();
+    // Deleted one a day apart (the newest deletion is the last): the agent deletes 0, 2 and 4.
+    for (i, id) in ids.iter().enumerate() {
+        let (who, why) = if i % 2 == 0 { ("agent:cursor", "stale, duplicate of mem_x") } else { ("user", "wrong") };
+        lifecycle::soft_delete(&mut conn, id, Some(why), who, time::add_days(now(), i as f64)).unwrap();
+    }
+    let s = lethe_engine::Settings::default();
+    let at = time::add_days(now(), 10.0);
+    let view = |q: QuarantineQuery| quarantine_view::view(&conn, &s, at, &q).unwrap();
+    let order = |v: &quarantine_view::QuarantineView| v.items.iter().map(|i| i.id.clone()).collect::<Vec<_>>();
+
+    // A page of two from the second row, newest deletion first, with the counts of all.
+    let v = view(QuarantineQuery { offset: Some(1), limit: Some(2), ..Default::default() });
+    assert_eq!((v.total, v.matching, v.offset), (5, 5, 1));
+    assert_eq!(order(&v), [ids[3].clone(), ids[2].clone()]);
+    assert_eq!(v.items[0].preview, texts[3], "the page's rows carry their text");
+    assert!(v.ids.is_empty(), "ids only when asked");
+    // Who deleted, in words, and the parts of the reasons, most first.
+    let by: Vec<(&str, &str, usize)> =
+        v.deleted_by.iter().map(|f| (f.value.as_str(), f.label.as_str(), f.count)).collect();
+    assert_eq!(by, [("agent:cursor", "agent:cursor", 3), ("user", "a person", 2)]);
+    let reasons: Vec<(&str, usize)> = v.reasons.iter().map(|f| (f.value.as_str(), f.count)).collect();
+    assert_eq!(reasons, [("duplicate", 3), ("stale", 3), ("wrong", 2)]);
+
+    // Every word of a search, in any case, in the text: two docker notes, newest first.
+    let v = view(QuarantineQuery { search: Some("DOCKER the".into()), ..Default::default() });
+    assert_eq!((v.total, v.matching), (5, 2));
+    assert_eq!(order(&v), [ids[4].clone(), ids[2].clone()]);
+    // Filters combine; "select all matching" gets every matching id.
+    let v = view(QuarantineQuery {
+        deleted_by: Some("agent:cursor".into()),
+        reason: Some("duplicate".into()),
+        sort: Some(QuarantineSort::DeletedAsc),
+        limit: Some(1),
+        all_ids: Some(true),
+        ..Default::default()
+    });
+    assert_eq!(v.matching, 3);
+    assert_eq!(order(&v), [ids[0].clone()], "oldest deletion first, one row");
+    assert_eq!(v.ids, [ids[0].clone(), ids[2].clone(), ids[4].clone()]);
+    // Days left: the oldest deletion has fewest; content sorts alphabetically.
+    let v = view(QuarantineQuery { sort: Some(QuarantineSort::DaysLeft), limit: Some(1), ..Default::default() });
+    assert_eq!(order(&v), [ids[0].clone()]);
+    assert!(
+        (v.items[0].days_left - 20.0).abs() < 1e-6,
+        "30 days from a deletion 10 days ago: {}",
+        v.items[0].days_left
+    );
+    let v = view(QuarantineQuery { sort: Some(QuarantineSort::Content), limit: Some(2), ..Default::default() });
+    assert_eq!(order(&v), [ids[4].clone(), ids[2].clone()], "docker compose…, docker volumes…");
+    // An offset past the end is an empty page, not an error.
+    let v = view(QuarantineQuery { offset: Some(99), ..Default::default() });
+    assert_eq!((v.offset, v.items.len()), (5, 0));
+}
+
+#[test]
+fn the_procedures_page_is_searched_and_grouped_in_the_engine() {
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
+    let mut add = |goal: &str, steps: &[&str], workflow: Option<&str>, skill: Option<&str>| {
+        let m = NewMemory {
+            procedure: ProcedureFields {
+                task_goal: Some(goal.into()),
+                steps: Some(serde_json::json!(steps)),
+                workflow_name: workflow.map(str::to_string),
+                skill_name: skill.map(str::to_string),
+                ..Default::default()
+            },
+            ..NewMemory::new(Tier::Procedural, format!("{goal}: {}", steps.join("; ")))
+        };
+        lifecycle::remember(&mut conn, &m, "user", now()).unwrap().id().unwrap().to_string()
+    };
+    let deploy = add("Deploy the search service", &["build the image", "push it"], Some("release"), None);
+    let loose = add("Clean the build cache", &["remove target"], None, None);
+    let vault = add("Rotate the vault keys", &["open the vault", "rotate"], None, Some("Security"));
+    let sign = add("Sign the release image", &["sign with the release key"], Some("release"), Some("ci"));
+    let page = |q: procedural::ProcedureQuery| procedural::page(&conn, &q).unwrap();
+    let ids = |p: &procedural::ProcedurePage| p.items.iter().map(|m| m.id.clone()).collect::<Vec<_>>();
+
+    // Groups by name case-insensitively (a skill when there is no workflow), the unnamed last;
+    // inside a group, the stored order.
+    let p = page(procedural::ProcedureQuery::default());
+    assert_eq!((p.total, p.matching), (4, 4));
+    let groups: Vec<(Option<&str>, usize)> = p.groups.iter().map(|g| (g.name.as_deref(), g.count)).collect();
+    assert_eq!(groups, [(Some("release"), 2), (Some("Security"), 1), (None, 1)]);
+    assert_eq!(ids(&p), [deploy.clone(), sign.clone(), vault.clone(), loose.clone()]);
+    assert_eq!(p.items[0].steps, Some(serde_json::json!(["build the image", "push it"])), "whole procedures");
+    // A page: the third and fourth.
+    let p = page(procedural::ProcedureQuery { offset: Some(2), limit: Some(5), ..Default::default() });
+    assert_eq!((p.offset, ids(&p)), (2, vec![vault.clone(), loose.clone()]));
+    // Every word, in the goal, the steps or the names.
+    let p = page(procedural::ProcedureQuery { search: Some("IMAGE release".into()), ..Default::default() });
+    assert_eq!((p.total, p.matching), (4, 2));
+    assert_eq!(ids(&p), [deploy, sign]);
+    let p = page(procedural::ProcedureQuery { search: Some("vault rotate".into()), ..Default::default() });
+    assert_eq!(ids(&p), [vault]);
+    assert_eq!(p.groups.len(), 1, "only the groups that match");
+}
+
+#[test]
 fn a_selection_is_restored_in_one_transaction_each_audited_or_not_at_all() {
     let tmp = temp_db();
     let mut conn = lethe_testkit::backend::open(&tmp).unwrap();

@@ -1,6 +1,7 @@
-// The Quarantine view's search, filters and orders: pure functions of the engine's items, so
-// the view and its tests share them.
-import type { QuarantineItem, Tier } from './types';
+// A stand-in for the engine's quarantine view (the shell's `quarantine` command) in the UI's
+// tests: the same search, filters, orders and pages over a list of items, so a test can check
+// what the window asks for and shows. The engine's own rules are tested in Rust.
+import type { FilterValue, QuarantineItem, QuarantineQuery, QuarantineView, Tier } from '../src/types';
 
 /**
  * A way to narrow the quarantine by a property of each item (who deleted it, why). A forget
@@ -81,7 +82,7 @@ export function matches(q: QuarantineItem, f: QuarantineFilter): boolean {
 
 const collator = new Intl.Collator();
 
-export type QuarantineSort = 'deleted-desc' | 'deleted-asc' | 'days-left' | 'score' | 'by' | 'content';
+type QuarantineSort = NonNullable<QuarantineQuery['sort']>;
 
 /** A sorted copy; ties keep the engine's order (newest deletion first). */
 export function sortItems(items: QuarantineItem[], sort: QuarantineSort): QuarantineItem[] {
@@ -99,4 +100,32 @@ export function sortItems(items: QuarantineItem[], sort: QuarantineSort): Quaran
     .map((q, i) => ({ q, i }))
     .sort((x, y) => cmp[sort](x.q, y.q) || x.i - y.i)
     .map((x) => x.q);
+}
+
+function counted(items: QuarantineItem[], f: Facet): FilterValue[] {
+  const counts = new Map<string, number>();
+  for (const q of items) for (const v of new Set(f.values(q))) counts.set(v, (counts.get(v) ?? 0) + 1);
+  return [...counts]
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+    .map(([value, count]) => ({ value, label: f.show(value), count }));
+}
+
+/** A `quarantine` command over `items` (newest deletion first), answering as the shell does. */
+export function quarantineOf(items: QuarantineItem[]) {
+  return async (_now: string | undefined, q: QuarantineQuery): Promise<QuarantineView> => {
+    const kept = sortItems(
+      items.filter((x) => matches(x, { search: q.search ?? '', tier: q.tier ?? '', facet: { by: q.deletedBy ?? '', reason: q.reason ?? '' } })),
+      q.sort ?? 'deleted-desc',
+    );
+    const offset = Math.min(q.offset ?? 0, kept.length);
+    return {
+      total: items.length,
+      matching: kept.length,
+      offset,
+      items: kept.slice(offset, offset + (q.limit ?? 100)),
+      deleted_by: counted(items, FACETS[0]),
+      reasons: counted(items, FACETS[1]),
+      ids: q.allIds ? kept.map((x) => x.id) : [],
+    };
+  };
 }
