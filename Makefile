@@ -5,11 +5,11 @@ SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT_PACKAGES := libwebkit2gtk-4.1-dev build-essential pkg-config curl wget file libssl-dev libxdo-dev \
 	libayatana-appindicator3-dev librsvg2-dev xvfb xauth webkit2gtk-driver fonts-dejavu-core imagemagick xdotool procps \
-	postgresql
+	postgresql pg-auto-failover-cli postgresql-15-auto-failover
 CARGO_BIN := $(HOME)/.cargo/bin
 export PATH := $(CARGO_BIN):$(PATH)
 
-.PHONY: pgvector bench-team package package-debug package-test types model bench-window mcp-python mcp-ts-deps mcp-ts run test deps system-deps ui-deps e2e-deps ui build lint rust-test ui-test e2e bench demo clean
+.PHONY: test-ha pgvector bench-team package package-debug package-test types model bench-window mcp-python mcp-ts-deps mcp-ts run test deps system-deps ui-deps e2e-deps ui build lint rust-test ui-test e2e bench demo clean
 
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -129,7 +129,13 @@ mcp-ts-deps: tests/mcp_ts/node_modules/.package-lock.json
 mcp-ts: build mcp-ts-deps
 	cd tests/mcp_ts && LETHE_BIN=$(CURDIR)/target/debug/lethe timeout 300 node --test ./*.test.mjs
 
-test: lint rust-test ui-test mcp-python mcp-ts e2e package-test
+test: lint rust-test test-ha ui-test mcp-python mcp-ts e2e package-test
+
+# The team store loses its primary (tests/pg/failover.sh): pg_auto_failover on loopback ports,
+# 8 agents writing through a multi-host address, the primary killed with SIGKILL. About 100 s
+# on two cores (cluster 25-35 s, 60 s of writes, checks), so it runs in `make test`.
+test-ha: build
+	timeout 600 tests/pg/failover.sh
 
 # The Debian package (Tauri's bundler; not AppImage, whose tools download at build time):
 # /usr/bin/lethe-app with its desktop entry and icons, /usr/bin/lethe, and the recall model
