@@ -132,10 +132,13 @@ mcp-ts: build mcp-ts-deps
 test: lint rust-test test-ha ui-test mcp-python mcp-ts e2e package-test
 
 # The team store loses its primary (tests/pg/failover.sh): pg_auto_failover on loopback ports,
-# 8 agents writing through a multi-host address, the primary killed with SIGKILL. About 100 s
-# on two cores (cluster 25-35 s, 60 s of writes, checks), so it runs in `make test`.
-test-ha: build
+# 8 agents writing through a multi-host address, the primary killed with SIGKILL; then the
+# window on a fresh cluster follows the promoted standby (tests/e2e/failover.test.mjs). About
+# 100 s and 80 s on two cores (each cluster starts in 25-35 s), so it runs in `make test`.
+test-ha: build e2e-deps
 	timeout 600 tests/pg/failover.sh
+	timeout 600 tests/pg/failover.sh --beside bash -c 'cd tests/e2e && xvfb-run -a -s "-screen 0 1280x800x24" \
+		node --test --test-concurrency=1 ./failover.test.mjs'
 
 # The Debian package (Tauri's bundler; not AppImage, whose tools download at build time):
 # /usr/bin/lethe-app with its desktop entry and icons, /usr/bin/lethe, and the recall model
@@ -188,12 +191,15 @@ bench:
 	./target/release/lethe-bench --workload realistic $(BENCH_ARGS) --out target/bench-realistic.json
 	./target/release/lethe-mcp-bench --calls 2000 | tee target/bench-mcp.json
 
-# The team store beside SQLite (remember, recall, forgetting batch, push) on a throwaway
-# PostgreSQL cluster; results go to BENCHMARKS.md by hand.
+# The team store beside SQLite (remember, recall, forgetting batch, push, and many agents at
+# once) on a throwaway PostgreSQL cluster; results go to BENCHMARKS.md by hand.
 bench-team:
-	cargo build --release -p lethe-bench
+	cargo build --release -p lethe-bench -p lethe-cli
 	tests/pg/with-server.sh bash -c './target/release/lethe-bench --team-server "$$LETHE_TEST_POSTGRES" \
 		--workload realistic --sizes $${BENCH_SIZES:-10000,100000} --out target/bench-team.json'
+	# 1, 8 and 32 agent processes (remember, recall, cite, edit) on 100k memories, team store
+	# beside a file.
+	tests/pg/with-server.sh tests/pg/bench-agents.sh target/bench-agents.json
 
 # Window latencies with the real (release) app under Xvfb: open N memories, agent write →
 # row visible, idle CPU, Workflows, and Quarantine after a forget run. Results go to
