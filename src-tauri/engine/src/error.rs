@@ -36,6 +36,10 @@ pub enum Error {
     /// outside a transaction): nothing of it is reported as written.
     #[error("team server unavailable: {0}")]
     Unavailable(String),
+    /// The team server's connection went away during `COMMIT`: whether the transaction is
+    /// stored is unknown until it is read back on a new connection.
+    #[error("team server unavailable: {0}")]
+    CommitLost(String),
     #[error("cancelled")]
     Cancelled,
     #[error("database busy: {0}")]
@@ -73,9 +77,11 @@ impl Error {
             Error::NotFound(_) => "not_found",
             Error::ConfirmationRequired(_) => "confirmation_required",
             Error::Forbidden(_) => "forbidden",
-            Error::Foreign(_) | Error::Refused(_) | Error::ConnectionLost(_) | Error::Unavailable(_) => {
-                "db_unavailable"
-            }
+            Error::Foreign(_)
+            | Error::Refused(_)
+            | Error::ConnectionLost(_)
+            | Error::Unavailable(_)
+            | Error::CommitLost(_) => "db_unavailable",
             Error::Cancelled => "cancelled",
             Error::Busy(_) => "busy",
             Error::Db(e) if is_busy(e) => "busy",

@@ -828,6 +828,9 @@ pub(crate) mod pg {
         /// How many times the connection was made anew: a listener compares it to know that
         /// its `LISTEN` went with the old connection.
         pub(crate) epoch: Cell<u64>,
+        /// A statement found the connection gone: the next one outside a transaction
+        /// connects again, whatever the driver says of it.
+        lost: Cell<bool>,
     }
 
     /// Whether an error means the connection itself is gone (the server died, was shut down,
@@ -862,6 +865,7 @@ pub(crate) mod pg {
                 config,
                 session: RefCell::new(Vec::new()),
                 epoch: Cell::new(0),
+                lost: Cell::new(false),
             }
         }
 
@@ -880,6 +884,7 @@ pub(crate) mod pg {
             drop(old);
             self.stmts.borrow_mut().clear();
             self.epoch.set(self.epoch.get() + 1);
+            self.lost.set(false);
             for sql in self.session.borrow().iter() {
                 self.client.borrow_mut().batch_execute(sql)?;
             }
@@ -889,7 +894,7 @@ pub(crate) mod pg {
         /// Before a statement outside a transaction: a connection known to be gone is made
         /// anew first (a long-running process outlives its server's failover).
         fn revive(&self) -> Result<()> {
-            if !self.in_tx.get() && self.client.borrow().is_closed() {
+            if !self.in_tx.get() && (self.lost.get() || self.client.borrow().is_closed()) {
                 self.reconnect()?;
             }
             Ok(())
@@ -905,8 +910,9 @@ pub(crate) mod pg {
             self.stmts.borrow_mut().clear();
             let why = crate::storage::postgres::message(&e);
             let server = &self.display;
+            self.lost.set(true);
             if committing {
-                Error::Unavailable(format!(
+                Error::CommitLost(format!(
                     "the team server {server} went away during a commit ({why}): whether that write was stored is unknown, \
                      so it is not reported as stored; running it again stores it at most once"
                 ))
@@ -920,10 +926,10 @@ pub(crate) mod pg {
         }
 
         pub(crate) fn prepare(&self, sql: &str) -> Result<postgres::Statement> {
+            self.revive()?;
             if let Some(s) = self.stmts.borrow().get(sql) {
                 return Ok(s.clone());
             }
-            self.revive()?;
             let prepared = self.client.borrow_mut().prepare(&placeholders(&dialect(sql)));
             let stmt = prepared.map_err(|e| self.fail(e, false))?;
             self.stmts.borrow_mut().insert(sql.to_string(), stmt.clone());
