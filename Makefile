@@ -5,11 +5,11 @@ SHELL := /bin/bash
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT_PACKAGES := libwebkit2gtk-4.1-dev build-essential pkg-config curl wget file libssl-dev libxdo-dev \
 	libayatana-appindicator3-dev librsvg2-dev xvfb xauth webkit2gtk-driver fonts-dejavu-core imagemagick xdotool procps \
-	postgresql
+	postgresql pg-auto-failover-cli postgresql-15-auto-failover
 CARGO_BIN := $(HOME)/.cargo/bin
 export PATH := $(CARGO_BIN):$(PATH)
 
-.PHONY: pgvector bench-team package package-debug package-test types model bench-window mcp-python mcp-ts-deps mcp-ts run test deps system-deps ui-deps e2e-deps ui build lint rust-test ui-test e2e bench demo clean
+.PHONY: test-ha pgvector bench-team package package-debug package-test types model bench-window mcp-python mcp-ts-deps mcp-ts run test deps system-deps ui-deps e2e-deps ui build lint rust-test ui-test e2e bench demo clean
 
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -129,7 +129,16 @@ mcp-ts-deps: tests/mcp_ts/node_modules/.package-lock.json
 mcp-ts: build mcp-ts-deps
 	cd tests/mcp_ts && LETHE_BIN=$(CURDIR)/target/debug/lethe timeout 300 node --test ./*.test.mjs
 
-test: lint rust-test ui-test mcp-python mcp-ts e2e package-test
+test: lint rust-test test-ha ui-test mcp-python mcp-ts e2e package-test
+
+# The team store loses its primary (tests/pg/failover.sh): pg_auto_failover on loopback ports,
+# 8 agents writing through a multi-host address, the primary killed with SIGKILL; then the
+# window on a fresh cluster follows the promoted standby (tests/e2e/failover.test.mjs). About
+# 100 s and 80 s on two cores (each cluster starts in 25-35 s), so it runs in `make test`.
+test-ha: build e2e-deps
+	timeout 600 tests/pg/failover.sh
+	timeout 600 tests/pg/failover.sh --beside bash -c 'cd tests/e2e && xvfb-run -a -s "-screen 0 1280x800x24" \
+		node --test --test-concurrency=1 ./failover.test.mjs'
 
 # The Debian package (Tauri's bundler; not AppImage, whose tools download at build time):
 # /usr/bin/lethe-app with its desktop entry and icons, /usr/bin/lethe, and the recall model
@@ -182,12 +191,15 @@ bench:
 	./target/release/lethe-bench --workload realistic $(BENCH_ARGS) --out target/bench-realistic.json
 	./target/release/lethe-mcp-bench --calls 2000 | tee target/bench-mcp.json
 
-# The team store beside SQLite (remember, recall, forgetting batch, push) on a throwaway
-# PostgreSQL cluster; results go to BENCHMARKS.md by hand.
+# The team store beside SQLite (remember, recall, forgetting batch, push, and many agents at
+# once) on a throwaway PostgreSQL cluster; results go to BENCHMARKS.md by hand.
 bench-team:
-	cargo build --release -p lethe-bench
+	cargo build --release -p lethe-bench -p lethe-cli
 	tests/pg/with-server.sh bash -c './target/release/lethe-bench --team-server "$$LETHE_TEST_POSTGRES" \
 		--workload realistic --sizes $${BENCH_SIZES:-10000,100000} --out target/bench-team.json'
+	# 1, 8 and 32 agent processes (remember, recall, cite, edit) on 100k memories, team store
+	# beside a file.
+	tests/pg/with-server.sh tests/pg/bench-agents.sh target/bench-agents.json
 
 # Window latencies with the real (release) app under Xvfb: open N memories, agent write →
 # row visible, idle CPU, Workflows, and Quarantine after a forget run. Results go to

@@ -30,6 +30,11 @@ pub struct Cli {
     /// files that are otherwise refused for holding triggers or views Lethe did not create.
     #[arg(long, global = true)]
     pub read_only: bool,
+    /// On a team server: how many seconds to wait for one of the address's hosts to accept
+    /// (writes, with `target_session_attrs=read-write`) when none does, at the start and after
+    /// a lost connection (default: $LETHE_DB_WAIT, else 60; 0 tries each host once).
+    #[arg(long, global = true, value_name = "SECONDS")]
+    pub db_wait: Option<f64>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -573,8 +578,31 @@ pub fn run(cli: Cli) -> Result<Option<Value>> {
     })
 }
 
+/// `--db-wait`, else `$LETHE_DB_WAIT`, else the engine's default.
+fn db_wait(flag: Option<f64>) -> Result<Option<std::time::Duration>> {
+    let (secs, from) = match flag {
+        Some(s) => (s, "--db-wait"),
+        None => match std::env::var("LETHE_DB_WAIT").ok().filter(|v| !v.trim().is_empty()) {
+            Some(v) => (
+                v.trim()
+                    .parse::<f64>()
+                    .map_err(|_| Error::invalid(format!("LETHE_DB_WAIT={v:?}: a number of seconds")))?,
+                "LETHE_DB_WAIT",
+            ),
+            None => return Ok(None),
+        },
+    };
+    if !secs.is_finite() || !(0.0..=86_400.0).contains(&secs) {
+        return Err(Error::invalid(format!("{from} {secs}: seconds from 0 to 86400")));
+    }
+    Ok(Some(std::time::Duration::from_secs_f64(secs)))
+}
+
 fn run_command(cli: Cli) -> Result<Option<Value>> {
     use std::io::IsTerminal;
+    if let Some(wait) = db_wait(cli.db_wait)? {
+        lethe_engine::storage::postgres::set_failover_wait(wait);
+    }
     let on_terminal = std::io::stdin().is_terminal();
     let writes = writes(&cli.command);
     let now = match &cli.now {

@@ -26,6 +26,20 @@ pub enum Error {
     /// open that had to be stopped.
     #[error("database refused: {0}")]
     Refused(String),
+    /// The team server's connection went away inside a transaction that had not reached its
+    /// commit: the server dropped that transaction, nothing of it was written, and it may run
+    /// again on a new connection (to whichever host now accepts writes).
+    #[error("team server unavailable: {0}")]
+    ConnectionLost(String),
+    /// No host of the team server accepts writes within the wait, or the connection went away
+    /// where running the work again could write it twice (during a commit, or a statement
+    /// outside a transaction): nothing of it is reported as written.
+    #[error("team server unavailable: {0}")]
+    Unavailable(String),
+    /// The team server's connection went away during `COMMIT`: whether the transaction is
+    /// stored is unknown until it is read back on a new connection.
+    #[error("team server unavailable: {0}")]
+    CommitLost(String),
     #[error("cancelled")]
     Cancelled,
     #[error("database busy: {0}")]
@@ -63,7 +77,11 @@ impl Error {
             Error::NotFound(_) => "not_found",
             Error::ConfirmationRequired(_) => "confirmation_required",
             Error::Forbidden(_) => "forbidden",
-            Error::Foreign(_) | Error::Refused(_) => "db_unavailable",
+            Error::Foreign(_)
+            | Error::Refused(_)
+            | Error::ConnectionLost(_)
+            | Error::Unavailable(_)
+            | Error::CommitLost(_) => "db_unavailable",
             Error::Cancelled => "cancelled",
             Error::Busy(_) => "busy",
             Error::Db(e) if is_busy(e) => "busy",
@@ -93,9 +111,10 @@ impl Error {
         matches!(self, Error::Conflict { .. })
     }
 
-    /// Only SQLITE_BUSY / SQLITE_LOCKED are worth retrying.
+    /// SQLITE_BUSY / SQLITE_LOCKED, PostgreSQL's serialization failures and deadlocks, and a
+    /// team server connection lost before the transaction's commit are worth retrying.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Error::Busy(_))
+        matches!(self, Error::Busy(_) | Error::ConnectionLost(_))
             || matches!(self, Error::Db(e) if is_busy(e))
             || matches!(self, Error::Pg(e) if pg_retryable(e))
     }

@@ -14,4 +14,5 @@ mod recall_explain;
 mod reliability;
 mod secrets;
 mod seeds;
+mod team_down;
 mod trust;

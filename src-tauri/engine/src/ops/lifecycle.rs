@@ -355,6 +355,24 @@ fn remember_with(
     out.pop().expect("one answer per call")
 }
 
+/// Whether every memory of `ids` is in the store, with its signature and its `remember` audit
+/// row (all written by one transaction, so all or none).
+fn all_stored(conn: &Connection, ids: &[&str]) -> Result<bool> {
+    for id in ids {
+        let found: i64 = conn.query_row(
+            "SELECT (SELECT COUNT(*) FROM memory_item WHERE id = ?1) \
+                  + (SELECT COUNT(*) FROM lethe_signature WHERE memory_id = ?1) \
+                  + (SELECT COUNT(*) FROM lethe_action WHERE memory_id = ?1 AND action = 'remember')",
+            [id],
+            |r| r.get(0),
+        )?;
+        if found != 3 {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// One `remember` of a group commit ([`remember_many`]).
 #[derive(Debug, Clone, Copy)]
 pub struct RememberCall<'a> {
@@ -503,7 +521,27 @@ fn remember_group(
                 }
             }
         }
-        tx.commit()?;
+        match tx.commit() {
+            Ok(()) => {}
+            // The team server went away during the commit: the memories it was storing are
+            // read back on a new connection (to whichever host now accepts writes). All there:
+            // the commit happened and the answers stand. Otherwise the caller hears that
+            // nothing is known to be stored; running the call again is answered as a
+            // duplicate of what did arrive, never a second copy.
+            Err(Error::CommitLost(why)) => {
+                let ids: Vec<&str> = wrote
+                    .iter()
+                    .filter_map(|r| match r {
+                        Some(Ok(Ok(w))) => Some(w.id.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                if ids.is_empty() || !all_stored(conn, &ids).unwrap_or(false) {
+                    return Err(Error::Unavailable(why));
+                }
+            }
+            Err(e) => return Err(e),
+        }
         clock.lap(Step::Commit);
         Ok(wrote)
     })?;
@@ -569,6 +607,12 @@ fn remember_group(
         if let Some(v) = &p.vector {
             earlier.push((wr.rowid, v.clone()));
         }
+        // The memory is committed: a team server lost while reading its neighbours (a failover)
+        // costs the answer its `similar` list, never the fact that it is stored.
+        let similar = match similar {
+            Err(e) if e.code() == "db_unavailable" => Ok(Vec::new()),
+            other => other,
+        };
         out.push(similar.map(|similar| RememberOutcome::Stored {
             id: wr.id,
             stored: true,

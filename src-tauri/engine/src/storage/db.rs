@@ -721,23 +721,18 @@ impl Connection {
                 TransactionBehavior::Deferred => "BEGIN DEFERRED",
                 TransactionBehavior::Immediate => "BEGIN IMMEDIATE",
             })?),
-            Inner::Postgres(p) => {
-                p.batch(match behavior {
-                    TransactionBehavior::Deferred => "BEGIN ISOLATION LEVEL REPEATABLE READ",
-                    TransactionBehavior::Immediate => "BEGIN ISOLATION LEVEL SERIALIZABLE",
-                })?;
-                p.in_tx.set(true);
-                Ok(())
-            }
+            Inner::Postgres(p) => p.begin(match behavior {
+                TransactionBehavior::Deferred => "BEGIN ISOLATION LEVEL REPEATABLE READ",
+                TransactionBehavior::Immediate => "BEGIN ISOLATION LEVEL SERIALIZABLE",
+            }),
         }
     }
 
     pub fn commit(&self) -> Result<()> {
-        let out = self.execute_batch("COMMIT");
-        if let Some(p) = self.postgres() {
-            p.in_tx.set(false);
+        match &self.inner {
+            Inner::Sqlite(c) => Ok(c.execute_batch("COMMIT")?),
+            Inner::Postgres(p) => p.commit(),
         }
-        out
     }
 
     pub fn rollback(&self) -> Result<()> {
@@ -825,24 +820,118 @@ pub(crate) mod pg {
         pub(crate) display: String,
         /// `lethe_vector.emb` exists: the server has pgvector and an HNSW index for recall.
         pub(crate) vector_search: Cell<bool>,
+        /// How to connect again when the connection is lost (its hosts, in order; the
+        /// password stays in here and `Config`'s `Debug` hides it).
+        config: postgres::Config,
+        /// The session's settings, set again on every new connection.
+        session: RefCell<Vec<String>>,
+        /// How many times the connection was made anew: a listener compares it to know that
+        /// its `LISTEN` went with the old connection.
+        pub(crate) epoch: Cell<u64>,
+        /// A statement found the connection gone: the next one outside a transaction
+        /// connects again, whatever the driver says of it.
+        lost: Cell<bool>,
+    }
+
+    /// Whether an error means the connection itself is gone (the server died, was shut down,
+    /// or the network dropped), rather than a statement failing on a live connection.
+    fn connection_gone(e: &postgres::Error) -> bool {
+        if e.is_closed() {
+            return true;
+        }
+        match e.code().map(|c| c.code()) {
+            Some(code) => code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03"),
+            None => {
+                let mut source = std::error::Error::source(e);
+                while let Some(s) = source {
+                    if s.is::<std::io::Error>() {
+                        return true;
+                    }
+                    source = s.source();
+                }
+                false
+            }
+        }
     }
 
     impl Pg {
-        pub(crate) fn new(client: postgres::Client, display: String) -> Self {
+        pub(crate) fn new(client: postgres::Client, config: postgres::Config, display: String) -> Self {
             Pg {
                 client: RefCell::new(client),
                 stmts: RefCell::new(HashMap::new()),
                 in_tx: Cell::new(false),
                 display,
                 vector_search: Cell::new(false),
+                config,
+                session: RefCell::new(Vec::new()),
+                epoch: Cell::new(0),
+                lost: Cell::new(false),
+            }
+        }
+
+        /// Runs a session setting now and again on every new connection.
+        pub(crate) fn session(&self, sql: &str) -> Result<()> {
+            self.batch(sql)?;
+            self.session.borrow_mut().push(sql.to_string());
+            Ok(())
+        }
+
+        /// Connects again (to whichever host accepts, within the process's wait) and sets
+        /// the session up as before. Only between transactions.
+        fn reconnect(&self) -> Result<()> {
+            let client = crate::storage::postgres::connect_client(&self.config, &self.display)?;
+            let old = std::mem::replace(&mut *self.client.borrow_mut(), client);
+            drop(old);
+            self.stmts.borrow_mut().clear();
+            self.epoch.set(self.epoch.get() + 1);
+            self.lost.set(false);
+            for sql in self.session.borrow().iter() {
+                self.client.borrow_mut().batch_execute(sql)?;
+            }
+            Ok(())
+        }
+
+        /// Before a statement outside a transaction: a connection known to be gone is made
+        /// anew first (a long-running process outlives its server's failover).
+        fn revive(&self) -> Result<()> {
+            if !self.in_tx.get() && (self.lost.get() || self.client.borrow().is_closed()) {
+                self.reconnect()?;
+            }
+            Ok(())
+        }
+
+        /// The error of a statement, told apart by what the caller may do next: on a lost
+        /// connection inside a transaction, run it again (the server dropped it); on one lost
+        /// during a commit or outside a transaction, nothing may be claimed as written.
+        fn fail(&self, e: postgres::Error, committing: bool) -> Error {
+            if !connection_gone(&e) && !self.client.borrow().is_closed() {
+                return Error::Pg(e);
+            }
+            self.stmts.borrow_mut().clear();
+            let why = crate::storage::postgres::message(&e);
+            let server = &self.display;
+            self.lost.set(true);
+            if committing {
+                Error::CommitLost(format!(
+                    "the team server {server} went away during a commit ({why}): whether that write was stored is unknown, \
+                     so it is not reported as stored; running it again stores it at most once"
+                ))
+            } else if self.in_tx.get() {
+                Error::ConnectionLost(format!("the connection to the team server {server} was lost ({why})"))
+            } else {
+                Error::Unavailable(format!(
+                    "the connection to the team server {server} was lost ({why}); the next call connects again"
+                ))
             }
         }
 
         pub(crate) fn prepare(&self, sql: &str) -> Result<postgres::Statement> {
+            self.revive()?;
             if let Some(s) = self.stmts.borrow().get(sql) {
                 return Ok(s.clone());
             }
-            let stmt = self.client.borrow_mut().prepare(&placeholders(&dialect(sql)))?;
+            let prepared = self.client.borrow_mut().prepare(&placeholders(&dialect(sql)));
+            let stmt = prepared.map_err(|e| self.fail(e, false))?;
             self.stmts.borrow_mut().insert(sql.to_string(), stmt.clone());
             Ok(stmt)
         }
@@ -850,23 +939,56 @@ pub(crate) mod pg {
         pub(crate) fn execute(&self, stmt: &postgres::Statement, values: &[ValueRef<'_>]) -> Result<usize> {
             let args: Vec<Arg> = values.iter().map(|v| Arg(*v)).collect();
             let refs: Vec<&(dyn postgres::types::ToSql + Sync)> = args.iter().map(|a| a as _).collect();
-            Ok(self.client.borrow_mut().execute(stmt, &refs)? as usize)
+            let out = self.client.borrow_mut().execute(stmt, &refs);
+            Ok(out.map_err(|e| self.fail(e, false))? as usize)
         }
 
         pub(crate) fn query(&self, stmt: &postgres::Statement, values: &[ValueRef<'_>]) -> Result<Vec<postgres::Row>> {
             let args: Vec<Arg> = values.iter().map(|v| Arg(*v)).collect();
             let refs: Vec<&(dyn postgres::types::ToSql + Sync)> = args.iter().map(|a| a as _).collect();
-            Ok(self.client.borrow_mut().query(stmt, &refs)?)
+            let out = self.client.borrow_mut().query(stmt, &refs);
+            out.map_err(|e| self.fail(e, false))
         }
 
         pub(crate) fn batch(&self, sql: &str) -> Result<()> {
+            self.revive()?;
+            self.run_batch(sql, false)
+        }
+
+        fn run_batch(&self, sql: &str, committing: bool) -> Result<()> {
             let out = self.client.borrow_mut().batch_execute(sql);
-            if out.is_err() {
-                // A failed statement inside a transaction leaves it aborted; the schema may
-                // also have changed, so prepared statements are prepared again.
-                self.stmts.borrow_mut().clear();
+            match out {
+                Ok(()) => Ok(()),
+                Err(e) => {
+                    // A failed statement inside a transaction leaves it aborted; the schema may
+                    // also have changed, so prepared statements are prepared again.
+                    self.stmts.borrow_mut().clear();
+                    Err(self.fail(e, committing))
+                }
             }
-            Ok(out?)
+        }
+
+        /// Opens a transaction; a connection found gone at its start is made anew once and
+        /// the transaction opened there (nothing was sent that could have been written).
+        pub(crate) fn begin(&self, sql: &str) -> Result<()> {
+            self.revive()?;
+            match self.run_batch(sql, false) {
+                Err(Error::Unavailable(_)) => {
+                    self.reconnect()?;
+                    self.run_batch(sql, false)
+                }
+                other => other,
+            }?;
+            self.in_tx.set(true);
+            Ok(())
+        }
+
+        /// Ends the transaction with `COMMIT`; a connection lost here leaves the outcome
+        /// unknown ([`Error::Unavailable`], never retried by the caller).
+        pub(crate) fn commit(&self) -> Result<()> {
+            let out = self.run_batch("COMMIT", self.in_tx.get());
+            self.in_tx.set(false);
+            out
         }
     }
 

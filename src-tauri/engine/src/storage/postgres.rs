@@ -8,6 +8,8 @@
 //! shown of a connection is [`display`].
 
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::storage::db::{pg::Pg, Connection};
@@ -161,22 +163,35 @@ pub fn is_url(db: &str) -> bool {
     lower.starts_with("postgres://") || lower.starts_with("postgresql://")
 }
 
-/// The server and database of a URL without its password (for messages, the window and the
-/// recent list): `postgres://agent@127.0.0.1:5432/team`.
+/// The servers and database of a URL without its password (for messages, the window and the
+/// recent list): `postgres://agent@127.0.0.1:5432/team`, every host of a multi-host address
+/// (`postgres://agent@h1:5432,h2:5433/team?target_session_attrs=read-write`).
 pub fn display(url: &str) -> String {
     match postgres::Config::from_str(url) {
         Ok(c) => {
-            let host = c
+            let ports = c.get_ports();
+            let hosts: Vec<String> = c
                 .get_hosts()
-                .first()
-                .map(|h| match h {
-                    postgres::config::Host::Tcp(h) => h.clone(),
-                    postgres::config::Host::Unix(p) => p.display().to_string(),
+                .iter()
+                .enumerate()
+                .map(|(i, h)| {
+                    let host = match h {
+                        postgres::config::Host::Tcp(h) if h.contains(':') => format!("[{h}]"),
+                        postgres::config::Host::Tcp(h) => h.clone(),
+                        postgres::config::Host::Unix(p) => p.display().to_string(),
+                    };
+                    // One port for every host, or one per host (libpq's rule).
+                    let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+                    format!("{host}:{port}")
                 })
-                .unwrap_or_else(|| "localhost".into());
-            let port = c.get_ports().first().copied().unwrap_or(5432);
+                .collect();
+            let hosts = if hosts.is_empty() { "localhost:5432".to_string() } else { hosts.join(",") };
+            let attrs = match c.get_target_session_attrs() {
+                postgres::config::TargetSessionAttrs::ReadWrite => "?target_session_attrs=read-write",
+                _ => "",
+            };
             format!(
-                "postgres://{}@{host}:{port}/{}",
+                "postgres://{}@{hosts}/{}{attrs}",
                 c.get_user().unwrap_or(""),
                 c.get_dbname().unwrap_or(c.get_user().unwrap_or(""))
             )
@@ -185,25 +200,91 @@ pub fn display(url: &str) -> String {
     }
 }
 
-fn open_raw(url: &str) -> Result<Connection> {
-    let config = postgres::Config::from_str(url)
-        .map_err(|e| Error::invalid(format!("not a PostgreSQL address ({}): {e}", display(url))))?;
-    let mut config = config;
-    if config.get_connect_timeout().is_none() {
-        config.connect_timeout(std::time::Duration::from_secs(5));
+/// How long a connection waits, by default, for one of its hosts to accept it (and, with
+/// `target_session_attrs=read-write`, to accept writes): long enough for pg_auto_failover to
+/// promote the standby with its default health checks (about 30 s), short enough that an agent
+/// whose server is gone hears so in a minute.
+pub const DEFAULT_FAILOVER_WAIT: Duration = Duration::from_secs(60);
+
+static FAILOVER_WAIT_MS: AtomicU64 = AtomicU64::new(DEFAULT_FAILOVER_WAIT.as_millis() as u64);
+
+/// Sets the process's wait for a team server (`lethe --db-wait SECONDS`, `LETHE_DB_WAIT`);
+/// zero tries each host once.
+pub fn set_failover_wait(wait: Duration) {
+    FAILOVER_WAIT_MS.store(wait.as_millis().min(u64::MAX as u128) as u64, Ordering::Relaxed);
+}
+
+/// The process's wait for a team server (see [`set_failover_wait`]).
+pub fn failover_wait() -> Duration {
+    Duration::from_millis(FAILOVER_WAIT_MS.load(Ordering::Relaxed))
+}
+
+/// The longest one host may take to answer a connection attempt.
+const HOST_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Whether a failed connection attempt may succeed later on its own: no host answered, none
+/// accepted writes (`target_session_attrs=read-write` on a standby), or the server is starting,
+/// stopping or being promoted. A refused password, a missing database or role never heal.
+fn transient(e: &postgres::Error) -> bool {
+    match e.code().map(|c| c.code()) {
+        None => true,
+        Some(code) => code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03" | "25006"),
     }
+}
+
+/// Connects to the first host of `config` that accepts the connection (the driver tries them
+/// in order and checks `target_session_attrs`), trying again until [`failover_wait`] has passed
+/// while none does: a standby being promoted takes a few seconds to accept writes.
+pub(crate) fn connect_client(config: &postgres::Config, shown: &str) -> Result<postgres::Client> {
+    let wait = failover_wait();
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(100);
+    loop {
+        let mut attempt = config.clone();
+        if config.get_connect_timeout().is_none() {
+            let left = wait.saturating_sub(started.elapsed());
+            attempt.connect_timeout(HOST_CONNECT_TIMEOUT.min(left).max(Duration::from_millis(500)));
+        }
+        match attempt.connect(postgres::NoTls) {
+            Ok(client) => return Ok(client),
+            Err(e) if !transient(&e) => {
+                return Err(Error::Foreign(format!("cannot connect to the team server {shown}: {}", message(&e))))
+            }
+            Err(e) => {
+                let waited = started.elapsed();
+                if waited + pause > wait {
+                    return Err(Error::Unavailable(format!(
+                        "no host of the team server {shown} accepted {} within {:.1} s (the wait is {} s): {}",
+                        match config.get_target_session_attrs() {
+                            postgres::config::TargetSessionAttrs::ReadWrite => "writes",
+                            _ => "a connection",
+                        },
+                        waited.as_secs_f64(),
+                        wait.as_secs_f64(),
+                        message(&e)
+                    )));
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+fn open_raw(url: &str) -> Result<Connection> {
+    let mut config = postgres::Config::from_str(url)
+        .map_err(|e| Error::invalid(format!("not a PostgreSQL address ({}): {e}", display(url))))?;
     config.application_name("lethe");
-    let client = config
-        .connect(postgres::NoTls)
-        .map_err(|e| Error::Foreign(format!("cannot connect to the team server {}: {}", display(url), message(&e))))?;
-    let conn = Connection::from_postgres(Pg::new(client, display(url)));
+    let shown = display(url);
+    let client = connect_client(&config, &shown)?;
+    let conn = Connection::from_postgres(Pg::new(client, config, shown));
     // Statements that wait on a lock give up as SQLite's busy timeout does (advisory locks
     // too). The statement timeout is the role's (`admin add-*` sets one for Lethe's roles).
-    conn.execute_batch("SET lock_timeout = '5s'")?;
+    conn.postgres().expect("a server connection").session("SET lock_timeout = '5s'")?;
     Ok(conn)
 }
 
-fn message(e: &postgres::Error) -> String {
+pub(crate) fn message(e: &postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => db.message().to_string(),
         None => {
@@ -481,5 +562,30 @@ mod tests {
         let shown = display("postgres://agent:s3cret@127.0.0.1:5433/team");
         assert_eq!(shown, "postgres://agent@127.0.0.1:5433/team");
         assert!(!shown.contains("s3cret"));
+    }
+
+    #[test]
+    fn a_multi_host_address_is_shown_with_every_host_and_its_session_attributes() {
+        let url = "postgres://agent:s3cret@10.0.0.1:5432,10.0.0.2:5433/team?target_session_attrs=read-write";
+        assert!(is_url(url));
+        let shown = display(url);
+        assert_eq!(shown, "postgres://agent@10.0.0.1:5432,10.0.0.2:5433/team?target_session_attrs=read-write");
+        assert!(!shown.contains("s3cret"));
+        // Each host its own port in a URL, the default port where none is given.
+        assert_eq!(display("postgres://a@h1,h2:6000/d"), "postgres://a@h1:5432,h2:6000/d");
+        assert_eq!(display("postgres://a@h1,h2/d"), "postgres://a@h1:5432,h2:5432/d");
+        let config = postgres::Config::from_str(url).unwrap();
+        assert_eq!(config.get_hosts().len(), 2, "the driver reads both hosts");
+        assert_eq!(config.get_target_session_attrs(), postgres::config::TargetSessionAttrs::ReadWrite);
+    }
+
+    #[test]
+    fn connection_failures_that_can_heal_are_told_from_those_that_cannot() {
+        // A refused connection (no server on the port) heals when a host comes up; a
+        // refused role or password never does, so it is not waited on.
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let config = postgres::Config::from_str(&format!("postgres://a@127.0.0.1:{free}/d")).unwrap();
+        let e = config.connect(postgres::NoTls).err().expect("nothing listens there");
+        assert!(transient(&e), "{e}");
     }
 }

@@ -824,7 +824,8 @@ pub fn open_read_only(path: impl AsRef<Path>) -> Result<Connection> {
     let path = path.as_ref();
     if let Some(url) = path.to_str().filter(|p| super::postgres::is_url(p)) {
         let conn = super::postgres::connect(url)?;
-        conn.execute_batch("SET default_transaction_read_only = on")?;
+        // Kept on a connection made anew after a failover too.
+        conn.postgres().expect("a server connection").session("SET default_transaction_read_only = on")?;
         return Ok(conn);
     }
     refuse_unpersisted(path)?;
@@ -1089,6 +1090,9 @@ pub fn with_retry<T>(mut f: impl FnMut() -> Result<T>) -> Result<T> {
     let mut delay = Duration::from_millis(2);
     loop {
         match f() {
+            Err(Error::ConnectionLost(m)) if started.elapsed() >= RETRY_DEADLINE => {
+                return Err(Error::Unavailable(m));
+            }
             Err(e) if e.is_retryable() => {
                 // Bounded: another program holding a write lock for good must end in a clear
                 // error, not an endless wait.

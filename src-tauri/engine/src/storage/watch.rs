@@ -183,6 +183,7 @@ fn serve(
     // a notification carries nothing, and no other team's writes wake this listener.
     let channel: String = conn.query_row("SELECT lethe_channel()", [], |r| r.get(0))?;
     pg.batch(&format!("LISTEN \"{}\"", channel.replace('"', "\"\"")))?;
+    let epoch = pg.epoch.get();
     loop {
         if stop.load(Ordering::SeqCst) {
             return Ok(());
@@ -197,6 +198,11 @@ fn serve(
         }
         if let Some(ids) = journal.read(conn)? {
             on_event(WatchEvent::Changed { data_version: journal.high(), ids });
+        }
+        // The connection was made anew (a failover) while reading: its LISTEN went with the
+        // old one, so the watcher starts over and everything is read afresh.
+        if pg.epoch.get() != epoch {
+            return Err(Error::Unavailable(format!("the team server {} changed hosts", pg.display)));
         }
     }
 }
