@@ -25,10 +25,11 @@ const MIGRATIONS: &[Migration] = &[
     Migration { version: 3, name: "teams", sql: include_str!("postgres/migrations/003_teams.sql") },
     Migration { version: 4, name: "agent_pins", sql: include_str!("postgres/migrations/004_agent_pins.sql") },
     Migration { version: 6, name: "raw_sql", sql: include_str!("postgres/migrations/006_raw_sql.sql") },
+    Migration { version: 7, name: "session_context", sql: include_str!("postgres/migrations/007_session_context.sql") },
 ];
 
 /// The team store's schema version this build reads and writes.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// How long a Lethe role's session may sit in an open transaction, and run one statement,
 /// before the server ends it (set on every role `admin add-*` makes, per database): a
