@@ -6,6 +6,7 @@
 //! duplicates review and the Overview's health lists, the rule that agents leave a person's
 //! pins alone (`pins`), and forget runs that can be undone (`runs`).
 
+pub mod answers;
 pub mod archive;
 pub mod audit;
 pub mod duplicates;

@@ -645,6 +645,21 @@ pub fn explain(conn: &Connection, q: &RecallQuery, now: Instant, declined: usize
     })
 }
 
+/// `recall --explain`'s answer: [`explain`]'s, and how recall finds memories (`recall_mode`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct ExplainAnswer {
+    #[serde(flatten)]
+    pub explained: Explained,
+    /// "semantic + lexical (model)" or "lexical recall only: why".
+    pub recall_mode: String,
+}
+
+/// [`explain`] with the recall mode: what `lethe recall --explain` prints.
+pub fn explain_answer(conn: &Connection, q: &RecallQuery, now: Instant, declined: usize) -> Result<ExplainAnswer> {
+    Ok(ExplainAnswer { explained: explain(conn, q, now, declined)?, recall_mode: crate::embed::status() })
+}
+
 /// For each of `hits` (as [`recall`] returned them for `text`), the query words it matched
 /// only through a session neighbour, per neighbour (what [`explain`] says as
 /// `context_matches`), for callers that show it beside plain results (MCP).
