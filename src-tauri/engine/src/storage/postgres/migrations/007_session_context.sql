@@ -36,6 +36,14 @@ CREATE OR REPLACE FUNCTION @S@.lethe_own_fts(content text, tags text, task_goal 
             COALESCE(steps, '')), 'B')
 $f$;
 
+-- A document's length for BM25: the positions its text spans (function words, which the
+-- English configuration leaves out of the index, still take their place, as they count in
+-- a file's FTS5 row).
+CREATE OR REPLACE FUNCTION @S@.lethe_tsvector_length(v tsvector) RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp AS $f$
+    SELECT COALESCE(max(p), 0)::integer FROM pg_catalog.unnest(v) AS u, pg_catalog.unnest(u.positions) AS p
+$f$;
+
 -- The session neighbours of a memory (its rowid, team, session, owner, scope and date): the
 -- memory of the same session, team, owner and privacy scope written just before it and the
 -- one written just after it (ties by rowid), leaving out memories in quarantine. Dates are
@@ -139,13 +147,15 @@ CREATE TRIGGER lethe_memory_changed AFTER INSERT OR UPDATE OR DELETE ON @S@.memo
 $body$;
     EXECUTE replace(body, '@S@', s);
 
+    EXECUTE format('REVOKE ALL ON FUNCTION %s.lethe_tsvector_length(tsvector) FROM PUBLIC', s);
     EXECUTE format('REVOKE ALL ON FUNCTION %s.lethe_own_fts(text, text, text, text, text, text), '
         '%s.lethe_session_context(bigint, text, text, text, text, text), %s.lethe_context_refresh(bigint[]), '
         '%s.lethe_context_dependents(bigint, text, text, text, text, text), %s.lethe_context_changed() FROM PUBLIC', s, s, s, s, s);
     -- Every role that writes a memory computes its full-text column; explain reads the
     -- neighbours (of its own team's rows).
     EXECUTE format('GRANT EXECUTE ON FUNCTION %s.lethe_own_fts(text, text, text, text, text, text), '
-        '%s.lethe_session_context(bigint, text, text, text, text, text) TO lethe_reader', s, s);
+        '%s.lethe_tsvector_length(tsvector), %s.lethe_session_context(bigint, text, text, text, text, text) '
+        'TO lethe_reader', s, s, s);
 END
 $do$;
 
@@ -160,10 +170,15 @@ ALTER TABLE memory_item ENABLE TRIGGER lethe_memory_changed;
 
 -- The full-text column: the memory's own text, then its context (a generated column's
 -- expression cannot be altered in place before PostgreSQL 17: it is made again, with its
--- index).
+-- index), and its length for recall's BM25.
 DROP INDEX IF EXISTS lethe_fts_gin;
+ALTER TABLE memory_item DROP COLUMN IF EXISTS lethe_fts_len;
 ALTER TABLE memory_item DROP COLUMN IF EXISTS lethe_fts;
 ALTER TABLE memory_item ADD COLUMN lethe_fts tsvector GENERATED ALWAYS AS (
     lethe_own_fts(content, tags, task_goal, workflow_name, skill_name, steps) || COALESCE(lethe_context, ''::tsvector)
 ) STORED;
 CREATE INDEX IF NOT EXISTS lethe_fts_gin ON memory_item USING gin (lethe_fts);
+ALTER TABLE memory_item ADD COLUMN lethe_fts_len integer GENERATED ALWAYS AS (
+    lethe_tsvector_length(lethe_own_fts(content, tags, task_goal, workflow_name, skill_name, steps)
+        || COALESCE(lethe_context, ''::tsvector))
+) STORED;
