@@ -2,7 +2,7 @@
 //! table indexes every word; the team store's English configuration drops these words from
 //! its index itself, so this suite is the file's.
 
-use crate::support::now;
+use crate::support::{now, temp_db};
 use lethe_engine::lifecycle::{self, NewMemory, RememberOutcome};
 use lethe_engine::recall::{self, RecallQuery};
 use lethe_engine::settings::RecallWeights;
@@ -10,7 +10,8 @@ use lethe_engine::{store, Tier};
 
 #[test]
 fn a_query_made_only_of_function_words_keeps_them() {
-    let mut conn = store::open_in_memory().unwrap();
+    let db = temp_db();
+    let mut conn = store::open(&db).unwrap();
     let id = match lifecycle::remember(&mut conn, &NewMemory::new(Tier::Episodic, "to be or not to be"), "user", now())
         .unwrap()
     {
