@@ -50,7 +50,14 @@ fn a_team_server_needs_setup_then_serves_the_same_commands() {
     assert_eq!(code, 0, "{v}");
     assert_eq!(
         v["applied"],
-        serde_json::json!(["001_schema", "002_roles", "003_teams", "004_agent_pins", "006_raw_sql"])
+        serde_json::json!([
+            "001_schema",
+            "002_roles",
+            "003_teams",
+            "004_agent_pins",
+            "006_raw_sql",
+            "007_session_context"
+        ])
     );
     let (code, v) = lethe(&db, &["admin", "setup"]);
     assert_eq!(code, 0, "{v}");
