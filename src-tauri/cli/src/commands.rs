@@ -1,11 +1,11 @@
 //! The subcommands. Each parses its arguments, calls the engine and returns JSON.
 
-use std::collections::HashMap;
 use std::mem::ManuallyDrop;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 use lethe_engine::lifecycle::{self, ListQuery, NewMemory, ProcedureFields, RememberOutcome};
+use lethe_engine::ops::answers;
 use lethe_engine::{
     archive, audit, forgetting, meta, procedural, recall, store, time, transfer, Error, Result, Settings, Tier,
 };
@@ -553,11 +553,7 @@ fn remember(conn: &mut rusqlite_conn::Connection, a: &RememberArgs, actor: &str,
             return Err(Error::invalid("--memory-id and --expected-version go together"));
         };
         let patch = procedural::ProcedurePatch { content: content_given.then_some(m.content), fields: m.procedure };
-        let (updated, r) = procedural::update_guarded(conn, id, v, &patch, actor, now)?;
-        return Ok(json!({
-            "id": updated.id, "stored": true, "version": updated.version,
-            "redacted": r.redacted, "pii_tags": r.pii_tags,
-        }));
+        return to_json(&procedural::update_answer(conn, id, v, &patch, actor, now)?);
     }
     let out: RememberOutcome = lifecycle::remember(conn, &m, actor, now)?;
     to_json(&out)
@@ -717,34 +713,9 @@ fn run_command(cli: Cli) -> Result<Option<Value>> {
             v
         }
         Command::Score { ids, all } => {
-            let s = Settings::load(conn)?;
             let snap = scoring_snapshot(conn, read_only)?;
-            let ids: Vec<String> = if *all || ids.is_empty() {
-                snap.rows.iter().filter(|r| !r.is_deleted).map(|r| r.id.clone()).collect()
-            } else {
-                ids.clone()
-            };
-            // Every score at once when many are asked for (one pass over the similar pairs),
-            // one at a time for a few.
-            let all_scores = (ids.len() > 8).then(|| snap.forget_scores(&s, now));
-            let at: HashMap<&str, usize> = snap.rows.iter().enumerate().map(|(i, r)| (r.id.as_str(), i)).collect();
-            let mut items = Vec::with_capacity(ids.len());
-            for id in ids {
-                let found = match (at.get(id.as_str()), &all_scores) {
-                    (Some(&i), Some(all)) => Some(all[i].clone()),
-                    (Some(_), None) => snap.score_of(&id, &s, now),
-                    (None, _) => None,
-                };
-                let f = match found {
-                    Some(f) => f,
-                    None => forgetting::score_one(conn, &id, &s, now)?,
-                };
-                items.push(json!({
-                    "id": id, "features": f.features, "components": f.components, "forget_score": f.forget_score,
-                    "reasons": f.reasons, "would_forget": f.would_forget,
-                }));
-            }
-            json!({ "items": items })
+            let ids: &[String] = if *all { &[] } else { ids };
+            to_json(&answers::score(conn, &snap, &Settings::load(conn)?, ids, now)?)?
         }
         Command::Forget { undo: Some(run), .. } => to_json(&lethe_engine::runs::undo(conn, run, actor, now)?)?,
         Command::Forget { dry_run, .. } => {
@@ -776,11 +747,7 @@ fn run_command(cli: Cli) -> Result<Option<Value>> {
             to_json(&lethe_engine::detail(conn, id, now, None)?)?
         }
         Command::Edit { id, content, expected_version } => {
-            let (_, r) = lifecycle::edit_checked(conn, id, content, *expected_version, actor, now)?;
-            let mut v = to_json(&lethe_engine::detail(conn, id, now, None)?)?;
-            v["redacted"] = to_json(&r.redacted)?;
-            v["pii_tags"] = to_json(&r.pii_tags)?;
-            v
+            to_json(&lethe_engine::edit(conn, id, content, *expected_version, actor, now)?)?
         }
         Command::Scan { redact, confirm } => match (redact, confirm) {
             (false, false) => json!({ "items": lethe_engine::scan::scan(conn)? }),
@@ -839,12 +806,8 @@ fn run_command(cli: Cli) -> Result<Option<Value>> {
         }
         Command::Sessions { limit } => to_json(&lethe_engine::session::overview(conn, *limit)?)?,
         Command::Stats => {
-            let s = Settings::load(conn)?;
             let snap = scoring_snapshot(conn, read_only)?;
-            let mut v = to_json(&forgetting::stats(conn, &snap, &s, now)?)?;
-            v["recall_mode"] = json!(lethe_engine::embed::status());
-            with_mistyped(&snap, &mut v)?;
-            v
+            to_json(&answers::stats(conn, &snap, &Settings::load(conn)?, now)?)?
         }
         Command::Meta { id, query, limit } => match (id, query) {
             (Some(id), None) => {
@@ -877,9 +840,7 @@ fn run_command(cli: Cli) -> Result<Option<Value>> {
                 task_kind: a.task_kind.clone(),
             };
             if a.explain {
-                let mut v = to_json(&recall::explain(conn, &q, now, recall::DECLINED)?)?;
-                v["recall_mode"] = json!(lethe_engine::embed::status());
-                return Ok(Some(v));
+                return Ok(Some(to_json(&recall::explain_answer(conn, &q, now, recall::DECLINED)?)?));
             }
             let answer = recall::answer(conn, &q, now)?;
             if !read_only {
@@ -937,8 +898,7 @@ fn run_command(cli: Cli) -> Result<Option<Value>> {
             }
         }
         Command::Rollback { id, to, expected_version } => {
-            let m = procedural::rollback(conn, id, *to, *expected_version, actor, now)?;
-            json!({ "id": m.id, "stored": true, "version": m.version })
+            to_json(&procedural::rollback_answer(conn, id, *to, *expected_version, actor, now)?)?
         }
         Command::Import { file, dry_run } => {
             let f = std::fs::File::open(file)?;

@@ -266,6 +266,30 @@ fn input_of(memory: &Memory, score: &decay::ForgetScore, task_log: bool) -> Resu
     })
 }
 
+/// What an edit answers (`lethe edit`): the memory's detail after it, and what the secrets
+/// and personal-data guard did to the new content.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct EditAnswer {
+    #[serde(flatten)]
+    pub detail: MemoryDetail,
+    pub redacted: Vec<redact::Finding>,
+    pub pii_tags: Vec<String>,
+}
+
+/// [`lifecycle::edit_checked`], answered as [`EditAnswer`].
+pub fn edit(
+    conn: &mut Connection,
+    id: &str,
+    content: &str,
+    expected_version: Option<i64>,
+    actor: &str,
+    now: time::Instant,
+) -> Result<EditAnswer> {
+    let (_, r) = lifecycle::edit_checked(conn, id, content, expected_version, actor, now)?;
+    Ok(EditAnswer { detail: detail(conn, id, now, None)?, redacted: r.redacted, pii_tags: r.pii_tags })
+}
+
 /// Builds the detail view of one memory at `now` (reads only).
 pub fn detail(
     conn: &Connection,

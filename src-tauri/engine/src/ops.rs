@@ -7,6 +7,7 @@
 //! pins alone (`pins`), forget runs that can be undone (`runs`), and the quarantine searched,
 //! sorted and paged for review (`quarantine_view`).
 
+pub mod answers;
 pub mod archive;
 pub mod audit;
 pub mod duplicates;

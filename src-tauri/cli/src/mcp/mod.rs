@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use lethe_engine::group_commit::RememberQueue;
 use lethe_engine::lifecycle::{self, ListQuery, NewMemory, ProcedureFields, SortBy};
+use lethe_engine::ops::answers;
 use lethe_engine::storage::postgres::Role;
 use lethe_engine::{archive, forgetting, meta, procedural, recall, session, store, time, Error, Settings, Tier};
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -503,11 +504,7 @@ impl LetheMcp {
                 (Some(id), Some(v)) => {
                     let patch = procedural::ProcedurePatch { content: Some(m.content), fields: m.procedure };
                     let mut c = conn.lock().unwrap_or_else(|e| e.into_inner());
-                    let (u, r) = procedural::update_guarded(&mut c, &id, v, &patch, actor, now)?;
-                    Ok(json!({
-                        "id": u.id, "stored": true, "version": u.version,
-                        "redacted": r.redacted, "pii_tags": r.pii_tags,
-                    }))
+                    Ok(serde_json::to_value(procedural::update_answer(&mut c, &id, v, &patch, actor, now)?)?)
                 }
                 // Written with the calls of other requests waiting for the connection.
                 (None, None) => Ok(serde_json::to_value(remembers.remember(conn, m, actor, now)?)?),
@@ -799,17 +796,14 @@ impl LetheMcp {
     #[tool(
         description = "Counts per tier (active, quarantined, pinned), memories at risk, and the recall statistics summary.",
         input_schema = schema::input::<NoArgs>(),
-        output_schema = schema::stats(),
+        output_schema = schema::output::<answers::StatsAnswer>(),
         annotations(title = "Memory stats", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn memory_stats(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
         let reader = self.reader;
         self.run("memory_stats", &peer, args, move |_: NoArgs, c, _, _, now| {
-            let s = Settings::load(c)?;
             let snap = forgetting::Snapshot::load_for(c, !reader)?;
-            let mut v = serde_json::to_value(forgetting::stats(c, &snap, &s, now)?)?;
-            v["recall_mode"] = json!(lethe_engine::embed::status());
-            Ok(v)
+            Ok(serde_json::to_value(answers::stats(c, &snap, &Settings::load(c)?, now)?)?)
         })
         .await
     }
@@ -897,4 +891,100 @@ pub fn serve(path: PathBuf) -> lethe_engine::Result<()> {
         return Err(io_err("mcp ended abnormally", &why));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tools whose output schema is generated from the engine's answer type, with that
+    /// type's schema.
+    fn generated() -> Vec<(&'static str, Arc<JsonObject>)> {
+        vec![("memory_stats", schema::output::<answers::StatsAnswer>())]
+    }
+
+    /// Where `value` breaks `schema` (the keywords the generated schemas use: type,
+    /// properties, required, additionalProperties, items), as paths.
+    fn breaks(value: &Value, schema: &Value, at: &str, out: &mut Vec<String>) {
+        if let Some(ty) = schema.get("type") {
+            let types: Vec<&str> = match ty {
+                Value::String(t) => vec![t.as_str()],
+                Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+                _ => Vec::new(),
+            };
+            let fits = |t: &str| match t {
+                "null" => value.is_null(),
+                "boolean" => value.is_boolean(),
+                "integer" => value.is_i64() || value.is_u64(),
+                "number" => value.is_number(),
+                "string" => value.is_string(),
+                "array" => value.is_array(),
+                "object" => value.is_object(),
+                _ => false,
+            };
+            if !types.iter().any(|t| fits(t)) {
+                out.push(format!("{at}: {value} is not {types:?}"));
+                return;
+            }
+        }
+        if let Value::Object(o) = value {
+            let props = schema.get("properties").and_then(Value::as_object);
+            for k in schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+                if !o.contains_key(k) {
+                    out.push(format!("{at}.{k}: required, missing"));
+                }
+            }
+            for (k, v) in o {
+                match (props.and_then(|p| p.get(k)), schema.get("additionalProperties")) {
+                    (Some(p), _) => breaks(v, p, &format!("{at}.{k}"), out),
+                    (None, Some(extra)) if extra.is_object() => breaks(v, extra, &format!("{at}.{k}"), out),
+                    (None, _) => out.push(format!("{at}.{k}: not in the schema")),
+                }
+            }
+        }
+        if let (Value::Array(items), Some(item)) = (value, schema.get("items")) {
+            for (i, v) in items.iter().enumerate() {
+                breaks(v, item, &format!("{at}[{i}]"), out);
+            }
+        }
+    }
+
+    #[test]
+    fn generated_output_schemas_are_the_engines_answer_types_and_hold_every_field_a_real_answer_has() {
+        let tools = LetheMcp::tool_router().list_all();
+        for (name, expected) in generated() {
+            let tool = tools.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("no tool {name}"));
+            assert_eq!(tool.output_schema.as_deref(), Some(&*expected), "{name}'s output schema is its answer type's");
+        }
+
+        // A real answer, with every optional part present: a memory recalled (the mean
+        // confidence), and a row another program stored with a mistyped value.
+        let now = time::parse("2026-06-01T12:00:00.000Z").unwrap();
+        let mut conn = store::open_in_memory().unwrap();
+        lifecycle::remember(&mut conn, &NewMemory::new(Tier::Semantic, "the deploy runs at noon"), "user", now)
+            .unwrap();
+        let hit =
+            recall::recall(&conn, &recall::RecallQuery { text: "deploy".into(), limit: 1, ..Default::default() }, now)
+                .unwrap();
+        let clock = time::format(now);
+        let deltas = meta::Delta::of_hits(hit.iter().map(|h| (h.id.as_str(), h.score)), &clock);
+        meta::write_batch(&mut conn, &deltas, &[]).unwrap();
+        conn.execute_batch("UPDATE memory_item SET view_count = 'many'").unwrap();
+        let snap = forgetting::Snapshot::load(&conn).unwrap();
+        let answer =
+            serde_json::to_value(answers::stats(&conn, &snap, &Settings::load(&conn).unwrap(), now).unwrap()).unwrap();
+        assert!(answer["mistyped"].as_array().is_some_and(|m| !m.is_empty()), "{answer}");
+        assert!(answer["meta"]["avg_confidence"].is_number(), "{answer}");
+        let schema = Value::Object((*schema::output::<answers::StatsAnswer>()).clone());
+        let mut out = Vec::new();
+        breaks(&answer, &schema, "memory_stats", &mut out);
+        assert!(out.is_empty(), "the answer breaks its schema: {out:?}\nschema: {schema}");
+
+        // And the check can fail: a field the schema does not know.
+        let mut extra = answer.clone();
+        extra["meta"]["new_field"] = json!(1);
+        let mut out = Vec::new();
+        breaks(&extra, &schema, "memory_stats", &mut out);
+        assert_eq!(out, vec!["memory_stats.meta.new_field: not in the schema"]);
+    }
 }

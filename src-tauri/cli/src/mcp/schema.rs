@@ -2,8 +2,9 @@
 //! types (standard JSON Schema 2020-12: no `nullable`, no integer `format`, subschemas
 //! inlined, `additionalProperties: false`) and the same schema checks the ranges of a call,
 //! so what a model reads is what the server enforces. Output schemas describe the engine's
-//! JSON as it is serialised; the tests validate every result against them (ajv, Python's
-//! jsonschema).
+//! JSON as it is serialised: generated from the engine's answer type where the tool returns
+//! one ([`output`]), so that a field added to the type is in the schema; the others are
+//! written here. The tests validate every result against them (ajv, Python's jsonschema).
 
 use std::any::TypeId;
 use std::collections::HashMap;
@@ -34,6 +35,47 @@ pub fn input<T: JsonSchema + 'static>() -> Arc<JsonObject> {
     let s = Arc::new(o);
     INPUTS.write().unwrap_or_else(|e| e.into_inner()).insert(TypeId::of::<T>(), Arc::clone(&s));
     s
+}
+
+static OUTPUTS: LazyLock<RwLock<HashMap<TypeId, Arc<JsonObject>>>> = LazyLock::new(Default::default);
+
+/// The output schema of an engine answer type, generated once from the type as it is
+/// serialised (a field that is left out when empty is not required; an optional value may be
+/// `null`, as the engine writes it).
+pub fn output<T: JsonSchema + 'static>() -> Arc<JsonObject> {
+    if let Some(s) = OUTPUTS.read().unwrap_or_else(|e| e.into_inner()).get(&TypeId::of::<T>()) {
+        return Arc::clone(s);
+    }
+    let mut settings = SchemaSettings::draft2020_12();
+    settings.inline_subschemas = true;
+    settings.meta_schema = None;
+    settings.contract = schemars::generate::Contract::Serialize;
+    let mut v = serde_json::to_value(settings.into_generator().into_root_schema_for::<T>())
+        .expect("a generated schema serialises");
+    drop_formats(&mut v);
+    let Value::Object(mut o) = v else { unreachable!("an answer's schema is an object") };
+    o.remove("title");
+    let s = Arc::new(o);
+    OUTPUTS.write().unwrap_or_else(|e| e.into_inner()).insert(TypeId::of::<T>(), Arc::clone(&s));
+    s
+}
+
+/// schemars marks Rust integer and float widths (`format: uint`, `double`), which are not
+/// formats of JSON Schema.
+fn drop_formats(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            if o.get("format")
+                .and_then(Value::as_str)
+                .is_some_and(|f| f.starts_with("int") || f.starts_with("uint") || f == "double" || f == "float")
+            {
+                o.remove("format");
+            }
+            o.values_mut().for_each(drop_formats);
+        }
+        Value::Array(a) => a.iter_mut().for_each(drop_formats),
+        _ => {}
+    }
 }
 
 /// Two simplifications for a model's reading: schemars marks Rust integer and float widths
@@ -457,33 +499,6 @@ fn receipt() -> Value {
             "redacted": array(finding(), "spans of the memo redacted"),
         }),
     )
-}
-
-pub fn stats() -> Arc<JsonObject> {
-    let counts = object(
-        &["active", "quarantined", "pinned"],
-        json!({
-            "active": t("integer", "active"),
-            "quarantined": t("integer", "in quarantine"),
-            "pinned": t("integer", "pinned"),
-        }),
-    );
-    as_schema(object(
-        &["tiers", "total_active", "total_quarantined", "at_risk", "would_forget", "meta"],
-        json!({
-            "tiers": { "type": "object", "additionalProperties": counts, "description": "per tier" },
-            "total_active": t("integer", "active memories"),
-            "total_quarantined": t("integer", "in quarantine"),
-            "at_risk": t("integer", "active memories in or above the review band"),
-            "would_forget": t("integer", "active memories the batch would forget now"),
-            "meta": object(&["recalled_memories", "total_recalls"], json!({
-                "recalled_memories": t("integer", "memories recalled at least once"),
-                "total_recalls": t("integer", "recall hits"),
-                "avg_confidence": maybe("number", "mean confidence"),
-            })),
-            "recall_mode": t("string", "semantic + lexical, or lexical only"),
-        }),
-    ))
 }
 
 pub fn page() -> Arc<JsonObject> {

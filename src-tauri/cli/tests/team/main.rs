@@ -56,6 +56,7 @@ fn a_team_server_needs_setup_then_serves_the_same_commands() {
             "003_teams",
             "004_agent_pins",
             "006_raw_sql",
+            "007_session_context",
             "008_definer_role"
         ])
     );

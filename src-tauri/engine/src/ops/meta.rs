@@ -89,9 +89,13 @@ pub struct MetaStats {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct MetaSummary {
+    /// Memories recalled at least once.
     pub recalled_memories: i64,
+    /// Recall hits.
     pub total_recalls: i64,
+    /// The mean confidence of those hits; none before the first.
     pub avg_confidence: Option<f64>,
 }
 

@@ -546,3 +546,55 @@ pub fn notes(conn: &Connection, id: &str) -> Result<Vec<serde_json::Value>> {
         None => Vec::new(),
     })
 }
+
+/// What writing a new version of a procedure answers (`remember` with `memory_id` and
+/// `expected_version`, `rollback`): the memory, that it was stored, and its new version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Stored {
+    pub id: String,
+    /// Always true: a version that is not written is an error, not an answer.
+    pub stored: bool,
+    pub version: i64,
+}
+
+impl Stored {
+    fn of(m: &Memory) -> Stored {
+        Stored { id: m.id.clone(), stored: true, version: m.version }
+    }
+}
+
+/// [`Stored`] for a patch, with what the secrets and personal-data guard did to it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Updated {
+    #[serde(flatten)]
+    pub stored: Stored,
+    pub redacted: Vec<Finding>,
+    pub pii_tags: Vec<String>,
+}
+
+/// [`update_guarded`] as the CLI and MCP answer it.
+pub fn update_answer(
+    conn: &mut Connection,
+    id: &str,
+    expected_version: i64,
+    patch: &ProcedurePatch,
+    actor: &str,
+    now: Instant,
+) -> Result<Updated> {
+    let (m, r) = update_guarded(conn, id, expected_version, patch, actor, now)?;
+    Ok(Updated { stored: Stored::of(&m), redacted: r.redacted, pii_tags: r.pii_tags })
+}
+
+/// [`rollback`] as the CLI answers it.
+pub fn rollback_answer(
+    conn: &mut Connection,
+    id: &str,
+    version: i64,
+    expected_version: i64,
+    actor: &str,
+    now: Instant,
+) -> Result<Stored> {
+    rollback(conn, id, version, expected_version, actor, now).map(|m| Stored::of(&m))
+}

@@ -308,28 +308,65 @@ pub const PARALLEL_SCAN_MIN: usize = 20_000;
 /// inside FTS5, at most `?2` (-1: all).
 pub const LEXICAL_SQL: &str = "SELECT rowid, bm25(lethe_fts, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5) FROM lethe_fts \
      WHERE lethe_fts MATCH ?1 ORDER BY bm25(lethe_fts, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5) LIMIT ?2";
-/// [`LEXICAL_SQL`] on a team server: PostgreSQL's full-text index (a `tsvector` column with
-/// the same stemming and weights: content 1.0, the other fields 0.5) finds the matches, and
-/// each is ranked as BM25 ranks it: for every word of the query that it holds, the word's
-/// inverse document frequency (`ln(1 + (N − df + ½) / (df + ½))`, df counted through the
-/// index) times `ts_rank` of that word alone, summed and negated so that, as with FTS5's
-/// `bm25()`, lower is better. The rank is divided by 1 + the log of the document's length
-/// (normalization 1): BM25 discounts a long document softly (b = 0.75, against the average
-/// length), not in proportion to its length. (`ts_rank` of the whole query knows no document
-/// frequency: on LoCoMo common words outranked rare ones, hit@10 0.374 against SQLite's 0.676;
-/// measured on the team store.) The word weights are MATERIALIZED: inlined, the planner counted
-/// each word's documents again for every matching row (9.5 s for one query at 10k, 17 ms
-/// now). `?1` is a `tsquery` ([`tsquery_of`]); `?2` = -1 takes all.
-pub const LEXICAL_SQL_POSTGRES: &str = "WITH query AS (SELECT to_tsquery('english', ?1) AS q), \
-     words AS (SELECT DISTINCT to_tsquery('english', quote_literal(w[1])) AS tq \
-               FROM regexp_matches(?1, '''([^'']+)''', 'g') AS w), \
-     total AS (SELECT COUNT(*)::float8 AS n FROM memory_item), \
-     counted AS (SELECT tq, (SELECT COUNT(*) FROM memory_item d WHERE d.lethe_fts @@ words.tq)::float8 AS df \
-                 FROM words WHERE numnode(tq) > 0), \
-     idf AS MATERIALIZED (SELECT tq, ln(1 + (total.n - df + 0.5) / (df + 0.5)) AS w FROM total, counted) \
-     SELECT m.rowid, (-SUM(idf.w * ts_rank('{0.1, 0.2, 0.5, 1.0}', m.lethe_fts, idf.tq, 1)))::float8 \
-     FROM memory_item m, query, idf WHERE m.lethe_fts @@ query.q AND m.lethe_fts @@ idf.tq \
-     GROUP BY m.rowid ORDER BY 2, m.rowid LIMIT NULLIF(?2, -1)";
+/// The CTEs of [`LEXICAL_SQL_POSTGRES`] that weigh each term of the `tsquery` `?1` as FTS5's
+/// `bm25()` does: the query's words as the index stems them (`terms`), the row count and the
+/// average document length (`total`), and each term's inverse document frequency,
+/// `max(ln((N − df + ½) / (df + ½)), 10⁻⁶)`, df counted through the index (`idf`).
+macro_rules! postgres_word_weights {
+    () => {
+        "WITH query AS (SELECT to_tsquery('english', ?1) AS q), \
+         terms AS (SELECT DISTINCT t.lexeme FROM regexp_matches(?1, '''([^'']+)''', 'g') AS w, \
+                   unnest(tsvector_to_array(to_tsvector('english', w[1]))) AS t(lexeme)), \
+         total AS (SELECT COUNT(*)::float8 AS n, COALESCE(AVG(lethe_fts_len), 0)::float8 AS avgdl FROM memory_item), \
+         counted AS (SELECT lexeme, (SELECT COUNT(*) FROM memory_item d \
+                                     WHERE d.lethe_fts @@ quote_literal(terms.lexeme)::tsquery)::float8 AS df \
+                     FROM terms), \
+         idf AS MATERIALIZED (SELECT lexeme, GREATEST(ln((total.n - df + 0.5) / (df + 0.5)), 1e-6) AS w, \
+                              GREATEST(total.avgdl, 1e-9) AS avgdl FROM total, counted)"
+    };
+}
+
+/// A term's weighted frequency in the `tsvector` `$v` (a lateral subquery with the column
+/// `tf`): each occurrence counts its label's weight, content (A) 1.0, the other fields and
+/// the session neighbours' text (B) 0.5, as [`LEXICAL_SQL`] weighs FTS5's columns.
+macro_rules! postgres_term_frequency {
+    ($v:literal) => {
+        concat!(
+            "LATERAL (SELECT COALESCE(SUM(CASE wt WHEN 'A' THEN 1.0 WHEN 'B' THEN 0.5 WHEN 'C' THEN 0.2 ELSE 0.1 END), 0) \
+             AS tf FROM unnest(",
+            $v,
+            ") AS u, unnest(u.weights) AS wt WHERE u.lexeme = idf.lexeme)"
+        )
+    };
+}
+
+/// One term's part of BM25 (k1 = 1.2, b = 0.75, as FTS5's `bm25()` and the in-memory index)
+/// for the frequency `$tf` in the row `m`.
+macro_rules! postgres_bm25_term {
+    ($tf:literal) => {
+        concat!("idf.w * ", $tf, " * 2.2 / (", $tf, " + 1.2 * (0.25 + 0.75 * m.lethe_fts_len / idf.avgdl))")
+    };
+}
+
+/// [`LEXICAL_SQL`] on a team server: PostgreSQL's full-text index finds the matches (a
+/// `tsvector` column with the same stemming, content at label A, the other fields and the
+/// session neighbours' text at B), and each is ranked with FTS5's `bm25()` formula: for every
+/// term of the query, its inverse document frequency times its weighted frequency saturated
+/// by the document's length against the average (`lethe_fts_len`, the positions the text
+/// spans), summed and negated so that lower is better. (`ts_rank` knows no document
+/// frequency, and its log length discount and its fading repeats put the team store 0.017
+/// below the file on LoCoMo once the neighbours' text was in; measured on the team store.)
+/// The term weights are MATERIALIZED: inlined, the planner counted each term's documents again
+/// for every matching row. `?1` is a `tsquery` ([`tsquery_of`]); `?2` = -1 takes all.
+pub const LEXICAL_SQL_POSTGRES: &str = concat!(
+    postgres_word_weights!(),
+    " SELECT m.rowid, (-SUM(",
+    postgres_bm25_term!("f.tf"),
+    "))::float8 FROM memory_item m CROSS JOIN query CROSS JOIN idf CROSS JOIN ",
+    postgres_term_frequency!("m.lethe_fts"),
+    " AS f WHERE m.lethe_fts @@ query.q AND f.tf > 0 \
+     GROUP BY m.rowid ORDER BY 2, m.rowid LIMIT NULLIF(?2, -1)"
+);
 
 /// The lexical search of a connection's backend.
 pub fn lexical_sql(conn: &Connection) -> &'static str {
@@ -624,6 +661,21 @@ pub fn explain(conn: &Connection, q: &RecallQuery, now: Instant, declined: usize
     })
 }
 
+/// `recall --explain`'s answer: [`explain`]'s, and how recall finds memories (`recall_mode`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct ExplainAnswer {
+    #[serde(flatten)]
+    pub explained: Explained,
+    /// "semantic + lexical (model)" or "lexical recall only: why".
+    pub recall_mode: String,
+}
+
+/// [`explain`] with the recall mode: what `lethe recall --explain` prints.
+pub fn explain_answer(conn: &Connection, q: &RecallQuery, now: Instant, declined: usize) -> Result<ExplainAnswer> {
+    Ok(ExplainAnswer { explained: explain(conn, q, now, declined)?, recall_mode: crate::embed::status() })
+}
+
 /// For each of `hits` (as [`recall`] returned them for `text`), the query words it matched
 /// only through a session neighbour, per neighbour (what [`explain`] says as
 /// `context_matches`), for callers that show it beside plain results (MCP).
@@ -647,27 +699,96 @@ pub fn context_matches(conn: &Connection, hits: &[Hit], text: &str) -> Result<Ve
 const OWN_BM25_SQL: &str = "SELECT bm25(lethe_fts, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.0) FROM lethe_fts \
      WHERE lethe_fts MATCH ?1 AND rowid = ?2";
 
+/// [`OWN_BM25_SQL`] on a team server: the row's BM25 for the `tsquery` `?1` from its own
+/// text (the neighbours' context weighted 0, the document's length the same) and from its
+/// whole document, both positive.
+const OWN_SHARE_SQL_POSTGRES: &str = concat!(
+    postgres_word_weights!(),
+    " SELECT COALESCE(SUM(",
+    postgres_bm25_term!("o.tf"),
+    "), 0)::float8, COALESCE(SUM(",
+    postgres_bm25_term!("a.tf"),
+    "), 0)::float8 FROM memory_item m CROSS JOIN idf CROSS JOIN ",
+    postgres_term_frequency!("lethe_own_fts(m.content, m.tags, m.task_goal, m.workflow_name, m.skill_name, m.steps)"),
+    " AS o CROSS JOIN ",
+    postgres_term_frequency!("m.lethe_fts"),
+    " AS a WHERE m.rowid = ?2"
+);
+
+/// Where [`through_context`] looks for a word in a row.
+#[derive(Clone, Copy)]
+enum TextPart {
+    /// The memory's own fields.
+    Own,
+    /// Its session neighbours' text.
+    Context,
+    /// Its content alone.
+    Content,
+}
+
+/// Whether `word` (one searched word) is in `part` of the row at `rowid`, as the lexical
+/// search stems it.
+fn holds(conn: &Connection, part: TextPart, rowid: i64, word: &str) -> Result<bool> {
+    if conn.is_postgres() {
+        let vector = match part {
+            TextPart::Own => "lethe_own_fts(m.content, m.tags, m.task_goal, m.workflow_name, m.skill_name, m.steps)",
+            TextPart::Context => "m.lethe_context",
+            TextPart::Content => "lethe_own_fts(m.content, NULL, NULL, NULL, NULL, NULL)",
+        };
+        let sql = format!(
+            "SELECT EXISTS (SELECT 1 FROM memory_item m WHERE m.rowid = ?2 \
+             AND {vector} @@ to_tsquery('english', quote_literal(?1)))"
+        );
+        return conn.prepare_cached(&sql)?.query_row(crate::params![word, rowid], |r| r.get::<_, bool>(0));
+    }
+    let columns = match part {
+        TextPart::Own => crate::lexical::COLUMNS[..crate::lexical::CONTEXT_COLUMN].join(" "),
+        TextPart::Context => crate::lexical::COLUMNS[crate::lexical::CONTEXT_COLUMN].to_string(),
+        TextPart::Content => "content".to_string(),
+    };
+    let expr = format!("{{{columns}}} : \"{word}\"");
+    conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM lethe_fts WHERE lethe_fts MATCH ?1 AND rowid = ?2)")?
+        .query_row(crate::params![expr, rowid], |r| r.get::<_, bool>(0))
+}
+
+/// The session neighbours of the row at `rowid` (before, after), as the index holds them.
+fn session_neighbours(conn: &Connection, rowid: i64) -> Result<(Option<i64>, Option<i64>)> {
+    let sql = if conn.is_postgres() {
+        "SELECT c.before_rowid, c.after_rowid FROM memory_item m, \
+         lethe_session_context(m.rowid, m.team, m.session_id, m.owner_id, m.privacy_scope, m.created_at) c \
+         WHERE m.rowid = ?1"
+    } else {
+        "SELECT before_rowid, after_rowid FROM lethe_session_context WHERE memory_rowid = ?1"
+    };
+    conn.prepare_cached(sql)?.query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?)))
+}
+
 /// A result's lexical part from its own text, and the words it matched only through a
-/// session neighbour, with the neighbour that holds them. (A team store's full-text search
-/// keeps no neighbours' text: there the whole lexical part is the memory's own.)
+/// session neighbour, with the neighbour that holds them.
 fn through_context(conn: &Connection, rowid: i64, hit: &Hit, words: &[String]) -> Result<(f64, Vec<ContextMatch>)> {
-    if conn.is_postgres() || hit.bm25 >= 0.0 || words.is_empty() {
+    if hit.bm25 >= 0.0 || words.is_empty() {
         return Ok((hit.breakdown.lexical, Vec::new()));
     }
     let Some(expr) = match_expression(&words.join(" ")) else { return Ok((hit.breakdown.lexical, Vec::new())) };
-    let own: f64 = conn.prepare_cached(OWN_BM25_SQL)?.query_row(crate::params![expr, rowid], |r| r.get(0))?;
-    // Both negative (lower is better): the share of the row's BM25 its own text gives.
-    let lexical_own = (hit.breakdown.lexical * (own / hit.bm25)).clamp(0.0, hit.breakdown.lexical);
-    let matches = |column: &str, at: i64, word: &str| -> Result<bool> {
-        let expr = format!("{{{column}}} : \"{word}\"");
-        conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM lethe_fts WHERE lethe_fts MATCH ?1 AND rowid = ?2)")?
-            .query_row(crate::params![expr, at], |r| r.get::<_, bool>(0))
+    // The share of the row's rank its own text gives.
+    let share = if conn.is_postgres() {
+        let (own, all): (f64, f64) = conn
+            .prepare_cached(OWN_SHARE_SQL_POSTGRES)?
+            .query_row(crate::params![tsquery_of(&expr), rowid], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        if all > 0.0 {
+            own / all
+        } else {
+            1.0
+        }
+    } else {
+        let own: f64 = conn.prepare_cached(OWN_BM25_SQL)?.query_row(crate::params![expr, rowid], |r| r.get(0))?;
+        // Both negative (lower is better).
+        own / hit.bm25
     };
-    let own_columns = crate::lexical::COLUMNS[..crate::lexical::CONTEXT_COLUMN].join(" ");
-    let context_column = crate::lexical::COLUMNS[crate::lexical::CONTEXT_COLUMN];
+    let lexical_own = (hit.breakdown.lexical * share).clamp(0.0, hit.breakdown.lexical);
     let only_there: Vec<&String> = words
         .iter()
-        .map(|w| Ok((w, matches(context_column, rowid, w)? && !matches(&own_columns, rowid, w)?)))
+        .map(|w| Ok((w, holds(conn, TextPart::Context, rowid, w)? && !holds(conn, TextPart::Own, rowid, w)?)))
         .collect::<Result<Vec<_>>>()?
         .into_iter()
         .filter_map(|(w, only)| only.then_some(w))
@@ -675,14 +796,12 @@ fn through_context(conn: &Connection, rowid: i64, hit: &Hit, words: &[String]) -
     if only_there.is_empty() {
         return Ok((lexical_own, Vec::new()));
     }
-    let (before, after): (Option<i64>, Option<i64>) = conn
-        .prepare_cached("SELECT before_rowid, after_rowid FROM lethe_session_context WHERE memory_rowid = ?1")?
-        .query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let (before, after) = session_neighbours(conn, rowid)?;
     let mut out = Vec::new();
     for at in [before, after].into_iter().flatten() {
         let held: Vec<String> = only_there
             .iter()
-            .map(|w| Ok((w, matches("content", at, w)?)))
+            .map(|w| Ok((w, holds(conn, TextPart::Content, at, w)?)))
             .collect::<Result<Vec<_>>>()?
             .into_iter()
             .filter(|(_, held)| *held)

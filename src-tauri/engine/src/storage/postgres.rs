@@ -27,6 +27,7 @@ const MIGRATIONS: &[Migration] = &[
     Migration { version: 3, name: "teams", sql: include_str!("postgres/migrations/003_teams.sql") },
     Migration { version: 4, name: "agent_pins", sql: include_str!("postgres/migrations/004_agent_pins.sql") },
     Migration { version: 6, name: "raw_sql", sql: include_str!("postgres/migrations/006_raw_sql.sql") },
+    Migration { version: 7, name: "session_context", sql: include_str!("postgres/migrations/007_session_context.sql") },
     Migration { version: 8, name: "definer_role", sql: include_str!("postgres/migrations/008_definer_role.sql") },
 ];
 

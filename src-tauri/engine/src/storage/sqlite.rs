@@ -688,9 +688,11 @@ fn refuse_other_programs_file(conn: &rusqlite::Connection) -> Result<()> {
 /// [`crate::model::lenient`]) and reported here, so a person can see which row another
 /// program damaged.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Mistyped {
     /// The memory's id; empty when the id itself is missing (`column` is then `id`).
     pub id: String,
+    /// The column that holds the wrong type.
     pub column: String,
     /// SQLite's `typeof` of the stored value.
     pub found: String,

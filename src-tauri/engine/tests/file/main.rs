@@ -13,8 +13,8 @@ pub fn one_recall_cache_user() -> std::sync::MutexGuard<'static, ()> {
     RECALL_CACHE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+mod function_words;
 mod lexical;
 mod memento;
 mod secrets_labelled;
-mod session_context;
 mod write_path;

@@ -194,22 +194,31 @@ fn page_of<T>(idx: &mut [T], offset: usize, limit: usize, order: impl Fn(&T, &T)
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TierCounts {
+    /// Active memories.
     pub active: usize,
+    /// Memories in quarantine.
     pub quarantined: usize,
+    /// Pinned active memories.
     pub pinned: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Stats {
+    /// The counts of each tier.
     pub tiers: std::collections::BTreeMap<String, TierCounts>,
+    /// Active memories.
     pub total_active: usize,
+    /// Memories in quarantine.
     pub total_quarantined: usize,
     /// Active memories at or above the lower edge of the review band.
     pub at_risk: usize,
     /// Active memories the batch would forget now.
     pub would_forget: usize,
+    /// The recall statistics' summary.
     pub meta: crate::meta::MetaSummary,
 }
 

@@ -5,13 +5,16 @@
 //! neighbour; every change of a neighbour (edit, quarantine, restore, hard delete) changes the
 //! match in the same transaction; and function words are left out of the lexical query.
 //!
-//! SQLite files (and a file in memory): the team store's full-text search has no context field.
+//! Both stores: a file's FTS5 table (and the process's in-memory copy of it) and the team
+//! store's full-text column. (A query made only of function words is the file suite's: the
+//! team store's English configuration drops such words from the index itself.)
 
 use crate::support::{now, temp_db};
 use lethe_engine::lifecycle::{self, NewMemory, RememberOutcome};
 use lethe_engine::recall::{self, RecallQuery};
 use lethe_engine::settings::RecallWeights;
 use lethe_engine::{store, time, Tier};
+use lethe_testkit::backend;
 
 /// A memory of `session` (owner `owner`), `minute` minutes into the day.
 fn turn(conn: &mut store::Connection, session: Option<&str>, owner: Option<&str>, minute: i64, text: &str) -> String {
@@ -63,18 +66,22 @@ fn lexical_hit(conn: &store::Connection, text: &str, id: &str) -> Option<recall:
     e.results.into_iter().find(|r| r.hit.id == id && r.hit.breakdown.lexical > 0.0)
 }
 
-/// The memories whose stemmed-index row matches `text` in the neighbours' field.
+/// The memories whose stemmed-index row matches `word` in the neighbours' field.
 fn context_rows(conn: &store::Connection, word: &str) -> Vec<String> {
-    let mut stmt = conn
-        .prepare(
+    let (sql, arg) = if conn.is_postgres() {
+        (
+            "SELECT id FROM memory_item WHERE lethe_context @@ to_tsquery('english', quote_literal(?1)) ORDER BY id",
+            word.to_string(),
+        )
+    } else {
+        (
             "SELECT m.id FROM lethe_fts f JOIN memory_item m ON m.rowid = f.rowid \
              WHERE lethe_fts MATCH ?1 ORDER BY m.id",
+            format!("context : \"{word}\""),
         )
-        .unwrap();
-    stmt.query_map([format!("context : \"{word}\"")], |r| r.get::<_, String>(0))
-        .unwrap()
-        .collect::<lethe_engine::Result<Vec<_>>>()
-        .unwrap()
+    };
+    let mut stmt = conn.prepare(sql).unwrap();
+    stmt.query_map([arg], |r| r.get::<_, String>(0)).unwrap().collect::<lethe_engine::Result<Vec<_>>>().unwrap()
 }
 
 fn sorted(mut v: Vec<String>) -> Vec<String> {
@@ -84,7 +91,8 @@ fn sorted(mut v: Vec<String>) -> Vec<String> {
 
 #[test]
 fn a_question_answered_only_by_a_neighbours_words_finds_the_memory_and_explains_it() {
-    let mut conn = store::open_in_memory().unwrap();
+    let db = temp_db();
+    let mut conn = backend::open(&db).unwrap();
     let c = chat(&mut conn);
     // "trout" is only in the answer; "tahoe" only in the turn before it.
     let q = "Where did they catch the trout, at Tahoe?";
@@ -123,10 +131,10 @@ fn a_question_answered_only_by_a_neighbours_words_finds_the_memory_and_explains_
 fn an_edit_quarantine_restore_and_hard_delete_of_a_neighbour_change_the_match() {
     let _one = crate::one_recall_cache_user();
     let path = temp_db();
-    let mut conn = store::open(&path).unwrap();
+    let mut conn = backend::open(&path).unwrap();
     let c = chat(&mut conn);
     // Twice: the first recall of a file asks FTS5, the next ones the process's index; both
-    // must see each change.
+    // must see each change (a team store answers from its full-text column both times).
     let found = |conn: &store::Connection, word: &str| -> bool {
         let a = lexical_hit(conn, word, &c.answer).is_some();
         let b = lexical_hit(conn, word, &c.answer).is_some();
@@ -161,22 +169,59 @@ fn an_edit_quarantine_restore_and_hard_delete_of_a_neighbour_change_the_match() 
             "no text match through the erased text of {word} (only the model's guesses): {e:?}"
         );
     }
-    store::checkpoint_truncate(&conn).unwrap();
-    for suffix in ["", "-wal", "-shm"] {
-        let bytes = std::fs::read(format!("{}{suffix}", path.display())).unwrap_or_default();
-        let held = bytes.windows(6).any(|w| w.eq_ignore_ascii_case(b"sierra"));
-        assert!(!held, "no byte of the erased neighbour in {suffix:?}");
+    assert!(context_rows(&conn, "sierra").is_empty() && context_rows(&conn, "mountains").is_empty());
+    if conn.is_postgres() {
+        // As the owner, who sees every row: no row of any table, no tsvector, no lexeme.
+        for table in backend::tables(&conn).unwrap() {
+            let sql = format!("SELECT COUNT(*) FROM \"{table}\" t WHERE strpos(lower(t::TEXT), 'sierra') > 0");
+            let n: i64 = conn.query_row(&sql, [], |r| r.get(0)).unwrap();
+            assert_eq!(n, 0, "no row of {table} holds the erased neighbour's text");
+        }
+        let lexemes: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM memory_item, unnest(COALESCE(lethe_fts, ''::tsvector) \
+                 || COALESCE(lethe_context, ''::tsvector)) AS u WHERE u.lexeme IN ('sierra', 'mountain')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(lexemes, 0, "no lexeme of it in any memory's full-text column or context");
+    } else {
+        store::checkpoint_truncate(&conn).unwrap();
+        for suffix in ["", "-wal", "-shm"] {
+            let bytes = std::fs::read(format!("{}{suffix}", path.display())).unwrap_or_default();
+            let held = bytes.windows(6).any(|w| w.eq_ignore_ascii_case(b"sierra"));
+            assert!(!held, "no byte of the erased neighbour in {suffix:?}");
+        }
     }
-    std::fs::remove_dir_all(path.parent().unwrap()).ok();
 }
 
+/// A memory in quarantine keeps a recall document of its own, and its context names its live
+/// neighbours: when one of them is deleted for ever, that context loses its text too.
+/// (A file's triggers re-index only the deleted memory's live neighbours, so a file keeps the
+/// text in the quarantined memory's index row: this checks the team store, where the
+/// trigger also re-indexes the memories in quarantine between them.)
 #[test]
-fn a_query_made_only_of_function_words_keeps_them() {
-    let mut conn = store::open_in_memory().unwrap();
-    let id = turn(&mut conn, None, None, 0, "to be or not to be");
-    assert_eq!(recall::searched_words("To be, or not to be?"), vec!["to", "be", "or", "not"]);
-    let hits = recall::recall(&conn, &ask("to be or not to be"), now()).unwrap();
-    assert_eq!(hits.iter().map(|h| h.id.as_str()).collect::<Vec<_>>(), vec![id.as_str()]);
-    assert_eq!(recall::searched_words("What did the deploy do?"), vec!["deploy"]);
-    assert!(recall::FUNCTION_WORDS.windows(2).all(|w| w[0] < w[1]), "sorted and distinct, for the binary search");
+fn a_memory_in_quarantine_keeps_nothing_of_a_neighbour_deleted_for_ever() {
+    if !backend::is_postgres() {
+        return;
+    }
+    let db = temp_db();
+    let mut conn = backend::open(&db).unwrap();
+    let c = chat(&mut conn);
+    lifecycle::soft_delete(&mut conn, &c.answer, Some("wrong"), "user", now()).unwrap();
+    assert!(context_rows(&conn, "tahoe").contains(&c.answer), "in quarantine, its own context still names Tahoe");
+    lifecycle::hard_delete(&mut conn, &c.named, true, Some("asked"), "user", now()).unwrap();
+    assert!(context_rows(&conn, "tahoe").is_empty(), "nobody's context holds the erased text");
+    let left: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM memory_item WHERE strpos(lethe_fts::TEXT || COALESCE(lethe_context::TEXT, ''), 'taho') > 0",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(left, 0);
+    // The quarantined memory's context is now its live neighbours: Ana's question and reply.
+    let weekend = context_rows(&conn, "weekend");
+    assert!(weekend.contains(&c.answer), "{weekend:?}");
 }
