@@ -63,9 +63,14 @@ const MIGRATIONS: &[Migration] = &[
         name: "session-context",
         apply: |c| c.execute_batch(include_str!("sqlite/migrations/009_session_context.sql")),
     },
+    Migration {
+        version: 10,
+        name: "quarantined-context",
+        apply: |c| c.execute_batch(include_str!("sqlite/migrations/010_quarantined_context.sql")),
+    },
 ];
 
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long [`with_retry`] keeps retrying BUSY/LOCKED before giving up with `Error::Busy`.
 pub const RETRY_DEADLINE: Duration = Duration::from_secs(15);

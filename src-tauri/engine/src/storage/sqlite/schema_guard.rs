@@ -31,6 +31,7 @@ fn known() -> &'static HashMap<String, Vec<String>> {
                 include_str!("migrations/005_sessions.sql"),
                 include_str!("migrations/006_derived_on_change.sql"),
                 include_str!("migrations/009_session_context.sql"),
+                include_str!("migrations/010_quarantined_context.sql"),
             ],
             // memento 1.36's schema (hand-written from its documentation), with sqlite-vec.
             &[
