@@ -479,7 +479,19 @@ last_used: string | null, };
 
 export type MetaStats = { memory_id: string, recall_count: number, success_count: number, failure_count: number, avg_confidence: number | null, last_recalled_at: string | null, };
 
-export type MetaSummary = { recalled_memories: number, total_recalls: number, avg_confidence: number | null, };
+export type MetaSummary = { 
+/**
+ * Memories recalled at least once.
+ */
+recalled_memories: number, 
+/**
+ * Recall hits.
+ */
+total_recalls: number, 
+/**
+ * The mean confidence of those hits; none before the first.
+ */
+avg_confidence: number | null, };
 
 /**
  * A [`Period`] as `recall --explain` and the window show it.
@@ -856,7 +868,19 @@ evidence: Evidence, };
  */
 export type SortBy = "created" | "importance" | "score";
 
-export type Stats = { tiers: { [key in string]: TierCounts }, total_active: number, total_quarantined: number, 
+export type Stats = { 
+/**
+ * The counts of each tier.
+ */
+tiers: { [key in string]: TierCounts }, 
+/**
+ * Active memories.
+ */
+total_active: number, 
+/**
+ * Memories in quarantine.
+ */
+total_quarantined: number, 
 /**
  * Active memories at or above the lower edge of the review band.
  */
@@ -864,7 +888,11 @@ at_risk: number,
 /**
  * Active memories the batch would forget now.
  */
-would_forget: number, meta: MetaSummary, };
+would_forget: number, 
+/**
+ * The recall statistics' summary.
+ */
+meta: MetaSummary, };
 
 /**
  * What "supersede" did: `old` (the older of the two) is superseded by `new`.
@@ -889,7 +917,19 @@ export type Theme = "light" | "dark";
 
 export type Tier = "working" | "episodic" | "procedural" | "semantic";
 
-export type TierCounts = { active: number, quarantined: number, pinned: number, };
+export type TierCounts = { 
+/**
+ * Active memories.
+ */
+active: number, 
+/**
+ * Memories in quarantine.
+ */
+quarantined: number, 
+/**
+ * Pinned active memories.
+ */
+pinned: number, };
 
 /**
  * One memory of an undo: its id, and its text's first words while it still exists.
