@@ -119,6 +119,12 @@ CREATE OR REPLACE FUNCTION @S@.lethe_context_changed() RETURNS trigger LANGUAGE 
 DECLARE
     dirty bigint[] := '{}';
 BEGIN
+    -- A memory outside any session has no neighbours and is nobody's neighbour (most rows of a
+    -- bulk load: planned against a table's stale size, the refresh below would scan it per row).
+    IF (TG_OP = 'INSERT' AND NEW.session_id IS NULL) OR (TG_OP = 'DELETE' AND OLD.session_id IS NULL)
+        OR (TG_OP = 'UPDATE' AND OLD.session_id IS NULL AND NEW.session_id IS NULL) THEN
+        RETURN NULL;
+    END IF;
     IF TG_OP IN ('UPDATE', 'DELETE') THEN
         dirty := dirty || ARRAY(SELECT @S@.lethe_context_dependents(OLD.rowid, OLD.team, OLD.session_id, OLD.owner_id,
                                                                     OLD.privacy_scope, OLD.created_at));
