@@ -17,7 +17,7 @@ use crate::forgetting::QuarantineItem;
 use crate::model::{self, Tier};
 use crate::settings::Settings;
 use crate::storage::db::{Connection, OptionalExtension};
-use crate::time::{self, Instant};
+use crate::time::Instant;
 
 /// How long a preview is, in characters.
 const PREVIEW_CHARS: usize = 200;
@@ -155,18 +155,6 @@ struct Fact {
     content: Option<String>,
 }
 
-/// Days left before the purge: the quarantine began at the later of `deleted_at` and the
-/// newest soft event, as `audit::quarantined_since` says (the purge counts from the same instant).
-fn days_left(s: &Settings, now: Instant, deleted_at: Option<&str>, event_at: Option<&str>) -> f64 {
-    let since = match (time::parse_opt(deleted_at), time::parse_opt(event_at)) {
-        (Some(a), Some(b)) => Some(a.max(b)),
-        (a, b) => a.or(b),
-    }
-    .map(|t| time::days_between(t, now))
-    .unwrap_or(0.0);
-    (s.quarantine_days - since).max(0.0)
-}
-
 /// `is_deleted = 1` rather than `COALESCE(is_deleted, 0) = 1` (the same rows: a missing flag is
 /// not deleted): the index on `(is_deleted, deleted_at)` then seeks to the quarantined
 /// memories in order instead of scanning every memory's entry (at 100,000 memories, 20,105
@@ -206,7 +194,7 @@ fn facts(conn: &Connection, s: &Settings, now: Instant, with_content: bool) -> R
             .and_then(|m| serde_json::from_str::<serde_json::Value>(m).ok())
             .and_then(|m| m.get("actor").and_then(|a| a.as_str()).map(str::to_string));
         out.push(Fact {
-            days_left: days_left(s, now, deleted_at.as_deref(), event_at.as_deref()),
+            days_left: crate::forgetting::quarantine_days_left(s, now, deleted_at.as_deref(), event_at.as_deref()),
             id,
             tier,
             deleted_at,

@@ -332,12 +332,7 @@ fn quarantine_first(
         let Ok(tier) = tier.parse::<Tier>() else { continue };
         // The quarantine began at the later of `deleted_at` and the newest soft event, as
         // `audit::quarantined_since` says (the purge counts from the same instant).
-        let since = match (time::parse_opt(deleted_at.as_deref()), time::parse_opt(event_at.as_deref())) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        }
-        .map(|t| time::days_between(t, now))
-        .unwrap_or(0.0);
+        let days_left = quarantine_days_left(s, now, deleted_at.as_deref(), event_at.as_deref());
         let deleted_by = metadata
             .as_deref()
             .and_then(|m| serde_json::from_str::<serde_json::Value>(m).ok())
@@ -349,7 +344,7 @@ fn quarantine_first(
             reason,
             forget_score: score,
             deleted_at,
-            days_left: (s.quarantine_days - since).max(0.0),
+            days_left,
             deleted_by,
             policy,
         });
@@ -391,4 +386,16 @@ pub fn what_if(snap: &Snapshot, current: &Settings, proposed: &Settings, now: In
         snap.rows.iter().enumerate().filter(|(i, _)| a[*i] && !b[*i]).map(|(_, r)| r.id.clone()).collect()
     };
     Ok(WhatIf { newly_forgotten: pick(&pf, &cf), spared: pick(&cf, &pf), current: c, proposed: p })
+}
+
+/// Days left before the purge: the quarantine began at the later of `deleted_at` and the
+/// newest soft event, as `audit::quarantined_since` says (the purge counts from the same instant).
+pub fn quarantine_days_left(s: &Settings, now: Instant, deleted_at: Option<&str>, event_at: Option<&str>) -> f64 {
+    let since = match (time::parse_opt(deleted_at), time::parse_opt(event_at)) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+    .map(|t| time::days_between(t, now))
+    .unwrap_or(0.0);
+    (s.quarantine_days - since).max(0.0)
 }
