@@ -62,18 +62,41 @@ pub(crate) fn start_open_saying(
     info
 }
 
+/// How long an open the person did not ask for keeps trying before it reports its error.
+const AUTO_REOPEN_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+
 fn open_in_background(app: &AppHandle, generation: u64, path: &Path, mode: OpenMode, fresh_locks: bool) {
     let st = app.state::<AppState>();
     st.retire_previous(generation);
-    let opened = open_file(path, mode).and_then(|conn| {
-        let conn = if fresh_locks { with_fresh_locks(conn, path, mode)? } else { conn };
-        let facts = FileFacts {
-            memento: lethe_engine::store::is_memento(&conn)?,
-            schema_version: lethe_engine::store::schema_version(&conn)?,
-            read_only: lethe_engine::store::is_read_only(&conn)?,
-        };
-        Ok((conn, facts))
-    });
+    let attempt = || {
+        open_file(path, mode).and_then(|conn| {
+            let conn = if fresh_locks { with_fresh_locks(conn, path, mode)? } else { conn };
+            let facts = FileFacts {
+                memento: lethe_engine::store::is_memento(&conn)?,
+                schema_version: lethe_engine::store::schema_version(&conn)?,
+                read_only: lethe_engine::store::is_read_only(&conn)?,
+            };
+            Ok((conn, facts))
+        })
+    };
+    let mut opened = attempt();
+    // An open the person did not ask for (the file came back, was replaced, lost its locks)
+    // races with the program that caused it, which may still be writing or closing: it is
+    // tried again for a while before the window shows an error, since no one will click.
+    let retry_until = std::time::Instant::now() + AUTO_REOPEN_PATIENCE;
+    while fresh_locks
+        && opened.is_err()
+        && !is_server(path)
+        && path.is_file()
+        && std::time::Instant::now() < retry_until
+        && st.info().generation == generation
+    {
+        if let Err(e) = &opened {
+            eprintln!("lethe: opening {} again: {e}; trying again", shown(path));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        opened = attempt();
+    }
     let result = match opened {
         Ok((conn, facts)) => {
             st.anchor(path, &conn);

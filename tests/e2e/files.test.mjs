@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync, rmSync, existsSync } from 'node:fs';
-import { tempDb, lethe, openApp, closeApp, byTestId, waitFor } from './harness.mjs';
+import { tempDb, lethe, openApp, closeApp, byTestId, waitFor, css } from './harness.mjs';
 
 const sha = (f) => createHash('sha256').update(readFileSync(f)).digest('hex');
 
@@ -38,7 +38,16 @@ test('a database deleted while watched is reported, and picked up again when it 
     // An agent writes again: the file is recreated; the window recovers without a click.
     lethe(db, 'remember', '--type', 'semantic', '--content', 'After it came back one');
     lethe(db, 'remember', '--type', 'semantic', '--content', 'After it came back two');
-    await waitFor(async () => (await (await byTestId(driver, 'live-indicator')).getAttribute('data-state')) === 'live', 10000, 'live again');
+    const live = await byTestId(driver, 'live-indicator');
+    try {
+      await waitFor(async () => (await live.getAttribute('data-state')) === 'live', 15000, 'live again');
+    } catch (e) {
+      // What the window says instead, so that a failure names its cause.
+      const said = `${await live.getAttribute('data-state')}: ${await live.getAttribute('title')}`;
+      const banners = await driver.findElements(css('[data-testid="db-status-banner"]'));
+      const texts = await Promise.all(banners.map((b) => b.getText()));
+      throw new Error(`${e.message}; the window says ${said} ${JSON.stringify(texts)}`);
+    }
     await waitFor(async () => (await count()) === '2', 10000, 'counts of the new file');
   } finally {
     await closeApp(driver);

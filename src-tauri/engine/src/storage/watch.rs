@@ -86,6 +86,8 @@ struct Probe {
     data_version: i64,
     seq: i64,
     missing: bool,
+    /// The last attempt to open the file (it was there) failed.
+    failed: bool,
 }
 
 impl Probe {
@@ -100,12 +102,18 @@ impl Probe {
         Ok(())
     }
 
+    /// Whether the file is at its path but could not be opened yet.
+    fn waiting(&self) -> bool {
+        self.conn.is_none() && self.failed
+    }
+
     fn check(&mut self) -> Option<WatchEvent> {
         if !self.path.exists() {
             if self.missing {
                 return None;
             }
             self.missing = true;
+            self.failed = false;
             self.conn = None;
             return Some(WatchEvent::Missing);
         }
@@ -113,9 +121,11 @@ impl Probe {
             return match self.connect() {
                 Ok(()) => {
                     self.missing = false;
+                    self.failed = false;
                     Some(WatchEvent::Back)
                 }
-                Err(e) => Some(WatchEvent::Error(e.to_string())),
+                // Said once, not at every try.
+                Err(e) => (!std::mem::replace(&mut self.failed, true)).then(|| WatchEvent::Error(e.to_string())),
             };
         }
         let conn = self.conn.as_ref()?;
@@ -129,6 +139,9 @@ impl Probe {
         Some(WatchEvent::Changed { data_version: dv, ids })
     }
 }
+
+/// How often a file that is there but could not be opened is tried again.
+const FILE_RETRY: Duration = Duration::from_millis(500);
 
 /// Starts watching `db_path`; `on_event` runs on a background thread.
 pub fn watch(db_path: impl Into<PathBuf>, on_event: impl Fn(WatchEvent) + Send + 'static) -> Result<DbWatcher> {
@@ -149,16 +162,23 @@ pub fn watch(db_path: impl Into<PathBuf>, on_event: impl Fn(WatchEvent) + Send +
         .watcher()
         .watch(&dir, RecursiveMode::NonRecursive)
         .map_err(|e| Error::Io(std::io::Error::other(e.to_string())))?;
-    let mut probe = Probe { path, conn: None, data_version: 0, seq: 0, missing: false };
+    let mut probe = Probe { path, conn: None, data_version: 0, seq: 0, missing: false, failed: false };
     if probe.path.exists() {
         probe.connect()?;
     } else {
         probe.missing = true;
     }
     let thread = std::thread::Builder::new().name("lethe-db-watch".into()).spawn(move || {
-        // Ends when the debouncer (and with it the sender) is dropped.
-        while rx.recv().is_ok() {
-            while rx.try_recv().is_ok() {}
+        // Ends when the debouncer (and with it the sender) is dropped. A file that is there
+        // but could not be opened (another program is still creating or closing it) is
+        // tried again on a timer: the program's last write may be its last event.
+        loop {
+            let woken = if probe.waiting() { rx.recv_timeout(FILE_RETRY) } else { rx.recv().map_err(Into::into) };
+            match woken {
+                Ok(()) => while rx.try_recv().is_ok() {},
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
             if let Some(ev) = probe.check() {
                 on_event(ev);
             }
@@ -273,5 +293,39 @@ mod tests {
         drop(conn);
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(rx.recv_timeout(Duration::from_secs(5)).ok(), Some(WatchEvent::Missing), "deletion is reported");
+    }
+}
+
+#[cfg(test)]
+mod coming_back {
+    use super::*;
+
+    /// A file that is at its path but cannot be opened is said once, tried again quietly, and
+    /// the store that takes its place is reported back.
+    #[test]
+    fn a_file_that_cannot_be_opened_is_said_once_and_a_store_in_its_place_is_back() {
+        let dir = std::env::temp_dir().join(format!("lethe-watch-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let db = dir.join("w.db");
+        drop(store::open(&db).unwrap());
+        let (tx, rx) = mpsc::channel();
+        let _w = watch(&db, move |e| {
+            let _ = tx.send(e);
+        })
+        .unwrap();
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+        }
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)).ok(), Some(WatchEvent::Missing));
+        std::fs::write(&db, "meeting notes, not a database\n".repeat(100)).unwrap();
+        let said = rx.recv_timeout(Duration::from_secs(5)).expect("the foreign file is reported");
+        assert!(matches!(said, WatchEvent::Error(_)), "{said:?}");
+        // Tried again on a timer (FILE_RETRY) several times meanwhile, without a word.
+        assert_eq!(rx.recv_timeout(FILE_RETRY * 4).ok(), None, "the failure is said once");
+        std::fs::remove_file(&db).unwrap();
+        drop(store::open(&db).unwrap());
+        let back = std::iter::from_fn(|| rx.recv_timeout(Duration::from_secs(5)).ok()).find(|e| *e == WatchEvent::Back);
+        assert_eq!(back, Some(WatchEvent::Back), "the store in its place is back");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
