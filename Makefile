@@ -197,9 +197,9 @@ bench-team:
 	cargo build --release -p lethe-bench -p lethe-cli
 	tests/pg/with-server.sh bash -c './target/release/lethe-bench --team-server "$$LETHE_TEST_POSTGRES" \
 		--workload realistic --sizes $${BENCH_SIZES:-10000,100000} --out target/bench-team.json'
-	# 1, 8 and 32 agent processes (remember, recall, cite, edit) on 100k memories, team store
-	# beside a file.
-	tests/pg/with-server.sh tests/pg/bench-agents.sh target/bench-agents.json
+	# 1, 8 and 32 agents, each with its own `lethe mcp` (remember, recall, cite, edit), on 100k
+	# memories, the team store (syncing to disk, as the file does) beside a file.
+	LETHE_PG_FSYNC=on tests/pg/with-server.sh tests/pg/bench-agents.sh target/bench-agents.json
 
 # Window latencies with the real (release) app under Xvfb: open N memories, agent write →
 # row visible, idle CPU, Workflows, and Quarantine after a forget run. Results go to
