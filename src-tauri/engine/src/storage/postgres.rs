@@ -29,10 +29,11 @@ const MIGRATIONS: &[Migration] = &[
     Migration { version: 6, name: "raw_sql", sql: include_str!("postgres/migrations/006_raw_sql.sql") },
     Migration { version: 7, name: "session_context", sql: include_str!("postgres/migrations/007_session_context.sql") },
     Migration { version: 8, name: "definer_role", sql: include_str!("postgres/migrations/008_definer_role.sql") },
+    Migration { version: 10, name: "plans", sql: include_str!("postgres/migrations/010_plans.sql") },
 ];
 
 /// The team store's schema version this build reads and writes.
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 10;
 
 /// How long a Lethe role's session may sit in an open transaction, and run one statement,
 /// before the server ends it (set on every role `admin add-*` makes, per database): a
@@ -282,6 +283,9 @@ fn open_raw(url: &str) -> Result<Connection> {
     // Statements that wait on a lock give up as SQLite's busy timeout does (advisory locks
     // too). The statement timeout is the role's (`admin add-*` sets one for Lethe's roles).
     conn.postgres().expect("a server connection").session("SET lock_timeout = '5s'")?;
+    // Lethe's statements are short: compiling one with JIT (past the planner's cost threshold,
+    // which a few look-ups on a big table reach) costs more than running it.
+    conn.postgres().expect("a server connection").session("SET jit = off")?;
     Ok(conn)
 }
 
