@@ -57,7 +57,8 @@ fn a_team_server_needs_setup_then_serves_the_same_commands() {
             "004_agent_pins",
             "006_raw_sql",
             "007_session_context",
-            "008_definer_role"
+            "008_definer_role",
+            "009_audited_writes"
         ])
     );
     let (code, v) = lethe(&db, &["admin", "setup"]);

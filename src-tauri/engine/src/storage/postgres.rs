@@ -29,10 +29,11 @@ const MIGRATIONS: &[Migration] = &[
     Migration { version: 6, name: "raw_sql", sql: include_str!("postgres/migrations/006_raw_sql.sql") },
     Migration { version: 7, name: "session_context", sql: include_str!("postgres/migrations/007_session_context.sql") },
     Migration { version: 8, name: "definer_role", sql: include_str!("postgres/migrations/008_definer_role.sql") },
+    Migration { version: 9, name: "audited_writes", sql: include_str!("postgres/migrations/009_audited_writes.sql") },
 ];
 
 /// The team store's schema version this build reads and writes.
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// How long a Lethe role's session may sit in an open transaction, and run one statement,
 /// before the server ends it (set on every role `admin add-*` makes, per database): a
