@@ -946,8 +946,17 @@ fn statistics_show_counts_never_another_teams_content_or_queries() {
     assert_eq!(mine, 1, "the control: the owner sees beta's statement");
 }
 
-/// The journal rows of `id` after `seq`, as the owner reads them: (kind, role, columns, at).
-fn journal_of(owner: &str, id: &str, after: i64) -> Vec<(String, Option<String>, Option<Vec<String>>, Option<String>)> {
+/// One row of the change journal as the owner reads it.
+#[derive(Debug)]
+struct JournalRow {
+    kind: String,
+    role: Option<String>,
+    columns: Vec<String>,
+    at: Option<String>,
+}
+
+/// The journal rows of `id` after `seq`, as the owner reads them.
+fn journal_of(owner: &str, id: &str, after: i64) -> Vec<JournalRow> {
     client(owner)
         .query(
             "SELECT kind, role, columns, at FROM lethe_change WHERE memory_id = $1 AND seq > $2 ORDER BY seq",
@@ -955,7 +964,12 @@ fn journal_of(owner: &str, id: &str, after: i64) -> Vec<(String, Option<String>,
         )
         .unwrap()
         .iter()
-        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+        .map(|r| JournalRow {
+            kind: r.get(0),
+            role: r.get(1),
+            columns: r.get::<_, Option<Vec<String>>>(2).unwrap_or_default(),
+            at: r.get(3),
+        })
         .collect()
 }
 
@@ -1012,23 +1026,20 @@ fn raw_writes_of_a_teams_own_rows_name_the_role_that_made_them() {
     cur.batch_execute(&format!("UPDATE memory_item SET importance = 0.01 WHERE id = '{other}'")).unwrap();
 
     let rows = journal_of(&st.owner, id, from);
-    let columns: Vec<Vec<String>> =
-        rows.iter().filter(|r| r.0 == "update").map(|r| r.2.clone().unwrap_or_default()).collect();
+    let columns: Vec<Vec<String>> = rows.iter().filter(|r| r.kind == "update").map(|r| r.columns.clone()).collect();
     assert_eq!(
         columns,
         vec![vec!["content".to_string()], vec!["view_count".to_string()]],
         "one journal row per raw update, naming the columns it changed: {rows:?}"
     );
-    for (kind, role, _, at) in &rows {
-        assert_eq!(role.as_deref(), Some(agent.as_str()), "{kind}: the journal names the role: {rows:?}");
-        let at = chrono::DateTime::parse_from_rfc3339(at.as_deref().unwrap()).unwrap();
+    for row in &rows {
+        assert_eq!(row.role.as_deref(), Some(agent.as_str()), "{}: the journal names the role: {rows:?}", row.kind);
+        let at = chrono::DateTime::parse_from_rfc3339(row.at.as_deref().unwrap()).unwrap();
         assert!(at >= started && at <= chrono::Utc::now() + chrono::Duration::seconds(5), "the server's time: {at}");
     }
     let rows = journal_of(&st.owner, other, from);
     assert!(
-        rows.iter().any(
-            |r| r.1.as_deref() == Some(curator.as_str()) && r.2.as_deref() == Some(&["importance".to_string()][..])
-        ),
+        rows.iter().any(|r| r.role.as_deref() == Some(curator.as_str()) && r.columns == ["importance"]),
         "the curator's raw change of importance is journalled under its name: {rows:?}"
     );
     let mut owner = client(&st.owner);
@@ -1052,8 +1063,7 @@ fn raw_writes_of_a_teams_own_rows_name_the_role_that_made_them() {
     ok(&st.a_agent, &["edit", id, "--content", "Alpha's launch codename is Bluefin, written by the agent."]);
     ok(&st.a_curator, &["pin", id]);
     let rows = journal_of(&st.owner, id, from);
-    let who: Vec<(Option<String>, Vec<String>)> =
-        rows.iter().map(|r| (r.1.clone(), r.2.clone().unwrap_or_default())).collect();
+    let who: Vec<(Option<String>, Vec<String>)> = rows.iter().map(|r| (r.role.clone(), r.columns.clone())).collect();
     assert!(
         who.iter().any(|(r, c)| r.as_deref() == Some(agent.as_str()) && c.contains(&"content".to_string())),
         "{who:?}"
