@@ -58,6 +58,7 @@ fn a_team_server_needs_setup_then_serves_the_same_commands() {
             "006_raw_sql",
             "007_session_context",
             "008_definer_role",
+            "009_audited_writes",
             "010_plans"
         ])
     );

@@ -17,21 +17,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// What the database does not (yet) hold against a Lethe role with raw SQL. They harm only
-/// the role's own team, or reveal a fact about an id the role already holds; listed so that
-/// the suite says so rather than pretends.
-const KNOWN_OPEN: &[&str] = &[
-    "memory ids are one key space: an INSERT of another team's id fails (ON CONFLICT DO NOTHING skips it), so a role that knows an id learns that it exists (ids are random: one cannot be guessed)",
-    "an agent's own team's rows: content, vectors and counters are written by direct, column-granted UPDATEs (no per-operation function yet), so an agent may change its team's memories without an audit row",
-    "an agent or curator that calls the batch's function (lethe_forget_chunk) itself quarantines its own team's memories of its choice under `policy`: the function checks the role, the team, the form and the clock, not the score (the formula is the engine's)",
-    "a curator may write a `hard` forgetting event as `policy` for a memory gone from its team (the purge's event, which the engine writes under the curator's role after the delete); agents and curators may write audit rows (lethe_action) as `policy` (a forget run's record, a dropped reflection); their dates are the server's",
-];
-
 /// What a Lethe role may still do or see, shown harmless by the tests named.
 const HARMLESS: &[&str] = &[
     "pg_stat_user_tables and pg_class show row counts summed over every team: numbers that name no team and carry no content; column statistics (pg_stats) and other roles' statements (pg_stat_activity) are hidden (statistics_show_counts_never_another_teams_content_or_queries)",
     "role names are readable in pg_roles (PostgreSQL's catalog is every role's): which team a role is in is not (lethe_team_member is refused)",
     "a session may lower its own idle_in_transaction_session_timeout and statement_timeout: its locks then stop its own team only (locks_held_open_by_one_team_do_not_stop_another lowers both first)",
+    "an agent may change its own team's memories, vectors and statistics with the UPDATEs its commands need: each change of a memory is a journal row naming the role, the server's time and the columns changed, each derived row names the role that last wrote it, and counters and version move by one at a time (raw_writes_of_a_teams_own_rows_name_the_role_that_made_them)",
+    "an agent or curator may call the batch's function (lethe_forget_chunk) itself and choose which of its own team's memories it quarantines under `policy`: each event names the role that called it and the quarantine starts at the server's clock (policy_events_and_actions_name_the_role_whose_session_wrote_them; a_quarantine_dated_back_by_raw_sql_is_not_purged_by_the_curators_forget)",
+    "a curator may write a `hard` forgetting event as `policy` for a memory gone from its team, and any writing role audit rows (lethe_action) as `policy`: each names the role that wrote it (policy_events_and_actions_name_the_role_whose_session_wrote_them)",
 ];
 
 use super::{lethe, new_database, server};
@@ -372,9 +365,6 @@ fn no_role_of_one_team_changes_another_teams_rows_with_raw_sql() {
     assert!(v["id"].is_string(), "{v}");
     let v = ok(&st.b_agent, &["recall", "beta release train"]);
     assert!(v.to_string().contains(&st.beta_ids[0]), "{v}");
-    for what in KNOWN_OPEN {
-        println!("known open: {what}");
-    }
     for what in HARMLESS {
         println!("harmless: {what}");
     }
@@ -954,4 +944,313 @@ fn statistics_show_counts_never_another_teams_content_or_queries() {
         .unwrap()
         .get(0);
     assert_eq!(mine, 1, "the control: the owner sees beta's statement");
+}
+
+/// One row of the change journal as the owner reads it.
+#[derive(Debug)]
+struct JournalRow {
+    kind: String,
+    role: Option<String>,
+    columns: Vec<String>,
+    at: Option<String>,
+}
+
+/// The journal rows of `id` after `seq`, as the owner reads them.
+fn journal_of(owner: &str, id: &str, after: i64) -> Vec<JournalRow> {
+    client(owner)
+        .query(
+            "SELECT kind, role, columns, at FROM lethe_change WHERE memory_id = $1 AND seq > $2 ORDER BY seq",
+            &[&id, &after],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| JournalRow {
+            kind: r.get(0),
+            role: r.get(1),
+            columns: r.get::<_, Option<Vec<String>>>(2).unwrap_or_default(),
+            at: r.get(3),
+        })
+        .collect()
+}
+
+fn last_seq(owner: &str) -> i64 {
+    client(owner).query_one("SELECT COALESCE(MAX(seq), 0) FROM lethe_change", &[]).unwrap().get(0)
+}
+
+/// An agent's column grants are open to psql: what it changes of its own team's rows is
+/// recorded by the server under its role, with the server's time and the columns changed; the
+/// rows Lethe derives name the role that last wrote them; counters and the version move by
+/// one at a time; no role names itself (or another) as the writer.
+#[test]
+fn raw_writes_of_a_teams_own_rows_name_the_role_that_made_them() {
+    let Some(st) = store() else { return };
+    let (agent, curator) = (&st.names[0], &st.names[1]);
+    let id = st.alpha_ids[0].as_str();
+    let other = st.alpha_ids[1].as_str();
+    let started = chrono::Utc::now() - chrono::Duration::seconds(5);
+    let beta_before = team_rows(&st.owner, "beta");
+    let from = last_seq(&st.owner);
+
+    let mut c = client(&st.a_agent);
+    c.batch_execute(&format!("UPDATE memory_item SET content = 'rewritten by psql' WHERE id = '{id}'")).unwrap();
+    c.batch_execute(&format!("UPDATE memory_item SET view_count = COALESCE(view_count, 0) + 1 WHERE id = '{id}'"))
+        .unwrap();
+    for sql in [
+        format!("UPDATE memory_item SET cite_count = 1000 WHERE id = '{id}'"),
+        format!("UPDATE memory_item SET view_count = 0 WHERE id = '{id}'"),
+        format!("UPDATE memory_item SET edit_count = COALESCE(edit_count, 0) + 2 WHERE id = '{id}'"),
+        format!("UPDATE memory_item SET version = 50 WHERE id = '{id}'"),
+        // The writer of a row is the server's to say.
+        "INSERT INTO lethe_action (memory_id, action, actor, created_at, role) \
+         VALUES (NULL, 'note', 'policy', '2026-01-01T00:00:00.000Z', 'postgres')"
+            .to_string(),
+        format!("UPDATE lethe_vector SET role = 'postgres' WHERE memory_id = '{other}'"),
+        format!("UPDATE lethe_change SET role = NULL WHERE memory_id = '{id}'"),
+        format!("DELETE FROM lethe_change WHERE memory_id = '{id}'"),
+    ] {
+        refused(&mut c, "agent", &sql);
+    }
+    // A derived row rewritten (a vector, recall statistics): it names the agent.
+    let vectors: i64 = client(&st.owner)
+        .query_one("SELECT COUNT(*) FROM lethe_vector WHERE memory_id = $1 AND team = 'alpha'", &[&other])
+        .unwrap()
+        .get(0);
+    assert_eq!(vectors, 1, "remember stored the memory's vector (the recall model is beside the binary)");
+    c.batch_execute(&format!("UPDATE lethe_vector SET model = 'forged-model' WHERE memory_id = '{other}'")).unwrap();
+    c.batch_execute(&format!(
+        "INSERT INTO meta_memory_stats (memory_id, recall_count) VALUES ('{other}', 1) \
+         ON CONFLICT (memory_id, team) DO UPDATE SET recall_count = 999"
+    ))
+    .unwrap();
+    let mut cur = client(&st.a_curator);
+    cur.batch_execute(&format!("UPDATE memory_item SET importance = 0.01 WHERE id = '{other}'")).unwrap();
+
+    let rows = journal_of(&st.owner, id, from);
+    let columns: Vec<Vec<String>> = rows.iter().filter(|r| r.kind == "update").map(|r| r.columns.clone()).collect();
+    assert_eq!(
+        columns,
+        vec![vec!["content".to_string()], vec!["view_count".to_string()]],
+        "one journal row per raw update, naming the columns it changed: {rows:?}"
+    );
+    for row in &rows {
+        assert_eq!(row.role.as_deref(), Some(agent.as_str()), "{}: the journal names the role: {rows:?}", row.kind);
+        let at = chrono::DateTime::parse_from_rfc3339(row.at.as_deref().unwrap()).unwrap();
+        assert!(at >= started && at <= chrono::Utc::now() + chrono::Duration::seconds(5), "the server's time: {at}");
+    }
+    let rows = journal_of(&st.owner, other, from);
+    assert!(
+        rows.iter().any(|r| r.role.as_deref() == Some(curator.as_str()) && r.columns == ["importance"]),
+        "the curator's raw change of importance is journalled under its name: {rows:?}"
+    );
+    let mut owner = client(&st.owner);
+    let r = owner
+        .query_one(
+            "SELECT (SELECT role FROM lethe_vector WHERE memory_id = $1 AND team = 'alpha'), \
+                    (SELECT role FROM meta_memory_stats WHERE memory_id = $1 AND team = 'alpha'), \
+                    (SELECT cite_count FROM memory_item WHERE id = $2 AND team = 'alpha'), \
+                    (SELECT version FROM memory_item WHERE id = $2 AND team = 'alpha')",
+            &[&other, &id],
+        )
+        .unwrap();
+    let (vector_by, stats_by): (Option<String>, Option<String>) = (r.get(0), r.get(1));
+    assert_eq!(vector_by.as_deref(), Some(agent.as_str()), "the rewritten vector names the agent");
+    assert_eq!(stats_by.as_deref(), Some(agent.as_str()), "the rewritten statistics name the agent");
+    let (cites, version): (Option<i64>, Option<i64>) = (r.get(2), r.get(3));
+    assert_eq!((cites.unwrap_or(0), version.unwrap_or(1)), (0, 1), "refused counters and version did not move");
+
+    // Lethe's own commands write the same journal: an edit by the agent, a pin by the curator.
+    let from = last_seq(&st.owner);
+    ok(&st.a_agent, &["edit", id, "--content", "Alpha's launch codename is Bluefin, written by the agent."]);
+    ok(&st.a_curator, &["pin", id]);
+    let rows = journal_of(&st.owner, id, from);
+    let who: Vec<(Option<String>, Vec<String>)> = rows.iter().map(|r| (r.role.clone(), r.columns.clone())).collect();
+    assert!(
+        who.iter().any(|(r, c)| r.as_deref() == Some(agent.as_str()) && c.contains(&"content".to_string())),
+        "{who:?}"
+    );
+    assert!(
+        who.iter().any(|(r, c)| r.as_deref() == Some(curator.as_str()) && c == &vec!["pinned".to_string()]),
+        "{who:?}"
+    );
+    assert_eq!(team_rows(&st.owner, "beta"), beta_before, "beta's rows are as they were");
+}
+
+/// A forgetting event or an audit row claimed for the policy names, beside it, the role whose
+/// session wrote it: the curator who ran the batch, an agent that called the batch's function
+/// itself, a curator's `hard` event of its own purge.
+#[test]
+fn policy_events_and_actions_name_the_role_whose_session_wrote_them() {
+    let Some(st) = store() else { return };
+    let (agent, curator) = (&st.names[0], &st.names[1]);
+    let mut owner = client(&st.owner);
+    // The agent calls the batch's function on a memory of its team.
+    let chosen = st.alpha_ids[0].as_str();
+    let rowid: i64 = owner.query_one("SELECT rowid FROM memory_item WHERE id = $1", &[&chosen]).unwrap().get(0);
+    client(&st.a_agent)
+        .batch_execute(&format!(
+            "SELECT lethe_forget_chunk('[{{\"n\":0,\"kind\":\"soft\",\"rowid\":{rowid},\"id\":\"{chosen}\",\
+             \"reason\":\"r\",\"policy\":\"forget-score\",\"score\":0.9,\"in_band\":false,\
+             \"ev\":\"fev_0190a5b4-0000-7000-8000-000000000001\"}}]', 30, 'run_0123456789abcdef0123456789abcdef', NULL)"
+        ))
+        .unwrap();
+    // Raw audit rows claimed for the policy, and the curator's own `hard` event of a purge.
+    client(&st.a_agent)
+        .batch_execute(
+            "INSERT INTO lethe_action (memory_id, action, actor, created_at) \
+             VALUES (NULL, 'forget_run', 'policy', '2026-01-01T00:00:00.000Z')",
+        )
+        .unwrap();
+    let gone = st.alpha_ids[1].as_str();
+    ok(&st.a_curator, &["delete", gone, "--hard", "--confirm"]);
+    client(&st.a_curator)
+        .batch_execute(&format!(
+            "INSERT INTO memory_forgetting_event (id, memory_id, action, created_at, metadata_json) \
+             VALUES ('fev_purge_claim', '{gone}', 'hard', '2026-12-01T00:00:00.000Z', '{{\"actor\":\"policy\"}}')"
+        ))
+        .unwrap();
+    // The curator's batch: its policy events are the curator's session's.
+    let old = ok(
+        &st.a_agent,
+        &["remember", "--type", "working", "--session", "gate-s1", "--content", "Alpha's scratch note for the gate."],
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    owner
+        .batch_execute(&format!("UPDATE memory_item SET created_at = '2020-01-01T00:00:00.000Z' WHERE id = '{old}'"))
+        .unwrap();
+    let v = ok(&st.a_curator, &["forget"]);
+    assert!(v.to_string().contains(&old), "the batch forgets the old working memory: {v}");
+
+    let role_of_event = |owner: &mut postgres::Client, sql: &str| -> Vec<(String, Option<String>)> {
+        owner.query(sql, &[]).unwrap().iter().map(|r| (r.get(0), r.get(1))).collect()
+    };
+    let by_agent = role_of_event(
+        &mut owner,
+        "SELECT metadata_json::jsonb ->> 'actor', role FROM memory_forgetting_event \
+         WHERE id = 'fev_0190a5b4-0000-7000-8000-000000000001'",
+    );
+    assert_eq!(by_agent, vec![("policy".to_string(), Some(agent.clone()))], "the agent's call of the batch's function");
+    let claimed = role_of_event(
+        &mut owner,
+        "SELECT metadata_json::jsonb ->> 'actor', role FROM memory_forgetting_event WHERE id = 'fev_purge_claim'",
+    );
+    assert_eq!(claimed, vec![("policy".to_string(), Some(curator.clone()))], "the curator's claimed purge event");
+    let batch: Vec<(String, Option<String>)> = owner
+        .query(
+            "SELECT metadata_json::jsonb ->> 'actor', role FROM memory_forgetting_event WHERE memory_id = $1",
+            &[&old],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert!(!batch.is_empty() && batch.iter().all(|e| e.1.as_deref() == Some(curator.as_str())), "{batch:?}");
+    let actions = role_of_event(
+        &mut owner,
+        "SELECT actor, role FROM lethe_action WHERE team = 'alpha' AND actor = 'policy' ORDER BY id",
+    );
+    assert!(actions.iter().any(|a| a.1.as_deref() == Some(agent.as_str())), "{actions:?}");
+    assert!(
+        actions.iter().all(|a| [Some(agent.as_str()), Some(curator.as_str())].contains(&a.1.as_deref())),
+        "every policy action names its writer: {actions:?}"
+    );
+    // Every audit row a Lethe role wrote in this store names its role; none is left unnamed.
+    let unnamed: i64 = owner
+        .query_one(
+            "SELECT (SELECT COUNT(*) FROM memory_forgetting_event WHERE team = 'alpha' AND role IS NULL) \
+                  + (SELECT COUNT(*) FROM lethe_action WHERE team = 'alpha' AND role IS NULL)",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(unnamed, 0, "every audit row names the role that wrote it");
+    // The JSON of `events` is as before: the role is the server's record, not a field added.
+    let events = ok(&st.a_curator, &["events", "--memory", &old]);
+    assert!(!events.to_string().contains("\"role\""), "{events}");
+}
+
+/// Keys are per team: a role that inserts another team's memory id (by raw SQL or through a
+/// push) gets the answer a new id gets, stores the memory in its own team, and changes nothing
+/// of the other team's; neither the neighbour lists' rowids nor an event id can be squatted.
+#[test]
+fn a_memory_id_of_another_team_is_neither_refused_nor_revealed() {
+    let Some(st) = store() else { return };
+    let beta_before = team_rows(&st.owner, "beta");
+    let beta_id = st.beta_ids[0].as_str();
+    let fresh = format!("mem_{}", uuid::Uuid::new_v4());
+    let mut c = client(&st.a_agent);
+    let insert = |c: &mut postgres::Client, id: &str| -> u64 {
+        c.execute(
+            "INSERT INTO memory_item (id, type, content, created_at) VALUES ($1, 'semantic', 'probe', \
+             '2026-12-01T00:00:00.000Z') ON CONFLICT DO NOTHING",
+            &[&id],
+        )
+        .unwrap()
+    };
+    assert_eq!(insert(&mut c, &fresh), 1, "a new id is stored");
+    assert_eq!(insert(&mut c, beta_id), 1, "beta's id is stored too: the answer of a new id");
+    assert_eq!(insert(&mut c, beta_id), 0, "the control: alpha's own id now conflicts");
+    // Derived rows keyed by the id or by a memory's rowid: nothing of beta's is in the way.
+    let beta_rowids: Vec<i64> = client(&st.owner)
+        .query("SELECT rowid FROM memory_item WHERE team = 'beta' ORDER BY rowid", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    for rowid in &beta_rowids {
+        c.execute(
+            "INSERT INTO lethe_neighbour (memory_rowid, model, hash, keys, list) VALUES ($1, 'm', 'h', '\\x00', '\\x00')",
+            &[rowid],
+        )
+        .unwrap();
+    }
+    for t in [
+        "lethe_signature (memory_id, content_hash, bands) VALUES ($1, 'h', '\\x00')",
+        "meta_memory_stats (memory_id, recall_count) VALUES ($1, 1)",
+        "lethe_review (memory_id, entered_at) VALUES ($1, '2026-12-01T00:00:00.000Z')",
+        "lethe_task_log (memory_id, session_id, task_kind, ended_at) VALUES ($1, 's', 'k', '2026-12-01T00:00:00.000Z')",
+    ] {
+        assert_eq!(c.execute(&format!("INSERT INTO {t}"), &[&beta_id]).unwrap(), 1, "{t}");
+    }
+    let fev: String = client(&st.owner)
+        .query_one("SELECT id FROM memory_forgetting_event WHERE team = 'beta' LIMIT 1", &[])
+        .unwrap()
+        .get(0);
+    c.execute(
+        "INSERT INTO memory_forgetting_event (id, memory_id, action, created_at) \
+         VALUES ($1, 'x', 'soft', '2026-12-01T00:00:00.000Z')",
+        &[&fev],
+    )
+    .unwrap();
+
+    // A push of a file that holds beta's id: the memory arrives in alpha, as a new one would.
+    let dir = std::env::temp_dir().join(format!("lethe-raw-keys-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (jsonl, file) = (dir.join("m.jsonl"), dir.join("local.db"));
+    let other = format!("mem_{}", uuid::Uuid::new_v4());
+    std::fs::write(
+        &jsonl,
+        format!(
+            "{{\"id\":\"{}\",\"type\":\"semantic\",\"content\":\"Beta's id, alpha's note about the lab printer.\"}}\n\
+             {{\"id\":\"{other}\",\"type\":\"semantic\",\"content\":\"A new id, alpha's note about the lab scanner.\"}}\n",
+            st.beta_ids[1]
+        ),
+    )
+    .unwrap();
+    ok(file.to_str().unwrap(), &["import", jsonl.to_str().unwrap()]);
+    let v = ok(&st.a_curator, &["push", file.to_str().unwrap()]);
+    assert_eq!(v["pushed"], 2, "both memories arrive, beta's id as any other: {v}");
+    let shown = ok(&st.a_agent, &["show", &st.beta_ids[1]]);
+    assert!(shown["content"].as_str().unwrap().contains("lab printer"), "alpha reads its own memory: {shown}");
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    // Beta: every row as it was, and it works (its neighbour lists are stored anew).
+    assert_eq!(team_rows(&st.owner, "beta"), beta_before, "every row of team beta is as it was");
+    ok(&st.b_agent, &["remember", "--type", "semantic", "--content", "Beta writes after alpha's probes."]);
+    ok(&st.b_curator, &["forget"]);
+    let v = ok(&st.b_agent, &["show", beta_id]);
+    assert!(v["content"].as_str().unwrap().contains("release train"), "{v}");
+    let v = ok(&st.b_agent, &["recall", "beta release train"]);
+    assert!(v.to_string().contains(beta_id), "{v}");
 }

@@ -993,20 +993,28 @@ pub(crate) mod pg {
     }
 
     /// The key of each table the engine writes with SQLite's `INSERT OR REPLACE`, and whether
-    /// the table has a `rowid` column (a replaced row gets a new one, as in SQLite).
+    /// the table has a `rowid` column (a replaced row gets a new one, as in SQLite). On the
+    /// team store a key that holds a memory's id or rowid also holds the team (two teams may
+    /// hold the same id, and neither can tell whether the other does).
     const REPLACE_KEYS: &[(&str, &str, bool)] = &[
-        ("lethe_recall_log_hit", "memory_id, log_id", false),
-        ("lethe_neighbour", "memory_rowid", false),
-        ("lethe_vector", "memory_id", true),
-        ("lethe_signature", "memory_id", false),
+        ("lethe_recall_log_hit", "memory_id, log_id, team", false),
+        ("lethe_neighbour", "memory_rowid, team", false),
+        ("lethe_vector", "memory_id, team", true),
+        ("lethe_signature", "memory_id, team", false),
         ("lethe_meta", "key", false),
         ("lethe_settings", "team, key", false),
     ];
 
     /// SQLite's `INSERT OR IGNORE` and `INSERT OR REPLACE` in PostgreSQL's words (`ON
-    /// CONFLICT`); every other statement is written in the dialect both accept.
+    /// CONFLICT`), and an upsert on a memory's id on the key the team store has for it (the
+    /// id and the team); every other statement is written in the dialect both accept.
     pub(crate) fn dialect(sql: &str) -> std::borrow::Cow<'_, str> {
         let trimmed = sql.trim_start();
+        for target in ["ON CONFLICT(memory_id)", "ON CONFLICT (memory_id)"] {
+            if trimmed.contains(target) {
+                return trimmed.replace(target, "ON CONFLICT (memory_id, team)").into();
+            }
+        }
         if let Some(rest) = trimmed.strip_prefix("INSERT OR IGNORE INTO ") {
             let (body, returning) = split_returning(rest);
             return format!("INSERT INTO {body} ON CONFLICT DO NOTHING{returning}").into();
@@ -1213,8 +1221,17 @@ pub(crate) mod pg {
             );
             assert_eq!(
                 dialect("INSERT OR REPLACE INTO lethe_vector (memory_id, model, vec) VALUES (?1, ?2, ?3)"),
-                "INSERT INTO lethe_vector (memory_id, model, vec) VALUES (?1, ?2, ?3) ON CONFLICT (memory_id) \
+                "INSERT INTO lethe_vector (memory_id, model, vec) VALUES (?1, ?2, ?3) ON CONFLICT (memory_id, team) \
                  DO UPDATE SET model = EXCLUDED.model, vec = EXCLUDED.vec, rowid = DEFAULT"
+            );
+            assert_eq!(
+                dialect(
+                    "INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3) \
+                     ON CONFLICT(memory_id) DO UPDATE SET content_hash = excluded.content_hash"
+                ),
+                "INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (memory_id, team) DO UPDATE SET content_hash = excluded.content_hash",
+                "a memory's key on the team store holds its team"
             );
             assert_eq!(dialect("SELECT 1"), "SELECT 1");
         }

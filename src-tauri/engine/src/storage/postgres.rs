@@ -29,6 +29,7 @@ const MIGRATIONS: &[Migration] = &[
     Migration { version: 6, name: "raw_sql", sql: include_str!("postgres/migrations/006_raw_sql.sql") },
     Migration { version: 7, name: "session_context", sql: include_str!("postgres/migrations/007_session_context.sql") },
     Migration { version: 8, name: "definer_role", sql: include_str!("postgres/migrations/008_definer_role.sql") },
+    Migration { version: 9, name: "audited_writes", sql: include_str!("postgres/migrations/009_audited_writes.sql") },
     Migration { version: 10, name: "plans", sql: include_str!("postgres/migrations/010_plans.sql") },
 ];
 
