@@ -622,7 +622,10 @@ fn apart_by_one<T: PartialEq>(a: &[T], b: &[T], digit: impl Fn(&T) -> bool) -> b
         };
     }
     let (short, long) = if a.len() < b.len() { (a, b) } else { (b, a) };
-    (0..long.len()).any(|i| long[..i] == short[..i] && long[i + 1..] == short[i..])
+    // `short` is `long` with one letter dropped exactly when dropping the letter where they
+    // first differ gives it (dropping any other letter of the same run gives the same text).
+    let first = short.iter().zip(long).take_while(|(x, y)| x == y).count();
+    long[first + 1..] == short[first..]
 }
 
 impl Profile {
@@ -1463,5 +1466,39 @@ mod tests {
         assert_eq!(row(2), 0b00100, "servcie / service");
         assert_eq!(row(4), 0, "unlock / lock: two letters apart");
         assert_eq!(common_length(&rows, a.keys.len(), 1), 4);
+    }
+
+    #[test]
+    fn a_dropped_letter_is_found_where_the_words_first_differ() {
+        // Against the plain definition: some letter of the longer dropped gives the shorter.
+        let plain = |a: &[u8], b: &[u8]| {
+            let (short, long) = if a.len() < b.len() { (a, b) } else { (b, a) };
+            (0..long.len()).any(|i| long[..i] == short[..i] && long[i + 1..] == short[i..])
+        };
+        // Every word of three letters' alphabet of five to seven letters.
+        let words_of = |len: u32| -> Vec<Vec<u8>> {
+            (0..3usize.pow(len))
+                .map(|mut k| {
+                    (0..len)
+                        .map(|_| {
+                            let c = b"abc"[k % 3];
+                            k /= 3;
+                            c
+                        })
+                        .collect()
+                })
+                .collect()
+        };
+        let mut checked = 0;
+        for len in [6, 7] {
+            let shorter = words_of(len - 1);
+            for a in words_of(len) {
+                for b in &shorter {
+                    assert_eq!(apart_by_one(&a, b, |_| false), plain(&a, b), "{a:?} / {b:?}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 100_000, "{checked} pairs");
     }
 }
