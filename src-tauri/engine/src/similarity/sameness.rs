@@ -684,30 +684,6 @@ impl Profile {
         Profile::from_tokens(tokens)
     }
 
-    /// [`Profile::of`], kept per process for the texts judged most recently: a long-running
-    /// writer judges the same neighbours again and again (a cluster's members at each write).
-    pub fn cached(text: &str) -> std::sync::Arc<Profile> {
-        use std::hash::{Hash, Hasher};
-        const KEPT: usize = 4096;
-        type Kept = std::collections::HashMap<(u64, usize), std::sync::Arc<Profile>>;
-        static CACHE: std::sync::Mutex<Option<Kept>> = std::sync::Mutex::new(None);
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        text.hash(&mut h);
-        let key = (h.finish(), text.len());
-        if let Some(p) = CACHE.lock().ok().and_then(|c| c.as_ref().and_then(|m| m.get(&key).cloned())) {
-            return p;
-        }
-        let p = std::sync::Arc::new(Profile::of(text));
-        if let Ok(mut c) = CACHE.lock() {
-            let m = c.get_or_insert_with(Default::default);
-            if m.len() >= KEPT {
-                m.clear();
-            }
-            m.insert(key, p.clone());
-        }
-        p
-    }
-
     fn from_tokens(tokens: Vec<Token>) -> Profile {
         let keys: Vec<String> = tokens.iter().map(|t| if t.value { t.key.clone() } else { stem(&t.key) }).collect();
         let marks = keys.iter().map(|k| Mark::of(k)).collect();
@@ -745,6 +721,46 @@ impl Profile {
     fn shared_values(&self, other: &Profile) -> usize {
         self.values.iter().filter(|v| other.values.binary_search(v).is_ok()).count()
     }
+}
+
+/// A text as the judgment reads it: its word-bigram shingles, and its [`Profile`] once asked
+/// for. Kept per process for the texts judged most recently ([`known`]).
+#[derive(Debug, Default)]
+pub struct Known {
+    pub shingles: Vec<u64>,
+    profile: OnceLock<Profile>,
+}
+
+impl Known {
+    /// The profile of `text`, the text this was made for.
+    pub fn profile(&self, text: &str) -> &Profile {
+        self.profile.get_or_init(|| Profile::of(text))
+    }
+}
+
+/// `text` as the judgment reads it, kept per process for the texts judged most recently: a
+/// long-running writer judges the same neighbours again and again (a cluster's members at each
+/// write), and its shingles are read for every candidate, its profile for the closest only.
+pub fn known(text: &str) -> std::sync::Arc<Known> {
+    use std::hash::{Hash, Hasher};
+    const KEPT: usize = 4096;
+    type Kept = std::collections::HashMap<(u64, usize), std::sync::Arc<Known>>;
+    static CACHE: std::sync::Mutex<Option<Kept>> = std::sync::Mutex::new(None);
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    let key = (h.finish(), text.len());
+    if let Some(k) = CACHE.lock().ok().and_then(|c| c.as_ref().and_then(|m| m.get(&key).cloned())) {
+        return k;
+    }
+    let k = std::sync::Arc::new(Known { shingles: crate::dedup::shingles(text), profile: OnceLock::new() });
+    if let Ok(mut c) = CACHE.lock() {
+        let m = c.get_or_insert_with(Default::default);
+        if m.len() >= KEPT {
+            m.clear();
+        }
+        m.insert(key, k.clone());
+    }
+    k
 }
 
 /// Words of `x` that two adjacent words of `x` spell together as one word of `y` ("re ranker" /

@@ -581,13 +581,14 @@ fn judge(
             let row =
                 content.query_row([rowid], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))).optional()?;
             let Some((id, c)) = row else { continue };
-            let j = crate::dedup::jaccard(&mine, &crate::dedup::shingles(&c));
+            let known = sameness::known(&c);
+            let j = crate::dedup::jaccard(&mine, &known.shingles);
             let cos = Some(f64::from(cos));
             // Too far to be listed whatever the judgment finds (one template with another value
             // is close in words or meaning too).
             let most = sameness::closeness_at_most(j, cos);
             if most >= min_similarity {
-                close.push((most, id, c, j, cos));
+                close.push((most, id, c, known, j, cos));
             }
         }
         Ok(close)
@@ -606,16 +607,16 @@ fn judge(
         kind: Kind,
         closeness: f64,
         id: String,
-        other: std::sync::Arc<sameness::Profile>,
+        text: String,
+        other: std::sync::Arc<sameness::Known>,
         jaccard: f64,
         cosine: Option<f64>,
     }
     let mut judged: Vec<Verdict> = Vec::new();
-    for (_, id, c, jaccard, cosine) in close {
-        let other = sameness::Profile::cached(&c);
-        let (kind, closeness) = sameness::verdict(&profile, &other, jaccard, cosine);
+    for (_, id, text, other, jaccard, cosine) in close {
+        let (kind, closeness) = sameness::verdict(&profile, other.profile(&text), jaccard, cosine);
         if shown(kind, closeness, min_similarity) {
-            judged.push(Verdict { kind, closeness, id, other, jaccard, cosine });
+            judged.push(Verdict { kind, closeness, id, text, other, jaccard, cosine });
         }
     }
     // As `by_kind_then_closeness` orders the listed (a stable sort of the same order).
@@ -624,7 +625,7 @@ fn judge(
     let out = judged
         .into_iter()
         .filter_map(|v| {
-            let full = sameness::judge(&profile, &v.other, v.jaccard, v.cosine);
+            let full = sameness::judge(&profile, v.other.profile(&v.text), v.jaccard, v.cosine);
             debug_assert_eq!((full.kind, full.closeness), (v.kind, v.closeness), "the verdict is the judgment's");
             listed(v.id, full, min_similarity)
         })
