@@ -201,6 +201,38 @@ impl Mark {
     }
 }
 
+/// How `w` orders against `p` followed by `q` (as `str`s order, byte by byte).
+fn cmp_joined(w: &str, p: &str, q: &str) -> std::cmp::Ordering {
+    let (w, p, q) = (w.as_bytes(), p.as_bytes(), q.as_bytes());
+    let k = w.len().min(p.len());
+    match w[..k].cmp(&p[..k]) {
+        std::cmp::Ordering::Equal if w.len() < p.len() => std::cmp::Ordering::Less,
+        std::cmp::Ordering::Equal => w[p.len()..].cmp(q),
+        other => other,
+    }
+}
+
+/// Whether key `i` of `a` and key `j` of `b` are one word: the same, or one letter apart without
+/// being opposites. The cheap tests go first: equal hashes before equal bytes, and the typo
+/// test only for words that could be one typo apart (five bytes or more, no digit, lengths at
+/// most a letter apart).
+fn same_at(a: &Profile, i: usize, b: &Profile, j: usize) -> bool {
+    let (x, mx) = (a.keys[i].as_str(), a.marks[i]);
+    let (y, my) = (b.keys[j].as_str(), b.marks[j]);
+    if mx.hash == my.hash && x == y {
+        return true;
+    }
+    if !(mx.typo && my.typo) {
+        return false;
+    }
+    let apart = if mx.ascii && my.ascii {
+        mx.len.abs_diff(my.len) <= 1 && apart_by_one(x.as_bytes(), y.as_bytes(), |_| false)
+    } else {
+        one_apart(x, y)
+    };
+    apart && !opposite(x, y)
+}
+
 /// Bit `len` of a length mask (63 for every length from 63 on).
 fn length_bit(len: usize) -> u64 {
     1 << len.min(63)
@@ -710,6 +742,14 @@ impl Profile {
         if self.pair_lengths & other.word_lengths == 0 {
             return None;
         }
+        // The pairs [`join_compounds`] would join, looked up in the other's sorted words
+        // without building the joined word.
+        let joins = self.tokens.windows(2).any(|p| {
+            !p[0].value && !p[1].value && other.words.binary_search_by(|w| cmp_joined(w, &p[0].key, &p[1].key)).is_ok()
+        });
+        if !joins {
+            return None;
+        }
         join_compounds(&self.tokens, &other.tokens).map(Profile::from_tokens)
     }
 
@@ -727,14 +767,14 @@ impl Profile {
 /// for. Kept per process for the texts judged most recently ([`known`]).
 #[derive(Debug, Default)]
 pub struct Known {
+    text: Box<str>,
     pub shingles: Vec<u64>,
     profile: OnceLock<Profile>,
 }
 
 impl Known {
-    /// The profile of `text`, the text this was made for.
-    pub fn profile(&self, text: &str) -> &Profile {
-        self.profile.get_or_init(|| Profile::of(text))
+    pub fn profile(&self) -> &Profile {
+        self.profile.get_or_init(|| Profile::of(&self.text))
     }
 }
 
@@ -744,15 +784,21 @@ impl Known {
 pub fn known(text: &str) -> std::sync::Arc<Known> {
     use std::hash::{Hash, Hasher};
     const KEPT: usize = 4096;
-    type Kept = std::collections::HashMap<(u64, usize), std::sync::Arc<Known>>;
+    type Kept = std::collections::HashMap<u64, std::sync::Arc<Known>>;
     static CACHE: std::sync::Mutex<Option<Kept>> = std::sync::Mutex::new(None);
-    let mut h = std::collections::hash_map::DefaultHasher::new();
+    let mut h = rustc_hash::FxHasher::default();
     text.hash(&mut h);
-    let key = (h.finish(), text.len());
-    if let Some(k) = CACHE.lock().ok().and_then(|c| c.as_ref().and_then(|m| m.get(&key).cloned())) {
+    let key = h.finish();
+    // A text kept under the same hash is this text only if it reads the same.
+    let kept = CACHE.lock().ok().and_then(|c| c.as_ref().and_then(|m| m.get(&key).cloned()));
+    if let Some(k) = kept.filter(|k| *k.text == *text) {
         return k;
     }
-    let k = std::sync::Arc::new(Known { shingles: crate::dedup::shingles(text), profile: OnceLock::new() });
+    let k = std::sync::Arc::new(Known {
+        text: text.into(),
+        shingles: crate::dedup::shingles(text),
+        profile: OnceLock::new(),
+    });
     if let Ok(mut c) = CACHE.lock() {
         let m = c.get_or_insert_with(Default::default);
         if m.len() >= KEPT {
@@ -810,7 +856,7 @@ const ROW_WORDS: usize = ORDER_WORDS.div_ceil(64);
 #[derive(Default)]
 struct Scratch {
     /// Row `i`, bit `j`: key `i` of the first text and key `j` of the second are one word
-    /// ([`same_word`]).
+    /// ([`same_at`]).
     rows: Vec<u64>,
     lengths: Vec<u16>,
 }
@@ -865,18 +911,8 @@ fn fill_rows(a: &Profile, b: &Profile, n: usize, m: usize, rows: &mut Vec<u64>) 
     rows.clear();
     rows.resize(n * w, 0);
     for (i, row) in rows.chunks_exact_mut(w.max(1)).take(n).enumerate() {
-        let (x, mx) = (a.keys[i].as_str(), a.marks[i]);
         for j in 0..m {
-            let (y, my) = (b.keys[j].as_str(), b.marks[j]);
-            // [`same_word`], with the cheap tests first: equal hashes before equal bytes, and
-            // the typo test only for words that could be one typo apart.
-            let same = (mx.hash == my.hash && x == y)
-                || (mx.typo
-                    && my.typo
-                    && (mx.len.abs_diff(my.len) <= 1 || !mx.ascii || !my.ascii)
-                    && one_apart(x, y)
-                    && !opposite(x, y));
-            row[j / 64] |= u64::from(same) << (j % 64);
+            row[j / 64] |= u64::from(same_at(a, i, b, j)) << (j % 64);
         }
     }
 }
@@ -936,7 +972,9 @@ fn opposite_words(a: &Profile, b: &Profile) -> bool {
     fn only<'p>(x: &'p Profile, y: &'p Profile) -> impl Iterator<Item = &'p String> {
         x.words.iter().filter(|w| y.words.binary_search(w).is_err())
     }
-    only(a, b).any(|x| only(b, a).any(|y| opposite(x, y)))
+    // Collected once (no allocation when the second holds no word of its own, as near-copies).
+    let only_b: Vec<&String> = only(b, a).collect();
+    !only_b.is_empty() && only(a, b).any(|x| only_b.iter().any(|y| opposite(x, y)))
 }
 
 /// Which judgment this process makes, for people: with the sentence model, or (when it is
@@ -973,7 +1011,6 @@ pub fn judge(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Jud
     let (ta, tb) = (&a.tokens, &b.tokens);
     let (va, vb) = (a.values(), b.values());
     let (sa, sb) = (&a.keys, &b.keys);
-    let in_other = |x: &str, other: &[String]| other.iter().any(|y| same_word(x, y));
     let mut differing: Vec<Difference> = Vec::new();
     // Values on one side only.
     let only_a: Vec<&str> = va.difference(&vb).copied().collect();
@@ -987,10 +1024,10 @@ pub fn judge(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Jud
         });
     }
     // Polarity: opposite words, or a negation on one side only.
-    let words_a: BTreeSet<&str> = ta.iter().filter(|t| !t.value).map(|t| t.key.as_str()).collect();
-    let words_b: BTreeSet<&str> = tb.iter().filter(|t| !t.value).map(|t| t.key.as_str()).collect();
-    for x in words_a.difference(&words_b) {
-        for y in words_b.difference(&words_a) {
+    // (Each profile's words are sorted, as a set of them iterates.)
+    let only_b: Vec<&String> = b.words.iter().filter(|w| a.words.binary_search(w).is_err()).collect();
+    for x in a.words.iter().filter(|w| b.words.binary_search(w).is_err()) {
+        for y in &only_b {
             if opposite(x, y) {
                 differing.push(Difference { what: "polarity".into(), this: x.to_string(), other: y.to_string() });
             }
@@ -1019,23 +1056,21 @@ pub fn judge(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Jud
                 .collect()
         };
         let (la, lb) = (loose(ta, sa, &in_a), loose(tb, sb, &in_b));
-        let keys_a: Vec<String> = la.iter().map(|&k| sa[k].clone()).collect();
-        let keys_b: Vec<String> = lb.iter().map(|&k| sb[k].clone()).collect();
         let xa: Vec<String> =
-            la.iter().filter(|&&k| !in_other(&sa[k], &keys_b)).map(|&k| ta[k].shown.clone()).collect();
+            la.iter().filter(|&&k| !lb.iter().any(|&j| same_at(a, k, b, j))).map(|&k| ta[k].shown.clone()).collect();
         let xb: Vec<String> =
-            lb.iter().filter(|&&k| !in_other(&sb[k], &keys_a)).map(|&k| tb[k].shown.clone()).collect();
+            lb.iter().filter(|&&k| !la.iter().any(|&j| same_at(b, k, a, j))).map(|&k| tb[k].shown.clone()).collect();
         if !xa.is_empty() && !xb.is_empty() {
             differing.push(Difference { what: "wording".into(), this: xa.join(" "), other: xb.join(" ") });
         }
     }
     // What both hold: values, then content words, each once.
     let mut matching: Vec<String> = Vec::new();
-    for (t, k) in ta.iter().zip(sa.iter()) {
+    for (i, t) in ta.iter().enumerate().take(sa.len()) {
         if matching.len() >= EVIDENCE_WORDS {
             break;
         }
-        if content(t) && in_other(k, sb) && !matching.contains(&t.shown) {
+        if content(t) && (0..sb.len()).any(|j| same_at(a, i, b, j)) && !matching.contains(&t.shown) {
             matching.push(t.shown.clone());
         }
     }
@@ -1078,14 +1113,6 @@ pub fn verdict(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> (
     (kind, (closeness * 1000.0).round() / 1000.0)
 }
 
-/// [`judge`]'s comparison of two words: the same, or one letter apart without being opposites.
-fn same_word(x: &str, y: &str) -> bool {
-    // For ASCII words the byte lengths are the letter counts, and words more than a letter
-    // apart in length are not one typo apart.
-    let lengths_allow = x.len().abs_diff(y.len()) <= 1 || !x.is_ascii() || !y.is_ascii();
-    x == y || (lengths_allow && one_apart(x, y) && !opposite(x, y))
-}
-
 /// Whether, with `order` the two texts' words in one order, each text holds a content word
 /// outside it that the other does not hold outside it either: [`judge`]'s "wording" difference.
 fn words_swapped(a: &Profile, b: &Profile, order: &[(usize, usize)]) -> bool {
@@ -1097,8 +1124,8 @@ fn words_swapped(a: &Profile, b: &Profile, order: &[(usize, usize)]) -> bool {
         (0..keys.len().min(ts.len())).filter(|k| !matched.contains(k) && !ts[*k].value && content(&ts[*k])).collect()
     };
     let (la, lb) = (loose(ta, sa, &in_a), loose(tb, sb, &in_b));
-    let in_other = |x: &str, other: &[usize], keys: &[String]| other.iter().any(|&k| same_word(x, &keys[k]));
-    la.iter().any(|&k| !in_other(&sa[k], &lb, sb)) && lb.iter().any(|&k| !in_other(&sb[k], &la, sa))
+    la.iter().any(|&k| !lb.iter().any(|&j| same_at(a, k, b, j)))
+        && lb.iter().any(|&k| !la.iter().any(|&j| same_at(b, k, a, j)))
 }
 
 /// What the pair adds to duplication D ([`Judgment::duplication`]), without the evidence: the
@@ -1434,7 +1461,7 @@ mod tests {
         let (pa, pb) = (Profile::of(a), Profile::of(b));
         // The word order itself, on the profiles as given and as judged (compounds joined).
         let (n, m) = (pa.keys.len().min(ORDER_WORDS), pb.keys.len().min(ORDER_WORDS));
-        let plain = reference::common_order(&pa.keys, &pb.keys, same_word);
+        let plain = reference::common_order(&pa.keys, &pb.keys, reference::same_word);
         let mut rows = Vec::new();
         fill_rows(&pa, &pb, n, m, &mut rows);
         let w = m.div_ceil(64);

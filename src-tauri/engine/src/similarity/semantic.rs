@@ -588,7 +588,7 @@ fn judge(
             // is close in words or meaning too).
             let most = sameness::closeness_at_most(j, cos);
             if most >= min_similarity {
-                close.push((most, id, c, known, j, cos));
+                close.push((most, id, known, j, cos));
             }
         }
         Ok(close)
@@ -607,16 +607,15 @@ fn judge(
         kind: Kind,
         closeness: f64,
         id: String,
-        text: String,
         other: std::sync::Arc<sameness::Known>,
         jaccard: f64,
         cosine: Option<f64>,
     }
     let mut judged: Vec<Verdict> = Vec::new();
-    for (_, id, text, other, jaccard, cosine) in close {
-        let (kind, closeness) = sameness::verdict(&profile, other.profile(&text), jaccard, cosine);
+    for (_, id, other, jaccard, cosine) in close {
+        let (kind, closeness) = sameness::verdict(&profile, other.profile(), jaccard, cosine);
         if shown(kind, closeness, min_similarity) {
-            judged.push(Verdict { kind, closeness, id, text, other, jaccard, cosine });
+            judged.push(Verdict { kind, closeness, id, other, jaccard, cosine });
         }
     }
     // As `by_kind_then_closeness` orders the listed (a stable sort of the same order).
@@ -625,7 +624,7 @@ fn judge(
     let out = judged
         .into_iter()
         .filter_map(|v| {
-            let full = sameness::judge(&profile, v.other.profile(&v.text), v.jaccard, v.cosine);
+            let full = sameness::judge(&profile, v.other.profile(), v.jaccard, v.cosine);
             debug_assert_eq!((full.kind, full.closeness), (v.kind, v.closeness), "the verdict is the judgment's");
             listed(v.id, full, min_similarity)
         })

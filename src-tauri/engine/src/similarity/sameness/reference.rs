@@ -166,7 +166,7 @@ pub(super) fn verdict(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64
     (kind, (closeness * 1000.0).round() / 1000.0)
 }
 
-/// [`judge`]'s comparison of two words: the same, or one letter apart without being opposites.
+/// The judgment's comparison of two words: the same, or one letter apart without being opposites.
 pub(super) fn same_word(x: &str, y: &str) -> bool {
     // This runs for every cell of the word-order table. For ASCII words the byte lengths are
     // the letter counts, and words more than a letter apart in length are not one typo apart.
