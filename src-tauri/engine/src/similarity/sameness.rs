@@ -1499,7 +1499,7 @@ mod tests {
     }
 
     #[test]
-    fn the_word_order_table_finds_typos_and_keeps_opposites_apart() {
+    fn the_word_order_table_finds_typos_and_nothing_else() {
         let (a, b) = (Profile::of("the dashboard servcie is unlocked"), Profile::of("the dashbaord service is locked"));
         let mut rows = Vec::new();
         fill_rows(&a, &b, a.keys.len(), b.keys.len(), &mut rows);
