@@ -338,8 +338,8 @@ fn related(
             }
             // Older first: the window is newest first, so `b` was written before `a`.
             let judged = crate::sameness::judge(
-                &crate::sameness::Profile::cached(&read[b].1),
-                &crate::sameness::Profile::cached(&read[a].1),
+                crate::sameness::known(&read[b].1).profile(),
+                crate::sameness::known(&read[a].1).profile(),
                 j,
                 cos,
             );

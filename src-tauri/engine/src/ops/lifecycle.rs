@@ -475,9 +475,49 @@ fn remember_group(
         }
     }
     clock.lap(Step::Scan);
+    let wrote = write_group(conn, &pending, calls, vectors, clock)?;
+    // The scans' hold on the index ends here, so the patches below update it in place.
+    drop(before_write);
+    // Each stored vector enters the process's index in the order written (each patch applies
+    // only to an index at its `before` key, so the order matters).
+    if let Some(e) = embedder {
+        for (w, r) in pending.iter().zip(&wrote) {
+            if let (Pending::Write { p, .. }, Some(Ok(Ok(wr)))) = (w, r) {
+                if let (Some((before, after)), Some(v)) = (wr.keys, &p.vector) {
+                    let m = &p.memory;
+                    let written = crate::semantic::Written {
+                        path: &path,
+                        before,
+                        after,
+                        rowid: wr.rowid,
+                        tier: m.tier,
+                        pinned: m.pinned,
+                        vector: v,
+                    };
+                    crate::semantic::patch_cache(e, written);
+                }
+            }
+        }
+    }
+    Ok(answers(conn, pending, wrote, clock))
+}
+
+/// What each call of a group wrote (`None` for a call already answered), from one write
+/// transaction: each call in a savepoint of its own when there are several.
+type GroupWrites = Vec<Option<Result<std::result::Result<Wrote, NotStored>>>>;
+
+/// [`remember_group`]'s write transaction: every call to write, then `COMMIT`. `Err` only when
+/// nothing of the group was written.
+fn write_group(
+    conn: &mut Connection,
+    pending: &[Pending],
+    calls: &[RememberCall],
+    vectors: bool,
+    clock: &mut StepClock,
+) -> Result<GroupWrites> {
     let alone = calls.len() == 1;
     // write_tx's retry on BUSY, spelled out so that BEGIN and COMMIT are timed on their own.
-    let wrote = crate::store::with_retry(|| {
+    crate::store::with_retry(|| {
         let tx = conn.transaction_with_behavior(crate::storage::db::TransactionBehavior::Immediate)?;
         clock.lap(Step::Begin);
         let mut key = if vectors { Some(crate::semantic::cache_key(&tx)?) } else { None };
@@ -544,33 +584,20 @@ fn remember_group(
         }
         clock.lap(Step::Commit);
         Ok(wrote)
-    })?;
-    // The scans' hold on the index ends here, so the patches below update it in place.
-    drop(before_write);
-    // Each stored vector enters the process's index in the order written (each patch applies
-    // only to an index at its `before` key, so the order matters).
-    if let Some(e) = embedder {
-        for (w, r) in pending.iter().zip(&wrote) {
-            if let (Pending::Write { p, .. }, Some(Ok(Ok(wr)))) = (w, r) {
-                if let (Some((before, after)), Some(v)) = (wr.keys, &p.vector) {
-                    let m = &p.memory;
-                    let written = crate::semantic::Written {
-                        path: &path,
-                        before,
-                        after,
-                        rowid: wr.rowid,
-                        tier: m.tier,
-                        pinned: m.pinned,
-                        vector: v,
-                    };
-                    crate::semantic::patch_cache(e, written);
-                }
-            }
-        }
-    }
+    })
+}
+
+/// [`remember_group`]'s answers once the group is committed: each stored call with its
+/// write-time `similar` list, each other call with what it already answers.
+fn answers(
+    conn: &mut Connection,
+    pending: Vec<Pending>,
+    wrote: GroupWrites,
+    clock: &mut StepClock,
+) -> Vec<Result<RememberOutcome>> {
     // The candidates' words are read after the commit (the write lock is not held for them).
     let mut earlier: Vec<(i64, crate::embed::Vector)> = Vec::new();
-    let mut out = Vec::with_capacity(calls.len());
+    let mut out = Vec::with_capacity(pending.len());
     for (w, r) in pending.into_iter().zip(wrote) {
         let (p, nearest, r) = match (w, r) {
             (Pending::Done(answer), _) => {
@@ -622,7 +649,7 @@ fn remember_group(
             pii_tags: p.redactions.pii_tags.clone(),
         }));
     }
-    Ok(out)
+    out
 }
 
 fn snapshot(m: &Memory) -> serde_json::Value {

@@ -161,9 +161,81 @@ pub struct Profile {
     tokens: Vec<Token>,
     /// Each token's form for comparison (words stemmed), in order.
     keys: Vec<String>,
+    /// What the word-order table needs of each key, in the same order.
+    marks: Vec<Mark>,
     /// Its values, sorted, each once.
     values: Vec<String>,
+    /// Its words (the tokens that are not values, unstemmed), sorted, each once.
+    words: Vec<String>,
+    /// Bit `l` set when a word of `l` bytes is among them (bit 63: 63 or more).
+    word_lengths: u64,
+    /// Bit `l` set when two adjacent words spell `l` bytes together (bit 63: 63 or more).
+    pair_lengths: u64,
     negated: bool,
+}
+
+/// A key as the word-order table compares it: two keys are the same word when their hashes and
+/// then their bytes are equal, or (only when both may be) when they are one typo apart.
+#[derive(Debug, Clone, Copy, Default)]
+struct Mark {
+    hash: u64,
+    len: usize,
+    ascii: bool,
+    /// Five bytes or more and no digit: what [`one_apart`] needs to find two different words
+    /// one typo apart.
+    typo: bool,
+}
+
+impl Mark {
+    fn of(key: &str) -> Mark {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in key.bytes() {
+            hash = (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        Mark {
+            hash,
+            len: key.len(),
+            ascii: key.is_ascii(),
+            typo: key.len() >= 5 && !key.bytes().any(|c| c.is_ascii_digit()),
+        }
+    }
+}
+
+/// How `w` orders against `p` followed by `q` (as `str`s order, byte by byte).
+fn cmp_joined(w: &str, p: &str, q: &str) -> std::cmp::Ordering {
+    let (w, p, q) = (w.as_bytes(), p.as_bytes(), q.as_bytes());
+    let k = w.len().min(p.len());
+    match w[..k].cmp(&p[..k]) {
+        std::cmp::Ordering::Equal if w.len() < p.len() => std::cmp::Ordering::Less,
+        std::cmp::Ordering::Equal => w[p.len()..].cmp(q),
+        other => other,
+    }
+}
+
+/// Whether key `i` of `a` and key `j` of `b` are one word: the same, or one letter apart without
+/// being opposites. The cheap tests go first: equal hashes before equal bytes, and the typo
+/// test only for words that could be one typo apart (five bytes or more, no digit, lengths at
+/// most a letter apart).
+fn same_at(a: &Profile, i: usize, b: &Profile, j: usize) -> bool {
+    let (x, mx) = (a.keys[i].as_str(), a.marks[i]);
+    let (y, my) = (b.keys[j].as_str(), b.marks[j]);
+    if mx.hash == my.hash && x == y {
+        return true;
+    }
+    if !(mx.typo && my.typo) {
+        return false;
+    }
+    let apart = if mx.ascii && my.ascii {
+        mx.len.abs_diff(my.len) <= 1 && apart_by_one(x.as_bytes(), y.as_bytes(), |_| false)
+    } else {
+        one_apart(x, y)
+    };
+    apart && !opposite(x, y)
+}
+
+/// Bit `len` of a length mask (63 for every length from 63 on).
+fn length_bit(len: usize) -> u64 {
+    1 << len.min(63)
 }
 
 fn month(name: &str) -> Option<u32> {
@@ -582,7 +654,10 @@ fn apart_by_one<T: PartialEq>(a: &[T], b: &[T], digit: impl Fn(&T) -> bool) -> b
         };
     }
     let (short, long) = if a.len() < b.len() { (a, b) } else { (b, a) };
-    (0..long.len()).any(|i| long[..i] == short[..i] && long[i + 1..] == short[i..])
+    // `short` is `long` with one letter dropped exactly when dropping the letter where they
+    // first differ gives it (dropping any other letter of the same run gives the same text).
+    let first = short.iter().zip(long).take_while(|(x, y)| x == y).count();
+    long[first + 1..] == short[first..]
 }
 
 impl Profile {
@@ -641,37 +716,41 @@ impl Profile {
         Profile::from_tokens(tokens)
     }
 
-    /// [`Profile::of`], kept per process for the texts judged most recently: a long-running
-    /// writer judges the same neighbours again and again (a cluster's members at each write).
-    pub fn cached(text: &str) -> std::sync::Arc<Profile> {
-        use std::hash::{Hash, Hasher};
-        const KEPT: usize = 4096;
-        type Kept = std::collections::HashMap<(u64, usize), std::sync::Arc<Profile>>;
-        static CACHE: std::sync::Mutex<Option<Kept>> = std::sync::Mutex::new(None);
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        text.hash(&mut h);
-        let key = (h.finish(), text.len());
-        if let Some(p) = CACHE.lock().ok().and_then(|c| c.as_ref().and_then(|m| m.get(&key).cloned())) {
-            return p;
-        }
-        let p = std::sync::Arc::new(Profile::of(text));
-        if let Ok(mut c) = CACHE.lock() {
-            let m = c.get_or_insert_with(Default::default);
-            if m.len() >= KEPT {
-                m.clear();
-            }
-            m.insert(key, p.clone());
-        }
-        p
-    }
-
     fn from_tokens(tokens: Vec<Token>) -> Profile {
-        let keys = tokens.iter().map(|t| if t.value { t.key.clone() } else { stem(&t.key) }).collect();
+        let keys: Vec<String> = tokens.iter().map(|t| if t.value { t.key.clone() } else { stem(&t.key) }).collect();
+        let marks = keys.iter().map(|k| Mark::of(k)).collect();
         let mut values: Vec<String> = tokens.iter().filter(|t| t.value).map(|t| t.key.clone()).collect();
         values.sort_unstable();
         values.dedup();
+        let mut words: Vec<String> = tokens.iter().filter(|t| !t.value).map(|t| t.key.clone()).collect();
+        words.sort_unstable();
+        words.dedup();
+        let word_lengths = words.iter().fold(0, |m, w| m | length_bit(w.len()));
+        let pair_lengths = tokens
+            .windows(2)
+            .filter(|p| !p[0].value && !p[1].value)
+            .fold(0, |m, p| m | length_bit(p[0].key.len() + p[1].key.len()));
         let negated = tokens.iter().any(|t| !t.value && NEGATIONS.contains(&t.key.as_str()));
-        Profile { tokens, keys, values, negated }
+        Profile { tokens, keys, marks, values, words, word_lengths, pair_lengths, negated }
+    }
+
+    /// `self` with the words two adjacent words of it spell together as one word of `other`
+    /// joined ([`join_compounds`]), or `None` when none do. Most pairs are settled by the
+    /// lengths alone: two words can spell a word of `other` only if their lengths add up to
+    /// one of its words' lengths.
+    fn joined_for(&self, other: &Profile) -> Option<Profile> {
+        if self.pair_lengths & other.word_lengths == 0 {
+            return None;
+        }
+        // The pairs [`join_compounds`] would join, looked up in the other's sorted words
+        // without building the joined word.
+        let joins = self.tokens.windows(2).any(|p| {
+            !p[0].value && !p[1].value && other.words.binary_search_by(|w| cmp_joined(w, &p[0].key, &p[1].key)).is_ok()
+        });
+        if !joins {
+            return None;
+        }
+        join_compounds(&self.tokens, &other.tokens).map(Profile::from_tokens)
     }
 
     fn values(&self) -> BTreeSet<&str> {
@@ -682,6 +761,52 @@ impl Profile {
     fn shared_values(&self, other: &Profile) -> usize {
         self.values.iter().filter(|v| other.values.binary_search(v).is_ok()).count()
     }
+}
+
+/// A text as the judgment reads it: its word-bigram shingles, and its [`Profile`] once asked
+/// for. Kept per process for the texts judged most recently ([`known`]).
+#[derive(Debug, Default)]
+pub struct Known {
+    text: Box<str>,
+    pub shingles: Vec<u64>,
+    profile: OnceLock<Profile>,
+}
+
+impl Known {
+    pub fn profile(&self) -> &Profile {
+        self.profile.get_or_init(|| Profile::of(&self.text))
+    }
+}
+
+/// `text` as the judgment reads it, kept per process for the texts judged most recently: a
+/// long-running writer judges the same neighbours again and again (a cluster's members at each
+/// write), and its shingles are read for every candidate, its profile for the closest only.
+pub fn known(text: &str) -> std::sync::Arc<Known> {
+    use std::hash::{Hash, Hasher};
+    const KEPT: usize = 4096;
+    type Kept = std::collections::HashMap<u64, std::sync::Arc<Known>>;
+    static CACHE: std::sync::Mutex<Option<Kept>> = std::sync::Mutex::new(None);
+    let mut h = rustc_hash::FxHasher::default();
+    text.hash(&mut h);
+    let key = h.finish();
+    // A text kept under the same hash is this text only if it reads the same.
+    let kept = CACHE.lock().ok().and_then(|c| c.as_ref().and_then(|m| m.get(&key).cloned()));
+    if let Some(k) = kept.filter(|k| *k.text == *text) {
+        return k;
+    }
+    let k = std::sync::Arc::new(Known {
+        text: text.into(),
+        shingles: crate::dedup::shingles(text),
+        profile: OnceLock::new(),
+    });
+    if let Ok(mut c) = CACHE.lock() {
+        let m = c.get_or_insert_with(Default::default);
+        if m.len() >= KEPT {
+            m.clear();
+        }
+        m.insert(key, k.clone());
+    }
+    k
 }
 
 /// Words of `x` that two adjacent words of `x` spell together as one word of `y` ("re ranker" /
@@ -723,21 +848,112 @@ fn content(t: &Token) -> bool {
     t.value || !(STOP.contains(&t.key.as_str()) || NEGATIONS.contains(&t.key.as_str()))
 }
 
-/// The matched pairs of positions of the longest common subsequence of `a` and `b` (keys
-/// compared with `same`).
-fn common_order(a: &[String], b: &[String], same: impl Fn(&str, &str) -> bool) -> Vec<(usize, usize)> {
-    let (n, m) = (a.len().min(ORDER_WORDS), b.len().min(ORDER_WORDS));
-    let mut dp = vec![0u16; (n + 1) * (m + 1)];
+/// Rows of the word-order table at most, in 64-bit words ([`ORDER_WORDS`] bits).
+const ROW_WORDS: usize = ORDER_WORDS.div_ceil(64);
+
+/// The word-order table of a pair and the longest common subsequence's table, kept per thread
+/// so that judging a pair allocates neither.
+#[derive(Default)]
+struct Scratch {
+    /// Row `i`, bit `j`: key `i` of the first text and key `j` of the second are one word
+    /// ([`same_at`]).
+    rows: Vec<u64>,
+    lengths: Vec<u16>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
+}
+
+/// How two texts' words line up, as far as the judgment needs it.
+enum Template {
+    /// Fewer than [`ONE_TEMPLATE_AT`] of their words are in one order.
+    Not,
+    /// One template, and either the order was not asked for, or every word of one text is in
+    /// it (no word of that text is left to have been swapped).
+    One,
+    /// One template, with the matched pairs of positions of the longest common subsequence.
+    Swappable(Vec<(usize, usize)>),
+}
+
+/// Whether `a` and `b` are one template (their words in one order are at least
+/// [`ONE_TEMPLATE_AT`] of all), and the order itself when `with_order` and both texts hold
+/// words outside it. The words are compared once per pair into a bit table; the length of the
+/// common order is found bit-parallel on it (Allison–Dix, Hyyrö), and the order (the same
+/// pairs the plain dynamic programme finds) only when it is needed.
+fn template(a: &Profile, b: &Profile, with_order: bool) -> Template {
+    let (sa, sb) = (&a.keys, &b.keys);
+    let total = sa.len() + sb.len();
+    let (n, m) = (sa.len().min(ORDER_WORDS), sb.len().min(ORDER_WORDS));
+    // The words in one order are at most the shorter text's.
+    if total == 0 || 2.0 * n.min(m) as f64 / (total as f64) < ONE_TEMPLATE_AT {
+        return Template::Not;
+    }
+    SCRATCH.with(|s| {
+        let s = &mut *s.borrow_mut();
+        let w = m.div_ceil(64);
+        fill_rows(a, b, n, m, &mut s.rows);
+        let length = common_length(&s.rows, n, w);
+        if 2.0 * length as f64 / (total as f64) < ONE_TEMPLATE_AT {
+            return Template::Not;
+        }
+        // Every word of one text in the order: it has no word outside it, so none was swapped.
+        if !with_order || length == sa.len() || length == sb.len() {
+            return Template::One;
+        }
+        Template::Swappable(common_order(&s.rows, n, m, w, &mut s.lengths))
+    })
+}
+
+/// The bit table of [`Scratch::rows`] for the first `n` keys of `a` and `m` of `b`.
+fn fill_rows(a: &Profile, b: &Profile, n: usize, m: usize, rows: &mut Vec<u64>) {
+    let w = m.div_ceil(64);
+    rows.clear();
+    rows.resize(n * w, 0);
+    for (i, row) in rows.chunks_exact_mut(w.max(1)).take(n).enumerate() {
+        for j in 0..m {
+            row[j / 64] |= u64::from(same_at(a, i, b, j)) << (j % 64);
+        }
+    }
+}
+
+/// The length of the longest common subsequence of a bit table of `n` rows of `w` words, one
+/// row at a time as a bit vector (Hyyrö's form of Allison–Dix): `V' = (V + (V & M)) | (V & !M)`;
+/// the length is the number of zero bits left in `V`. Bits above the second text's length stay
+/// set (their rows' bits are clear).
+fn common_length(rows: &[u64], n: usize, w: usize) -> usize {
+    let mut v = [u64::MAX; ROW_WORDS];
+    let v = &mut v[..w];
+    for row in rows.chunks_exact(w.max(1)).take(n) {
+        let mut carry = false;
+        for (x, &matches) in v.iter_mut().zip(row) {
+            let u = *x & matches;
+            let (sum, c1) = x.overflowing_add(u);
+            let (sum, c2) = sum.overflowing_add(u64::from(carry));
+            carry = c1 || c2;
+            *x = sum | (*x & !matches);
+        }
+    }
+    v.iter().map(|x| x.count_zeros() as usize).sum()
+}
+
+/// The matched pairs of positions of the longest common subsequence on a bit table of `n` rows
+/// and `m` columns: the table of suffix lengths, then the walk from the start that takes a
+/// match when it is on a longest path, else the longer way (down on a tie).
+fn common_order(rows: &[u64], n: usize, m: usize, w: usize, lengths: &mut Vec<u16>) -> Vec<(usize, usize)> {
+    let same = |i: usize, j: usize| rows[i * w + j / 64] >> (j % 64) & 1 == 1;
+    lengths.clear();
+    lengths.resize((n + 1) * (m + 1), 0);
+    let dp = lengths;
     let at = |i: usize, j: usize| i * (m + 1) + j;
     for i in (0..n).rev() {
         for j in (0..m).rev() {
-            dp[at(i, j)] =
-                if same(&a[i], &b[j]) { dp[at(i + 1, j + 1)] + 1 } else { dp[at(i + 1, j)].max(dp[at(i, j + 1)]) };
+            dp[at(i, j)] = if same(i, j) { dp[at(i + 1, j + 1)] + 1 } else { dp[at(i + 1, j)].max(dp[at(i, j + 1)]) };
         }
     }
-    let (mut i, mut j, mut out) = (0, 0, Vec::new());
+    let (mut i, mut j, mut out) = (0, 0, Vec::with_capacity(usize::from(dp[0])));
     while i < n && j < m {
-        if same(&a[i], &b[j]) && dp[at(i, j)] == dp[at(i + 1, j + 1)] + 1 {
+        if same(i, j) && dp[at(i, j)] == dp[at(i + 1, j + 1)] + 1 {
             out.push((i, j));
             i += 1;
             j += 1;
@@ -748,6 +964,17 @@ fn common_order(a: &[String], b: &[String], same: impl Fn(&str, &str) -> bool) -
         }
     }
     out
+}
+
+/// Whether a word of one text is the opposite of a word of the other that the first does not
+/// hold ("enabled" / "disabled").
+fn opposite_words(a: &Profile, b: &Profile) -> bool {
+    fn only<'p>(x: &'p Profile, y: &'p Profile) -> impl Iterator<Item = &'p String> {
+        x.words.iter().filter(|w| y.words.binary_search(w).is_err())
+    }
+    // Collected once (no allocation when the second holds no word of its own, as near-copies).
+    let only_b: Vec<&String> = only(b, a).collect();
+    !only_b.is_empty() && only(a, b).any(|x| only_b.iter().any(|y| opposite(x, y)))
 }
 
 /// Which judgment this process makes, for people: with the sentence model, or (when it is
@@ -777,14 +1004,13 @@ pub fn closeness_at_most(jaccard: f64, cosine: Option<f64>) -> f64 {
 /// the cosine of their vectors.
 pub fn judge(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Judgment {
     // Words two adjacent words of the other spell together are joined ("re ranker" / "reranker").
-    let joined_a = join_compounds(&a.tokens, &b.tokens).map(Profile::from_tokens);
+    let joined_a = a.joined_for(b);
     let a = joined_a.as_ref().unwrap_or(a);
-    let joined_b = join_compounds(&b.tokens, &a.tokens).map(Profile::from_tokens);
+    let joined_b = b.joined_for(a);
     let b = joined_b.as_ref().unwrap_or(b);
     let (ta, tb) = (&a.tokens, &b.tokens);
     let (va, vb) = (a.values(), b.values());
     let (sa, sb) = (&a.keys, &b.keys);
-    let in_other = |x: &str, other: &[String]| other.iter().any(|y| same_word(x, y));
     let mut differing: Vec<Difference> = Vec::new();
     // Values on one side only.
     let only_a: Vec<&str> = va.difference(&vb).copied().collect();
@@ -798,10 +1024,10 @@ pub fn judge(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Jud
         });
     }
     // Polarity: opposite words, or a negation on one side only.
-    let words_a: BTreeSet<&str> = ta.iter().filter(|t| !t.value).map(|t| t.key.as_str()).collect();
-    let words_b: BTreeSet<&str> = tb.iter().filter(|t| !t.value).map(|t| t.key.as_str()).collect();
-    for x in words_a.difference(&words_b) {
-        for y in words_b.difference(&words_a) {
+    // (Each profile's words are sorted, as a set of them iterates.)
+    let only_b: Vec<&String> = b.words.iter().filter(|w| a.words.binary_search(w).is_err()).collect();
+    for x in a.words.iter().filter(|w| b.words.binary_search(w).is_err()) {
+        for y in &only_b {
             if opposite(x, y) {
                 differing.push(Difference { what: "polarity".into(), this: x.to_string(), other: y.to_string() });
             }
@@ -817,10 +1043,9 @@ pub fn judge(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Jud
         });
     }
     // One template with a word swapped for another.
-    let order = common_order(sa, sb, same_word);
-    let total = sa.len() + sb.len();
-    let one_template = total > 0 && 2.0 * order.len() as f64 / total as f64 >= ONE_TEMPLATE_AT;
-    if one_template {
+    let template = template(a, b, true);
+    let one_template = !matches!(template, Template::Not);
+    if let Template::Swappable(order) = &template {
         // The content words each text holds outside the common order; one the other text also
         // holds outside it was moved, not replaced. Words left on both sides were swapped.
         let in_a: std::collections::HashSet<usize> = order.iter().map(|p| p.0).collect();
@@ -831,23 +1056,21 @@ pub fn judge(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Jud
                 .collect()
         };
         let (la, lb) = (loose(ta, sa, &in_a), loose(tb, sb, &in_b));
-        let keys_a: Vec<String> = la.iter().map(|&k| sa[k].clone()).collect();
-        let keys_b: Vec<String> = lb.iter().map(|&k| sb[k].clone()).collect();
         let xa: Vec<String> =
-            la.iter().filter(|&&k| !in_other(&sa[k], &keys_b)).map(|&k| ta[k].shown.clone()).collect();
+            la.iter().filter(|&&k| !lb.iter().any(|&j| same_at(a, k, b, j))).map(|&k| ta[k].shown.clone()).collect();
         let xb: Vec<String> =
-            lb.iter().filter(|&&k| !in_other(&sb[k], &keys_a)).map(|&k| tb[k].shown.clone()).collect();
+            lb.iter().filter(|&&k| !la.iter().any(|&j| same_at(b, k, a, j))).map(|&k| tb[k].shown.clone()).collect();
         if !xa.is_empty() && !xb.is_empty() {
             differing.push(Difference { what: "wording".into(), this: xa.join(" "), other: xb.join(" ") });
         }
     }
     // What both hold: values, then content words, each once.
     let mut matching: Vec<String> = Vec::new();
-    for (t, k) in ta.iter().zip(sa.iter()) {
+    for (i, t) in ta.iter().enumerate().take(sa.len()) {
         if matching.len() >= EVIDENCE_WORDS {
             break;
         }
-        if content(t) && in_other(k, sb) && !matching.contains(&t.shown) {
+        if content(t) && (0..sb.len()).any(|j| same_at(a, i, b, j)) && !matching.contains(&t.shown) {
             matching.push(t.shown.clone());
         }
     }
@@ -868,31 +1091,18 @@ pub fn judge(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Jud
 /// by, so that the evidence is made only for those it lists. A test holds it equal to
 /// [`judge`] on every pair of a test set.
 pub fn verdict(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> (Kind, f64) {
-    let joined_a = join_compounds(&a.tokens, &b.tokens).map(Profile::from_tokens);
+    let joined_a = a.joined_for(b);
     let a = joined_a.as_ref().unwrap_or(a);
-    let joined_b = join_compounds(&b.tokens, &a.tokens).map(Profile::from_tokens);
+    let joined_b = b.joined_for(a);
     let b = joined_b.as_ref().unwrap_or(b);
     let shared = a.shared_values(b).min(SHARED_VALUES_COUNTED);
     let closeness = (jaccard.max(cosine.map_or(0.0, semantic)) + SHARED_VALUE_BONUS * shared as f64).min(1.0);
     // Values on one side only, a negation on one side only, opposite words.
-    let differs = a.values != b.values || a.negated != b.negated || {
-        let words_a: BTreeSet<&str> = a.tokens.iter().filter(|t| !t.value).map(|t| t.key.as_str()).collect();
-        let words_b: BTreeSet<&str> = b.tokens.iter().filter(|t| !t.value).map(|t| t.key.as_str()).collect();
-        let only_b: Vec<&str> = words_b.difference(&words_a).copied().collect();
-        words_a.difference(&words_b).any(|x| only_b.iter().any(|y| opposite(x, y)))
-    };
-    // One template (the words in one order are at most the shorter text's), and a word
-    // swapped for another within it.
-    let (sa, sb) = (&a.keys, &b.keys);
-    let total = sa.len() + sb.len();
-    let (n, m) = (sa.len().min(ORDER_WORDS), sb.len().min(ORDER_WORDS));
-    let order = if total > 0 && 2.0 * n.min(m) as f64 / total as f64 >= ONE_TEMPLATE_AT {
-        common_order(sa, sb, same_word)
-    } else {
-        Vec::new()
-    };
-    let one_template = total > 0 && 2.0 * order.len() as f64 / total as f64 >= ONE_TEMPLATE_AT;
-    let differs = differs || (one_template && words_swapped(a, b, &order));
+    let differs = a.values != b.values || a.negated != b.negated || opposite_words(a, b);
+    // One template, and (when nothing else differs) a word swapped for another within it.
+    let template = template(a, b, !differs);
+    let one_template = !matches!(template, Template::Not);
+    let differs = differs || matches!(&template, Template::Swappable(order) if words_swapped(a, b, order));
     let kind = if !differs && closeness >= DUPLICATE_AT {
         Kind::Duplicate
     } else if differs && one_template {
@@ -901,14 +1111,6 @@ pub fn verdict(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> (
         Kind::Related
     };
     (kind, (closeness * 1000.0).round() / 1000.0)
-}
-
-/// [`judge`]'s comparison of two words: the same, or one letter apart without being opposites.
-fn same_word(x: &str, y: &str) -> bool {
-    // This runs for every cell of the word-order table. For ASCII words the byte lengths are
-    // the letter counts, and words more than a letter apart in length are not one typo apart.
-    let lengths_allow = x.len().abs_diff(y.len()) <= 1 || !x.is_ascii() || !y.is_ascii();
-    x == y || (lengths_allow && one_apart(x, y) && !opposite(x, y))
 }
 
 /// Whether, with `order` the two texts' words in one order, each text holds a content word
@@ -922,8 +1124,8 @@ fn words_swapped(a: &Profile, b: &Profile, order: &[(usize, usize)]) -> bool {
         (0..keys.len().min(ts.len())).filter(|k| !matched.contains(k) && !ts[*k].value && content(&ts[*k])).collect()
     };
     let (la, lb) = (loose(ta, sa, &in_a), loose(tb, sb, &in_b));
-    let in_other = |x: &str, other: &[usize], keys: &[String]| other.iter().any(|&k| same_word(x, &keys[k]));
-    la.iter().any(|&k| !in_other(&sa[k], &lb, sb)) && lb.iter().any(|&k| !in_other(&sb[k], &la, sa))
+    la.iter().any(|&k| !lb.iter().any(|&j| same_at(a, k, b, j)))
+        && lb.iter().any(|&k| !la.iter().any(|&j| same_at(b, k, a, j)))
 }
 
 /// What the pair adds to duplication D ([`Judgment::duplication`]), without the evidence: the
@@ -943,21 +1145,17 @@ pub fn duplication(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) 
     }
     // The rest of [`judge`]'s differences, in its order, stopping at the first one found and
     // building no evidence (the neighbour search asks this for every close candidate pair).
-    let joined_a = join_compounds(&a.tokens, &b.tokens).map(Profile::from_tokens);
+    let joined_a = a.joined_for(b);
     let a = joined_a.as_ref().unwrap_or(a);
-    let joined_b = join_compounds(&b.tokens, &a.tokens).map(Profile::from_tokens);
+    let joined_b = b.joined_for(a);
     let b = joined_b.as_ref().unwrap_or(b);
     if a.negated != b.negated {
         return 0.0;
     }
-    let (ta, tb) = (&a.tokens, &b.tokens);
-    let words_a: BTreeSet<&str> = ta.iter().filter(|t| !t.value).map(|t| t.key.as_str()).collect();
-    let words_b: BTreeSet<&str> = tb.iter().filter(|t| !t.value).map(|t| t.key.as_str()).collect();
-    let only_b: Vec<&str> = words_b.difference(&words_a).copied().collect();
-    if words_a.difference(&words_b).any(|x| only_b.iter().any(|y| opposite(x, y))) {
+    if opposite_words(a, b) {
         return 0.0;
     }
-    if swapped_words(a, b) {
+    if matches!(template(a, b, true), Template::Swappable(order) if words_swapped(a, b, &order)) {
         return 0.0;
     }
     let closeness = (jaccard.max(cosine.map_or(0.0, semantic))
@@ -970,28 +1168,14 @@ pub fn duplication(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) 
     }
 }
 
-/// Whether `a` and `b` are one template with a word swapped for another: [`judge`]'s "wording"
-/// difference. The words in one order can be at most the shorter text's: when even that is
-/// below [`ONE_TEMPLATE_AT`] they are not one template, and no order is computed.
-fn swapped_words(a: &Profile, b: &Profile) -> bool {
-    let (sa, sb) = (&a.keys, &b.keys);
-    let total = sa.len() + sb.len();
-    let (n, m) = (sa.len().min(ORDER_WORDS), sb.len().min(ORDER_WORDS));
-    if total == 0 || 2.0 * n.min(m) as f64 / (total as f64) < ONE_TEMPLATE_AT {
-        return false;
-    }
-    let order = common_order(sa, sb, same_word);
-    if 2.0 * order.len() as f64 / (total as f64) < ONE_TEMPLATE_AT {
-        return false;
-    }
-    words_swapped(a, b, &order)
-}
-
 /// [`judge`] of two texts.
 pub fn judge_texts(a: &str, b: &str, cosine: Option<f64>) -> Judgment {
     let j = crate::dedup::jaccard(&crate::dedup::shingles(a), &crate::dedup::shingles(b));
     judge(&Profile::of(a), &Profile::of(b), j, cosine)
 }
+
+#[cfg(test)]
+mod reference;
 
 #[cfg(test)]
 mod tests {
@@ -1165,5 +1349,199 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Words that make the judgment's cases: typos and spelling variants (five letters or more,
+    /// one letter apart), opposites, negations, stop words, values, compounds and their parts.
+    const VOCABULARY: &[&str] = &[
+        "retry",
+        "limit",
+        "sender",
+        "service",
+        "servcie",
+        "services",
+        "authorised",
+        "authorized",
+        "enabled",
+        "disabled",
+        "passed",
+        "failed",
+        "not",
+        "never",
+        "the",
+        "a",
+        "is",
+        "of",
+        "to",
+        "on",
+        "off",
+        "deploy",
+        "production",
+        "friday",
+        "reranker",
+        "re",
+        "ranker",
+        "re-ranker",
+        "3",
+        "5",
+        "2024-03-12",
+        "March 12, 2024",
+        "'invoices'",
+        "`main`",
+        "ci-7",
+        "src/app/mod.rs",
+        "visible",
+        "invisible",
+        "locked",
+        "unlocked",
+        "export",
+        "exports",
+        "exporting",
+        "archive",
+        "bucket",
+        "buckets",
+        "nightly",
+        "transcripts",
+        "emails",
+        "twelve",
+        "hundred",
+        "open",
+        "closed",
+        "always",
+        "user",
+        "users",
+        "dashboard",
+        "dashbaord",
+        "alpha",
+        "alhpa",
+        "日本語",
+        "日本語x",
+        "ünïcode",
+        "ünïcöde",
+    ];
+
+    fn text_of(words: &[usize]) -> String {
+        words.iter().map(|&w| VOCABULARY[w % VOCABULARY.len()]).collect::<Vec<_>>().join(" ")
+    }
+
+    /// The first text's words, and edits that make the second from it (replace, insert,
+    /// delete at a position), so that most pairs share a template, as agents' memories do.
+    fn pair_strategy(max_words: usize) -> impl proptest::strategy::Strategy<Value = (String, String)> {
+        use proptest::prelude::*;
+        let words = proptest::collection::vec(0..VOCABULARY.len(), 0..max_words);
+        let edits = proptest::collection::vec((0..3u8, any::<prop::sample::Index>(), 0..VOCABULARY.len()), 0..6);
+        (words, edits).prop_map(|(a, edits)| {
+            let mut b = a.clone();
+            for (op, at, w) in edits {
+                match op {
+                    0 if !b.is_empty() => {
+                        let i = at.index(b.len());
+                        b[i] = w;
+                    }
+                    1 => {
+                        let i = at.index(b.len() + 1);
+                        b.insert(i, w);
+                    }
+                    _ if !b.is_empty() => {
+                        let i = at.index(b.len());
+                        b.remove(i);
+                    }
+                    _ => {}
+                }
+            }
+            (text_of(&a), text_of(&b))
+        })
+    }
+
+    /// The judgment in use and the plain one ([`reference`]) on one pair: the same judgment
+    /// with its evidence, the same verdict and duplication, the same word order.
+    fn same_as_reference(a: &str, b: &str) -> Result<(), proptest::test_runner::TestCaseError> {
+        use proptest::prop_assert_eq;
+        let j = crate::dedup::jaccard(&crate::dedup::shingles(a), &crate::dedup::shingles(b));
+        let (pa, pb) = (Profile::of(a), Profile::of(b));
+        // The word order itself, on the profiles as given and as judged (compounds joined).
+        let (n, m) = (pa.keys.len().min(ORDER_WORDS), pb.keys.len().min(ORDER_WORDS));
+        let plain = reference::common_order(&pa.keys, &pb.keys, reference::same_word);
+        let mut rows = Vec::new();
+        fill_rows(&pa, &pb, n, m, &mut rows);
+        let w = m.div_ceil(64);
+        prop_assert_eq!(common_length(&rows, n, w), plain.len(), "{:?} / {:?}", a, b);
+        prop_assert_eq!(&common_order(&rows, n, m, w, &mut Vec::new()), &plain, "{:?} / {:?}", a, b);
+        for cos in [None, Some(0.3), Some(0.75), Some(0.9), Some(1.0)] {
+            prop_assert_eq!(judge(&pa, &pb, j, cos), reference::judge(&pa, &pb, j, cos), "{:?} / {:?}", a, b);
+            prop_assert_eq!(verdict(&pa, &pb, j, cos), reference::verdict(&pa, &pb, j, cos), "{:?} / {:?}", a, b);
+            prop_assert_eq!(
+                duplication(&pa, &pb, j, cos),
+                reference::duplication(&pa, &pb, j, cos),
+                "{:?} / {:?}",
+                a,
+                b
+            );
+        }
+        Ok(())
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(3000))]
+        #[test]
+        fn the_cheap_judgment_equals_the_plain_one_on_generated_pairs((a, b) in pair_strategy(40)) {
+            same_as_reference(&a, &b)?;
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(40))]
+        #[test]
+        fn the_cheap_judgment_equals_the_plain_one_on_long_texts((a, b) in pair_strategy(460)) {
+            // Past 64 words (rows of several machine words) and past the 400 compared in order.
+            same_as_reference(&a, &b)?;
+        }
+    }
+
+    #[test]
+    fn the_word_order_table_finds_typos_and_nothing_else() {
+        let (a, b) = (Profile::of("the dashboard servcie is unlocked"), Profile::of("the dashbaord service is locked"));
+        let mut rows = Vec::new();
+        fill_rows(&a, &b, a.keys.len(), b.keys.len(), &mut rows);
+        // Row i holds the words of b that are one word with a's word i.
+        let row = |i: usize| rows[i];
+        assert_eq!(row(1), 0b00010, "dashboard / dashbaord: two neighbours swapped");
+        assert_eq!(row(2), 0b00100, "servcie / service");
+        assert_eq!(row(4), 0, "unlock / lock: two letters apart");
+        assert_eq!(common_length(&rows, a.keys.len(), 1), 4);
+    }
+
+    #[test]
+    fn a_dropped_letter_is_found_where_the_words_first_differ() {
+        // Against the plain definition: some letter of the longer dropped gives the shorter.
+        let plain = |a: &[u8], b: &[u8]| {
+            let (short, long) = if a.len() < b.len() { (a, b) } else { (b, a) };
+            (0..long.len()).any(|i| long[..i] == short[..i] && long[i + 1..] == short[i..])
+        };
+        // Every word of three letters' alphabet of five to seven letters.
+        let words_of = |len: u32| -> Vec<Vec<u8>> {
+            (0..3usize.pow(len))
+                .map(|mut k| {
+                    (0..len)
+                        .map(|_| {
+                            let c = b"abc"[k % 3];
+                            k /= 3;
+                            c
+                        })
+                        .collect()
+                })
+                .collect()
+        };
+        let mut checked = 0;
+        for len in [6, 7] {
+            let shorter = words_of(len - 1);
+            for a in words_of(len) {
+                for b in &shorter {
+                    assert_eq!(apart_by_one(&a, b, |_| false), plain(&a, b), "{a:?} / {b:?}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 100_000, "{checked} pairs");
     }
 }

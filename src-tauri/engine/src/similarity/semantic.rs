@@ -581,13 +581,14 @@ fn judge(
             let row =
                 content.query_row([rowid], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))).optional()?;
             let Some((id, c)) = row else { continue };
-            let j = crate::dedup::jaccard(&mine, &crate::dedup::shingles(&c));
+            let known = sameness::known(&c);
+            let j = crate::dedup::jaccard(&mine, &known.shingles);
             let cos = Some(f64::from(cos));
             // Too far to be listed whatever the judgment finds (one template with another value
             // is close in words or meaning too).
             let most = sameness::closeness_at_most(j, cos);
             if most >= min_similarity {
-                close.push((most, id, c, j, cos));
+                close.push((most, id, known, j, cos));
             }
         }
         Ok(close)
@@ -606,14 +607,13 @@ fn judge(
         kind: Kind,
         closeness: f64,
         id: String,
-        other: std::sync::Arc<sameness::Profile>,
+        other: std::sync::Arc<sameness::Known>,
         jaccard: f64,
         cosine: Option<f64>,
     }
     let mut judged: Vec<Verdict> = Vec::new();
-    for (_, id, c, jaccard, cosine) in close {
-        let other = sameness::Profile::cached(&c);
-        let (kind, closeness) = sameness::verdict(&profile, &other, jaccard, cosine);
+    for (_, id, other, jaccard, cosine) in close {
+        let (kind, closeness) = sameness::verdict(&profile, other.profile(), jaccard, cosine);
         if shown(kind, closeness, min_similarity) {
             judged.push(Verdict { kind, closeness, id, other, jaccard, cosine });
         }
@@ -624,7 +624,7 @@ fn judge(
     let out = judged
         .into_iter()
         .filter_map(|v| {
-            let full = sameness::judge(&profile, &v.other, v.jaccard, v.cosine);
+            let full = sameness::judge(&profile, v.other.profile(), v.jaccard, v.cosine);
             debug_assert_eq!((full.kind, full.closeness), (v.kind, v.closeness), "the verdict is the judgment's");
             listed(v.id, full, min_similarity)
         })
