@@ -16,7 +16,7 @@ describe('overview', () => {
     expect(screen.getByTestId('tier-count-semantic').textContent).toBe('89');
     expect(screen.getByTestId('tier-count-procedural').textContent).toBe('6');
     expect(screen.getByTestId('tier-pinned-semantic').textContent).toBe('11');
-    expect(screen.getByTestId('at-risk-count').textContent).toBe('17');
+    expect(screen.getByTestId('next-run-count').textContent).toBe('17');
   });
 
   it('lists memories at risk (score sort, min 0.5) and the latest 10 events', async () => {
@@ -116,7 +116,7 @@ describe('overview', () => {
     let finish!: (v: unknown) => void;
     api.runForget.mockImplementation(() => new Promise((r) => (finish = r)));
     await fireEvent.click(screen.getByTestId('run-forget-confirm'));
-    expect(api.runForget).toHaveBeenLastCalledWith(false);
+    expect(api.runForget).toHaveBeenLastCalledWith(false, undefined);
     emitProgress({ done: 25, total: 100 });
     await flush();
     const bar = screen.getByTestId('forget-progress');
@@ -155,9 +155,9 @@ describe('overview', () => {
     await renderAt('overview');
     await waitFor(() => expect(api.stats).toHaveBeenCalled());
     const n = api.stats.mock.calls.length;
-    api.stats.mockResolvedValue(makeStats({ at_risk: 99 }));
+    api.stats.mockResolvedValue(makeStats({ next_run: 99 }));
     emitChanged({ data_version: 9, ids: null });
-    await waitFor(() => expect(screen.getByTestId('at-risk-count').textContent).toBe('99'));
+    await waitFor(() => expect(screen.getByTestId('next-run-count').textContent).toBe('99'));
     expect(api.stats.mock.calls.length).toBe(n + 1);
   });
 
@@ -205,7 +205,7 @@ describe('overview', () => {
     const [due, band] = screen.getAllByTestId('at-risk-row');
     expect(due.getAttribute('title')).toContain('memory number 0');
     expect(due.getAttribute('title')).toContain('ForgetScore 0.700: at or above the threshold');
-    expect(band.getAttribute('title')).toContain('in the review band');
+    expect(band.getAttribute('title')).toContain('just below the threshold');
   });
 });
 
@@ -232,7 +232,7 @@ describe('overview while the database opens', () => {
     expect(screen.getAllByTestId('view-loading').length).toBeGreaterThanOrEqual(3);
     expect(text()).toContain('Reading /data/big.db and scoring every memory');
     expect(screen.getByTestId('tier-count-episodic').textContent).toBe('…');
-    expect(screen.getByTestId('at-risk-count').textContent).toBe('…');
+    expect(screen.getByTestId('next-run-count').textContent).toBe('…');
     for (const empty of ['Nothing is close to being forgotten', 'No events.', 'This database is empty']) {
       expect(text()).not.toContain(empty);
     }
