@@ -93,6 +93,14 @@ export function reasonText(reason: string | null | undefined, textOf: (id: strin
     .join(', ');
 }
 
+/** The Overview's health lists by the engine's names: their titles and what "none" says. */
+export const HEALTH_LISTS: Record<string, { title: string; none: string }> = {
+  never_recalled: { title: 'Never recalled, older than 30 days', none: 'Every memory older than 30 days was recalled.' },
+  forget_soon: { title: 'Crossing the forget threshold within 7 days', none: 'Nothing crosses the threshold this week.' },
+  pinned_never_recalled: { title: 'Pinned but never recalled', none: 'Every pinned memory was recalled.' },
+  low_confidence: { title: 'Often recalled, low confidence (< 0.5)', none: 'No memory is recalled often with low confidence.' },
+};
+
 /** The counts a forget run reports, in words (the dry run's and the result's). */
 export const RUN_WORDS = {
   byScore: 'score at or above the threshold',

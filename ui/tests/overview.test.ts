@@ -9,7 +9,7 @@ vi.mock('../src/api', async () => (await import('./fakeApi')).api);
 beforeEach(() => resetFake());
 
 describe('overview', () => {
-  it('shows per-tier active counts as exact numbers, and the at-risk count', async () => {
+  it('shows per-tier active counts as exact numbers, and what the next run forgets', async () => {
     await renderAt('overview');
     await waitFor(() => expect(screen.getByTestId('tier-count-episodic').textContent).toBe('345'));
     expect(screen.getByTestId('tier-count-working').textContent).toBe('12');
@@ -240,5 +240,25 @@ describe('overview while the database opens', () => {
     await waitFor(() => expect(screen.getByTestId('tier-count-episodic').textContent).toBe('345'));
     expect(text()).toContain('Nothing is close to being forgotten');
     expect(text()).toContain('Loading events…');
+  });
+});
+
+describe("health's \"and N more\"", () => {
+  it('opens the whole list in Memories with its filter applied', async () => {
+    const item = (i: number) => ({
+      id: `mem_${i}`, type: 'semantic', preview: `old memory ${i}`, created_at: '2024-01-01T00:00:00.000Z', age_days: 400,
+      importance: 0.5, pinned: false, forget_score: 0.4, would_forget: false, recall_count: 0, avg_confidence: null, crosses_in_days: null,
+    });
+    api.health.mockResolvedValue({ lists: [{ name: 'never_recalled', total: 68, items: [item(1), item(2)] }] });
+    await renderAt('overview');
+    const more = await screen.findByTestId('health-more');
+    expect(more).toHaveTextContent('and 66 more memories');
+    await fireEvent.click(more);
+    expect(app.view).toBe('memories');
+    expect(app.healthList).toBe('never_recalled');
+    await waitFor(() =>
+      expect(api.listMemories.mock.calls.map((c) => c[0]).some((q) => q.health === 'never_recalled' && q.limit === 100)).toBe(true),
+    );
+    app.healthList = null;
   });
 });
