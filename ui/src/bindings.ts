@@ -245,7 +245,11 @@ reason: string,
  */
 superseded_by: string | null, };
 
-export type DemoCounts = { stored: number, pinned: number, procedures: number, reflection_notes: number, quarantined: number, skipped: number, };
+export type DemoCounts = { stored: number, pinned: number, procedures: number, reflection_notes: number, quarantined: number, skipped: number, 
+/**
+ * Recalls by the demo agents, in the recall log and the recall statistics.
+ */
+recalls: number, };
 
 export type DialogueLint = { score: number, flagged: boolean, 
 /**

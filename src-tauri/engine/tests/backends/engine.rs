@@ -1584,3 +1584,26 @@ fn a_health_list_pages_like_memories() {
     let err = lethe_engine::health::list_page(&conn, &snap, "everything", &q, &s, now()).unwrap_err();
     assert_eq!(err.code(), "invalid_input");
 }
+
+/// A fresh demo has its agents' recalls: the recall log lists both agents' queries with what
+/// came back, and the recalled memories count them in their statistics.
+#[test]
+fn the_demo_has_agents_recalls_in_its_log() {
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
+    let counts = lethe_engine::demo::load(&mut conn, 7, 60, now()).unwrap();
+    assert_eq!(counts.recalls, 8);
+    let log = lethe_engine::recall_log::list(&conn, &Default::default()).unwrap();
+    assert_eq!(log.len(), 8, "one entry per recall");
+    for agent in ["agent:claude-code", "agent:cursor"] {
+        assert!(log.iter().any(|e| e.actor == agent), "{agent} recalled");
+    }
+    assert!(log.iter().all(|e| !e.results.is_empty()), "each demo query finds something: {log:?}");
+    let rollback = log.iter().find(|e| e.query == "roll back a failed deploy").unwrap();
+    let first = lifecycle::get(&conn, &rollback.results[0].id).unwrap();
+    assert!(first.content.contains("Roll back a failed deploy"), "the procedure answers it: {}", first.content);
+    let recalled = count(&conn, "SELECT COUNT(*) FROM meta_memory_stats WHERE recall_count > 0");
+    assert!(recalled >= 8, "the hits are counted: {recalled}");
+    // The log is dated over the last two weeks, not at the moment the demo was loaded.
+    assert!(log.iter().all(|e| e.at.as_str() < time::format(now()).as_str()));
+}
