@@ -300,7 +300,9 @@ pub fn load(conn: &mut Connection, seed: u32, count: usize, now: Instant) -> Res
 /// what came back, logged and counted as a CLI recall logs and counts it — so that the Recall
 /// log, a memory's recall history and the health lists have something to show.
 pub fn agents_recall(conn: &mut Connection, now: Instant) -> Result<usize> {
-    let asked: &[(&str, &str, Option<&str>, Option<&str>, f64)] = &[
+    // Who asked, what, in which project and workflow, how many days ago.
+    type Asked<'a> = (&'a str, &'a str, Option<&'a str>, Option<&'a str>, f64);
+    let asked: &[Asked<'_>] = &[
         ("agent:claude-code", "roll back a failed deploy", Some("platform"), Some("deploy-rollback"), 13.0),
         ("agent:cursor", "docker volume permission denied", Some("platform"), None, 11.0),
         ("agent:claude-code", "where do the API keys live", Some("platform"), None, 9.0),
