@@ -145,6 +145,11 @@ pub struct ListArgs {
     pub needs_extraction: Option<bool>,
     /// Only memories written first by this actor (`agent:claude-code`, `user`).
     pub written_by: Option<String>,
+    /// Only memories with this source (`claude-code`, `tool`…).
+    pub source: Option<String>,
+    /// Only the memories of this Overview health list (`never_recalled`, `forget_soon`,
+    /// `pinned_never_recalled`, `low_confidence`), the other filters applying within it.
+    pub health: Option<String>,
     pub limit: Option<usize>,
     pub offset: Option<usize>,
     pub now: Option<String>,
@@ -165,11 +170,20 @@ pub async fn list_memories(app: AppHandle, query: ListArgs) -> ApiResult<Page> {
         redacted: query.redacted,
         needs_extraction: query.needs_extraction,
         written_by: query.written_by.filter(|s| !s.is_empty()),
+        source: query.source.filter(|s| !s.is_empty()),
+        only: None,
         limit: query.limit.unwrap_or(50),
         offset: query.offset.unwrap_or(0),
     };
+    let health = query.health.filter(|h| !h.is_empty());
     blocking(app, move |st| {
-        st.with_snapshot(|db, snap| forgetting::list(&db.conn, snap, &q, &Settings::load(&db.conn)?, now))
+        st.with_snapshot(|db, snap| {
+            let s = Settings::load(&db.conn)?;
+            match &health {
+                Some(name) => lethe_engine::health::list_page(&db.conn, snap, name, &q, &s, now),
+                None => forgetting::list(&db.conn, snap, &q, &s, now),
+            }
+        })
     })
     .await
 }
@@ -278,8 +292,11 @@ pub async fn events(
 }
 
 #[tauri::command]
-pub async fn run_forget(app: AppHandle, dry_run: bool) -> ApiResult<BatchReport> {
+/// `only`: a run reviewed item by item quarantines only these memories (those a person
+/// approved in the dry run's list).
+pub async fn run_forget(app: AppHandle, dry_run: bool, only: Option<Vec<String>>) -> ApiResult<BatchReport> {
     let emitter = app.clone();
+    let only: Option<std::collections::HashSet<String>> = only.map(|ids| ids.into_iter().collect());
     blocking(app, move |st| {
         st.cancel.store(false, Ordering::Relaxed);
         let cancel = st.cancel.clone();
@@ -295,6 +312,7 @@ pub async fn run_forget(app: AppHandle, dry_run: bool) -> ApiResult<BatchReport>
             opts.snapshot = Some((snap, journal));
             // The window's snapshot keeps what it searched when it is loaded (`keep_searched`).
             opts.keep_derived = false;
+            opts.only = only.as_ref();
             forgetting::run_batch(&mut db.conn, &opts)
         })
     })

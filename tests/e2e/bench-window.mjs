@@ -154,7 +154,7 @@ const T = (id) => `[data-testid="${id}"]`;
 const OVERVIEW_FILLED = `
   const text = (id) => (document.querySelector('[data-testid="' + id + '"]')?.textContent ?? '').trim();
   const counts = ['working', 'episodic', 'semantic', 'procedural'].every((t) => /\\d/.test(text('tier-count-' + t)));
-  const atRisk = /\\d/.test(text('at-risk-count'));
+  const atRisk = /\\d/.test(text('next-run-count'));
   const list = ${q(T('at-risk-list'))};
   const riskList = !!list && !list.querySelector('${T('view-loading')}') && list.children.length > 0;
   const health = ${qa(T('health-list'))}.length === 4;

@@ -1,4 +1,4 @@
-// Time travel in the real window: moving the slider to +200 days raises the at-risk count,
+// Time travel in the real window: moving the slider to +200 days raises the "will be forgotten at the next run" count,
 // and looking into the future writes nothing to the database.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,16 +12,16 @@ function snapshot(db) {
   return memories + events;
 }
 
-test('time slider to +200 days raises the at-risk count and writes nothing', { timeout: 90_000 }, async () => {
+test('time slider to +200 days raises the "will be forgotten at the next run" count and writes nothing', { timeout: 90_000 }, async () => {
   const db = tempDb();
   // demo writes, so it runs at the clock (--now is for reads only since #23).
   lethe(db, 'demo', '--count', '80');
   const before = snapshot(db);
-  const expectedLater = lethe(db, '--now', new Date(Date.now() + 200 * 86400000).toISOString(), 'stats').at_risk;
+  const expectedLater = lethe(db, '--now', new Date(Date.now() + 200 * 86400000).toISOString(), 'stats').next_run;
   const driver = await openApp(db);
   try {
     await (await byTestId(driver, 'nav-decay')).click();
-    const count = async () => Number((await (await byTestId(driver, 'at-risk-count')).getText()).trim());
+    const count = async () => Number((await (await byTestId(driver, 'next-run-count')).getText()).trim());
     const atRiskNow = await waitFor(async () => {
       const n = await count();
       return Number.isFinite(n) && n > 0 ? n : null;

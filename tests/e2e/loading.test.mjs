@@ -46,7 +46,7 @@ test('a store that takes seconds to score shows loading states, never empty ones
           text: document.body.innerText,
           loading: [...document.querySelectorAll('[data-testid="view-loading"]')].map((e) => e.textContent),
           episodic: t('tier-count-episodic'),
-          atRisk: t('at-risk-count'),
+          atRisk: t('next-run-count'),
           rows: document.querySelectorAll('[data-testid="memory-row"]').length,
         };`);
       for (const e of EMPTY_STATES) assert.ok(!s.text.includes(e), `${where} showed "${e}" before its answer`);

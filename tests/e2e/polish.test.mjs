@@ -160,7 +160,7 @@ test('audit rows and toasts name memories by their text, never by a bare id', { 
     const rows = await waitFor(async () => {
       const r = await driver.executeScript(`
         return [...document.querySelectorAll('[data-testid="audit-row"]')].map((row) => ({
-          action: row.querySelector('.action')?.textContent ?? '',
+          action: row.querySelector('.action')?.dataset.action ?? '',
           ref: row.querySelector('[data-testid="audit-memory-ref"]')?.textContent ?? null,
           id: row.querySelector('[data-testid="audit-memory-ref"]')?.dataset.id ?? null,
         }))`);

@@ -130,3 +130,109 @@ test('Memories filtered by agent:claude-code shows only the memories that agent 
     await closeApp(driver);
   }
 });
+
+test('a planned forget run reviewed item by item: the two kept stay active, the approved are quarantined, in words', { timeout: 180_000 }, async () => {
+  const db = tempDb();
+  lethe(db, 'demo');
+  const before = quarantinedIds(db);
+  const driver = await openApp(db);
+  try {
+    await nav(driver, 'overview');
+    await (await byTestId(driver, 'run-forget', 20000)).click();
+    await byTestId(driver, 'run-soft', 60000);
+    // Every list open, so that each memory can be kept or approved.
+    const planned = await driver.executeScript(`
+      document.querySelectorAll('details[data-testid="run-list-reason"]').forEach((d) => (d.open = true));
+      return [...document.querySelectorAll('[data-testid="run-review-item"]')].map((li) => li.dataset.id);`);
+    assert.ok(planned.length > 2, `the demo's run plans more than two: ${planned.length}`);
+    // The counts and the reasons in words: no codes, no ids.
+    const words = await driver.executeScript(`
+      const p = document.querySelector('[data-testid="run-forget-panel"]');
+      return [...p.querySelectorAll('dl.counts dt, details summary')].map((e) => e.textContent).join(' | ');`);
+    for (const code of ['working-memory gate', 'working gate', 'review band', 'mem_', 'soft', 'hard']) {
+      assert.ok(!words.includes(code), `the dry run says "${code}" in words: ${words}`);
+    }
+    const keepButtons = await driver.findElements({ css: '[data-testid="run-keep"]' });
+    const kept = [];
+    for (const b of keepButtons.slice(0, 2)) {
+      kept.push(await b.getAttribute('data-id'));
+      await driver.executeScript('arguments[0].scrollIntoView({ block: "center" })', b);
+      await b.click();
+    }
+    assert.equal(await (await byTestId(driver, 'run-kept-count')).getText(), '2');
+    const confirm = await byTestId(driver, 'run-forget-confirm');
+    assert.equal(await confirm.getText(), `Run the ${planned.length - 2} approved`);
+    await confirm.click();
+    const asked = await driver.findElements({ css: '[data-testid="confirm-yes"]' });
+    if (asked.length) await asked[0].click();
+    await byTestId(driver, 'undo-run', 60000);
+    const after = quarantinedIds(db);
+    for (const id of kept) assert.ok(!after.has(id), `kept ${id} is not quarantined`);
+    const approved = planned.filter((id) => !kept.includes(id));
+    for (const id of approved) assert.ok(after.has(id), `approved ${id} is quarantined`);
+    assert.equal(after.size, before.size + approved.length, 'nothing else was quarantined');
+    const run = lethe(db, 'events', '--runs').items[0];
+    assert.equal(run.quarantined, approved.length, 'the run is audited as today, with the approved ones');
+    // The audit log says what happened in words, not codes.
+    await nav(driver, 'audit');
+    const actions = await waitFor(async () => {
+      const a = await driver.executeScript(
+        `return [...document.querySelectorAll('[data-testid="audit-row"] .action')].map((e) => [e.dataset.action, e.textContent])`,
+      );
+      return a.some(([code]) => code === 'soft') ? a : null;
+    }, 15000, 'the run in the audit log');
+    for (const [code, text] of actions.filter(([c]) => c === 'soft')) assert.equal(text, 'quarantined', `${code} in words`);
+  } finally {
+    await closeApp(driver);
+  }
+});
+
+test("Health's \"and N more\" opens that list in Memories; Memories sorts by writer and filters by source", { timeout: 180_000 }, async () => {
+  const db = tempDb();
+  lethe(db, 'demo');
+  const tools = lethe(db, 'list', '--limit', '1000').items.length;
+  const driver = await openApp(db);
+  try {
+    await nav(driver, 'overview');
+    const more = await byTestId(driver, 'health-more', 30000);
+    const list = await more.getAttribute('data-list');
+    const total = Number(await driver.executeScript(`return document.querySelector('[data-testid="health-list"][data-list="${list}"]').dataset.total`));
+    assert.ok(total > 20, `the list has more than it shows: ${total}`);
+    await more.click();
+    const chip = await byTestId(driver, 'health-filter', 10000);
+    assert.equal(await chip.getAttribute('data-list'), list);
+    const counted = await waitFor(async () => {
+      const t = (await (await byTestId(driver, 'row-total')).getText()).replace(/,/g, '');
+      const n = Number(t.split(' ')[0]);
+      return n === total ? n : null;
+    }, 20000, `Memories counts the ${total} of the list`);
+    assert.ok(counted < tools, `a list, not every memory (${counted} of ${tools})`);
+    await (await byTestId(driver, 'health-filter-clear')).click();
+
+    // Sorted by who wrote each memory: the writers in order, A to Z.
+    const sort = await byTestId(driver, 'sort-select');
+    await driver.executeScript(`arguments[0].value = 'written_by'; arguments[0].dispatchEvent(new Event('change', { bubbles: true }))`, sort);
+    const writers = await waitFor(async () => {
+      const w = await driver.executeScript(
+        `return [...document.querySelectorAll('[data-testid="memory-row"]')].sort((a, b) => a.getAttribute('aria-rowindex') - b.getAttribute('aria-rowindex')).map((r) => r.querySelector('[data-testid="written-by"]').textContent)`,
+      );
+      return w.length > 5 && w[0] === 'agent:claude-code' ? w : null;
+    }, 20000, 'rows sorted by writer');
+    assert.deepEqual([...writers], [...writers].sort(), `A to Z: ${writers.join(', ')}`);
+
+    // Filtered by source: only the tool observations.
+    await (await byTestId(driver, 'filters-button')).click();
+    const input = await byTestId(driver, 'source-filter');
+    await input.sendKeys('tool:bash');
+    await driver.executeScript(`arguments[0].dispatchEvent(new Event('change', { bubbles: true }))`, input);
+    const shown = await waitFor(async () => {
+      const t = (await (await byTestId(driver, 'row-total')).getText()).replace(/,/g, '');
+      const n = Number(t.split(' ')[0]);
+      const ids = await driver.executeScript(`return [...document.querySelectorAll('[data-testid="memory-row"]')].map((r) => r.dataset.id)`);
+      return n > 0 && n < tools && ids.length === n ? ids : null;
+    }, 20000, 'the tool:bash rows');
+    for (const id of shown) assert.equal(lethe(db, 'show', id).source, 'tool:bash', `${id} has that source`);
+  } finally {
+    await closeApp(driver);
+  }
+});

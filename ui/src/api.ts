@@ -137,7 +137,7 @@ export const sessions = () => call<SessionsOverview>('sessions');
 export const history = (id: string) => call<Items<Version>>('history', { id });
 export const updateProcedure = (id: string, expectedVersion: number, patch: ProcedurePatchArgs) =>
   call<MemoryDetail>('update_procedure', { id, expectedVersion, patch: compact(patch) });
-export const runForget = (dryRun: boolean) => call<BatchReport>('run_forget', { dryRun });
+export const runForget = (dryRun: boolean, only?: string[]) => call<BatchReport>('run_forget', compact({ dryRun, only }));
 export const cancelForget = () => call<null>('cancel_forget');
 export const getSettings = () => call<Settings>('get_settings');
 export const setSettings = (settings: Settings) => call<Settings>('set_settings', { settings });

@@ -245,7 +245,11 @@ reason: string,
  */
 superseded_by: string | null, };
 
-export type DemoCounts = { stored: number, pinned: number, procedures: number, reflection_notes: number, quarantined: number, skipped: number, };
+export type DemoCounts = { stored: number, pinned: number, procedures: number, reflection_notes: number, quarantined: number, skipped: number, 
+/**
+ * Recalls by the demo agents, in the recall log and the recall statistics.
+ */
+recalls: number, };
 
 export type DialogueLint = { score: number, flagged: boolean, 
 /**
@@ -409,7 +413,16 @@ needsExtraction?: boolean,
 /**
  * Only memories written first by this actor (`agent:claude-code`, `user`).
  */
-writtenBy?: string, limit?: number, offset?: number, now?: string, };
+writtenBy?: string, 
+/**
+ * Only memories with this source (`claude-code`, `tool`…).
+ */
+source?: string, 
+/**
+ * Only the memories of this Overview health list (`never_recalled`, `forget_soon`,
+ * `pinned_never_recalled`, `low_confidence`), the other filters applying within it.
+ */
+health?: string, limit?: number, offset?: number, now?: string, };
 
 /**
  * Whether the database file (or team server) is there.
@@ -866,7 +879,7 @@ evidence: Evidence, };
 /**
  * Sort orders of [`list`].
  */
-export type SortBy = "created" | "importance" | "score";
+export type SortBy = "created" | "importance" | "score" | "written_by" | "last_used";
 
 export type Stats = { 
 /**
@@ -889,6 +902,11 @@ at_risk: number,
  * Active memories the batch would forget now.
  */
 would_forget: number, 
+/**
+ * How many memories the next forget run would quarantine: those at or above the
+ * threshold and the working-memory gate's (what a dry run would list now).
+ */
+next_run: number, 
 /**
  * The recall statistics' summary.
  */

@@ -1,4 +1,5 @@
 import type { ScoreParts } from './types';
+import { actionWords, policyWords, reasonText } from './words';
 
 // Presentation helpers only: no scoring formula lives here (the engine computes every
 // number; the UI rounds for display and keeps raw values in attributes).
@@ -139,12 +140,12 @@ interface EventLike {
  * One human line for an audit event's "reason / change" column: the engine's reason when
  * it gave one, otherwise a summary of before → after (never raw JSON).
  */
-export function eventSummary(e: EventLike): string {
+export function eventSummary(e: EventLike, textOf: (id: string) => string | null = () => null): string {
   const before = asObject(e.before);
   const after = asObject(e.after);
   if (e.kind === 'forgetting') {
-    const policy = e.policy ? `(${e.policy})` : '';
-    return [e.reason, policy].filter(Boolean).join(' ') || e.action;
+    const policy = e.policy ? `(${policyWords(e.policy)})` : '';
+    return [reasonText(e.reason, textOf), policy].filter(Boolean).join(' ') || actionWords(e.action);
   }
   let what: string;
   switch (e.action) {
@@ -205,7 +206,7 @@ export function eventSummary(e: EventLike): string {
       else what = `${fmtValue(e.before)} → ${fmtValue(e.after)}`;
     }
   }
-  return [e.reason, what].filter(Boolean).join(' — ');
+  return [reasonText(e.reason, textOf), what].filter(Boolean).join(' — ');
 }
 
 /**

@@ -49,6 +49,8 @@ export const app = $state({
   /** Time-travel offset in days; 0 means "evaluate at the real clock". */
   offsetDays: 0,
   selectedId: null as string | null,
+  /** A health list Memories shows alone (Health's "and N more"); null: no such filter. */
+  healthList: null as string | null,
   db: null as DbInfo | null,
   /** The watcher's state of the file, or 'opening' while the shell opens it and loads scores. */
   live: 'live' as Live,
@@ -173,6 +175,7 @@ export function applyDbInfo(info: DbInfo): boolean {
   // Another open (a new file, or the same path opened again): nothing of the old one holds.
   if (app.db && generationOf(info) !== generationOf(app.db)) {
     app.selectedId = null;
+    app.healthList = null;
     app.stats = null;
   }
   app.db = info;

@@ -14,7 +14,7 @@ const DAY = 86_400_000;
 describe('decay', () => {
   it('shows at-risk count and the chart with the chosen horizon', async () => {
     await renderAt('decay');
-    await waitFor(() => expect(screen.getByTestId('at-risk-count').textContent).toBe('17'));
+    await waitFor(() => expect(screen.getByTestId('next-run-count').textContent).toBe('17'));
     await waitFor(() => expect(api.chartDecay).toHaveBeenLastCalledWith(365, 'light', {}));
     await fireEvent.change(screen.getByTestId('horizon-select'), { target: { value: '90' } });
     await waitFor(() => expect(api.chartDecay).toHaveBeenLastCalledWith(90, 'light', {}));
@@ -47,11 +47,11 @@ describe('decay', () => {
   it('the time slider sets a global now that every query passes', async () => {
     await renderAt('decay');
     await waitFor(() => expect(api.stats).toHaveBeenCalled());
-    api.stats.mockResolvedValue(makeStats({ at_risk: 80 }));
+    api.stats.mockResolvedValue(makeStats({ next_run: 80 }));
     const before = Date.now();
     await fireEvent.input(screen.getByTestId('time-slider'), { target: { value: '100' } });
     expect(app.offsetDays).toBe(100);
-    await waitFor(() => expect(screen.getByTestId('at-risk-count').textContent).toBe('80'));
+    await waitFor(() => expect(screen.getByTestId('next-run-count').textContent).toBe('80'));
     const now = api.stats.mock.calls.at(-1)![0] as string;
     const delta = new Date(now).getTime() - before;
     expect(delta).toBeGreaterThanOrEqual(100 * DAY - 1000);
@@ -139,11 +139,11 @@ describe('decay', () => {
     await waitFor(() => expect(api.setSettings).toHaveBeenLastCalledWith(expect.objectContaining({ person_ops_window_only: false })));
   });
 
-  it('refuses a threshold at or below the review band, saying why', async () => {
+  it('refuses a threshold at or below where flagging starts, saying why', async () => {
     await renderAt('decay');
     await waitFor(() => expect(screen.getByTestId('threshold')).toBeInTheDocument());
     await fireEvent.input(screen.getByTestId('threshold'), { target: { value: '0.5' } });
-    expect(screen.getByTestId('what-if-problem')).toHaveTextContent('must be above the start of the review band (0.5)');
+    expect(screen.getByTestId('what-if-problem')).toHaveTextContent('must be above the score from which memories are flagged for a look (0.5)');
     expect(screen.getByTestId('what-if-run')).toBeDisabled();
     expect(screen.getByTestId('what-if-apply')).toBeDisabled();
   });

@@ -213,7 +213,7 @@ describe('health lists on the overview', () => {
       ['pinned_never_recalled', '0'],
       ['low_confidence', '1'],
     ]);
-    expect(within(lists[0]).getByText('and 29 more')).toBeTruthy();
+    expect(within(lists[0]).getByTestId('health-more')).toHaveTextContent('and 29 more memories — show all 31 in Memories');
     expect(within(lists[1]).getByText('in 2.3 d')).toBeTruthy();
     expect(within(lists[3]).getByText('7× · 0.310')).toBeTruthy();
     expect(within(lists[2]).getByText('Every pinned memory was recalled.')).toBeTruthy();

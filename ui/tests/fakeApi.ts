@@ -150,6 +150,7 @@ export function makeStats(over: Partial<Stats> = {}): Stats {
     total_active: 452,
     total_quarantined: 10,
     at_risk: 17,
+    next_run: 17,
     would_forget: 0,
     meta: { recalled_memories: 40, total_recalls: 120, avg_confidence: 0.7 },
     ...over,

@@ -63,9 +63,9 @@ describe('event summaries', () => {
     );
   });
 
-  it('keep the engine reason of forgetting events with the policy', () => {
-    expect(eventSummary(ev({ kind: 'forgetting', action: 'soft', reason: 'old, unused', policy: 'forget-score' }))).toBe('old, unused (forget-score)');
-    expect(eventSummary(ev({ kind: 'forgetting', action: 'hard', reason: null, policy: null }))).toBe('hard');
+  it('keep the engine reason of forgetting events with the policy, in words', () => {
+    expect(eventSummary(ev({ kind: 'forgetting', action: 'soft', reason: 'old, unused', policy: 'forget-score' }))).toBe('old, unused (by the forget policy)');
+    expect(eventSummary(ev({ kind: 'forgetting', action: 'hard', reason: null, policy: null }))).toBe('deleted for ever');
   });
 
   it('fall back to a readable before → after for unknown actions', () => {

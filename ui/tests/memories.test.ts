@@ -400,3 +400,35 @@ describe('live updates', () => {
     expect(rows().length).toBeGreaterThan(0);
   });
 });
+
+describe('who wrote what and when it was used: the sorts and the source filter', () => {
+  const tableCalls = () => api.listMemories.mock.calls.map((c) => c[0]).filter((q) => q.limit === 100);
+
+  it('asks the engine to sort by writer or by last use; the date column becomes "last used"', async () => {
+    api.listMemories.mockImplementation(pagedList(3, (i) => ({ last_used: i === 0 ? '2025-03-02T10:00:00.000Z' : null })));
+    await openMemories();
+    await fireEvent.change(screen.getByTestId('sort-select'), { target: { value: 'written_by' } });
+    await waitFor(() => expect(tableCalls().at(-1)).toMatchObject({ sort: 'written_by', offset: 0 }));
+    await fireEvent.change(screen.getByTestId('sort-select'), { target: { value: 'last_used' } });
+    await waitFor(() => expect(tableCalls().at(-1)).toMatchObject({ sort: 'last_used', offset: 0 }));
+    expect(document.querySelector('.thead')).toHaveTextContent('last used');
+    await waitFor(() => expect(screen.getAllByTestId('last-used').map((e) => e.textContent)).toEqual(['2025-03-02', 'never', 'never']));
+  });
+
+  it('filters by source in the engine query', async () => {
+    await openMemories();
+    await fireEvent.change(screen.getByTestId('source-filter'), { target: { value: 'claude-code' } });
+    await waitFor(() => expect(tableCalls().at(-1)).toMatchObject({ source: 'claude-code', offset: 0 }));
+    expect(screen.getByTestId('filters-button')).toHaveTextContent('Filters (1)');
+  });
+
+  it('shows one health list alone until cleared', async () => {
+    app.healthList = 'never_recalled';
+    await openMemories();
+    await waitFor(() => expect(tableCalls().at(-1)).toMatchObject({ health: 'never_recalled', offset: 0 }));
+    expect(screen.getByTestId('health-filter')).toHaveTextContent('Never recalled, older than 30 days');
+    await fireEvent.click(screen.getByTestId('health-filter-clear'));
+    await waitFor(() => expect(tableCalls().at(-1)?.health).toBeUndefined());
+    expect(screen.queryByTestId('health-filter')).toBeNull();
+  });
+});

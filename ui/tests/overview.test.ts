@@ -9,14 +9,14 @@ vi.mock('../src/api', async () => (await import('./fakeApi')).api);
 beforeEach(() => resetFake());
 
 describe('overview', () => {
-  it('shows per-tier active counts as exact numbers, and the at-risk count', async () => {
+  it('shows per-tier active counts as exact numbers, and what the next run forgets', async () => {
     await renderAt('overview');
     await waitFor(() => expect(screen.getByTestId('tier-count-episodic').textContent).toBe('345'));
     expect(screen.getByTestId('tier-count-working').textContent).toBe('12');
     expect(screen.getByTestId('tier-count-semantic').textContent).toBe('89');
     expect(screen.getByTestId('tier-count-procedural').textContent).toBe('6');
     expect(screen.getByTestId('tier-pinned-semantic').textContent).toBe('11');
-    expect(screen.getByTestId('at-risk-count').textContent).toBe('17');
+    expect(screen.getByTestId('next-run-count').textContent).toBe('17');
   });
 
   it('lists memories at risk (score sort, min 0.5) and the latest 10 events', async () => {
@@ -116,7 +116,7 @@ describe('overview', () => {
     let finish!: (v: unknown) => void;
     api.runForget.mockImplementation(() => new Promise((r) => (finish = r)));
     await fireEvent.click(screen.getByTestId('run-forget-confirm'));
-    expect(api.runForget).toHaveBeenLastCalledWith(false);
+    expect(api.runForget).toHaveBeenLastCalledWith(false, undefined);
     emitProgress({ done: 25, total: 100 });
     await flush();
     const bar = screen.getByTestId('forget-progress');
@@ -155,9 +155,9 @@ describe('overview', () => {
     await renderAt('overview');
     await waitFor(() => expect(api.stats).toHaveBeenCalled());
     const n = api.stats.mock.calls.length;
-    api.stats.mockResolvedValue(makeStats({ at_risk: 99 }));
+    api.stats.mockResolvedValue(makeStats({ next_run: 99 }));
     emitChanged({ data_version: 9, ids: null });
-    await waitFor(() => expect(screen.getByTestId('at-risk-count').textContent).toBe('99'));
+    await waitFor(() => expect(screen.getByTestId('next-run-count').textContent).toBe('99'));
     expect(api.stats.mock.calls.length).toBe(n + 1);
   });
 
@@ -205,7 +205,7 @@ describe('overview', () => {
     const [due, band] = screen.getAllByTestId('at-risk-row');
     expect(due.getAttribute('title')).toContain('memory number 0');
     expect(due.getAttribute('title')).toContain('ForgetScore 0.700: at or above the threshold');
-    expect(band.getAttribute('title')).toContain('in the review band');
+    expect(band.getAttribute('title')).toContain('just below the threshold');
   });
 });
 
@@ -232,7 +232,7 @@ describe('overview while the database opens', () => {
     expect(screen.getAllByTestId('view-loading').length).toBeGreaterThanOrEqual(3);
     expect(text()).toContain('Reading /data/big.db and scoring every memory');
     expect(screen.getByTestId('tier-count-episodic').textContent).toBe('…');
-    expect(screen.getByTestId('at-risk-count').textContent).toBe('…');
+    expect(screen.getByTestId('next-run-count').textContent).toBe('…');
     for (const empty of ['Nothing is close to being forgotten', 'No events.', 'This database is empty']) {
       expect(text()).not.toContain(empty);
     }
@@ -240,5 +240,25 @@ describe('overview while the database opens', () => {
     await waitFor(() => expect(screen.getByTestId('tier-count-episodic').textContent).toBe('345'));
     expect(text()).toContain('Nothing is close to being forgotten');
     expect(text()).toContain('Loading events…');
+  });
+});
+
+describe("health's \"and N more\"", () => {
+  it('opens the whole list in Memories with its filter applied', async () => {
+    const item = (i: number) => ({
+      id: `mem_${i}`, type: 'semantic', preview: `old memory ${i}`, created_at: '2024-01-01T00:00:00.000Z', age_days: 400,
+      importance: 0.5, pinned: false, forget_score: 0.4, would_forget: false, recall_count: 0, avg_confidence: null, crosses_in_days: null,
+    });
+    api.health.mockResolvedValue({ lists: [{ name: 'never_recalled', total: 68, items: [item(1), item(2)] }] });
+    await renderAt('overview');
+    const more = await screen.findByTestId('health-more');
+    expect(more).toHaveTextContent('and 66 more memories');
+    await fireEvent.click(more);
+    expect(app.view).toBe('memories');
+    expect(app.healthList).toBe('never_recalled');
+    await waitFor(() =>
+      expect(api.listMemories.mock.calls.map((c) => c[0]).some((q) => q.health === 'never_recalled' && q.limit === 100)).toBe(true),
+    );
+    app.healthList = null;
   });
 });

@@ -41,7 +41,7 @@ describe('a forget run that can be undone', () => {
     await renderAt('overview');
     await fireEvent.click(screen.getByTestId('run-forget'));
     const groups = await screen.findAllByTestId('run-list-reason');
-    expect(groups.map((g) => g.querySelector('summary')?.textContent)).toEqual(['old, unused, low importance (2)', 'duplicate of mem_a (1)']);
+    expect(groups.map((g) => g.querySelector('summary')?.textContent)).toEqual(['old, unused, low importance (2)', 'duplicate of another memory (1)']);
     // Above the size the person set, the run asks with the count first.
     const ask = screen.getByTestId('run-ask-above') as HTMLInputElement;
     await fireEvent.change(ask, { target: { value: '2' } });
@@ -49,7 +49,7 @@ describe('a forget run that can be undone', () => {
     expect(api.runForget).not.toHaveBeenCalledWith(false);
     expect(screen.getByTestId('run-ask-count').textContent).toContain('3 memories');
     await fireEvent.click(screen.getByTestId('confirm-yes'));
-    await waitFor(() => expect(api.runForget).toHaveBeenLastCalledWith(false));
+    await waitFor(() => expect(api.runForget).toHaveBeenLastCalledWith(false, undefined));
     const undo = await screen.findByTestId('undo-run');
     expect(screen.getByTestId('toast-action').textContent).toBe('Undo this run');
     await fireEvent.click(undo);
@@ -90,9 +90,44 @@ describe('a forget run that can be undone', () => {
     await renderAt('overview');
     await fireEvent.click(screen.getByTestId('run-forget'));
     await fireEvent.click(await screen.findByTestId('run-forget-confirm'));
-    await waitFor(() => expect(api.runForget).toHaveBeenLastCalledWith(false));
+    await waitFor(() => expect(api.runForget).toHaveBeenLastCalledWith(false, undefined));
     await waitFor(() => expect(screen.getByTestId('run-soft')).toBeTruthy());
     expect(screen.queryByTestId('confirm-dialog')).toBeNull();
     expect(screen.queryByTestId('undo-run')).toBeNull();
+  });
+
+  it('a planned run is reviewed item by item: kept memories stay out, only the approved run', async () => {
+    const ids = ['mem_1', 'mem_2', 'mem_3', 'mem_4'];
+    api.runForget.mockImplementation(async (dry: boolean) => report(ids, dry ? { dry_run: true } : { run_id: RUN }));
+    await renderAt('overview');
+    await fireEvent.click(screen.getByTestId('run-forget'));
+    await screen.findAllByTestId('run-review-item');
+    const keepOf = (id: string) => screen.getAllByTestId('run-keep').find((b) => b.getAttribute('data-id') === id)!;
+    await fireEvent.click(keepOf('mem_2'));
+    await fireEvent.click(keepOf('mem_4'));
+    expect(screen.getByTestId('run-kept-count').textContent).toBe('2');
+    expect(screen.getByTestId('run-approved-count').textContent).toBe('2');
+    // A kept memory can be approved again.
+    await fireEvent.click(screen.getAllByTestId('run-approve').find((b) => b.getAttribute('data-id') === 'mem_4')!);
+    await fireEvent.click(keepOf('mem_4'));
+    const run = screen.getByTestId('run-forget-confirm');
+    expect(run.textContent).toBe('Run the 2 approved');
+    await fireEvent.click(run);
+    await waitFor(() => expect(api.runForget).toHaveBeenLastCalledWith(false, ['mem_1', 'mem_3']));
+  });
+
+  it('keeping a whole group leaves nothing of it in the run; approving all brings it back', async () => {
+    const ids = ['mem_1', 'mem_2', 'mem_3'];
+    api.runForget.mockImplementation(async (dry: boolean) => report(ids, dry ? { dry_run: true } : { run_id: RUN }));
+    await renderAt('overview');
+    await fireEvent.click(screen.getByTestId('run-forget'));
+    const groups = await screen.findAllByTestId('run-list-reason');
+    await fireEvent.click(within(groups[0]).getByTestId('run-keep-all'));
+    expect(groups[0].querySelector('summary')?.textContent).toBe('old, unused, low importance (2, 2 kept)');
+    expect(screen.getByTestId('run-approved-count').textContent).toBe('1');
+    await fireEvent.click(within(groups[0]).getByTestId('run-approve-all'));
+    expect(screen.queryByTestId('run-kept-count')).toBeNull();
+    await fireEvent.click(screen.getByTestId('run-forget-confirm'));
+    await waitFor(() => expect(api.runForget).toHaveBeenLastCalledWith(false, undefined));
   });
 });

@@ -703,6 +703,8 @@ fn run_command(cli: Cli) -> Result<Option<Value>> {
                 redacted: a.redacted.then_some(true),
                 needs_extraction: a.needs_extraction.then_some(true),
                 written_by: a.written_by.clone(),
+                source: None,
+                only: None,
                 limit: a.limit,
                 offset: a.offset,
             };

@@ -115,7 +115,7 @@ impl Fit {
 
 /// Sizes of the window's charts at the window's default width (height / width).
 const DECAY_ASPECT: f64 = 360.0 / 760.0;
-const PROJECTION_ASPECT: f64 = 260.0 / 560.0;
+const PROJECTION_ASPECT: f64 = 380.0 / 560.0;
 const DISTRIBUTION_ASPECT: f64 = 340.0 / 760.0;
 
 /// An axis number that never reads "-0.0": a value that rounds to zero is written as zero.
@@ -247,6 +247,62 @@ pub fn render_projection_fit(
     Ok(svg)
 }
 
+/// One entry of a legend drawn under a chart: its text and how its line is drawn.
+struct LegendEntry {
+    text: String,
+    color: RGBColor,
+    width: f64,
+}
+
+/// A legend under the plot, never over it: the entries left to right, wrapping to another row
+/// when the width runs out. Returns the rows' height in pixels for a drawing `width` wide.
+fn legend_rows(entries: &[LegendEntry], width: f64, k: f64) -> Vec<Vec<usize>> {
+    // A generous estimate of a sans-serif 11 px character's width, so that nothing overlaps.
+    let entry_w = |e: &LegendEntry| (22.0 + 6.6 * e.text.chars().count() as f64 + 18.0) * k;
+    let mut rows: Vec<Vec<usize>> = vec![Vec::new()];
+    let mut used = 10.0 * k;
+    for (i, e) in entries.iter().enumerate() {
+        let w = entry_w(e);
+        if used + w > width && !rows.last().is_some_and(|r| r.is_empty()) {
+            rows.push(Vec::new());
+            used = 10.0 * k;
+        }
+        rows.last_mut().expect("one row at least").push(i);
+        used += w;
+    }
+    rows
+}
+
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    entries: &[LegendEntry],
+    rows: &[Vec<usize>],
+    fg: RGBColor,
+    k: f64,
+) -> Result<()> {
+    let row_h = 20.0 * k;
+    for (r, row) in rows.iter().enumerate() {
+        let y = (row_h * (r as f64 + 0.5)).round() as i32;
+        let mut x = 10.0 * k;
+        for &i in row {
+            let e = &entries[i];
+            let x0 = x.round() as i32;
+            area.draw(&PathElement::new(
+                vec![(x0, y), (x0 + px(16.0, k) as i32, y)],
+                e.color.stroke_width(px(e.width, k)),
+            ))
+            .map_err(plot_err)?;
+            let style = ("sans-serif", 11.0 * k).into_font().color(&fg).pos(plotters::style::text_anchor::Pos::new(
+                plotters::style::text_anchor::HPos::Left,
+                plotters::style::text_anchor::VPos::Center,
+            ));
+            area.draw(&Text::new(e.text.clone(), (x0 + px(22.0, k) as i32, y), style)).map_err(plot_err)?;
+            x += (22.0 + 6.6 * e.text.chars().count() as f64 + 18.0) * k;
+        }
+    }
+    Ok(())
+}
+
 fn draw_projection<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
     m: &ScoreInput,
@@ -268,18 +324,36 @@ fn draw_projection<DB: DrawingBackend>(
     let all = base.iter().chain(&with_cite).chain(&with_pin).map(|(_, y)| *y);
     let (lo, hi) = all.fold((s.threshold, s.threshold), |(a, b), y| (a.min(y), b.max(y)));
     let (lo, hi) = ((lo - 0.05).min(0.0), (hi + 0.05).max(1.0));
+    let blue = RGBColor(52, 152, 219);
+    let green = RGBColor(39, 174, 96);
+    let legend = [
+        LegendEntry { text: "as is".into(), color: p.fg, width: 2.0 },
+        LegendEntry { text: "one more cite today".into(), color: blue, width: 1.5 },
+        LegendEntry { text: "if pinned".into(), color: green, width: 1.5 },
+        LegendEntry { text: format!("threshold {}", axis_num(s.threshold, 2)), color: p.threshold, width: 2.0 },
+    ];
+    let (w, h) = root.dim_in_pixel();
+    let rows = legend_rows(&legend, f64::from(w), k);
+    let legend_h = (20.0 * k * rows.len() as f64 + 4.0 * k).round() as u32;
+    root.fill(&p.bg).map_err(plot_err)?;
+    let (plot, under) = root.split_vertically(h.saturating_sub(legend_h));
     {
-        root.fill(&p.bg).map_err(plot_err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption("Projected ForgetScore", ("sans-serif", 15.0 * k).into_font().color(&p.fg))
+        let mut chart = ChartBuilder::on(&plot)
+            .caption("Projected ForgetScore", ("sans-serif", 14.0 * k).into_font().color(&p.fg))
             .margin(px(10.0, k))
-            .x_label_area_size(px(30.0, k))
-            .y_label_area_size(px(40.0, k))
+            .margin_right(px(18.0, k))
+            .x_label_area_size(px(38.0, k))
+            .y_label_area_size(px(52.0, k))
             .build_cartesian_2d(0.0..horizon_days, lo..hi)
             .map_err(plot_err)?;
+        // Few labels on each axis, so that they never run into each other at a narrow width.
+        let x_labels = ((f64::from(w) / k / 90.0).floor() as usize).clamp(3, 8);
         chart
             .configure_mesh()
-            .x_desc("days from now")
+            .x_desc("days from now (d)")
+            .y_desc("ForgetScore (0–1)")
+            .x_labels(x_labels)
+            .y_labels(6)
             .x_label_formatter(&|d| axis_num(*d, 0))
             .y_label_formatter(&|y| axis_num(*y, 1))
             .axis_desc_style(("sans-serif", 12.0 * k).into_font().color(&p.fg))
@@ -289,56 +363,26 @@ fn draw_projection<DB: DrawingBackend>(
             .axis_style(p.fg.stroke_width(px(1.0, k)))
             .draw()
             .map_err(plot_err)?;
-        let th = p.threshold;
         chart
             .draw_series(LineSeries::new(
                 [(0.0, s.threshold), (horizon_days, s.threshold)],
-                th.stroke_width(px(2.0, k)),
+                p.threshold.stroke_width(px(2.0, k)),
             ))
-            .map_err(plot_err)?
-            .label(format!("threshold {}", s.threshold))
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + px(16.0, k) as i32, y)], th.stroke_width(px(2.0, k)))
-            });
-        let fg = p.fg;
-        chart.draw_series(LineSeries::new(base, fg.stroke_width(px(2.0, k)))).map_err(plot_err)?.label("as is").legend(
-            move |(x, y)| PathElement::new(vec![(x, y), (x + px(16.0, k) as i32, y)], fg.stroke_width(px(2.0, k))),
-        );
-        let blue = RGBColor(52, 152, 219);
-        chart
-            .draw_series(LineSeries::new(with_cite, blue.stroke_width(px(1.0, k))))
-            .map_err(plot_err)?
-            .label("one more cite today")
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + px(16.0, k) as i32, y)], blue.stroke_width(px(1.0, k)))
-            });
-        let green = RGBColor(39, 174, 96);
-        chart
-            .draw_series(LineSeries::new(with_pin, green.stroke_width(px(1.0, k))))
-            .map_err(plot_err)?
-            .label("if pinned")
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + px(16.0, k) as i32, y)], green.stroke_width(px(1.0, k)))
-            });
+            .map_err(plot_err)?;
+        chart.draw_series(LineSeries::new(with_cite, blue.stroke_width(px(1.5, k)))).map_err(plot_err)?;
+        chart.draw_series(LineSeries::new(with_pin, green.stroke_width(px(1.5, k)))).map_err(plot_err)?;
+        chart.draw_series(LineSeries::new(base, p.fg.stroke_width(px(2.0, k)))).map_err(plot_err)?;
         if let Some(at) = decay::projected_forget_at(m, s, now) {
             let d = time::days_between(now, at);
             if d <= horizon_days {
                 chart
-                    .draw_series(std::iter::once(Circle::new((d, s.threshold), px(5.0, k), th.filled())))
+                    .draw_series(std::iter::once(Circle::new((d, s.threshold), px(5.0, k), p.threshold.filled())))
                     .map_err(plot_err)?;
             }
         }
-        chart
-            .configure_series_labels()
-            .background_style(p.bg.mix(0.85))
-            .border_style(p.grid)
-            .legend_area_size(px(24.0, k))
-            .label_font(("sans-serif", 11.0 * k).into_font().color(&p.fg))
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()
-            .map_err(plot_err)?;
-        root.present().map_err(plot_err)?;
     }
+    draw_legend(&under, &legend, &rows, p.fg, k)?;
+    root.present().map_err(plot_err)?;
     Ok(())
 }
 
@@ -640,9 +684,47 @@ mod tests {
             task_log: false,
         };
         let svg = render_projection(&m, &s, now, 120.0, (600, 300), Theme::Light).unwrap();
-        assert!(svg.contains("threshold 0.6"), "the threshold is labelled at 0.6");
+        assert!(svg.contains("threshold 0.60"), "the threshold is labelled at 0.6");
         let series = projection_series(&m, &s, now, 120.0, 120);
         let crossing = series.iter().find(|(_, y)| *y >= 0.6 - decay::EPS).map(|(d, _)| *d).unwrap();
         assert!((crossing - 30.0 * 3.5f64.log2()).abs() < 1.0, "crosses 0.6 near day 54, got {crossing}");
+    }
+
+    #[test]
+    fn the_projection_is_readable_axes_with_units_and_the_legend_under_the_plot() {
+        let s = Settings::default();
+        let now = time::parse("2026-01-01T00:00:00Z").unwrap();
+        let m = ScoreInput {
+            tier: Tier::Semantic,
+            created_at: time::add_days(now, -100.0),
+            last_accessed: None,
+            views: 0,
+            cites: 0,
+            edits: 0,
+            importance: 0.2,
+            pinned: false,
+            duplication: 0.0,
+            duplicate_of: None,
+            duplicate_kind: None,
+            task_log: false,
+        };
+        let svg = render_projection_fit(&m, &s, now, 365.0, Fit::new(400.0, 1.0), Theme::Light).unwrap();
+        assert!(svg.contains("days from now (d)"), "the x axis says its unit");
+        assert!(svg.contains("ForgetScore (0–1)"), "the y axis says what it is");
+        assert!(svg.contains(r#"height="271""#), "taller than before (400 × 380/560): {}", &svg[..120]);
+        // The legend wraps to another row rather than running into itself or over the lines.
+        let entries = ["as is", "one more cite today", "if pinned", "threshold 0.60"].map(|t| LegendEntry {
+            text: t.into(),
+            color: RGBColor(0, 0, 0),
+            width: 1.0,
+        });
+        assert_eq!(legend_rows(&entries, 760.0, 1.0).len(), 1, "one row at the default width");
+        let narrow = legend_rows(&entries, 300.0, 1.0);
+        assert!(narrow.len() >= 2, "wrapped at 300 px: {narrow:?}");
+        assert_eq!(narrow.concat(), vec![0, 1, 2, 3], "each entry once, in order");
+        for row in &narrow {
+            let w: f64 = row.iter().map(|&i| 22.0 + 6.6 * entries[i].text.chars().count() as f64 + 18.0).sum();
+            assert!(w + 10.0 <= 300.0 || row.len() == 1, "a row fits its width: {w}");
+        }
     }
 }

@@ -146,7 +146,7 @@ pub fn projection_chart_in(
     let horizon = projection_horizon(&input, &settings, now, d.memory.tier);
     match fit {
         Some(f) => chart::render_projection_fit(&input, &settings, now, horizon, f, theme),
-        None => chart::render_projection(&input, &settings, now, horizon, (560, 260), theme),
+        None => chart::render_projection(&input, &settings, now, horizon, (560, 380), theme),
     }
 }
 

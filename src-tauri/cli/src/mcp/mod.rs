@@ -836,6 +836,8 @@ impl LetheMcp {
                 redacted: None,
                 needs_extraction: a.needs_extraction.filter(|n| *n),
                 written_by: a.written_by,
+                source: None,
+                only: None,
                 limit: a.limit.unwrap_or(50) as usize,
                 offset: a.offset.unwrap_or(0) as usize,
             };

@@ -7,8 +7,10 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::lifecycle::{self, NewMemory, ProcedureFields};
+use crate::meta;
 use crate::model::Tier;
 use crate::procedural::{self, ProcedurePatch};
+use crate::recall;
 use crate::time::{self, Instant};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -20,6 +22,8 @@ pub struct DemoCounts {
     pub reflection_notes: usize,
     pub quarantined: usize,
     pub skipped: usize,
+    /// Recalls by the demo agents, in the recall log and the recall statistics.
+    pub recalls: usize,
 }
 
 struct Lcg(u32);
@@ -288,5 +292,40 @@ pub fn load(conn: &mut Connection, seed: u32, count: usize, now: Instant) -> Res
             c.quarantined += 1;
         }
     }
+    c.recalls = agents_recall(conn, now)?;
     Ok(c)
+}
+
+/// The demo agents' recalls over the last two weeks: what each asked, in which context, and
+/// what came back, logged and counted as a CLI recall logs and counts it — so that the Recall
+/// log, a memory's recall history and the health lists have something to show.
+pub fn agents_recall(conn: &mut Connection, now: Instant) -> Result<usize> {
+    // Who asked, what, in which project and workflow, how many days ago.
+    type Asked<'a> = (&'a str, &'a str, Option<&'a str>, Option<&'a str>, f64);
+    let asked: &[Asked<'_>] = &[
+        ("agent:claude-code", "roll back a failed deploy", Some("platform"), Some("deploy-rollback"), 13.0),
+        ("agent:cursor", "docker volume permission denied", Some("platform"), None, 11.0),
+        ("agent:claude-code", "where do the API keys live", Some("platform"), None, 9.0),
+        ("agent:cursor", "database migration rules", Some("billing"), None, 7.5),
+        ("agent:claude-code", "can we deploy on friday", Some("platform"), None, 5.0),
+        ("agent:cursor", "how to write the release notes", Some("mobile"), Some("release-notes"), 3.0),
+        ("agent:claude-code", "failing tests in search", Some("platform"), None, 1.5),
+        ("agent:cursor", "kubectl rollout undo timed out", Some("platform"), Some("deploy-rollback"), 0.5),
+    ];
+    for (actor, text, project, workflow, days_ago) in asked {
+        let at = time::add_days(now, -days_ago);
+        let q = recall::RecallQuery {
+            text: (*text).into(),
+            limit: 5,
+            project: project.map(Into::into),
+            workflow: workflow.map(Into::into),
+            ..Default::default()
+        };
+        let answer = recall::answer(conn, &q, at)?;
+        let stamp = time::format(at);
+        let deltas = meta::Delta::of_hits(answer.results.iter().map(|h| (h.id.as_str(), h.score)), &stamp);
+        let entry = crate::recall_log::NewEntry::of(actor, &stamp, &q, &answer.results);
+        meta::write_batch(conn, &deltas, &[entry])?;
+    }
+    Ok(asked.len())
 }

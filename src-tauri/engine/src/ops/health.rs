@@ -66,8 +66,18 @@ pub struct Health {
     pub lists: Vec<HealthList>,
 }
 
-/// The four health lists at `now`.
-pub fn health(conn: &Connection, snap: &Snapshot, s: &Settings, now: Instant) -> Result<Health> {
+/// The names of the health lists, in the order [`health`] returns them.
+pub const LISTS: [&str; 4] = ["never_recalled", "forget_soon", "pinned_never_recalled", "low_confidence"];
+
+/// Every member of each list, in its order, with the scores they were chosen by.
+struct Members {
+    stats: HashMap<String, (i64, Option<f64>)>,
+    inputs: Vec<decay::ScoreInput>,
+    scores: Vec<f64>,
+    lists: [Vec<usize>; 4],
+}
+
+fn members(conn: &Connection, snap: &Snapshot, s: &Settings, now: Instant) -> Result<Members> {
     let stats = recall_stats(conn)?;
     // One duplication pass for `now` (scores and, for the few listed, the projected date) and
     // one for a week later.
@@ -103,7 +113,36 @@ pub fn health(conn: &Connection, snap: &Snapshot, s: &Settings, now: Instant) ->
         })
         .collect();
     shaky.sort_by(|i, j| recalls(*j).cmp(&recalls(*i)).then_with(|| by_id(i, j)));
+    Ok(Members { stats, inputs, scores, lists: [never, soon, pinned, shaky] })
+}
 
+/// A page of one health list's memories as the Memories view lists them (its filters and
+/// order apply within the list): where a person goes from "and N more". An unknown list
+/// name is invalid input.
+pub fn list_page(
+    conn: &Connection,
+    snap: &Snapshot,
+    name: &str,
+    q: &crate::forgetting::ListQuery,
+    s: &Settings,
+    now: Instant,
+) -> Result<crate::forgetting::Page> {
+    let Some(k) = LISTS.iter().position(|l| *l == name) else {
+        return Err(crate::error::Error::invalid(format!(
+            "unknown health list {name:?} (expected one of {})",
+            LISTS.join(", ")
+        )));
+    };
+    let m = members(conn, snap, s, now)?;
+    let only = m.lists[k].iter().map(|&i| snap.rows[i].id.clone()).collect();
+    crate::forgetting::list(conn, snap, &crate::forgetting::ListQuery { only: Some(only), ..q.clone() }, s, now)
+}
+
+/// The four health lists at `now`.
+pub fn health(conn: &Connection, snap: &Snapshot, s: &Settings, now: Instant) -> Result<Health> {
+    let Members { stats, inputs, scores, lists } = members(conn, snap, s, now)?;
+    let age = |i: usize| time::days_between(snap.rows[i].created_at, now);
+    let [never, soon, pinned, shaky] = lists;
     let mut preview = conn.prepare_cached("SELECT content FROM memory_item WHERE rowid = ?1 AND id = ?2")?;
     let mut list = |name: &str, all: Vec<usize>, soon_list: bool| -> Result<HealthList> {
         let mut items = Vec::with_capacity(all.len().min(LIST_LIMIT));
@@ -136,10 +175,10 @@ pub fn health(conn: &Connection, snap: &Snapshot, s: &Settings, now: Instant) ->
     };
     Ok(Health {
         lists: vec![
-            list("never_recalled", never, false)?,
-            list("forget_soon", soon, true)?,
-            list("pinned_never_recalled", pinned, false)?,
-            list("low_confidence", shaky, false)?,
+            list(LISTS[0], never, false)?,
+            list(LISTS[1], soon, true)?,
+            list(LISTS[2], pinned, false)?,
+            list(LISTS[3], shaky, false)?,
         ],
     })
 }

@@ -1462,3 +1462,148 @@ fn lists_name_who_wrote_each_memory_and_filter_by_the_writer() {
     assert_eq!((mine.total, mine.items[0].id.as_str()), (1, a.as_str()), "only that agent's memories");
     assert_eq!(page(Some("agent:nobody")).total, 0);
 }
+
+/// Memories sorted by who wrote them and by their last use, and filtered by source, in the
+/// engine's paging (the window never loads every row to sort them).
+#[test]
+fn lists_sort_by_writer_and_last_use_and_filter_by_source() {
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
+    let by = |conn: &mut store::Connection, actor: &str, source: &str, text: &str| {
+        let mut m = NewMemory::new(Tier::Semantic, text);
+        m.source = Some(source.to_string());
+        lifecycle::remember(conn, &m, actor, now()).unwrap().id().unwrap().to_string()
+    };
+    let c = by(&mut conn, "user", "window", "Ana owns the billing service");
+    let a = by(&mut conn, "agent:claude-code", "claude-code", "The CI cache lives in the build-cache bucket");
+    let b = by(&mut conn, "agent:cursor", "cursor", "Lint with ruff before every commit");
+    let d = by(&mut conn, "agent:claude-code", "claude-code", "Staging deploys need the vpn profile called blue");
+    lifecycle::cite(&mut conn, &b, "agent:claude-code", time::add_days(now(), 1.0)).unwrap();
+    lifecycle::cite(&mut conn, &c, "agent:claude-code", time::add_days(now(), 0.5)).unwrap();
+    let snap = forgetting::Snapshot::load(&conn).unwrap();
+    let s = lethe_engine::Settings::load(&conn).unwrap();
+    let ids = |q: lifecycle::ListQuery| -> Vec<String> {
+        let q = lifecycle::ListQuery { limit: 10, ..q };
+        forgetting::list(&conn, &snap, &q, &s, time::add_days(now(), 2.0))
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|r| r.id)
+            .collect()
+    };
+    let sort = |name: &str| lifecycle::ListQuery { sort: name.parse().unwrap(), ..Default::default() };
+    // Writers A to Z (agent:claude-code, agent:cursor, user); the newest first within one.
+    assert_eq!(ids(sort("written_by")), [d.clone(), a.clone(), b.clone(), c.clone()]);
+    // The latest use first (b cited a day later, c half a day); never used last, newest first.
+    assert_eq!(ids(sort("last_used")), [b.clone(), c.clone(), d.clone(), a.clone()]);
+    let from = |src: &str| lifecycle::ListQuery {
+        source: Some(src.into()),
+        sort: "created".parse().unwrap(),
+        ..Default::default()
+    };
+    assert_eq!(ids(from("claude-code")), [d.clone(), a.clone()], "only that source, in the asked order");
+    assert!(ids(from("nowhere")).is_empty());
+    // A page inside a sort is the same slice as after a full sort.
+    let q = lifecycle::ListQuery { sort: "written_by".parse().unwrap(), offset: 1, limit: 2, ..Default::default() };
+    let page = forgetting::list(&conn, &snap, &q, &s, now()).unwrap();
+    assert_eq!((page.total, page.items.iter().map(|r| r.id.clone()).collect::<Vec<_>>()), (4, vec![a, b]));
+    assert_eq!("writer".parse::<forgetting::SortBy>().unwrap_err().code(), "invalid_input");
+}
+
+/// A planned run reviewed item by item: the run quarantines only the approved memories, the
+/// kept ones stay active, and the statistics' "next run" number is what the dry run lists.
+#[test]
+fn a_reviewed_forget_run_quarantines_only_the_approved_memories() {
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
+    let old = time::add_days(now(), -700.0);
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let mut m =
+            NewMemory::new(Tier::Episodic, format!("Nightly export {i} of the invoices stopped at row {}", i * 13));
+        m.importance = Some(0.0);
+        m.created_at = Some(old);
+        ids.push(lifecycle::remember(&mut conn, &m, "agent:ci", old).unwrap().id().unwrap().to_string());
+    }
+    let fresh = put(&mut conn, Tier::Semantic, "Invoices are exported every night at two");
+    let s = lethe_engine::Settings { threshold: 0.55, ..lethe_engine::Settings::load(&conn).unwrap() };
+    lethe_engine::Settings::store(&mut conn, &s, "user", now()).unwrap();
+
+    let snap = forgetting::Snapshot::load(&conn).unwrap();
+    let stats = forgetting::stats(&conn, &snap, &s, now()).unwrap();
+    let plan = forgetting::run_batch(&mut conn, &BatchOptions::new(now(), true)).unwrap();
+    assert_eq!(plan.soft_deleted.len() + plan.working_gate.len(), 5, "{plan:?}");
+    assert_eq!(stats.next_run, 5, "the one number is what the dry run lists");
+
+    // The person keeps two; a memory that was not in the reviewed list is never quarantined
+    // by the reviewed run even when approved by mistake (`fresh` is below the threshold).
+    let approved: std::collections::HashSet<String> = ids[2..].iter().cloned().chain([fresh.clone()]).collect();
+    let mut opts = BatchOptions::new(now(), false);
+    opts.only = Some(&approved);
+    let run = forgetting::run_batch(&mut conn, &opts).unwrap();
+    let mut got = run.soft_deleted.clone();
+    got.sort();
+    let mut want = ids[2..].to_vec();
+    want.sort();
+    assert_eq!(got, want, "only the approved ones ran");
+    assert!(run.run_id.is_some(), "the reviewed run is a run like any other (undoable, audited)");
+    for id in &ids[..2] {
+        assert!(!lifecycle::get(&conn, id).unwrap().is_deleted, "kept {id} stays active");
+    }
+    for id in &ids[2..] {
+        assert!(lifecycle::get(&conn, id).unwrap().is_deleted, "approved {id} is quarantined");
+    }
+    assert!(!lifecycle::get(&conn, &fresh).unwrap().is_deleted);
+    let snap = forgetting::Snapshot::load(&conn).unwrap();
+    assert_eq!(forgetting::stats(&conn, &snap, &s, now()).unwrap().next_run, 2, "the kept two are still due");
+}
+
+/// Health's "and N more" leads to the whole list in the Memories paging: only the list's
+/// members, the other filters applying within it; an unknown list is invalid input.
+#[test]
+fn a_health_list_pages_like_memories() {
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
+    let old = time::add_days(now(), -90.0);
+    let mut never = Vec::new();
+    for i in 0..3 {
+        let mut m = NewMemory::new(Tier::Semantic, format!("Runbook {i}: restart the queue worker number {}", i * 5));
+        m.created_at = Some(old);
+        never.push(lifecycle::remember(&mut conn, &m, "user", old).unwrap().id().unwrap().to_string());
+    }
+    let recent = put(&mut conn, Tier::Semantic, "The queue worker restarts itself after an hour");
+    let snap = forgetting::Snapshot::load(&conn).unwrap();
+    let s = lethe_engine::Settings::load(&conn).unwrap();
+    let q = lifecycle::ListQuery { limit: 2, ..Default::default() };
+    let page = lethe_engine::health::list_page(&conn, &snap, "never_recalled", &q, &s, now()).unwrap();
+    let whole = lethe_engine::health::health(&conn, &snap, &s, now()).unwrap();
+    let listed = whole.lists.iter().find(|l| l.name == "never_recalled").unwrap();
+    assert_eq!((page.total, listed.total), (3, 3), "the same members as the Overview counts");
+    assert_eq!(page.items.len(), 2, "paged");
+    assert!(page.items.iter().all(|r| never.contains(&r.id) && r.id != recent));
+    let err = lethe_engine::health::list_page(&conn, &snap, "everything", &q, &s, now()).unwrap_err();
+    assert_eq!(err.code(), "invalid_input");
+}
+
+/// A fresh demo has its agents' recalls: the recall log lists both agents' queries with what
+/// came back, and the recalled memories count them in their statistics.
+#[test]
+fn the_demo_has_agents_recalls_in_its_log() {
+    let tmp = temp_db();
+    let mut conn = lethe_testkit::backend::open(&tmp).unwrap();
+    let counts = lethe_engine::demo::load(&mut conn, 7, 60, now()).unwrap();
+    assert_eq!(counts.recalls, 8);
+    let log = lethe_engine::recall_log::list(&conn, &Default::default()).unwrap();
+    assert_eq!(log.len(), 8, "one entry per recall");
+    for agent in ["agent:claude-code", "agent:cursor"] {
+        assert!(log.iter().any(|e| e.actor == agent), "{agent} recalled");
+    }
+    assert!(log.iter().all(|e| !e.results.is_empty()), "each demo query finds something: {log:?}");
+    let rollback = log.iter().find(|e| e.query == "roll back a failed deploy").unwrap();
+    let first = lifecycle::get(&conn, &rollback.results[0].id).unwrap();
+    assert!(first.content.contains("Roll back a failed deploy"), "the procedure answers it: {}", first.content);
+    let recalled = count(&conn, "SELECT COUNT(*) FROM meta_memory_stats WHERE recall_count > 0");
+    assert!(recalled >= 8, "the hits are counted: {recalled}");
+    // The log is dated over the last two weeks, not at the moment the demo was loaded.
+    assert!(log.iter().all(|e| e.at.as_str() < time::format(now()).as_str()));
+}

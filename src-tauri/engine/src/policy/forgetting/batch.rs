@@ -74,6 +74,11 @@ pub struct BatchOptions<'a> {
     /// does), so that the next read finds them; false for a connection that must not write
     /// (a read-only open, a team store's reader).
     pub keep_derived: bool,
+    /// A run reviewed item by item: only these memories may be quarantined (the ones a person
+    /// approved in the dry run's list); the plan's others stay, and so does a memory planned
+    /// only since the review, which nobody has looked at. Purges and the review band are not
+    /// affected. `None`: everything the plan quarantines.
+    pub only: Option<&'a HashSet<String>>,
 }
 
 impl<'a> BatchOptions<'a> {
@@ -87,6 +92,7 @@ impl<'a> BatchOptions<'a> {
             loading: None,
             snapshot: None,
             keep_derived: true,
+            only: None,
         }
     }
 }
@@ -259,6 +265,12 @@ fn plan_decisions(
     let (gate, gated) = plan_working_gate(snap, &inputs, in_band, s, opts.now);
     decisions.extend(gate);
     decisions.extend(plan_scores(snap, &inputs, &gated, in_band, s, opts, report)?);
+    if let Some(only) = opts.only {
+        decisions.retain(|p| match &p.decision {
+            Decision::Gate(id, ..) | Decision::Forget(id, ..) => only.contains(id),
+            _ => true,
+        });
+    }
     decisions.sort_unstable_by_key(|p| p.rowid);
     for p in &decisions {
         match &p.decision {
@@ -308,6 +320,19 @@ fn plan_working_gate(
 ) -> (Vec<Planned>, HashSet<usize>) {
     let mut decisions = Vec::new();
     let mut gated: HashSet<usize> = HashSet::new();
+    for (i, reason) in working_gate(snap, s, now) {
+        let r = &snap.rows[i];
+        gated.insert(i);
+        let score = decay::score_value(&inputs[i], s, now);
+        decisions.push(planned(r, in_band, Decision::Gate(r.id.clone(), reason, score)));
+    }
+    (decisions, gated)
+}
+
+/// The rows the working-memory gate quarantines at `now` (their index in the snapshot) and
+/// why: per session, a working memory older than the window or beyond the last N turns.
+pub fn working_gate(snap: &Snapshot, s: &Settings, now: Instant) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
     let mut sessions: HashMap<Option<&str>, Vec<usize>> = HashMap::new();
     for (i, r) in snap.rows.iter().enumerate() {
         if !r.is_deleted && !r.pinned && r.tier == Tier::Working {
@@ -329,13 +354,26 @@ fn plan_working_gate(
                 None
             };
             if let Some(reason) = reason {
-                gated.insert(i);
-                let score = decay::score_value(&inputs[i], s, now);
-                decisions.push(planned(r, in_band, Decision::Gate(r.id.clone(), reason, score)));
+                out.push((i, reason));
             }
         }
     }
-    (decisions, gated)
+    out
+}
+
+/// How many memories the next run would quarantine at `now`, given every row's score: the
+/// working-memory gate's and the others at or above the threshold — what a dry run's
+/// `working_gate` and `soft_deleted` hold.
+pub fn next_run_count(snap: &Snapshot, scores: &[f64], s: &Settings, now: Instant) -> usize {
+    let gated: HashSet<usize> = working_gate(snap, s, now).into_iter().map(|(i, _)| i).collect();
+    let by_score = snap
+        .rows
+        .iter()
+        .zip(scores)
+        .enumerate()
+        .filter(|(i, (r, sc))| !r.is_deleted && !gated.contains(i) && decay::would_forget(**sc, s))
+        .count();
+    gated.len() + by_score
 }
 
 /// 3. Scores: forget at or above the threshold, enter or leave the review band.

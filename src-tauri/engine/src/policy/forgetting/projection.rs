@@ -11,6 +11,14 @@ pub enum SortBy {
     Created,
     Importance,
     Score,
+    /// By who wrote it first (the audit's `remember`), A to Z; memories whose writer the
+    /// audit does not name last; the newest first within one writer.
+    #[cfg_attr(feature = "ts", ts(rename = "written_by"))]
+    WrittenBy,
+    /// The most recently used first (the later of its last view or cite and its last
+    /// recall); memories never used last, the newest first among them.
+    #[cfg_attr(feature = "ts", ts(rename = "last_used"))]
+    LastUsed,
 }
 
 impl std::str::FromStr for SortBy {
@@ -20,7 +28,11 @@ impl std::str::FromStr for SortBy {
             "created" => Ok(SortBy::Created),
             "importance" => Ok(SortBy::Importance),
             "score" => Ok(SortBy::Score),
-            o => Err(Error::invalid(format!("unknown sort {o:?} (expected score, created or importance)"))),
+            "written_by" => Ok(SortBy::WrittenBy),
+            "last_used" => Ok(SortBy::LastUsed),
+            o => Err(Error::invalid(format!(
+                "unknown sort {o:?} (expected score, created, importance, written_by or last_used)"
+            ))),
         }
     }
 }
@@ -43,6 +55,10 @@ pub struct ListQuery {
     /// Only memories whose first write (their `remember` in the audit) was by this actor
     /// (`agent:claude-code`, `user`).
     pub written_by: Option<String>,
+    /// Only memories with this `source` (`claude-code`, `tool`…), compared exactly.
+    pub source: Option<String>,
+    /// Only these memories (a list another part of the engine chose, such as a health list).
+    pub only: Option<HashSet<String>>,
     pub limit: usize,
     pub offset: usize,
 }
@@ -110,6 +126,14 @@ pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now
         ),
         None => None,
     };
+    let source_rows: Option<HashSet<i64>> = match q.source.as_deref() {
+        Some(source) => Some(
+            conn.prepare_cached("SELECT rowid FROM memory_item WHERE source = ?1")?
+                .query_map([source], |r| r.get(0))?
+                .collect::<std::result::Result<_, _>>()?,
+        ),
+        None => None,
+    };
     let mut idx: Vec<usize> = (0..snap.rows.len())
         .filter(|&i| {
             let r = &snap.rows[i];
@@ -123,14 +147,42 @@ pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now
                 && redacted_rows.as_ref().is_none_or(|set| set.contains(&r.rowid))
                 && dialogue_rows.as_ref().is_none_or(|set| set.contains(&r.rowid))
                 && written_rows.as_ref().is_none_or(|set| set.contains(&r.id))
+                && source_rows.as_ref().is_none_or(|set| set.contains(&r.rowid))
+                && q.only.as_ref().is_none_or(|set| set.contains(&r.id))
         })
         .collect();
     let rows = &snap.rows;
+    // The writers and last uses of every listed memory, read once when the order needs them.
+    let writers: HashMap<String, String> =
+        if q.sort == SortBy::WrittenBy { first_writers(conn)? } else { HashMap::new() };
+    let used: Vec<Option<Instant>> = if q.sort == SortBy::LastUsed {
+        let recalled = last_recalls(conn)?;
+        rows.iter().map(|r| r.last_accessed.into_iter().chain(recalled.get(&r.id).copied()).max()).collect()
+    } else {
+        Vec::new()
+    };
+    let newest =
+        |a: usize, b: usize| rows[b].created_at.cmp(&rows[a].created_at).then(rows[b].rowid.cmp(&rows[a].rowid));
     // Each order is total (ties go by rowid), so the page is the same as after a full sort.
     let order = |&a: &usize, &b: &usize| match q.sort {
         SortBy::Score => scores[b].total_cmp(&scores[a]).then(rows[a].rowid.cmp(&rows[b].rowid)),
         SortBy::Created => rows[b].created_at.cmp(&rows[a].created_at).then(rows[b].rowid.cmp(&rows[a].rowid)),
         SortBy::Importance => rows[b].importance.total_cmp(&rows[a].importance).then(rows[a].rowid.cmp(&rows[b].rowid)),
+        // `None` last in both: a known writer or use before an unknown one.
+        SortBy::WrittenBy => match (writers.get(&rows[a].id), writers.get(&rows[b].id)) {
+            (Some(x), Some(y)) => x.cmp(y),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => std::cmp::Ordering::Equal,
+        }
+        .then_with(|| newest(a, b)),
+        SortBy::LastUsed => match (used[a], used[b]) {
+            (Some(x), Some(y)) => y.cmp(&x),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => std::cmp::Ordering::Equal,
+        }
+        .then_with(|| newest(a, b)),
     };
     let total = idx.len();
     let limit = if q.limit == 0 { 50 } else { q.limit.min(10_000) };
@@ -176,6 +228,37 @@ pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now
     Ok(Page { total, items })
 }
 
+/// Who wrote each memory first: the actor of its first `remember` in the audit.
+fn first_writers(conn: &Connection) -> Result<HashMap<String, String>> {
+    let mut out: HashMap<String, String> = HashMap::new();
+    let mut stmt = conn.prepare_cached(
+        "SELECT memory_id, actor FROM lethe_action WHERE action = 'remember' AND memory_id IS NOT NULL \
+         AND actor IS NOT NULL ORDER BY id",
+    )?;
+    let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+    for row in rows {
+        let (id, actor) = row?;
+        out.entry(id).or_insert(actor);
+    }
+    Ok(out)
+}
+
+/// Each recalled memory's last recall.
+fn last_recalls(conn: &Connection) -> Result<HashMap<String, Instant>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT memory_id, last_recalled_at FROM meta_memory_stats WHERE last_recalled_at IS NOT NULL",
+    )?;
+    let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?)))?;
+    let mut out = HashMap::new();
+    for row in rows {
+        let (id, at) = row?;
+        if let Some(at) = time::parse_opt(at.as_deref()) {
+            out.insert(id, at);
+        }
+    }
+    Ok(out)
+}
+
 /// Items `offset..offset + limit` of `idx` in `order`, as a full sort would put them, without
 /// sorting the rest: two selections (linear on average) and a sort of the page.
 fn page_of<T>(idx: &mut [T], offset: usize, limit: usize, order: impl Fn(&T, &T) -> std::cmp::Ordering) -> &[T] {
@@ -218,6 +301,9 @@ pub struct Stats {
     pub at_risk: usize,
     /// Active memories the batch would forget now.
     pub would_forget: usize,
+    /// How many memories the next forget run would quarantine: those at or above the
+    /// threshold and the working-memory gate's (what a dry run would list now).
+    pub next_run: usize,
     /// The recall statistics' summary.
     pub meta: crate::meta::MetaSummary,
 }
@@ -252,6 +338,7 @@ pub fn stats(conn: &Connection, snap: &Snapshot, s: &Settings, now: Instant) -> 
         total_quarantined: quarantined,
         at_risk,
         would_forget: forget,
+        next_run: super::batch::next_run_count(snap, &scores, s, now),
         meta: crate::meta::summary(conn)?,
     })
 }
