@@ -2,8 +2,9 @@
 
 use std::path::PathBuf;
 
+use lethe_engine::ops::answers;
 use lethe_engine::{archive, Error, Result};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::{read_text, to_json, Ctx};
 
@@ -17,11 +18,12 @@ pub(super) fn archive(
     let memos = archive_memos(ids.len(), memo, memo_file)?;
     let items: Vec<(String, String)> = ids.iter().cloned().zip(memos).collect();
     let receipts = archive::archive_batch(cx.conn, &items, cx.actor, cx.now)?;
-    if ids.len() == 1 && memo_file.is_none() {
-        to_json(&receipts[0])
+    let answer = if ids.len() == 1 && memo_file.is_none() {
+        answers::ArchiveAnswer::One(receipts.into_iter().next().expect("one receipt per ID"))
     } else {
-        Ok(json!({ "items": receipts }))
-    }
+        answers::ArchiveAnswer::Many { items: receipts }
+    };
+    to_json(&answer)
 }
 
 /// `lethe unarchive`: the bytes put back, or with `--lines`/`--bytes` a span read and nothing
@@ -33,11 +35,17 @@ pub(super) fn unarchive(
     bytes: &Option<String>,
 ) -> Result<Value> {
     match (lines, bytes) {
-        (None, None) => to_json(&archive::unarchive(cx.conn, archive_no, cx.actor, cx.now)?),
-        (Some(l), None) => to_json(&archive::read_span(cx.conn, archive_no, archive::Span::parse("lines", l)?)?),
-        (None, Some(b)) => to_json(&archive::read_span(cx.conn, archive_no, archive::Span::parse("bytes", b)?)?),
+        (None, None) => {
+            to_json(&answers::UnarchiveAnswer::Restored(archive::unarchive(cx.conn, archive_no, cx.actor, cx.now)?))
+        }
+        (Some(l), None) => span(cx, archive_no, archive::Span::parse("lines", l)?),
+        (None, Some(b)) => span(cx, archive_no, archive::Span::parse("bytes", b)?),
         (Some(_), Some(_)) => Err(Error::invalid("give --lines or --bytes, not both")),
     }
+}
+
+fn span(cx: &mut Ctx, archive_no: i64, span: archive::Span) -> Result<Value> {
+    to_json(&answers::UnarchiveAnswer::Span(archive::read_span(cx.conn, archive_no, span)?))
 }
 
 /// The memos of `lethe archive`: `--memo` for all, or `--memo-file` (a JSON array with one memo

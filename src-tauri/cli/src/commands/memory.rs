@@ -1,6 +1,7 @@
 //! One memory at a time: store, read, list, change and delete.
 
-use lethe_engine::lifecycle::{self, ListQuery, NewMemory, ProcedureFields, RememberOutcome};
+use lethe_engine::lifecycle::{self, ListQuery, NewMemory, ProcedureFields};
+use lethe_engine::ops::answers;
 use lethe_engine::{forgetting, procedural, time, Error, Result, Settings, Tier};
 use serde_json::{json, Value};
 
@@ -45,10 +46,10 @@ pub(super) fn remember(cx: &mut Ctx, a: &RememberArgs) -> Result<Value> {
             return Err(Error::invalid("--memory-id and --expected-version go together"));
         };
         let patch = procedural::ProcedurePatch { content: content_given.then_some(m.content), fields: m.procedure };
-        return to_json(&procedural::update_answer(cx.conn, id, v, &patch, cx.actor, cx.now)?);
+        let updated = procedural::update_answer(cx.conn, id, v, &patch, cx.actor, cx.now)?;
+        return to_json(&answers::RememberAnswer::Updated(updated));
     }
-    let out: RememberOutcome = lifecycle::remember(cx.conn, &m, cx.actor, cx.now)?;
-    to_json(&out)
+    to_json(&answers::RememberAnswer::Remembered(lifecycle::remember(cx.conn, &m, cx.actor, cx.now)?))
 }
 
 /// `lethe show`: one memory with its explained ForgetScore.

@@ -1,6 +1,7 @@
 //! Recall and what it leaves behind: the ranked search, the recall log, the recall
 //! statistics.
 
+use lethe_engine::ops::answers;
 use lethe_engine::{lifecycle, meta, recall, time, Error, Result};
 use serde_json::{json, Value};
 
@@ -50,18 +51,16 @@ pub(super) fn meta(cx: &mut Ctx, id: &Option<String>, query: &Option<String>, li
     match (id, query) {
         (Some(id), None) => {
             lifecycle::get(cx.conn, id)?;
-            to_json(
-                &meta::read_stored(cx.conn, id)?
-                    .unwrap_or(meta::MetaStats { memory_id: id.clone(), ..Default::default() }),
-            )
+            let stats = meta::read_stored(cx.conn, id)?
+                .unwrap_or(meta::MetaStats { memory_id: id.clone(), ..Default::default() });
+            to_json(&answers::MetaAnswer::One(stats))
         }
         (None, Some(q)) => {
             let ids = recall::topic_ids(cx.conn, q, limit, cx.now)?;
-            let mut v = to_json(&meta::overview(cx.conn, Some(&ids), &Default::default())?)?;
-            v["query"] = json!(q);
-            Ok(v)
+            let overview = meta::overview(cx.conn, Some(&ids), &Default::default())?;
+            to_json(&answers::MetaAnswer::Topic { query: q.clone(), overview })
         }
-        (None, None) => to_json(&meta::overview(cx.conn, None, &Default::default())?),
+        (None, None) => to_json(&answers::MetaAnswer::All(meta::overview(cx.conn, None, &Default::default())?)),
         (Some(_), Some(_)) => Err(Error::invalid("give an ID or --query, not both")),
     }
 }

@@ -31,6 +31,7 @@ pub struct RecallQuery {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Breakdown {
     /// S, from its two parts below.
@@ -47,6 +48,7 @@ pub struct Breakdown {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Hit {
     pub id: String,
@@ -63,6 +65,13 @@ pub struct Hit {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional, as = "Option<Vec<String>>"))]
     pub steps: Option<serde_json::Value>,
+    /// The query words the memory matched only through a session neighbour's text (the
+    /// memories of its session written just before and after it), per neighbour; absent when
+    /// none. Filled by [`mark_matched_through`] for callers that show it beside plain results
+    /// (MCP); `explain` says the same as `context_matches`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "ts", ts(optional, as = "Option<Vec<ContextMatch>>"))]
+    pub matched_through: Vec<ContextMatch>,
 }
 
 /// A match is weak when its similarity S is below this share of the best S in the same
@@ -420,6 +429,7 @@ pub fn recall(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<Hi
 /// What a recall answers, whichever interface asked (the CLI prints it, MCP returns it, the
 /// window receives it): the results, how recall ran, and what of the query it read.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "RecallAnswer"))]
 pub struct Answer {
     pub results: Vec<Hit>,
@@ -450,22 +460,40 @@ pub struct Answer {
 pub fn answer(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Answer> {
     let results = recall(conn, q, now)?;
     let periods = named_periods(&q.text, now);
-    let dropped = dropped_words(&q.text);
-    let notice = (!dropped.is_empty()).then(|| {
-        format!(
-            "the query has more than {MAX_QUERY_WORDS} distinct words; the last {} were not searched",
-            dropped.len()
-        )
-    });
+    let (dropped_words, notice) = unsearched(&q.text);
     Ok(Answer {
         weak: weak_matches(&results),
         results,
         recall_mode: crate::embed::status(),
         searched_words: searched_words(&q.text),
         periods: (!periods.is_empty()).then_some(periods),
-        dropped_words: (!dropped.is_empty()).then_some(dropped),
+        dropped_words,
         notice,
     })
+}
+
+/// The words of `text` that are not searched (beyond [`MAX_QUERY_WORDS`] distinct words),
+/// when there are any, and the sentence that tells a person so.
+fn unsearched(text: &str) -> (Option<Vec<String>>, Option<String>) {
+    let dropped = dropped_words(text);
+    if dropped.is_empty() {
+        return (None, None);
+    }
+    let notice = format!(
+        "the query has more than {MAX_QUERY_WORDS} distinct words; the last {} were not searched",
+        dropped.len()
+    );
+    (Some(dropped), Some(notice))
+}
+
+/// Fills each result's `matched_through`: the query words it matched only through a session
+/// neighbour's text, per neighbour (see [`context_matches`]).
+pub fn mark_matched_through(conn: &Connection, answer: &mut Answer, text: &str) -> Result<()> {
+    let through = context_matches(conn, &answer.results, text)?;
+    for (hit, m) in answer.results.iter_mut().zip(through) {
+        hit.matched_through = m;
+    }
+    Ok(())
 }
 
 /// The memories recall finds for a topic (at most `limit`, 1-100), for the meta statistics of
@@ -500,6 +528,7 @@ pub struct ExplainedHit {
 
 /// Query words a result matched only through the text of one of its session neighbours.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ContextMatch {
     /// The neighbour's memory id.
@@ -661,19 +690,35 @@ pub fn explain(conn: &Connection, q: &RecallQuery, now: Instant, declined: usize
     })
 }
 
-/// `recall --explain`'s answer: [`explain`]'s, and how recall finds memories (`recall_mode`).
+/// `recall --explain`'s answer and the window's Recall view's: [`explain`]'s, how recall finds
+/// memories (`recall_mode`), and the words it did not search, as [`Answer`] says them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "RecallExplained"))]
 pub struct ExplainAnswer {
     #[serde(flatten)]
     pub explained: Explained,
     /// "semantic + lexical (model)" or "lexical recall only: why".
     pub recall_mode: String,
+    /// Words not searched: the query had more than [`MAX_QUERY_WORDS`] distinct words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub dropped_words: Option<Vec<String>>,
+    /// A sentence for a person when part of the query was not searched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub notice: Option<String>,
 }
 
-/// [`explain`] with the recall mode: what `lethe recall --explain` prints.
+/// [`explain`] with the recall mode and the words not searched: what `lethe recall --explain`
+/// prints and the window's Recall view shows.
 pub fn explain_answer(conn: &Connection, q: &RecallQuery, now: Instant, declined: usize) -> Result<ExplainAnswer> {
-    Ok(ExplainAnswer { explained: explain(conn, q, now, declined)?, recall_mode: crate::embed::status() })
+    let (dropped_words, notice) = unsearched(&q.text);
+    Ok(ExplainAnswer {
+        explained: explain(conn, q, now, declined)?,
+        recall_mode: crate::embed::status(),
+        dropped_words,
+        notice,
+    })
 }
 
 /// For each of `hits` (as [`recall`] returned them for `text`), the query words it matched
@@ -1514,6 +1559,7 @@ impl<'q> Ranking<'q> {
             breakdown,
             task_goal: None,
             steps: None,
+            matched_through: Vec::new(),
         };
         (c.rowid, hit, why)
     }
@@ -1545,6 +1591,7 @@ mod tests {
             },
             task_goal: None,
             steps: None,
+            matched_through: Vec::new(),
         };
         // Best 0.8: the line is 0.4; 0.4 itself is not weak, 0.39 is.
         let hits = [hit(0.8), hit(0.1), hit(0.4), hit(0.39)];
