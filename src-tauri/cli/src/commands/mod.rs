@@ -413,8 +413,7 @@ fn writes(command: &Command) -> bool {
     }
 }
 
-/// Who acts: `user` only for a person at an interactive terminal, never claimed
-
+/// Runs one command; a `--read-only` session that ran out of time says so as `refused`.
 pub fn run(cli: Cli) -> Result<Option<Value>> {
     let read_only = cli.read_only;
     run_command(cli).map_err(|e| match store::interrupted_message(&e, open::read_only_deadline()) {

@@ -149,6 +149,8 @@ pub enum ArchiveAnswer {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
+// Built once per call and serialised at once: boxing the memory would save nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum UnarchiveAnswer {
     Restored(Memory),
     Span(SpanRead),

@@ -1386,7 +1386,7 @@ impl<'q> Ranking<'q> {
         Ok(())
     }
 
-    /// 1. Lexical: the best stemmed-BM25 matches, ranked inside FTS5. Memories matching every
+    /// Step 1, lexical: the best stemmed-BM25 matches, ranked inside FTS5. Memories matching every
     /// word first; only when they are fewer than asked for does the search widen to any word
     /// (bm25() sums over all the query's words either way, so a memory scores the same under
     /// both; ranking every match of a common word costs ~15× more at 10k). The vector scan
@@ -1464,7 +1464,7 @@ impl<'q> Ranking<'q> {
         })
     }
 
-    /// 2. Semantic: the nearest stored vectors (the exact scan's `scanned`, or the server's
+    /// Step 2, semantic: the nearest stored vectors (the exact scan's `scanned`, or the server's
     /// HNSW index), filtered by tier and pin; deleted memories are not searched. On a team
     /// server every candidate's cosine is then read from its stored vector.
     fn semantic(
@@ -1493,7 +1493,7 @@ impl<'q> Ranking<'q> {
         Ok(())
     }
 
-    /// 3. The fused score of every candidate, best first (ties by BM25, then rowid). S: BM25
+    /// Step 3, the fused score of every candidate, best first (ties by BM25, then rowid). S: BM25
     /// normalised by the best lexical candidate, cosine by the best semantic one, mixed with
     /// LEXICAL_SHARE (lexical alone without a model).
     fn score(&self, cands: Vec<Cand>) -> Vec<(i64, Hit, Why)> {
