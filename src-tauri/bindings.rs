@@ -12,9 +12,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use lethe_engine::{audit, chart, forgetting, lifecycle, model, procedural, settings};
 use ts_rs::{Config, TypeVisitor, TS};
 
-use crate::commands::{
-    DbInfo, Items, ListArgs, ProcedurePatchArgs, RecallExplainArgs, RecallExplained, RecallLogPage, SimilarMemory,
-};
+use crate::commands::{DbInfo, Items, ListArgs, ProcedurePatchArgs, RecallExplainArgs, RecallLogPage, SimilarMemory};
 use crate::error::ApiError;
 use crate::events::{DbChanged, DbStatus, ForgetProgress, ScoringProgress, VectorsProgress};
 
@@ -32,7 +30,7 @@ fn render() -> String {
     out.add::<forgetting::Stats>();
     out.add::<lifecycle::Page>();
     out.add::<lethe_engine::recall::Answer>();
-    out.add::<RecallExplained>();
+    out.add::<lethe_engine::recall::ExplainAnswer>();
     out.add::<RecallLogPage>();
     out.add::<Items<SimilarMemory>>();
     out.add::<lethe_engine::duplicates::Clusters>();

@@ -504,17 +504,10 @@ pub struct RecallExplainArgs {
     pub now: Option<String>,
 }
 
-#[derive(Debug, Serialize, TS)]
-pub struct RecallExplained {
-    #[serde(flatten)]
-    pub explained: lethe_engine::recall::Explained,
-    pub recall_mode: String,
-}
-
 /// The Recall view: results with their breakdown and what was declined. A person trying a
 /// query is not an agent recalling: it writes nothing and counts in no statistics.
 #[tauri::command]
-pub async fn recall_explain(app: AppHandle, args: RecallExplainArgs) -> ApiResult<RecallExplained> {
+pub async fn recall_explain(app: AppHandle, args: RecallExplainArgs) -> ApiResult<lethe_engine::recall::ExplainAnswer> {
     let now = at(&args.now)?;
     let q = lethe_engine::recall::RecallQuery {
         text: args.query,
@@ -527,10 +520,7 @@ pub async fn recall_explain(app: AppHandle, args: RecallExplainArgs) -> ApiResul
         ..Default::default()
     };
     blocking(app, move |st| {
-        st.with_db(|db| {
-            let explained = lethe_engine::recall::explain(&db.conn, &q, now, lethe_engine::recall::DECLINED)?;
-            Ok(RecallExplained { explained, recall_mode: lethe_engine::embed::status() })
-        })
+        st.with_db(|db| lethe_engine::recall::explain_answer(&db.conn, &q, now, lethe_engine::recall::DECLINED))
     })
     .await
 }

@@ -327,7 +327,14 @@ context_matches: Array<ContextMatch>, id: string, type: Tier, content: string, s
 /**
  * A procedure's goal and steps (its current version), so an agent reads what to do.
  */
-task_goal?: string, steps?: Array<string>, };
+task_goal?: string, steps?: Array<string>, 
+/**
+ * The query words the memory matched only through a session neighbour's text (the
+ * memories of its session written just before and after it), per neighbour; absent when
+ * none. Filled by [`mark_matched_through`] for callers that show it beside plain results
+ * (MCP); `explain` says the same as `context_matches`.
+ */
+matched_through?: Array<ContextMatch>, };
 
 /**
  * The kinds of failure a reflection note records.
@@ -375,7 +382,14 @@ export type Hit = { id: string, type: Tier, content: string, score: number, bm25
 /**
  * A procedure's goal and steps (its current version), so an agent reads what to do.
  */
-task_goal?: string, steps?: Array<string>, };
+task_goal?: string, steps?: Array<string>, 
+/**
+ * The query words the memory matched only through a session neighbour's text (the
+ * memories of its session written just before and after it), per neighbour; absent when
+ * none. Filled by [`mark_matched_through`] for callers that show it beside plain results
+ * (MCP); `explain` says the same as `context_matches`.
+ */
+matched_through?: Array<ContextMatch>, };
 
 /**
  * One host's configuration, ready to paste.
@@ -692,7 +706,23 @@ export type RecallContext = { session: string | null, project: string | null, wo
  */
 export type RecallExplainArgs = { query: string, limit?: number, session?: string, project?: string, workflow?: string, tags?: Array<string>, weights?: RecallWeights, now?: string, };
 
-export type RecallExplained = { recall_mode: string, results: Array<ExplainedHit>, declined: Array<Declined>, weights: RecallWeights, 
+/**
+ * `recall --explain`'s answer and the window's Recall view's: [`explain`]'s, how recall finds
+ * memories (`recall_mode`), and the words it did not search, as [`Answer`] says them.
+ */
+export type RecallExplained = { 
+/**
+ * "semantic + lexical (model)" or "lexical recall only: why".
+ */
+recall_mode: string, 
+/**
+ * Words not searched: the query had more than [`MAX_QUERY_WORDS`] distinct words.
+ */
+dropped_words?: Array<string>, 
+/**
+ * A sentence for a person when part of the query was not searched.
+ */
+notice?: string, results: Array<ExplainedHit>, declined: Array<Declined>, weights: RecallWeights, 
 /**
  * The periods the query names (see [`named_periods`]); empty when it names none.
  */

@@ -89,6 +89,7 @@ use serde::Serialize;
 /// Everything a person needs to judge one memory: its fields, its explained ForgetScore,
 /// links, archive state and recall statistics.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct MemoryDetail {
     #[serde(flatten)]
@@ -105,6 +106,7 @@ pub struct MemoryDetail {
     /// The task kind when the memory is a task log (an ended session's working memory).
     pub task_kind: Option<String>,
     /// Why it is a duplicate of `duplicate_of`: the values and words both hold (plain text).
+    #[cfg_attr(feature = "schema", schemars(with = "Option<crate::ops::answers::shapes::Evidence>"))]
     pub duplicate_evidence: Option<sameness::Evidence>,
 }
 

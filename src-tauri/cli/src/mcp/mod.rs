@@ -474,7 +474,7 @@ impl LetheMcp {
     #[tool(
         description = "Store a memory (or compare-and-swap update a procedural one with memory_id + expected_version). Trivial text and exact duplicates are not stored; the answer says why. The answer lists similar memories already stored: pass their ids in supersedes to replace them. Secrets are redacted before anything is written (or refused, per the secrets setting) and personal data tagged; the answer lists what was redacted (field, kind, offsets), never the value.",
         input_schema = schema::input::<RememberArgs>(),
-        output_schema = schema::remember(),
+        output_schema = schema::output::<answers::RememberAnswer>(),
         annotations(title = "Remember", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
     async fn remember(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
@@ -504,10 +504,14 @@ impl LetheMcp {
                 (Some(id), Some(v)) => {
                     let patch = procedural::ProcedurePatch { content: Some(m.content), fields: m.procedure };
                     let mut c = conn.lock().unwrap_or_else(|e| e.into_inner());
-                    Ok(serde_json::to_value(procedural::update_answer(&mut c, &id, v, &patch, actor, now)?)?)
+                    let updated = procedural::update_answer(&mut c, &id, v, &patch, actor, now)?;
+                    Ok(serde_json::to_value(answers::RememberAnswer::Updated(updated))?)
                 }
                 // Written with the calls of other requests waiting for the connection.
-                (None, None) => Ok(serde_json::to_value(remembers.remember(conn, m, actor, now)?)?),
+                (None, None) => {
+                    let outcome = remembers.remember(conn, m, actor, now)?;
+                    Ok(serde_json::to_value(answers::RememberAnswer::Remembered(outcome))?)
+                }
                 _ => Err(Error::invalid("memory_id and expected_version go together")),
             }
         })
@@ -517,7 +521,7 @@ impl LetheMcp {
     #[tool(
         description = "Ranked search over active memories with a score breakdown per result (similarity, recency, scene, priority). A query that names a time (\"in July 2022\", \"on 3 August 2023\", \"last week\", \"3 days ago\") ranks the memories dated then first and answers the periods it read. Recall does not count as usage; its hits go to the meta-memory statistics only.",
         input_schema = schema::input::<RecallArgs>(),
-        output_schema = schema::recall(),
+        output_schema = schema::output::<recall::Answer>(),
         annotations(title = "Recall", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn recall(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
@@ -534,7 +538,7 @@ impl LetheMcp {
                 weights: None,
                 task_kind: a.task_kind,
             };
-            let answer = recall::answer(c, &q, now)?;
+            let mut answer = recall::answer(c, &q, now)?;
             for h in &answer.results {
                 buffer.record_hit(&h.id, h.score, now);
             }
@@ -545,14 +549,8 @@ impl LetheMcp {
                 &answer.results,
             ));
             // A result that matched through a session neighbour's text says so, and which.
-            let through = recall::context_matches(c, &answer.results, &q.text)?;
-            let mut out = serde_json::to_value(&answer)?;
-            for (r, m) in out["results"].as_array_mut().into_iter().flatten().zip(through) {
-                if !m.is_empty() {
-                    r["matched_through"] = json!(m);
-                }
-            }
-            Ok(out)
+            recall::mark_matched_through(c, &mut answer, &q.text)?;
+            Ok(serde_json::to_value(&answer)?)
         })
         .await
     }
@@ -560,13 +558,13 @@ impl LetheMcp {
     #[tool(
         description = "The nearest active memories of a memory, each with its closeness (0-1), kind (duplicate / possible update / related) and evidence (matching and differing values and words): check before storing a near-copy, or supersede an older memory whose value changed.",
         input_schema = schema::input::<SimilarArgs>(),
-        output_schema = schema::similar(),
+        output_schema = schema::output::<answers::SimilarAnswer>(),
         annotations(title = "Similar memories", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn similar(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
         self.run("similar", &peer, args, |a: SimilarArgs, c, _, _, _| {
             let items = lethe_engine::semantic::similar(c, &a.memory_id, a.limit.unwrap_or(10) as usize)?;
-            Ok(json!({ "items": items }))
+            Ok(serde_json::to_value(answers::SimilarAnswer { items })?)
         })
         .await
     }
@@ -574,7 +572,7 @@ impl LetheMcp {
     #[tool(
         description = "Forget a memory: a soft delete into the 30-day quarantine, restorable with restore. A hard delete (hard and confirm) is for the person only; an agent gets forbidden.",
         input_schema = schema::input::<ForgetArgs>(),
-        output_schema = schema::event(),
+        output_schema = schema::output::<lethe_engine::audit::ForgettingEvent>(),
         annotations(title = "Forget", read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false)
     )]
     async fn forget(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
@@ -592,7 +590,7 @@ impl LetheMcp {
     #[tool(
         description = "Undo a forget run: restore everything the policy run quarantined, as one audited action. The answer lists what came back and what could not (already restored, quarantined again since, deleted for ever).",
         input_schema = schema::input::<UndoRunArgs>(),
-        output_schema = schema::undo_run(),
+        output_schema = schema::output::<lethe_engine::runs::UndoReport>(),
         annotations(title = "Undo a forget run", read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn undo_forget_run(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
@@ -605,7 +603,7 @@ impl LetheMcp {
     #[tool(
         description = "Bring a memory back from quarantine exactly as it was.",
         input_schema = schema::input::<IdArgs>(),
-        output_schema = schema::detail(),
+        output_schema = schema::output::<lethe_engine::MemoryDetail>(),
         annotations(title = "Restore", read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn restore(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
@@ -619,7 +617,7 @@ impl LetheMcp {
     #[tool(
         description = "Pin a memory: pinned memories are never forgotten by the policy.",
         input_schema = schema::input::<IdArgs>(),
-        output_schema = schema::detail(),
+        output_schema = schema::output::<lethe_engine::MemoryDetail>(),
         annotations(title = "Pin", read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn pin(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
@@ -633,7 +631,7 @@ impl LetheMcp {
     #[tool(
         description = "Unpin a memory: the policy may forget it again.",
         input_schema = schema::input::<IdArgs>(),
-        output_schema = schema::detail(),
+        output_schema = schema::output::<lethe_engine::MemoryDetail>(),
         annotations(title = "Unpin", read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn unpin(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
@@ -647,19 +645,12 @@ impl LetheMcp {
     #[tool(
         description = "Report whether a memory helped; helpful = true counts as a cite (usage), which keeps it from decaying.",
         input_schema = schema::input::<FeedbackArgs>(),
-        output_schema = schema::feedback(),
+        output_schema = schema::output::<answers::FeedbackAnswer>(),
         annotations(title = "Feedback", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
     async fn feedback(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
         self.run("feedback", &peer, args, |a: FeedbackArgs, c, _, actor, now| {
-            // The count the cite wrote, read in its transaction (the whole explained detail
-            // cost a cite ten times the write at 100k).
-            let m = if a.helpful {
-                lifecycle::cite(c, &a.memory_id, actor, now)?
-            } else {
-                lifecycle::get(c, &a.memory_id)?
-            };
-            Ok(json!({ "memory_id": a.memory_id, "helpful": a.helpful, "cite_count": m.cite_count }))
+            Ok(serde_json::to_value(answers::feedback(c, &a.memory_id, a.helpful, actor, now)?)?)
         })
         .await
     }
@@ -667,7 +658,7 @@ impl LetheMcp {
     #[tool(
         description = "Read one memory with its explained ForgetScore; counts as a view.",
         input_schema = schema::input::<IdArgs>(),
-        output_schema = schema::detail(),
+        output_schema = schema::output::<lethe_engine::MemoryDetail>(),
         annotations(title = "Get memory", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
     async fn get_memory(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
@@ -681,7 +672,7 @@ impl LetheMcp {
     #[tool(
         description = "How well you remember. {}: the summary over every active memory (memories recalled, total recalls, average confidence, the lowest-confidence memories with average < 0.5, the most recalled, how many were never recalled). {memory_id}: that memory's recall count, successes, failures, average confidence, last recall. {query}: the summary over the memories recall finds for that topic; this search is not counted as a recall. Hits not yet flushed are included.",
         input_schema = schema::input::<MetaArgs>(),
-        output_schema = schema::meta(),
+        output_schema = schema::output::<answers::MetaAnswer>(),
         annotations(title = "Meta-memory statistics", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn get_meta_memory_stats(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
@@ -691,19 +682,18 @@ impl LetheMcp {
                     return Err(Error::invalid("limit goes with query"));
                 }
                 lifecycle::get(c, &id)?;
-                Ok(serde_json::to_value(b.read(c, &id)?)?)
+                Ok(serde_json::to_value(answers::MetaAnswer::One(b.read(c, &id)?))?)
             }
             (None, Some(q)) => {
                 let ids = recall::topic_ids(c, &q, a.limit.unwrap_or(20) as usize, now)?;
-                let mut v = serde_json::to_value(b.overview(c, Some(&ids))?)?;
-                v["query"] = json!(q);
-                Ok(v)
+                let overview = b.overview(c, Some(&ids))?;
+                Ok(serde_json::to_value(answers::MetaAnswer::Topic { query: q, overview })?)
             }
             (None, None) => {
                 if a.limit.is_some() {
                     return Err(Error::invalid("limit goes with query"));
                 }
-                Ok(serde_json::to_value(b.overview(c, None)?)?)
+                Ok(serde_json::to_value(answers::MetaAnswer::All(b.overview(c, None)?))?)
             }
             (Some(_), Some(_)) => Err(Error::invalid("give memory_id or query, not both")),
         })
@@ -713,7 +703,7 @@ impl LetheMcp {
     #[tool(
         description = "Append a reflection note (a lesson from a failure) to a procedural memory; beyond 100 notes the oldest is dropped.",
         input_schema = schema::input::<ReflectionArgs>(),
-        output_schema = schema::reflect(),
+        output_schema = schema::output::<procedural::ReflectOutcome>(),
         annotations(title = "Add reflection note", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
     async fn add_reflection_note(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
@@ -734,16 +724,19 @@ impl LetheMcp {
     #[tool(
         description = "Replace a bulky tool observation by a one-line memo, keeping the exact bytes for restore_archive. Give memory_id and memo, or items [{memory_id, memo}] to archive many in one transaction (all or nothing); the answer is then {items: [...]}.",
         input_schema = schema::input::<ArchiveArgs>(),
-        output_schema = schema::archive(),
+        output_schema = schema::output::<answers::ArchiveAnswer>(),
         annotations(title = "Archive observation", read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
     async fn archive_observation(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
         self.run("archive_observation", &peer, args, |a: ArchiveArgs, c, _, actor, now| {
             match (a.memory_id, a.memo, a.items) {
-                (Some(id), Some(memo), None) => Ok(serde_json::to_value(archive::archive(c, &id, &memo, actor, now)?)?),
+                (Some(id), Some(memo), None) => {
+                    Ok(serde_json::to_value(answers::ArchiveAnswer::One(archive::archive(c, &id, &memo, actor, now)?))?)
+                }
                 (None, None, Some(items)) => {
                     let items: Vec<(String, String)> = items.into_iter().map(|i| (i.memory_id, i.memo)).collect();
-                    Ok(json!({ "items": archive::archive_batch(c, &items, actor, now)? }))
+                    let items = archive::archive_batch(c, &items, actor, now)?;
+                    Ok(serde_json::to_value(answers::ArchiveAnswer::Many { items })?)
                 }
                 _ => Err(Error::invalid("give memory_id and memo, or items, not both")),
             }
@@ -754,18 +747,21 @@ impl LetheMcp {
     #[tool(
         description = "Put back the exact archived bytes of an observation (hash verified). With lines or bytes (\"A:B\"), return only that span {archive_no, memory_id, start, end, sha256, text} and restore nothing.",
         input_schema = schema::input::<RestoreArchiveArgs>(),
-        output_schema = schema::restore_archive(),
+        output_schema = schema::output::<answers::UnarchiveAnswer>(),
         annotations(title = "Restore archive", read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn restore_archive(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
         self.run("restore_archive", &peer, args, |a: RestoreArchiveArgs, c, _, actor, now| {
             let span = match (a.lines, a.bytes) {
-                (None, None) => return Ok(serde_json::to_value(archive::unarchive(c, a.archive_no, actor, now)?)?),
+                (None, None) => {
+                    let restored = archive::unarchive(c, a.archive_no, actor, now)?;
+                    return Ok(serde_json::to_value(answers::UnarchiveAnswer::Restored(restored))?);
+                }
                 (Some(l), None) => archive::Span::parse("lines", &l)?,
                 (None, Some(b)) => archive::Span::parse("bytes", &b)?,
                 (Some(_), Some(_)) => return Err(Error::invalid("give lines or bytes, not both")),
             };
-            Ok(serde_json::to_value(archive::read_span(c, a.archive_no, span)?)?)
+            Ok(serde_json::to_value(answers::UnarchiveAnswer::Span(archive::read_span(c, a.archive_no, span)?))?)
         })
         .await
     }
@@ -773,7 +769,7 @@ impl LetheMcp {
     #[tool(
         description = "End a session: its working memories become task logs of task_kind (kept, restorable, recalled only when recall names the same task_kind), and each rule becomes a semantic memory linked to the session. One transaction; ending a session again changes nothing and returns the first answer with already_ended.",
         input_schema = schema::input::<EndSessionArgs>(),
-        output_schema = schema::end_session(),
+        output_schema = schema::output::<session::SessionEnd>(),
         annotations(title = "End session", read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn end_session(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
@@ -812,7 +808,7 @@ impl LetheMcp {
     #[tool(
         description = "A page of active memories (previews, not full texts) with their ForgetScore: filter by tier, pinned, at risk; sort by score, created or importance; page with limit and offset. get_memory reads one in full.",
         input_schema = schema::input::<ListArgs>(),
-        output_schema = schema::page(),
+        output_schema = schema::output::<forgetting::Page>(),
         annotations(title = "List memories", read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn list_memories(&self, peer: Peer<RoleServer>, args: JsonObject) -> ToolResult {
@@ -900,15 +896,51 @@ pub fn serve(path: PathBuf) -> lethe_engine::Result<()> {
 mod tests {
     use super::*;
 
-    /// The tools whose output schema is generated from the engine's answer type, with that
-    /// type's schema.
+    /// Every tool's output schema, generated from the engine's answer type it returns.
     fn generated() -> Vec<(&'static str, Arc<JsonObject>)> {
-        vec![("memory_stats", schema::output::<answers::StatsAnswer>())]
+        let detail = schema::output::<lethe_engine::MemoryDetail>;
+        vec![
+            ("remember", schema::output::<answers::RememberAnswer>()),
+            ("recall", schema::output::<recall::Answer>()),
+            ("similar", schema::output::<answers::SimilarAnswer>()),
+            ("forget", schema::output::<lethe_engine::audit::ForgettingEvent>()),
+            ("undo_forget_run", schema::output::<lethe_engine::runs::UndoReport>()),
+            ("restore", detail()),
+            ("pin", detail()),
+            ("unpin", detail()),
+            ("feedback", schema::output::<answers::FeedbackAnswer>()),
+            ("get_memory", detail()),
+            ("get_meta_memory_stats", schema::output::<answers::MetaAnswer>()),
+            ("add_reflection_note", schema::output::<procedural::ReflectOutcome>()),
+            ("archive_observation", schema::output::<answers::ArchiveAnswer>()),
+            ("restore_archive", schema::output::<answers::UnarchiveAnswer>()),
+            ("end_session", schema::output::<session::SessionEnd>()),
+            ("memory_stats", schema::output::<answers::StatsAnswer>()),
+            ("list_memories", schema::output::<forgetting::Page>()),
+        ]
     }
 
     /// Where `value` breaks `schema` (the keywords the generated schemas use: type,
-    /// properties, required, additionalProperties, items), as paths.
+    /// properties, required, additionalProperties, items, anyOf), as paths.
     fn breaks(value: &Value, schema: &Value, at: &str, out: &mut Vec<String>) {
+        // `true` (or `{}`) accepts any value: a JSON value the engine passes through.
+        if schema == &json!(true) || schema == &json!({}) {
+            return;
+        }
+        if let Some(Value::Array(alts)) = schema.get("anyOf") {
+            let fits: Vec<Vec<String>> = alts
+                .iter()
+                .map(|alt| {
+                    let mut o = Vec::new();
+                    breaks(value, alt, at, &mut o);
+                    o
+                })
+                .collect();
+            if !fits.iter().any(Vec::is_empty) {
+                out.push(format!("{at}: fits none of anyOf: {fits:?}"));
+                return;
+            }
+        }
         if let Some(ty) = schema.get("type") {
             let types: Vec<&str> = match ty {
                 Value::String(t) => vec![t.as_str()],
@@ -937,11 +969,15 @@ mod tests {
                     out.push(format!("{at}.{k}: required, missing"));
                 }
             }
-            for (k, v) in o {
-                match (props.and_then(|p| p.get(k)), schema.get("additionalProperties")) {
-                    (Some(p), _) => breaks(v, p, &format!("{at}.{k}"), out),
-                    (None, Some(extra)) if extra.is_object() => breaks(v, extra, &format!("{at}.{k}"), out),
-                    (None, _) => out.push(format!("{at}.{k}: not in the schema")),
+            // The keys are checked where the schema names them (an alternative of anyOf is
+            // checked on its own).
+            if props.is_some() || schema.get("additionalProperties").is_some() {
+                for (k, v) in o {
+                    match (props.and_then(|p| p.get(k)), schema.get("additionalProperties")) {
+                        (Some(p), _) => breaks(v, p, &format!("{at}.{k}"), out),
+                        (None, Some(extra)) if extra.is_object() => breaks(v, extra, &format!("{at}.{k}"), out),
+                        (None, _) => out.push(format!("{at}.{k}: not in the schema")),
+                    }
                 }
             }
         }
@@ -952,14 +988,36 @@ mod tests {
         }
     }
 
-    #[test]
-    fn generated_output_schemas_are_the_engines_answer_types_and_hold_every_field_a_real_answer_has() {
+    /// The schema `tool` advertises in the tool list.
+    fn advertised(tool: &str) -> Value {
         let tools = LetheMcp::tool_router().list_all();
-        for (name, expected) in generated() {
+        let t = tools.iter().find(|t| t.name == tool).unwrap_or_else(|| panic!("no tool {tool}"));
+        Value::Object((**t.output_schema.as_ref().unwrap_or_else(|| panic!("{tool} has no output schema"))).clone())
+    }
+
+    /// Asserts that `answer` fits what `tool` advertises.
+    fn fits<T: serde::Serialize>(tool: &str, answer: &T) -> Value {
+        let v = serde_json::to_value(answer).unwrap();
+        let mut out = Vec::new();
+        breaks(&v, &advertised(tool), tool, &mut out);
+        assert!(out.is_empty(), "{tool}'s answer breaks its schema: {out:?}\nanswer: {v}");
+        v
+    }
+
+    #[test]
+    fn every_tool_advertises_the_schema_of_its_engine_answer_type() {
+        let tools = LetheMcp::tool_router().list_all();
+        let generated = generated();
+        assert_eq!(tools.len(), generated.len(), "a tool without its answer type here");
+        for (name, expected) in generated {
             let tool = tools.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("no tool {name}"));
             assert_eq!(tool.output_schema.as_deref(), Some(&*expected), "{name}'s output schema is its answer type's");
+            assert_eq!(expected.get("type"), Some(&json!("object")), "{name}: MCP wants an object's schema");
         }
+    }
 
+    #[test]
+    fn generated_output_schemas_are_the_engines_answer_types_and_hold_every_field_a_real_answer_has() {
         // A real answer, with every optional part present: a memory recalled (the mean
         // confidence), and a row another program stored with a mistyped value.
         let now = time::parse("2026-06-01T12:00:00.000Z").unwrap();
@@ -974,20 +1032,110 @@ mod tests {
         meta::write_batch(&mut conn, &deltas, &[]).unwrap();
         conn.execute_batch("UPDATE memory_item SET view_count = 'many'").unwrap();
         let snap = forgetting::Snapshot::load(&conn).unwrap();
-        let answer =
-            serde_json::to_value(answers::stats(&conn, &snap, &Settings::load(&conn).unwrap(), now).unwrap()).unwrap();
+        let answer = fits("memory_stats", &answers::stats(&conn, &snap, &Settings::load(&conn).unwrap(), now).unwrap());
         assert!(answer["mistyped"].as_array().is_some_and(|m| !m.is_empty()), "{answer}");
         assert!(answer["meta"]["avg_confidence"].is_number(), "{answer}");
-        let schema = Value::Object((*schema::output::<answers::StatsAnswer>()).clone());
-        let mut out = Vec::new();
-        breaks(&answer, &schema, "memory_stats", &mut out);
-        assert!(out.is_empty(), "the answer breaks its schema: {out:?}\nschema: {schema}");
 
         // And the check can fail: a field the schema does not know.
         let mut extra = answer.clone();
         extra["meta"]["new_field"] = json!(1);
         let mut out = Vec::new();
-        breaks(&extra, &schema, "memory_stats", &mut out);
+        breaks(&extra, &advertised("memory_stats"), "memory_stats", &mut out);
         assert_eq!(out, vec!["memory_stats.meta.new_field: not in the schema"]);
+    }
+
+    #[test]
+    fn real_answers_of_every_tool_fit_the_schema_it_advertises() {
+        let now = time::parse("2026-06-01T12:00:00.000Z").unwrap();
+        let mut conn = store::open_in_memory().unwrap();
+        let c = &mut conn;
+        let mut first = NewMemory::new(Tier::Episodic, "the deploy of the billing service runs at noon on Tuesdays");
+        first.session_id = Some("s1".into());
+        first.source = Some("tool:bash".into());
+        first.tags = vec!["deploy".into()];
+        let stored = answers::RememberAnswer::Remembered(lifecycle::remember(c, &first, "agent:a", now).unwrap());
+        let id = fits("remember", &stored)["id"].as_str().unwrap().to_string();
+        // A near-copy: stored with the first listed as similar, then an exact copy, skipped.
+        let mut copy = NewMemory::new(Tier::Episodic, "the deploy of the billing service runs at noon on Thursdays");
+        copy.session_id = Some("s1".into());
+        let near = fits(
+            "remember",
+            &answers::RememberAnswer::Remembered(lifecycle::remember(c, &copy, "agent:a", now).unwrap()),
+        );
+        assert!(near["similar"].as_array().is_some_and(|s| !s.is_empty()), "{near}");
+        let skipped = fits(
+            "remember",
+            &answers::RememberAnswer::Remembered(lifecycle::remember(c, &first, "agent:a", now).unwrap()),
+        );
+        assert_eq!(skipped["stored"], json!(false), "{skipped}");
+        let mut proc = NewMemory::new(Tier::Procedural, "Deploy: build; ship");
+        proc.procedure.task_goal = Some("Deploy".into());
+        proc.procedure.steps = Some(json!(["build", "ship"]));
+        let proc_id = lifecycle::remember(c, &proc, "agent:a", now).unwrap().id().unwrap().to_string();
+        let patch = procedural::ProcedurePatch {
+            content: None,
+            fields: ProcedureFields { steps: Some(json!(["build", "test", "ship"])), ..Default::default() },
+        };
+        let updated = procedural::update_answer(c, &proc_id, 1, &patch, "agent:a", now).unwrap();
+        fits("remember", &answers::RememberAnswer::Updated(updated));
+
+        let q = recall::RecallQuery { text: "billing deploy".into(), limit: 5, ..Default::default() };
+        let mut answer = recall::answer(c, &q, now).unwrap();
+        recall::mark_matched_through(c, &mut answer, &q.text).unwrap();
+        fits("recall", &answer);
+        let items = lethe_engine::semantic::similar(c, &id, 10).unwrap();
+        fits("similar", &answers::SimilarAnswer { items });
+
+        fits("get_memory", &lethe_engine::detail(c, &id, now, None).unwrap());
+        fits("feedback", &answers::feedback(c, &id, true, "agent:a", now).unwrap());
+        fits("pin", &{
+            lifecycle::pin(c, &id, "user", now).unwrap();
+            lethe_engine::detail(c, &id, now, None).unwrap()
+        });
+        let note = json!({ "failure_type": "tool_error", "failure_description": "timed out" });
+        fits("add_reflection_note", &procedural::reflect(c, &proc_id, &note, None, "agent:a", now).unwrap());
+
+        let receipt = archive::archive(c, &id, "deploy log, archived", "agent:a", now).unwrap();
+        let archive_no = receipt.archive_no;
+        fits("archive_observation", &answers::ArchiveAnswer::One(receipt));
+        let span = archive::read_span(c, archive_no, archive::Span::parse("lines", "1:1").unwrap()).unwrap();
+        fits("restore_archive", &answers::UnarchiveAnswer::Span(span));
+        fits(
+            "restore_archive",
+            &answers::UnarchiveAnswer::Restored(archive::unarchive(c, archive_no, "agent:a", now).unwrap()),
+        );
+        let items = archive::archive_batch(c, &[(id.clone(), "again".into())], "agent:a", now).unwrap();
+        fits("archive_observation", &answers::ArchiveAnswer::Many { items });
+
+        let meta_one = meta::read_stored(c, &id)
+            .unwrap()
+            .unwrap_or(meta::MetaStats { memory_id: id.clone(), ..Default::default() });
+        fits("get_meta_memory_stats", &answers::MetaAnswer::One(meta_one));
+        let overview = meta::overview(c, None, &Default::default()).unwrap();
+        fits(
+            "get_meta_memory_stats",
+            &answers::MetaAnswer::Topic { query: "deploy".into(), overview: overview.clone() },
+        );
+        fits("get_meta_memory_stats", &answers::MetaAnswer::All(overview));
+
+        let rules = [session::Rule {
+            content: "Deploys run at noon.".into(),
+            importance: None,
+            tags: Vec::new(),
+            supersedes: Vec::new(),
+        }];
+        fits("end_session", &session::end_session(c, "s1", "deploy", &rules, "agent:a", now).unwrap());
+
+        let s = Settings::load(c).unwrap();
+        let snap = forgetting::Snapshot::load(c).unwrap();
+        let q = ListQuery { limit: 10, ..Default::default() };
+        fits("list_memories", &forgetting::list(c, &snap, &q, &s, now).unwrap());
+        let event = fits("forget", &lifecycle::soft_delete(c, &proc_id, Some("outdated"), "agent:a", now).unwrap());
+        assert_eq!(event["action"], json!("soft"), "{event}");
+        fits("restore", &{
+            lifecycle::restore(c, &proc_id, "agent:a", now).unwrap();
+            lethe_engine::detail(c, &proc_id, now, None).unwrap()
+        });
+        fits("undo_forget_run", &lethe_engine::runs::UndoReport { run_id: "run_0".into(), ..Default::default() });
     }
 }

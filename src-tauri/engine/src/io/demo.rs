@@ -123,99 +123,140 @@ fn fill(template: &str, rng: &mut Lcg) -> String {
 
 /// Loads the demo set into `conn` as of `now`.
 pub fn load(conn: &mut Connection, seed: u32, count: usize, now: Instant) -> Result<DemoCounts> {
-    let mut rng = Lcg(seed);
-    let mut c = DemoCounts::default();
-    let mut ids = Vec::new();
-    // Each memory is remembered at its own date, so its audit history is dated like it.
-    let store = |conn: &mut Connection, m: NewMemory, c: &mut DemoCounts| -> Result<Option<String>> {
+    let mut demo = Demo { conn, now, rng: Lcg(seed), c: DemoCounts::default() };
+    demo.team_rules()?;
+    demo.procedures()?;
+    let ids = demo.background(count.max(40))?;
+    demo.near_duplicates()?;
+    demo.quarantine(&ids)?;
+    let Demo { conn, mut c, .. } = demo;
+    // Last: the agents recall what the set now holds.
+    c.recalls = agents_recall(conn, now)?;
+    Ok(c)
+}
+
+/// The demo set being written, one kind of memory after another.
+struct Demo<'c> {
+    conn: &'c mut Connection,
+    now: Instant,
+    rng: Lcg,
+    c: DemoCounts,
+}
+
+impl Demo<'_> {
+    fn days_ago(&self, d: f64) -> Instant {
+        time::add_days(self.now, -d)
+    }
+
+    /// Remembers `m` at its own date, so its audit history is dated like it; its id when stored.
+    fn store(&mut self, m: NewMemory) -> Result<Option<String>> {
         // The team rules are pinned, and a pin is the person's: the person wrote them. The rest
         // is written by two agents in turn, so that "who wrote what" has something to show.
         let actor = if m.pinned {
             "user"
-        } else if c.stored.is_multiple_of(2) {
+        } else if self.c.stored.is_multiple_of(2) {
             "agent:claude-code"
         } else {
             "agent:cursor"
         };
-        match lifecycle::remember(conn, &m, actor, m.created_at.unwrap_or(now))? {
+        match lifecycle::remember(self.conn, &m, actor, m.created_at.unwrap_or(self.now))? {
             lifecycle::RememberOutcome::Stored { id, .. } => {
-                c.stored += 1;
+                self.c.stored += 1;
                 Ok(Some(id))
             }
             _ => {
-                c.skipped += 1;
+                self.c.skipped += 1;
                 Ok(None)
             }
         }
-    };
-    let days_ago = |d: f64| time::add_days(now, -d);
-    for (i, r) in RULES.iter().enumerate() {
-        let mut m = NewMemory::new(Tier::Semantic, *r);
-        m.pinned = true;
-        m.importance = Some(0.9);
-        m.tags = vec!["team-rule".into()];
-        m.created_at = Some(days_ago(200.0 + 30.0 * i as f64));
-        m.project_id = Some("platform".into());
-        if store(conn, m, &mut c)?.is_some() {
-            c.pinned += 1;
-        }
     }
-    // Procedures with versions and reflection notes.
-    let procs: &[(&str, &str, &[&str], &str)] = &[
-        (
-            "deploy-rollback",
-            "Roll back a failed deploy",
-            &[
-                "Freeze the pipeline",
-                "kubectl rollout undo deployment/api",
-                "Check /health on every pod",
-                "Post in #incidents",
-                "Open a postmortem ticket",
-            ],
-            "deploy fails or error rate > 2%",
-        ),
-        (
-            "docker-volume-permissions",
-            "Fix Docker volume permission errors",
-            &["Find the container user's uid", "chown the volume to that uid", "Restart the container"],
-            "EACCES on a mounted volume",
-        ),
-        (
-            "release-notes",
-            "Write release notes",
-            &["Collect merged PRs since the last tag", "Group by feature", "Ask the PM to review"],
-            "a release is tagged",
-        ),
-    ];
-    for (n, (wf, goal, steps, trig)) in procs.iter().enumerate() {
-        let mut m = NewMemory::new(Tier::Procedural, format!("{goal}: {}", steps.join("; ")));
-        m.procedure = ProcedureFields {
-            task_goal: Some((*goal).into()),
-            steps: Some(serde_json::json!(steps)),
-            trigger_conditions: Some(serde_json::json!({ "when": trig })),
-            workflow_name: Some((*wf).into()),
-            skill_name: Some(if n == 1 { "docker".into() } else { "operations".into() }),
-        };
-        m.importance = Some(0.7);
-        let created_days_ago = 120.0 - 40.0 * n as f64;
-        m.created_at = Some(days_ago(created_days_ago));
-        let Some(id) = store(conn, m, &mut c)? else { continue };
-        c.procedures += 1;
-        if n == 0 {
-            let mut s: Vec<String> = steps.iter().map(|s| s.to_string()).collect();
-            s.insert(2, "Wait for the rollout to finish (kubectl rollout status)".into());
-            let patch = ProcedurePatch {
-                content: None,
-                fields: ProcedureFields { steps: Some(serde_json::json!(s)), ..Default::default() },
-            };
-            procedural::update(conn, &id, 1, &patch, "agent:claude-code", time::add_days(now, -60.0))?;
-            s.push("Notify the customer success channel".into());
-            let patch = ProcedurePatch {
-                content: None,
-                fields: ProcedureFields { steps: Some(serde_json::json!(s)), ..Default::default() },
-            };
-            procedural::update(conn, &id, 2, &patch, "user", time::add_days(now, -20.0))?;
+
+    /// The pinned team rules.
+    fn team_rules(&mut self) -> Result<()> {
+        for (i, r) in RULES.iter().enumerate() {
+            let mut m = NewMemory::new(Tier::Semantic, *r);
+            m.pinned = true;
+            m.importance = Some(0.9);
+            m.tags = vec!["team-rule".into()];
+            m.created_at = Some(self.days_ago(200.0 + 30.0 * i as f64));
+            m.project_id = Some("platform".into());
+            if self.store(m)?.is_some() {
+                self.c.pinned += 1;
+            }
         }
+        Ok(())
+    }
+
+    /// Procedures with versions and reflection notes.
+    fn procedures(&mut self) -> Result<()> {
+        let procs: &[(&str, &str, &[&str], &str)] = &[
+            (
+                "deploy-rollback",
+                "Roll back a failed deploy",
+                &[
+                    "Freeze the pipeline",
+                    "kubectl rollout undo deployment/api",
+                    "Check /health on every pod",
+                    "Post in #incidents",
+                    "Open a postmortem ticket",
+                ],
+                "deploy fails or error rate > 2%",
+            ),
+            (
+                "docker-volume-permissions",
+                "Fix Docker volume permission errors",
+                &["Find the container user's uid", "chown the volume to that uid", "Restart the container"],
+                "EACCES on a mounted volume",
+            ),
+            (
+                "release-notes",
+                "Write release notes",
+                &["Collect merged PRs since the last tag", "Group by feature", "Ask the PM to review"],
+                "a release is tagged",
+            ),
+        ];
+        for (n, (wf, goal, steps, trig)) in procs.iter().enumerate() {
+            let mut m = NewMemory::new(Tier::Procedural, format!("{goal}: {}", steps.join("; ")));
+            m.procedure = ProcedureFields {
+                task_goal: Some((*goal).into()),
+                steps: Some(serde_json::json!(steps)),
+                trigger_conditions: Some(serde_json::json!({ "when": trig })),
+                workflow_name: Some((*wf).into()),
+                skill_name: Some(if n == 1 { "docker".into() } else { "operations".into() }),
+            };
+            m.importance = Some(0.7);
+            let created_days_ago = 120.0 - 40.0 * n as f64;
+            m.created_at = Some(self.days_ago(created_days_ago));
+            let Some(id) = self.store(m)? else { continue };
+            self.c.procedures += 1;
+            if n == 0 {
+                self.two_more_versions(&id, steps)?;
+            }
+            self.reflection_notes(&id, n, created_days_ago)?;
+        }
+        Ok(())
+    }
+
+    /// The first procedure's second version (by an agent) and third (by the person).
+    fn two_more_versions(&mut self, id: &str, steps: &[&str]) -> Result<()> {
+        let mut s: Vec<String> = steps.iter().map(|s| s.to_string()).collect();
+        s.insert(2, "Wait for the rollout to finish (kubectl rollout status)".into());
+        let patch = ProcedurePatch {
+            content: None,
+            fields: ProcedureFields { steps: Some(serde_json::json!(s)), ..Default::default() },
+        };
+        procedural::update(self.conn, id, 1, &patch, "agent:claude-code", time::add_days(self.now, -60.0))?;
+        s.push("Notify the customer success channel".into());
+        let patch = ProcedurePatch {
+            content: None,
+            fields: ProcedureFields { steps: Some(serde_json::json!(s)), ..Default::default() },
+        };
+        procedural::update(self.conn, id, 2, &patch, "user", time::add_days(self.now, -20.0))?;
+        Ok(())
+    }
+
+    /// Three reflection notes on the first procedure, two on the others.
+    fn reflection_notes(&mut self, id: &str, n: usize, created_days_ago: f64) -> Result<()> {
         let notes = [
             serde_json::json!({"failure_type": "tool_error", "failure_description": "kubectl timed out against the eu cluster", "lessons_learned": "Set --request-timeout=60s", "suggested_improvements": "Add the timeout to step 2"}),
             serde_json::json!({"failure_type": "user_feedback", "failure_description": "The user said the incident post came too late", "lessons_learned": "Post before rolling back, not after"}),
@@ -223,77 +264,94 @@ pub fn load(conn: &mut Connection, seed: u32, count: usize, now: Instant) -> Res
         ];
         for (k, note) in notes.iter().enumerate().take(3 - n.min(2)) {
             procedural::reflect(
-                conn,
-                &id,
+                self.conn,
+                id,
                 note,
                 None,
                 if k % 2 == 0 { "agent:claude-code" } else { "agent:cursor" },
                 // After the procedure's first version: 10, 20, 30 days after it was written.
-                days_ago(created_days_ago - 10.0 * (k as f64 + 1.0)),
+                self.days_ago(created_days_ago - 10.0 * (k as f64 + 1.0)),
             )?;
-            c.reflection_notes += 1;
+            self.c.reflection_notes += 1;
         }
+        Ok(())
     }
-    // Background memories spread over a year.
-    let sessions = ["sess-a1", "sess-b2", "sess-c3"];
-    let projects = ["platform", "billing", "mobile"];
-    let total = count.max(40);
-    for _ in 0..total {
-        let tier = *rng.pick(&[Tier::Episodic, Tier::Episodic, Tier::Semantic, Tier::Working, Tier::Semantic]);
-        let template = match tier {
-            Tier::Semantic => *rng.pick(SEMANTIC),
-            Tier::Working => *rng.pick(WORKING),
-            _ => *rng.pick(EPISODIC),
-        };
-        let content = fill(template, &mut rng);
-        let age = match tier {
-            Tier::Working => rng.next() * 4.0,
-            _ => rng.next() * 365.0,
-        };
-        let mut m = NewMemory::new(tier, content);
-        m.importance = Some((rng.next() * 100.0).round() / 100.0);
-        m.created_at = Some(days_ago(age));
-        m.session_id = Some(rng.pick(&sessions).to_string());
-        m.project_id = Some(rng.pick(&projects).to_string());
-        m.tags = vec![tier.to_string()];
-        if rng.next() < 0.15 {
-            m.source = Some("tool:bash".into());
-        }
-        if let Some(id) = store(conn, m, &mut c)? {
-            if rng.next() < 0.3 {
-                lifecycle::cite(conn, &id, "agent:claude-code", days_ago(age * rng.next()))?;
+
+    /// `total` background memories spread over a year; the ids of those stored.
+    fn background(&mut self, total: usize) -> Result<Vec<String>> {
+        let sessions = ["sess-a1", "sess-b2", "sess-c3"];
+        let projects = ["platform", "billing", "mobile"];
+        let now = self.now;
+        let days_ago = |d: f64| time::add_days(now, -d);
+        let mut ids = Vec::new();
+        for _ in 0..total {
+            let rng = &mut self.rng;
+            let tier = *rng.pick(&[Tier::Episodic, Tier::Episodic, Tier::Semantic, Tier::Working, Tier::Semantic]);
+            let template = match tier {
+                Tier::Semantic => *rng.pick(SEMANTIC),
+                Tier::Working => *rng.pick(WORKING),
+                _ => *rng.pick(EPISODIC),
+            };
+            let content = fill(template, rng);
+            let age = match tier {
+                Tier::Working => rng.next() * 4.0,
+                _ => rng.next() * 365.0,
+            };
+            let mut m = NewMemory::new(tier, content);
+            m.importance = Some((rng.next() * 100.0).round() / 100.0);
+            m.created_at = Some(days_ago(age));
+            m.session_id = Some(rng.pick(&sessions).to_string());
+            m.project_id = Some(rng.pick(&projects).to_string());
+            m.tags = vec![tier.to_string()];
+            if rng.next() < 0.15 {
+                m.source = Some("tool:bash".into());
             }
-            ids.push(id);
+            if let Some(id) = self.store(m)? {
+                if self.rng.next() < 0.3 {
+                    let when = days_ago(age * self.rng.next());
+                    lifecycle::cite(self.conn, &id, "agent:claude-code", when)?;
+                }
+                ids.push(id);
+            }
         }
+        Ok(ids)
     }
-    // Near-duplicates of existing memories.
-    for (k, text) in [
-        "Never commit secrets: API keys live in the vault and get injected at deploy time.",
-        "All database migrations must stay backwards compatible for one release.",
-        "Production deploys happen Tuesday to Thursday and never on Fridays.",
-    ]
-    .iter()
-    .enumerate()
-    {
-        let mut m = NewMemory::new(Tier::Semantic, *text);
-        m.importance = Some(0.2);
-        m.created_at = Some(days_ago(300.0 - 20.0 * k as f64));
-        store(conn, m, &mut c)?;
-    }
-    // A few quarantined memories with reasons.
-    for (k, id) in ids.iter().take(4).enumerate() {
-        let reason = [
-            "wrong: the user corrected this",
-            "outdated after the migration",
-            "duplicate of a team rule",
-            "contains a customer name",
-        ][k];
-        if lifecycle::soft_delete(conn, id, Some(reason), "user", time::add_days(now, -(k as f64 * 6.0))).is_ok() {
-            c.quarantined += 1;
+
+    /// Near-duplicates of the team rules.
+    fn near_duplicates(&mut self) -> Result<()> {
+        for (k, text) in [
+            "Never commit secrets: API keys live in the vault and get injected at deploy time.",
+            "All database migrations must stay backwards compatible for one release.",
+            "Production deploys happen Tuesday to Thursday and never on Fridays.",
+        ]
+        .iter()
+        .enumerate()
+        {
+            let mut m = NewMemory::new(Tier::Semantic, *text);
+            m.importance = Some(0.2);
+            m.created_at = Some(self.days_ago(300.0 - 20.0 * k as f64));
+            self.store(m)?;
         }
+        Ok(())
     }
-    c.recalls = agents_recall(conn, now)?;
-    Ok(c)
+
+    /// A few quarantined memories with reasons.
+    fn quarantine(&mut self, ids: &[String]) -> Result<()> {
+        for (k, id) in ids.iter().take(4).enumerate() {
+            let reason = [
+                "wrong: the user corrected this",
+                "outdated after the migration",
+                "duplicate of a team rule",
+                "contains a customer name",
+            ][k];
+            if lifecycle::soft_delete(self.conn, id, Some(reason), "user", time::add_days(self.now, -(k as f64 * 6.0)))
+                .is_ok()
+            {
+                self.c.quarantined += 1;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The demo agents' recalls over the last two weeks: what each asked, in which context, and

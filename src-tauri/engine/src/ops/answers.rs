@@ -1,13 +1,19 @@
-//! The answers of `score` and `stats`, which are more than one engine call's value: built
-//! here once; the CLI prints them and MCP returns them (`memory_stats`).
+//! The answers that are more than one engine call's value, or one of several shapes: built
+//! here once; the CLI prints them and MCP returns them, its output schemas generated from
+//! these types (`score`, `stats`, `remember`, `meta`, `archive`, `unarchive`, `feedback`,
+//! `similar`).
 
 use std::collections::HashMap;
 
 use serde::Serialize;
 
+use crate::archive::{ArchiveReceipt, SpanRead};
 use crate::decay::{Components, Features};
 use crate::error::Result;
 use crate::forgetting::{self, Snapshot, Stats};
+use crate::lifecycle::RememberOutcome;
+use crate::meta::{MetaOverview, MetaStats};
+use crate::model::Memory;
 use crate::settings::Settings;
 use crate::storage::db::Connection;
 use crate::store::Mistyped;
@@ -87,4 +93,174 @@ pub fn stats(conn: &Connection, snap: &Snapshot, s: &Settings, now: Instant) -> 
         recall_mode: crate::embed::status(),
         mistyped: snap.mistyped.clone(),
     })
+}
+
+/// MCP's `feedback`: whether the memory helped as reported, and its cites now.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct FeedbackAnswer {
+    pub memory_id: String,
+    /// As reported.
+    pub helpful: bool,
+    /// Its cites now (a helpful memory's feedback counts as a cite).
+    pub cite_count: i64,
+}
+
+/// A memory helped (a cite, which keeps it from decaying) or did not (nothing is written).
+pub fn feedback(conn: &mut Connection, id: &str, helpful: bool, actor: &str, now: Instant) -> Result<FeedbackAnswer> {
+    // The count the cite wrote, read in its transaction (not the explained detail, which
+    // cost a cite ten times its write at 100k).
+    let m = if helpful { crate::lifecycle::cite(conn, id, actor, now)? } else { crate::lifecycle::get(conn, id)? };
+    Ok(FeedbackAnswer { memory_id: m.id, helpful, cite_count: m.cite_count })
+}
+
+/// `lethe meta` and MCP's `get_meta_memory_stats`: one memory's recall statistics, the
+/// summary over the memories recall finds for a topic, or over every active memory.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(untagged)]
+pub enum MetaAnswer {
+    One(MetaStats),
+    Topic {
+        /// The topic.
+        query: String,
+        #[serde(flatten)]
+        overview: MetaOverview,
+    },
+    All(MetaOverview),
+}
+
+/// `lethe archive` and MCP's `archive_observation`: one receipt, or one per observation of
+/// a batch.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(untagged)]
+pub enum ArchiveAnswer {
+    One(ArchiveReceipt),
+    Many {
+        /// One receipt per observation, in order.
+        items: Vec<ArchiveReceipt>,
+    },
+}
+
+/// `lethe unarchive` and MCP's `restore_archive`: the memory with its bytes put back, or a
+/// span of them read without restoring.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(untagged)]
+// Built once per call and serialised at once: boxing the memory would save nothing.
+#[allow(clippy::large_enum_variant)]
+pub enum UnarchiveAnswer {
+    Restored(Memory),
+    Span(SpanRead),
+}
+
+/// `remember`'s answer: a new memory stored (or why not), or a procedure's compare-and-swap
+/// update.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(untagged)]
+pub enum RememberAnswer {
+    Remembered(#[cfg_attr(feature = "schema", schemars(with = "shapes::RememberOutcome"))] RememberOutcome),
+    Updated(crate::procedural::Updated),
+}
+
+/// MCP's `similar`: the nearest active memories, nearest first.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SimilarAnswer {
+    #[cfg_attr(feature = "schema", schemars(with = "Vec<shapes::Similar>"))]
+    pub items: Vec<crate::semantic::Similar>,
+}
+
+/// The JSON Schemas of answer parts whose types live in modules that do not derive one
+/// (`similarity::sameness`, `similarity::semantic`, `ops::lifecycle`). Each mirrors its type
+/// field for field, and `same_fields` takes the real types apart without `..`: a field
+/// added to one of them does not compile until it is added here too.
+#[cfg(feature = "schema")]
+#[allow(dead_code)]
+pub mod shapes {
+    use schemars::JsonSchema;
+
+    /// One difference between two memories.
+    #[derive(JsonSchema)]
+    pub struct Difference {
+        /// "value", "polarity" or "wording".
+        what: String,
+        /// What this memory says there (may be empty).
+        this: String,
+        /// What the other says there (may be empty).
+        other: String,
+    }
+
+    /// Why two memories are judged as they are.
+    #[derive(JsonSchema)]
+    pub struct Evidence {
+        /// Values and content words both hold.
+        matching: Vec<String>,
+        /// What differs.
+        differing: Vec<Difference>,
+        /// Both in one line of plain text.
+        summary: String,
+    }
+
+    /// A neighbour of a memory.
+    #[derive(JsonSchema)]
+    pub struct Similar {
+        id: String,
+        /// How close the two are, 0-1.
+        similarity: f64,
+        /// "duplicate" (the same memory: counts in duplication D), "possible update" (the same
+        /// statement with another value) or "related" (close in meaning or topic).
+        kind: String,
+        evidence: Evidence,
+    }
+
+    /// A memory stored, with its closest memories already stored; or why it was not.
+    #[derive(JsonSchema)]
+    #[serde(untagged)]
+    pub enum RememberOutcome {
+        Stored {
+            id: String,
+            stored: bool,
+            version: i64,
+            /// The closest memories already stored: supersede them instead of piling up
+            /// near-copies.
+            similar: Vec<Similar>,
+            /// Spans redacted before anything was written (never the value).
+            redacted: Vec<crate::redact::Finding>,
+            /// `pii:<kind>` tags added.
+            pii_tags: Vec<String>,
+        },
+        Skipped {
+            /// False: not stored.
+            stored: bool,
+            /// Why (trivial, duplicate).
+            reason: String,
+            /// The memory it duplicates.
+            existing_id: Option<String>,
+        },
+    }
+
+    fn same_fields(
+        d: crate::sameness::Difference,
+        e: crate::sameness::Evidence,
+        s: crate::semantic::Similar,
+        o: crate::lifecycle::RememberOutcome,
+    ) {
+        let crate::sameness::Difference { what: _, this: _, other: _ } = d;
+        let crate::sameness::Evidence { matching: _, differing: _, summary: _ } = e;
+        let crate::semantic::Similar { id: _, similarity: _, kind: _, evidence: _ } = s;
+        match o {
+            crate::lifecycle::RememberOutcome::Stored {
+                id: _,
+                stored: _,
+                version: _,
+                similar: _,
+                redacted: _,
+                pii_tags: _,
+            } => {}
+            crate::lifecycle::RememberOutcome::Skipped { stored: _, reason: _, existing_id: _ } => {}
+        }
+    }
 }

@@ -12,6 +12,7 @@ use crate::store::write_tx;
 use crate::time::{self, Instant};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ArchiveReceipt {
     pub archive_no: i64,
     pub memory_id: String,
@@ -212,6 +213,7 @@ impl Span {
 
 /// A span of an archived original, read without restoring the memory.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SpanRead {
     pub archive_no: i64,
     pub memory_id: String,

@@ -8,6 +8,7 @@ use crate::error::Result;
 use crate::time::{self, Instant};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ForgettingEvent {
     pub id: String,

@@ -77,6 +77,7 @@ impl Delta {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct MetaStats {
     pub memory_id: String,
@@ -116,6 +117,7 @@ pub const OVERVIEW_LIST: usize = 10;
 /// a topic): how many were recalled and how often, how confidently, which are shakiest, which
 /// are used most, and how many were never recalled. Seed 003: "how well do I remember X?".
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct MetaOverview {
     /// Active memories the figures are over.
     pub memories: usize,

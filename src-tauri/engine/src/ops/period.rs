@@ -28,6 +28,7 @@ pub struct Period {
 
 /// A [`Period`] as `recall --explain` and the window show it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct NamedPeriod {
     pub said: String,

@@ -429,6 +429,7 @@ pub fn parse_note(raw: &serde_json::Value) -> Result<ReflectionNote> {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ReflectOutcome {
     pub memory_id: String,
     pub notes: usize,
@@ -550,6 +551,7 @@ pub fn notes(conn: &Connection, id: &str) -> Result<Vec<serde_json::Value>> {
 /// What writing a new version of a procedure answers (`remember` with `memory_id` and
 /// `expected_version`, `rollback`): the memory, that it was stored, and its new version.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Stored {
     pub id: String,
@@ -566,6 +568,7 @@ impl Stored {
 
 /// [`Stored`] for a patch, with what the secrets and personal-data guard did to it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Updated {
     #[serde(flatten)]

@@ -4,7 +4,7 @@
 //! result that shows the lexical and the semantic part. Any user text is a safe query: it is
 //! reduced to quoted words joined by OR.
 
-use crate::storage::db::{Connection, ValueRef};
+use crate::storage::db::{Connection, Statement, ValueRef};
 use serde::Serialize;
 
 use crate::decay;
@@ -31,6 +31,7 @@ pub struct RecallQuery {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Breakdown {
     /// S, from its two parts below.
@@ -47,6 +48,7 @@ pub struct Breakdown {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Hit {
     pub id: String,
@@ -63,6 +65,13 @@ pub struct Hit {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional, as = "Option<Vec<String>>"))]
     pub steps: Option<serde_json::Value>,
+    /// The query words the memory matched only through a session neighbour's text (the
+    /// memories of its session written just before and after it), per neighbour; absent when
+    /// none. Filled by [`mark_matched_through`] for callers that show it beside plain results
+    /// (MCP); `explain` says the same as `context_matches`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "ts", ts(optional, as = "Option<Vec<ContextMatch>>"))]
+    pub matched_through: Vec<ContextMatch>,
 }
 
 /// A match is weak when its similarity S is below this share of the best S in the same
@@ -420,6 +429,7 @@ pub fn recall(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Vec<Hi
 /// What a recall answers, whichever interface asked (the CLI prints it, MCP returns it, the
 /// window receives it): the results, how recall ran, and what of the query it read.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "RecallAnswer"))]
 pub struct Answer {
     pub results: Vec<Hit>,
@@ -450,22 +460,40 @@ pub struct Answer {
 pub fn answer(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Answer> {
     let results = recall(conn, q, now)?;
     let periods = named_periods(&q.text, now);
-    let dropped = dropped_words(&q.text);
-    let notice = (!dropped.is_empty()).then(|| {
-        format!(
-            "the query has more than {MAX_QUERY_WORDS} distinct words; the last {} were not searched",
-            dropped.len()
-        )
-    });
+    let (dropped_words, notice) = unsearched(&q.text);
     Ok(Answer {
         weak: weak_matches(&results),
         results,
         recall_mode: crate::embed::status(),
         searched_words: searched_words(&q.text),
         periods: (!periods.is_empty()).then_some(periods),
-        dropped_words: (!dropped.is_empty()).then_some(dropped),
+        dropped_words,
         notice,
     })
+}
+
+/// The words of `text` that are not searched (beyond [`MAX_QUERY_WORDS`] distinct words),
+/// when there are any, and the sentence that tells a person so.
+fn unsearched(text: &str) -> (Option<Vec<String>>, Option<String>) {
+    let dropped = dropped_words(text);
+    if dropped.is_empty() {
+        return (None, None);
+    }
+    let notice = format!(
+        "the query has more than {MAX_QUERY_WORDS} distinct words; the last {} were not searched",
+        dropped.len()
+    );
+    (Some(dropped), Some(notice))
+}
+
+/// Fills each result's `matched_through`: the query words it matched only through a session
+/// neighbour's text, per neighbour (see [`context_matches`]).
+pub fn mark_matched_through(conn: &Connection, answer: &mut Answer, text: &str) -> Result<()> {
+    let through = context_matches(conn, &answer.results, text)?;
+    for (hit, m) in answer.results.iter_mut().zip(through) {
+        hit.matched_through = m;
+    }
+    Ok(())
 }
 
 /// The memories recall finds for a topic (at most `limit`, 1-100), for the meta statistics of
@@ -500,6 +528,7 @@ pub struct ExplainedHit {
 
 /// Query words a result matched only through the text of one of its session neighbours.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ContextMatch {
     /// The neighbour's memory id.
@@ -661,19 +690,35 @@ pub fn explain(conn: &Connection, q: &RecallQuery, now: Instant, declined: usize
     })
 }
 
-/// `recall --explain`'s answer: [`explain`]'s, and how recall finds memories (`recall_mode`).
+/// `recall --explain`'s answer and the window's Recall view's: [`explain`]'s, how recall finds
+/// memories (`recall_mode`), and the words it did not search, as [`Answer`] says them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(rename = "RecallExplained"))]
 pub struct ExplainAnswer {
     #[serde(flatten)]
     pub explained: Explained,
     /// "semantic + lexical (model)" or "lexical recall only: why".
     pub recall_mode: String,
+    /// Words not searched: the query had more than [`MAX_QUERY_WORDS`] distinct words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub dropped_words: Option<Vec<String>>,
+    /// A sentence for a person when part of the query was not searched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub notice: Option<String>,
 }
 
-/// [`explain`] with the recall mode: what `lethe recall --explain` prints.
+/// [`explain`] with the recall mode and the words not searched: what `lethe recall --explain`
+/// prints and the window's Recall view shows.
 pub fn explain_answer(conn: &Connection, q: &RecallQuery, now: Instant, declined: usize) -> Result<ExplainAnswer> {
-    Ok(ExplainAnswer { explained: explain(conn, q, now, declined)?, recall_mode: crate::embed::status() })
+    let (dropped_words, notice) = unsearched(&q.text);
+    Ok(ExplainAnswer {
+        explained: explain(conn, q, now, declined)?,
+        recall_mode: crate::embed::status(),
+        dropped_words,
+        notice,
+    })
 }
 
 /// For each of `hits` (as [`recall`] returned them for `text`), the query words it matched
@@ -1098,66 +1143,157 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
             excluded: Vec::new(),
         });
     };
-    let settings = Settings::load(conn)?;
-    let w = q.weights.clone().unwrap_or_else(|| settings.recall_weights.clone());
-    let context: Vec<(&str, &str)> =
-        [("session", q.session.as_deref()), ("project", q.project.as_deref()), ("workflow", q.workflow.as_deref())]
-            .into_iter()
-            .filter_map(|(k, v)| v.map(|v| (k, v)))
-            .collect();
-    // A period the query names ("in July 2022", "last week") is part of the context: a memory
-    // dated inside it matches, and recency counts from it instead of from now.
-    let periods = period::named(&q.text, now);
-    let ctx_size = context.len() + q.tags.len() + usize::from(q.task_kind.is_some()) + usize::from(!periods.is_empty());
-    // Superseded memories and archived payloads leave recall. Most files have neither; then
-    // the per-candidate checks are skipped.
-    let excluding: bool = conn
-        .prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM lethe_supersede) \
-             OR EXISTS (SELECT 1 FROM lethe_archive WHERE restored_at IS NULL)",
-        )?
-        .query_row([], |r| r.get(0))?;
-    // Defensive: a file without migration 5's table has no task logs (read-only opens refuse
-    // older schemas today; the check costs one lookup).
-    let task_logs: bool = crate::session::has_tables(conn)?
-        && conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM lethe_task_log)")?.query_row([], |r| r.get(0))?;
-    let embedder = crate::embed::shared();
-    let qvec = embedder.map(|e| e.embed(&q.text));
-    // The process's index of this model's vectors, brought up to date in this transaction: it
-    // gives every candidate's cosine (lexical ones too) without reading its vector row.
-    // On a team server with pgvector the nearest vectors come from its HNSW index instead,
-    // and the process holds no index: each candidate's cosine is computed from its stored
-    // vector once the candidates are known.
-    let on_server = conn.vector_search_on_server();
-    let ix = match embedder {
-        Some(e) if !on_server => Some(crate::semantic::index(conn, e)?),
-        _ => None,
-    };
-    // The candidates' columns, for a batch of rowids at once (one statement per batch, not
-    // per candidate: a statement's own cost was a tenth of a recall at 10k).
-    let sql = format!(
-        "SELECT {FACT_COLUMNS}, {}, {}, m.rowid FROM memory_item m WHERE m.rowid IN ({})",
-        if excluding {
-            "EXISTS (SELECT 1 FROM lethe_supersede s WHERE s.old_id = m.id) \
-             OR EXISTS (SELECT 1 FROM lethe_archive a WHERE a.memory_id = m.id AND a.restored_at IS NULL)"
-        } else {
-            "0"
-        },
-        if task_logs { "(SELECT t.task_kind FROM lethe_task_log t WHERE t.memory_id = m.id)" } else { "NULL" },
-        if conn.is_postgres() {
-            "SELECT value::bigint FROM json_array_elements_text(CAST(CAST(?1 AS TEXT) AS json))"
-        } else {
-            "SELECT value FROM json_each(?1)"
-        },
-    );
-    let mut row_stmt = conn.prepare_cached(&sql)?;
-    // A long-running process's in-memory copy of the lexical index and of the rows' facts
-    // (`lexical`), up to date in this transaction.
-    let kept = crate::lexical::index(conn)?;
-    // What a row's facts say of its candidate: excluded (by state, or a task log of another
-    // kind), filtered out (by the caller's tier or pin), or eligible with its cosine.
-    // The context columns are copied only when the query has a context to match them with.
-    let judge = |f: &Facts, rowid: i64, excluded: bool, task_kind: Option<String>| -> Looked {
+    let ranking = Ranking::new(conn, q, now)?;
+    let mut row_stmt = conn.prepare_cached(&ranking.facts_sql(conn))?;
+    let mut pool = Pool { collect_excluded, ..Pool::default() };
+    let scanned = ranking.lexical(conn, &mut row_stmt, &any, limit, &mut pool)?;
+    ranking.semantic(conn, &mut row_stmt, scanned, &mut pool)?;
+    let hits = ranking.score(pool.cands);
+    Ok(Ranked { limit, weights: ranking.weights, periods: ranking.periods, hits, excluded: pool.excluded })
+}
+
+/// One query's ranking, as named steps: what it needs of the store and the query
+/// ([`Ranking::new`]), the candidates of the lexical search ([`Ranking::lexical`]) and of the
+/// vector scan ([`Ranking::semantic`]), each judged by its row's facts ([`Ranking::judge`]),
+/// and their fused scores ([`Ranking::score`]).
+struct Ranking<'q> {
+    q: &'q RecallQuery,
+    now: Instant,
+    settings: Settings,
+    weights: RecallWeights,
+    /// The query's session, project and workflow (those it gives), by name.
+    context: Vec<(&'static str, &'q str)>,
+    /// The periods the query names.
+    periods: Vec<Period>,
+    /// How many things a memory's scene can match: the context, the tags, the task kind and
+    /// a named period.
+    ctx_size: usize,
+    /// Whether the store holds superseded memories or archived payloads (they leave recall).
+    excluding: bool,
+    /// Whether the store holds task logs.
+    task_logs: bool,
+    embedder: Option<&'static crate::embed::Embedder>,
+    qvec: Option<crate::embed::Vector>,
+    /// A team server with pgvector: the nearest vectors come from its HNSW index.
+    on_server: bool,
+    /// The process's index of this model's vectors (not on a team server with pgvector).
+    ix: Option<std::sync::Arc<crate::semantic::VectorIndex>>,
+    /// A long-running process's in-memory copy of the lexical index and of the rows' facts.
+    kept: Option<crate::lexical::Kept>,
+}
+
+/// The candidates found so far and, when asked for, the matches left out by their state in
+/// the order the searches met them.
+#[derive(Default)]
+struct Pool {
+    cands: Vec<Cand>,
+    seen: std::collections::HashSet<i64>,
+    collect_excluded: bool,
+    excluded: Vec<i64>,
+    excluded_seen: std::collections::HashSet<i64>,
+}
+
+impl Pool {
+    fn note_excluded(&mut self, rowid: i64) {
+        if self.collect_excluded && self.excluded_seen.insert(rowid) {
+            self.excluded.push(rowid);
+        }
+    }
+}
+
+/// The vector scan: the `2 × CANDIDATES` nearest of `qv` in `ix`, filtered by tier and pin.
+fn scan_vectors(q: &RecallQuery, ix: &crate::semantic::VectorIndex, qv: &crate::embed::Vector) -> Vec<(usize, f32)> {
+    ix.top(qv, CANDIDATES * 2, |i| {
+        q.tier.is_none_or(|t| t == ix.tiers[i]) && q.pinned.is_none_or(|p| p == ix.pinned[i])
+    })
+}
+
+impl<'q> Ranking<'q> {
+    /// The settings, the query's context and periods, what the store holds that recall leaves
+    /// out, the query's vector and the indexes, up to date in this transaction.
+    fn new(conn: &Connection, q: &'q RecallQuery, now: Instant) -> Result<Self> {
+        let settings = Settings::load(conn)?;
+        let weights = q.weights.clone().unwrap_or_else(|| settings.recall_weights.clone());
+        let context: Vec<(&'static str, &'q str)> =
+            [("session", q.session.as_deref()), ("project", q.project.as_deref()), ("workflow", q.workflow.as_deref())]
+                .into_iter()
+                .filter_map(|(k, v)| v.map(|v| (k, v)))
+                .collect();
+        // A period the query names ("in July 2022", "last week") is part of the context: a
+        // memory dated inside it matches, and recency counts from it instead of from now.
+        let periods = period::named(&q.text, now);
+        let ctx_size =
+            context.len() + q.tags.len() + usize::from(q.task_kind.is_some()) + usize::from(!periods.is_empty());
+        // Superseded memories and archived payloads leave recall. Most files have neither;
+        // then the per-candidate checks are skipped.
+        let excluding: bool = conn
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM lethe_supersede) \
+                 OR EXISTS (SELECT 1 FROM lethe_archive WHERE restored_at IS NULL)",
+            )?
+            .query_row([], |r| r.get(0))?;
+        // Defensive: a file without migration 5's table has no task logs (read-only opens
+        // refuse older schemas today; the check costs one lookup).
+        let task_logs: bool = crate::session::has_tables(conn)?
+            && conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM lethe_task_log)")?.query_row([], |r| r.get(0))?;
+        let embedder = crate::embed::shared();
+        let qvec = embedder.map(|e| e.embed(&q.text));
+        // The process's index of this model's vectors, brought up to date in this
+        // transaction: it gives every candidate's cosine (lexical ones too) without reading
+        // its vector row. On a team server with pgvector the nearest vectors come from its
+        // HNSW index instead, and the process holds no index: each candidate's cosine is
+        // computed from its stored vector once the candidates are known.
+        let on_server = conn.vector_search_on_server();
+        let ix = match embedder {
+            Some(e) if !on_server => Some(crate::semantic::index(conn, e)?),
+            _ => None,
+        };
+        // A long-running process's in-memory copy of the lexical index and of the rows'
+        // facts (`lexical`), up to date in this transaction.
+        let kept = crate::lexical::index(conn)?;
+        Ok(Ranking {
+            q,
+            now,
+            settings,
+            weights,
+            context,
+            periods,
+            ctx_size,
+            excluding,
+            task_logs,
+            embedder,
+            qvec,
+            on_server,
+            ix,
+            kept,
+        })
+    }
+
+    /// The candidates' columns, for a batch of rowids at once (one statement per batch, not
+    /// per candidate: a statement's own cost was a tenth of a recall at 10k).
+    fn facts_sql(&self, conn: &Connection) -> String {
+        format!(
+            "SELECT {FACT_COLUMNS}, {}, {}, m.rowid FROM memory_item m WHERE m.rowid IN ({})",
+            if self.excluding {
+                "EXISTS (SELECT 1 FROM lethe_supersede s WHERE s.old_id = m.id) \
+                 OR EXISTS (SELECT 1 FROM lethe_archive a WHERE a.memory_id = m.id AND a.restored_at IS NULL)"
+            } else {
+                "0"
+            },
+            if self.task_logs { "(SELECT t.task_kind FROM lethe_task_log t WHERE t.memory_id = m.id)" } else { "NULL" },
+            if conn.is_postgres() {
+                "SELECT value::bigint FROM json_array_elements_text(CAST(CAST(?1 AS TEXT) AS json))"
+            } else {
+                "SELECT value FROM json_each(?1)"
+            },
+        )
+    }
+
+    /// What a row's facts say of its candidate: excluded (by state, or a task log of another
+    /// kind), filtered out (by the caller's tier or pin), or eligible with its cosine. The
+    /// context columns are copied only when the query has a context to match them with.
+    fn judge(&self, f: &Facts, rowid: i64, excluded: bool, task_kind: Option<String>) -> Looked {
+        let q = self.q;
         let Some(tier) = f.tier else { return Looked::Filtered };
         // A task log is recalled only for a caller doing the same kind of task.
         let excluded = excluded || task_kind.as_ref().is_some_and(|k| q.task_kind.as_ref() != Some(k));
@@ -1167,10 +1303,11 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
         if q.tier.is_some_and(|t| t != tier) || q.pinned.is_some_and(|p| p != f.pinned) {
             return Looked::Filtered;
         }
-        let cosine = match (&qvec, &ix) {
+        let cosine = match (&self.qvec, &self.ix) {
             (Some(qv), Some(ix)) => ix.position(rowid).map(|p| f64::from(ix.cosine_at(qv, p))),
             _ => None,
         };
+        let context = !self.context.is_empty();
         Looked::Eligible(Box::new(Cand {
             rowid,
             bm25: 0.0,
@@ -1179,30 +1316,31 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
             created: f.created,
             importance: f.importance,
             pinned: f.pinned,
-            session: if context.is_empty() { None } else { f.session.clone() },
-            project: if context.is_empty() { None } else { f.project.clone() },
-            workflow: if context.is_empty() { None } else { f.workflow.clone() },
+            session: if context { f.session.clone() } else { None },
+            project: if context { f.project.clone() } else { None },
+            workflow: if context { f.workflow.clone() } else { None },
             tags: if q.tags.is_empty() { Vec::new() } else { f.tags.clone() },
             task_kind,
         }))
-    };
-    // The candidates at `rowids`, in their order (a rowid without a row is filtered out).
-    let mut look_up = |rowids: &[i64]| -> Result<Vec<Looked>> {
-        // From the process's copy of the rows when it holds them all (as read in this
-        // transaction), else from the file.
-        if let Some(kept) = &kept {
+    }
+
+    /// The candidates at `rowids`, in their order (a rowid without a row is filtered out):
+    /// from the process's copy of the rows when it holds them all (as read in this
+    /// transaction), else from the file.
+    fn look_up(&self, row_stmt: &mut Statement, rowids: &[i64]) -> Result<Vec<Looked>> {
+        if let Some(kept) = &self.kept {
             let facts: Option<Vec<&Facts>> = rowids.iter().map(|&r| kept.index.facts(r)).collect();
             if let Some(facts) = facts {
                 return Ok(rowids
                     .iter()
                     .zip(facts)
                     .map(|(&rowid, f)| {
-                        let (excluded, task_kind) = if excluding || task_logs {
+                        let (excluded, task_kind) = if self.excluding || self.task_logs {
                             kept.exclusions.of(kept.index.id(rowid))
                         } else {
                             (false, None)
                         };
-                        judge(f, rowid, excluding && excluded, task_kind.filter(|_| task_logs))
+                        self.judge(f, rowid, self.excluding && excluded, task_kind.filter(|_| self.task_logs))
                     })
                     .collect());
             }
@@ -1212,201 +1350,219 @@ fn rank(conn: &Connection, q: &RecallQuery, now: Instant, collect_excluded: bool
         let mut rows = row_stmt.query([list])?;
         while let Some(r) = rows.next()? {
             let rowid: i64 = r.get(11)?;
-            found.insert(rowid, judge(&facts_of(&r, 0)?, rowid, r.get::<_, bool>(9)?, r.get(10)?));
+            found.insert(rowid, self.judge(&facts_of(&r, 0)?, rowid, r.get::<_, bool>(9)?, r.get(10)?));
         }
         Ok(rowids.iter().map(|r| found.remove(r).unwrap_or(Looked::Filtered)).collect())
-    };
-    // Takes the eligible ones of `fresh` (rowids not yet candidates, each with its BM25), in
-    // order, until `eligible` reaches CANDIDATES: each batch is as large as the number still
-    // wanted, so exactly the rows a one-by-one walk would look at are looked at.
-    let mut take = |fresh: &[(i64, f64)],
-                    eligible: &mut usize,
-                    cands: &mut Vec<Cand>,
-                    seen: &mut std::collections::HashSet<i64>,
-                    excluded: &mut dyn FnMut(i64)|
-     -> Result<()> {
+    }
+
+    /// Takes the eligible ones of `fresh` (rowids not yet candidates, each with its BM25), in
+    /// order, until `eligible` reaches CANDIDATES: each batch is as large as the number still
+    /// wanted, so exactly the rows a one-by-one walk would look at are looked at.
+    fn take(
+        &self,
+        row_stmt: &mut Statement,
+        fresh: &[(i64, f64)],
+        eligible: &mut usize,
+        pool: &mut Pool,
+    ) -> Result<()> {
         let mut at = 0;
         while *eligible < CANDIDATES && at < fresh.len() {
             let batch = &fresh[at..(at + CANDIDATES - *eligible).min(fresh.len())];
             at += batch.len();
             let rowids: Vec<i64> = batch.iter().map(|&(r, _)| r).collect();
-            for (&(rowid, bm25), looked) in batch.iter().zip(look_up(&rowids)?) {
+            for (&(rowid, bm25), looked) in batch.iter().zip(self.look_up(row_stmt, &rowids)?) {
                 match looked {
                     Looked::Eligible(mut c) => {
                         c.bm25 = bm25;
-                        seen.insert(rowid);
-                        cands.push(*c);
+                        pool.seen.insert(rowid);
+                        pool.cands.push(*c);
                         *eligible += 1;
                     }
-                    Looked::Excluded => excluded(rowid),
+                    Looked::Excluded => pool.note_excluded(rowid),
                     Looked::Filtered => {}
                 }
             }
         }
         Ok(())
-    };
-    let mut excluded: Vec<i64> = Vec::new();
-    let mut excluded_seen: std::collections::HashSet<i64> = std::collections::HashSet::new();
-    let mut note_excluded = |rowid: i64| {
-        if collect_excluded && excluded_seen.insert(rowid) {
-            excluded.push(rowid);
-        }
-    };
-    let mut cands: Vec<Cand> = Vec::new();
-    let mut seen: std::collections::HashSet<i64> = std::collections::HashSet::new();
-    // 1. Lexical: the best stemmed-BM25 matches, ranked inside FTS5. Memories matching every
-    // word first; only when they are fewer than asked for does the search widen to any word
-    // (bm25() sums over all the query's words either way, so a memory scores the same under
-    // both; ranking every match of a common word costs ~15× more at 10k).
-    let mut fts = conn.prepare_cached(lexical_sql(conn))?;
-    let all = match_all_expression(&q.text).unwrap_or_else(|| any.clone());
-    let exprs: Vec<(&str, bool)> = if all == any { vec![(&any, false)] } else { vec![(&all, true), (&any, false)] };
-    // A long-running process searches its in-memory copy of the same index instead, with the
-    // same scores and order (`lexical`), unless a query word has no token at all.
-    let in_memory = match &kept {
-        Some(k) => k.index.phrases(conn, &searched_words(&q.text))?.map(|p| (k.index.clone(), p)),
-        None => None,
-    };
-    // The vector scan needs nothing of the lexical search: on a large index it runs on a
-    // second thread meanwhile (at 100k it takes ~3 ms of a ~8 ms recall).
-    let scan = |ix: &crate::semantic::VectorIndex, qv: &crate::embed::Vector| {
-        ix.top(qv, CANDIDATES * 2, |i| {
-            q.tier.is_none_or(|t| t == ix.tiers[i]) && q.pinned.is_none_or(|p| p == ix.pinned[i])
-        })
-    };
-    let scanned = std::thread::scope(|scope| -> Result<Option<Vec<(usize, f32)>>> {
-        let aside = match (&ix, &qvec) {
-            (Some(ix), Some(qv)) if ix.len() >= PARALLEL_SCAN_MIN => Some(scope.spawn(|| scan(ix, qv))),
-            _ => None,
+    }
+
+    /// Step 1, lexical: the best stemmed-BM25 matches, ranked inside FTS5. Memories matching every
+    /// word first; only when they are fewer than asked for does the search widen to any word
+    /// (bm25() sums over all the query's words either way, so a memory scores the same under
+    /// both; ranking every match of a common word costs ~15× more at 10k). The vector scan
+    /// needs nothing of the lexical search: on a large index it runs on a second thread
+    /// meanwhile (at 100k it takes ~3 ms of a ~8 ms recall); its nearest are returned.
+    fn lexical(
+        &self,
+        conn: &Connection,
+        row_stmt: &mut Statement,
+        any: &str,
+        limit: usize,
+        pool: &mut Pool,
+    ) -> Result<Option<Vec<(usize, f32)>>> {
+        let q = self.q;
+        let mut fts = conn.prepare_cached(lexical_sql(conn))?;
+        let all = match_all_expression(&q.text).unwrap_or_else(|| any.to_string());
+        let exprs: Vec<(&str, bool)> =
+            if all == any { vec![(any, false)] } else { vec![(all.as_str(), true), (any, false)] };
+        // A long-running process searches its in-memory copy of the same index instead, with
+        // the same scores and order (`lexical`), unless a query word has no token at all.
+        let in_memory = match &self.kept {
+            Some(k) => k.index.phrases(conn, &searched_words(&q.text))?.map(|p| (k.index.clone(), p)),
+            None => None,
         };
-        // In memory, one pass finds the matches of both searches.
-        let counted = in_memory.as_ref().map(|(ix, phrases)| (ix.search_counted(phrases), phrases.len()));
-        for (expr, every_word) in exprs {
-            let mut eligible = cands.len();
-            let mut found = counted.as_ref().map(|(all, n)| {
-                let need = if every_word { *n } else { 1 };
-                all.iter().filter(|m| usize::from(m.2) >= need).map(|&(r, s, _)| (r, s)).collect::<Vec<_>>()
-            });
-            for inner in [INNER, -1] {
-                let matches: Vec<(i64, f64)> = match &mut found {
-                    Some(found) => {
-                        let n = crate::lexical::best_first(found, usize::try_from(inner).ok());
-                        found[..n].to_vec()
+        std::thread::scope(|scope| -> Result<Option<Vec<(usize, f32)>>> {
+            let aside = match (&self.ix, &self.qvec) {
+                (Some(ix), Some(qv)) if ix.len() >= PARALLEL_SCAN_MIN => {
+                    Some(scope.spawn(move || scan_vectors(q, ix, qv)))
+                }
+                _ => None,
+            };
+            // In memory, one pass finds the matches of both searches.
+            let counted = in_memory.as_ref().map(|(ix, phrases)| (ix.search_counted(phrases), phrases.len()));
+            for (expr, every_word) in exprs {
+                let mut eligible = pool.cands.len();
+                let mut found = counted.as_ref().map(|(all, n)| {
+                    let need = if every_word { *n } else { 1 };
+                    all.iter().filter(|m| usize::from(m.2) >= need).map(|&(r, s, _)| (r, s)).collect::<Vec<_>>()
+                });
+                for inner in [INNER, -1] {
+                    let matches: Vec<(i64, f64)> = match &mut found {
+                        Some(found) => {
+                            let n = crate::lexical::best_first(found, usize::try_from(inner).ok());
+                            found[..n].to_vec()
+                        }
+                        None => fts
+                            .query_map(crate::storage::db::params![lexical_param(conn, expr), inner], |r| {
+                                Ok((r.get(0)?, r.get(1)?))
+                            })?
+                            .collect::<std::result::Result<_, _>>()?,
+                    };
+                    let raw = matches.len();
+                    let fresh: Vec<(i64, f64)> = matches
+                        .into_iter()
+                        .filter(|(r, _)| !pool.seen.contains(r))
+                        .map(|(r, rank)| (r, -rank))
+                        .collect();
+                    self.take(row_stmt, &fresh, &mut eligible, pool)?;
+                    // Deleted, superseded or filtered-out rows crowded the first matches out:
+                    // the whole match set is used.
+                    if eligible == CANDIDATES || (raw as i64) < INNER || inner < 0 {
+                        break;
                     }
-                    None => fts
-                        .query_map(crate::storage::db::params![lexical_param(conn, expr), inner], |r| {
-                            Ok((r.get(0)?, r.get(1)?))
-                        })?
-                        .collect::<std::result::Result<_, _>>()?,
-                };
-                let raw = matches.len();
-                let fresh: Vec<(i64, f64)> =
-                    matches.into_iter().filter(|(r, _)| !seen.contains(r)).map(|(r, rank)| (r, -rank)).collect();
-                take(&fresh, &mut eligible, &mut cands, &mut seen, &mut note_excluded)?;
-                // Deleted, superseded or filtered-out rows crowded the first matches out: the
-                // whole match set is used.
-                if eligible == CANDIDATES || (raw as i64) < INNER || inner < 0 {
+                }
+                if pool.cands.len() >= limit {
                     break;
                 }
             }
-            if cands.len() >= limit {
-                break;
+            Ok(match (aside, &self.ix, &self.qvec) {
+                // A panic in the scan is the same panic as on this thread.
+                (Some(h), _, _) => Some(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))),
+                (None, Some(ix), Some(qv)) => Some(scan_vectors(q, ix, qv)),
+                _ => None,
+            })
+        })
+    }
+
+    /// Step 2, semantic: the nearest stored vectors (the exact scan's `scanned`, or the server's
+    /// HNSW index), filtered by tier and pin; deleted memories are not searched. On a team
+    /// server every candidate's cosine is then read from its stored vector.
+    fn semantic(
+        &self,
+        conn: &Connection,
+        row_stmt: &mut Statement,
+        scanned: Option<Vec<(usize, f32)>>,
+        pool: &mut Pool,
+    ) -> Result<()> {
+        let nearest: Option<Vec<i64>> = match (&self.ix, scanned, &self.qvec, self.embedder) {
+            (Some(ix), Some(top), _, _) => Some(top.into_iter().map(|(i, _)| ix.rowids[i]).collect()),
+            (None, _, Some(qv), Some(e)) if self.on_server => {
+                Some(nearest_on_server(conn, self.q, qv, e.fingerprint())?)
+            }
+            _ => None,
+        };
+        if let Some(nearest) = nearest {
+            let mut eligible = 0;
+            let fresh: Vec<(i64, f64)> =
+                nearest.into_iter().map(|r| (r, 0.0)).filter(|(r, _)| !pool.seen.contains(r)).collect();
+            self.take(row_stmt, &fresh, &mut eligible, pool)?;
+        }
+        if let (true, Some(qv), Some(e)) = (self.on_server, &self.qvec, self.embedder) {
+            cosines_from_rows(conn, &mut pool.cands, qv, e.fingerprint())?;
+        }
+        Ok(())
+    }
+
+    /// Step 3, the fused score of every candidate, best first (ties by BM25, then rowid). S: BM25
+    /// normalised by the best lexical candidate, cosine by the best semantic one, mixed with
+    /// LEXICAL_SHARE (lexical alone without a model).
+    fn score(&self, cands: Vec<Cand>) -> Vec<(i64, Hit, Why)> {
+        let best_bm25 = cands.iter().map(|c| c.bm25).fold(0.0_f64, f64::max);
+        let best_cos = cands.iter().filter_map(|c| c.cosine).fold(0.0_f64, f64::max);
+        let mut hits: Vec<(i64, Hit, Why)> =
+            cands.into_iter().map(|c| self.score_one(c, best_bm25, best_cos)).collect();
+        hits.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.1.bm25.total_cmp(&b.1.bm25)).then(a.0.cmp(&b.0)));
+        hits
+    }
+
+    /// One candidate's similarity, recency, scene and priority, and their weighted sum.
+    fn score_one(&self, c: Cand, best_bm25: f64, best_cos: f64) -> (i64, Hit, Why) {
+        let (q, s, w) = (self.q, &self.settings, &self.weights);
+        let lexical = if best_bm25 > 0.0 { (c.bm25 / best_bm25).clamp(0.0, 1.0) } else { 0.0 };
+        let semantic = self.qvec.is_some().then(|| {
+            let cos = c.cosine.unwrap_or(0.0).max(0.0);
+            if best_cos > 0.0 {
+                (cos / best_cos).clamp(0.0, 1.0)
+            } else {
+                0.0
+            }
+        });
+        let sim = match semantic {
+            Some(s) => LEXICAL_SHARE * lexical + (1.0 - LEXICAL_SHARE) * s,
+            None => lexical,
+        };
+        let age_days = c.created.map(|t| time::days_between(t, self.now));
+        let period_days = c.created.and_then(|t| period::days_away(&self.periods, t));
+        let rec = c
+            .created
+            .map(|t| {
+                let h = if c.task_kind.is_some() { s.task_log_half_life_days } else { s.half_life_days.get(c.tier) };
+                decay::recency(period_days.unwrap_or_else(|| time::days_between(t, self.now)), h)
+            })
+            .unwrap_or(0.0);
+        let mut matched = 0usize;
+        for (k, v) in &self.context {
+            let have = match *k {
+                "session" => c.session.as_deref(),
+                "project" => c.project.as_deref(),
+                _ => c.workflow.as_deref(),
+            };
+            if have == Some(*v) {
+                matched += 1;
             }
         }
-        Ok(match (aside, &ix, &qvec) {
-            // A panic in the scan is the same panic as on this thread.
-            (Some(h), _, _) => Some(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))),
-            (None, Some(ix), Some(qv)) => Some(scan(ix, qv)),
-            _ => None,
-        })
-    })?;
-    // 2. Semantic: the nearest stored vectors (exact scan, or the server's HNSW index),
-    // filtered by tier and pin; deleted memories are not searched.
-    let nearest: Option<Vec<i64>> = match (&ix, scanned, &qvec, embedder) {
-        (Some(ix), Some(top), _, _) => Some(top.into_iter().map(|(i, _)| ix.rowids[i]).collect()),
-        (None, _, Some(qv), Some(e)) if on_server => Some(nearest_on_server(conn, q, qv, e.fingerprint())?),
-        _ => None,
-    };
-    if let Some(nearest) = nearest {
-        let mut eligible = 0;
-        let fresh: Vec<(i64, f64)> = nearest.into_iter().map(|r| (r, 0.0)).filter(|(r, _)| !seen.contains(r)).collect();
-        take(&fresh, &mut eligible, &mut cands, &mut seen, &mut note_excluded)?;
+        matched += usize::from(q.task_kind.is_some() && c.task_kind == q.task_kind);
+        matched += q.tags.iter().filter(|t| c.tags.iter().any(|ct| ct.eq_ignore_ascii_case(t))).count();
+        matched += usize::from(period_days == Some(0.0));
+        let scene = if self.ctx_size == 0 { 0.0 } else { matched as f64 / self.ctx_size as f64 };
+        let pri = (c.importance + if c.pinned { 0.2 } else { 0.0 }).clamp(0.0, 1.0);
+        let score = w.similarity * sim + w.recency * rec + w.scene * scene + w.priority * pri;
+        let breakdown =
+            Breakdown { similarity: sim, lexical, semantic, cosine: c.cosine, recency: rec, scene, priority: pri };
+        let why = Why { age_days, period_days, importance: c.importance, pinned: c.pinned };
+        let hit = Hit {
+            id: String::new(),
+            tier: c.tier,
+            content: String::new(),
+            score,
+            bm25: -c.bm25,
+            breakdown,
+            task_goal: None,
+            steps: None,
+            matched_through: Vec::new(),
+        };
+        (c.rowid, hit, why)
     }
-    if let (true, Some(qv), Some(e)) = (on_server, &qvec, embedder) {
-        cosines_from_rows(conn, &mut cands, qv, e.fingerprint())?;
-    }
-    // S: BM25 normalised by the best lexical candidate, cosine by the best semantic one,
-    // mixed with LEXICAL_SHARE (lexical alone without a model).
-    let best_bm25 = cands.iter().map(|c| c.bm25).fold(0.0_f64, f64::max);
-    let best_cos = cands.iter().filter_map(|c| c.cosine).fold(0.0_f64, f64::max);
-    let semantic_on = qvec.is_some();
-    let mut hits: Vec<(i64, Hit, Why)> = cands
-        .into_iter()
-        .map(|c| {
-            let lexical = if best_bm25 > 0.0 { (c.bm25 / best_bm25).clamp(0.0, 1.0) } else { 0.0 };
-            let semantic = semantic_on.then(|| {
-                let cos = c.cosine.unwrap_or(0.0).max(0.0);
-                if best_cos > 0.0 {
-                    (cos / best_cos).clamp(0.0, 1.0)
-                } else {
-                    0.0
-                }
-            });
-            let sim = match semantic {
-                Some(s) => LEXICAL_SHARE * lexical + (1.0 - LEXICAL_SHARE) * s,
-                None => lexical,
-            };
-            let age_days = c.created.map(|t| time::days_between(t, now));
-            let period_days = c.created.and_then(|t| period::days_away(&periods, t));
-            let rec = c
-                .created
-                .map(|t| {
-                    let h = if c.task_kind.is_some() {
-                        settings.task_log_half_life_days
-                    } else {
-                        settings.half_life_days.get(c.tier)
-                    };
-                    decay::recency(period_days.unwrap_or_else(|| time::days_between(t, now)), h)
-                })
-                .unwrap_or(0.0);
-            let mut matched = 0usize;
-            for (k, v) in &context {
-                let have = match *k {
-                    "session" => c.session.as_deref(),
-                    "project" => c.project.as_deref(),
-                    _ => c.workflow.as_deref(),
-                };
-                if have == Some(*v) {
-                    matched += 1;
-                }
-            }
-            matched += usize::from(q.task_kind.is_some() && c.task_kind == q.task_kind);
-            matched += q.tags.iter().filter(|t| c.tags.iter().any(|ct| ct.eq_ignore_ascii_case(t))).count();
-            matched += usize::from(period_days == Some(0.0));
-            let scene = if ctx_size == 0 { 0.0 } else { matched as f64 / ctx_size as f64 };
-            let pri = (c.importance + if c.pinned { 0.2 } else { 0.0 }).clamp(0.0, 1.0);
-            let score = w.similarity * sim + w.recency * rec + w.scene * scene + w.priority * pri;
-            let breakdown =
-                Breakdown { similarity: sim, lexical, semantic, cosine: c.cosine, recency: rec, scene, priority: pri };
-            let why = Why { age_days, period_days, importance: c.importance, pinned: c.pinned };
-            (
-                c.rowid,
-                Hit {
-                    id: String::new(),
-                    tier: c.tier,
-                    content: String::new(),
-                    score,
-                    bm25: -c.bm25,
-                    breakdown,
-                    task_goal: None,
-                    steps: None,
-                },
-                why,
-            )
-        })
-        .collect();
-    hits.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.1.bm25.total_cmp(&b.1.bm25)).then(a.0.cmp(&b.0)));
-    Ok(Ranked { limit, weights: w, periods, hits, excluded })
 }
 
 #[cfg(test)]
@@ -1435,6 +1591,7 @@ mod tests {
             },
             task_goal: None,
             steps: None,
+            matched_through: Vec::new(),
         };
         // Best 0.8: the line is 0.4; 0.4 itself is not weak, 0.39 is.
         let hits = [hit(0.8), hit(0.1), hit(0.4), hit(0.39)];

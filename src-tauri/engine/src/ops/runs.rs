@@ -54,6 +54,7 @@ pub(crate) fn record_run(conn: &mut Connection, run: &str, report: &BatchReport,
 
 /// What an undo did, each memory in one list.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct UndoReport {
     pub run_id: String,
@@ -70,6 +71,7 @@ pub struct UndoReport {
 
 /// One memory of an undo: its id, and its text's first words while it still exists.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct UndoItem {
     pub id: String,

@@ -58,6 +58,7 @@ pub fn parse_rules_jsonl(text: &str) -> Result<Vec<Rule>> {
 
 /// What became of one rule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct RuleOutcome {
     /// The new semantic memory, when stored.
@@ -71,6 +72,7 @@ pub struct RuleOutcome {
 
 /// The answer of `end-session`: what moved where.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SessionEnd {
     pub session_id: String,

@@ -33,6 +33,7 @@ pub struct ScoreInput {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Features {
     pub recency: f64,
@@ -44,6 +45,7 @@ pub struct Features {
 
 /// Signed contributions; they add up to the ForgetScore.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Components {
     pub recency: f64,
@@ -60,6 +62,7 @@ impl Components {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ForgetScore {
     pub features: Features,

@@ -18,6 +18,7 @@ use crate::model::Tier;
 pub const FLAG_AT: f64 = 0.5;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct DialogueLint {
     pub score: f64,

@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 
 /// What a span is. Secrets first, personal data last (see [`Kind::is_secret`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
@@ -123,6 +124,7 @@ pub enum PiiMode {
 /// What a write answer reports about one span: which field, what kind, where (byte offsets
 /// in the text as given), and what was done. Never the value.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Finding {
     pub field: String,
