@@ -150,7 +150,16 @@ export const rowSel = (id) => `[data-testid="memory-row"][data-id="${id}"]`;
 
 /** Clicks the sidebar entry of `view` and waits until it is the current page. */
 export async function nav(driver, view) {
-  await (await byTestId(driver, `nav-${view}`)).click();
+  // Located again at each try: the sidebar re-renders when the store reports a change, and a
+  // click on the element found just before it is refused as stale.
+  await waitFor(
+    async () => {
+      await (await byTestId(driver, `nav-${view}`)).click();
+      return true;
+    },
+    5000,
+    `a click on nav-${view}`,
+  );
   await waitFor(
     async () => (await (await byTestId(driver, `nav-${view}`)).getAttribute('aria-current')) === 'page',
     5000,
