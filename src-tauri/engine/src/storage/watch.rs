@@ -265,17 +265,23 @@ mod tests {
     use crate::lifecycle::{self, NewMemory};
     use crate::model::Tier;
 
-    #[test]
-    fn a_commit_from_another_connection_is_reported_with_its_id() {
+    /// A new store in a directory of its own, watched; its events arrive on the receiver.
+    fn watched_store() -> (PathBuf, PathBuf, DbWatcher, mpsc::Receiver<WatchEvent>) {
         let dir = std::env::temp_dir().join(format!("lethe-watch-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&dir).unwrap();
         let db = dir.join("w.db");
         drop(store::open(&db).unwrap());
         let (tx, rx) = mpsc::channel();
-        let _w = watch(&db, move |e| {
+        let w = watch(&db, move |e| {
             let _ = tx.send(e);
         })
         .unwrap();
+        (dir, db, w, rx)
+    }
+
+    #[test]
+    fn a_commit_from_another_connection_is_reported_with_its_id() {
+        let (dir, db, _w, rx) = watched_store();
         let mut conn = store::open(&db).unwrap();
         let out = lifecycle::remember(
             &mut conn,
@@ -294,25 +300,12 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(rx.recv_timeout(Duration::from_secs(5)).ok(), Some(WatchEvent::Missing), "deletion is reported");
     }
-}
-
-#[cfg(test)]
-mod coming_back {
-    use super::*;
 
     /// A file that is at its path but cannot be opened is said once, tried again quietly, and
     /// the store that takes its place is reported back.
     #[test]
     fn a_file_that_cannot_be_opened_is_said_once_and_a_store_in_its_place_is_back() {
-        let dir = std::env::temp_dir().join(format!("lethe-watch-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let db = dir.join("w.db");
-        drop(store::open(&db).unwrap());
-        let (tx, rx) = mpsc::channel();
-        let _w = watch(&db, move |e| {
-            let _ = tx.send(e);
-        })
-        .unwrap();
+        let (dir, db, _w, rx) = watched_store();
         for suffix in ["", "-wal", "-shm"] {
             let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
         }
