@@ -714,15 +714,7 @@ export type RecallExplained = {
 /**
  * "semantic + lexical (model)" or "lexical recall only: why".
  */
-recall_mode: string, 
-/**
- * Words not searched: the query had more than [`MAX_QUERY_WORDS`] distinct words.
- */
-dropped_words?: Array<string>, 
-/**
- * A sentence for a person when part of the query was not searched.
- */
-notice?: string, results: Array<ExplainedHit>, declined: Array<Declined>, weights: RecallWeights, 
+recall_mode: string, results: Array<ExplainedHit>, declined: Array<Declined>, weights: RecallWeights, 
 /**
  * The periods the query names (see [`named_periods`]); empty when it names none.
  */
@@ -731,7 +723,15 @@ periods: Array<NamedPeriod>,
  * The words the lexical search looked for: the query's, function words left out (unless
  * it has no other), at most [`MAX_QUERY_WORDS`].
  */
-searched_words: Array<string>, };
+searched_words: Array<string>, 
+/**
+ * Words not searched: the query had more than [`MAX_QUERY_WORDS`] distinct words.
+ */
+dropped_words?: Array<string>, 
+/**
+ * A sentence for a person when part of the query was not searched.
+ */
+notice?: string, };
 
 /**
  * A logged recall.

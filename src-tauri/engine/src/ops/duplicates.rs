@@ -158,82 +158,127 @@ pub fn clusters(conn: &Connection, snap: &Snapshot, s: &Settings, now: Instant, 
         .into_iter()
         .filter(|p| !superseded.contains(&p.0) && !superseded.contains(&p.1))
         .collect();
-    // Union-find over row indices (vectors, not maps: at 100k memories the pairs above the
-    // threshold are in the hundreds of thousands).
-    let n = snap.rows.len();
-    let mut parent: Vec<u32> = (0..n as u32).collect();
-    fn find(parent: &mut [u32], mut x: u32) -> u32 {
-        while parent[x as usize] != x {
-            let up = parent[parent[x as usize] as usize];
-            parent[x as usize] = up;
-            x = up;
-        }
-        x
-    }
-    // Each row's links above the threshold, in one allocation (`adj[start[r]..start[r + 1]]`).
-    let mut degree = vec![0u32; n + 1];
-    for &(a, b, _, _) in &pairs {
-        degree[a as usize + 1] += 1;
-        degree[b as usize + 1] += 1;
-        let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
-        if ra != rb {
-            parent[ra.max(rb) as usize] = ra.min(rb);
-        }
-    }
-    for i in 0..n {
-        degree[i + 1] += degree[i];
-    }
-    let start = degree;
-    let mut fill = start.clone();
-    let mut adj: Vec<Link> = vec![(0, 0.0, 0); pairs.len() * 2];
-    for &(a, b, sim, kind) in &pairs {
-        adj[fill[a as usize] as usize] = (b, sim, kind);
-        fill[a as usize] += 1;
-        adj[fill[b as usize] as usize] = (a, sim, kind);
-        fill[b as usize] += 1;
-    }
-    let links_of = |r: u32| &adj[start[r as usize] as usize..start[r as usize + 1] as usize];
-    let mut grouped: Vec<(u32, u32)> = (0..n as u32)
-        .filter(|&r| start[r as usize] != start[r as usize + 1])
-        .map(|r| (find(&mut parent, r), r))
-        .collect();
-    grouped.sort_unstable();
-    let groups: Vec<Vec<u32>> =
-        grouped.chunk_by(|x, y| x.0 == y.0).map(|g| g.iter().map(|&(_, r)| r).collect()).collect();
+    let mut links = Links::of(snap.rows.len(), &pairs);
     let rows = &snap.rows;
-    let mut found: Vec<(u32, f64, Vec<Link>)> = groups
-        .into_iter()
-        .map(|members| {
-            let dominant = members
-                .iter()
-                .copied()
-                .reduce(|w, x| if forgetting::dominates(&rows[x as usize], &rows[w as usize], s, now) { x } else { w })
-                .expect("a group has members");
-            let mut best = 0.0f64;
-            let mut list: Vec<Link> = members
-                .iter()
-                .filter(|&&m| m != dominant)
-                .map(|&m| {
-                    let e = links_of(m);
-                    best = e.iter().fold(best, |b, x| b.max(x.1));
-                    let direct = e.iter().filter(|x| x.0 == dominant).max_by(|x, y| x.1.total_cmp(&y.1));
-                    let strongest = e.iter().max_by(|x, y| x.1.total_cmp(&y.1)).expect("a member has a link");
-                    let (_, sim, kind) = *direct.unwrap_or(strongest);
-                    (m, sim, kind)
-                })
-                .collect();
-            list.sort_by(|x, y| y.1.total_cmp(&x.1).then_with(|| rows[x.0 as usize].id.cmp(&rows[y.0 as usize].id)));
-            list.insert(0, (dominant, 1.0, neighbours::SAME_WORDS));
-            (dominant, best, list)
-        })
-        .collect();
+    let groups = links.groups();
+    let mut found: Vec<Ranked> = groups.into_iter().map(|g| links.ranked(rows, g, s, now)).collect();
     found.sort_by(|x, y| y.1.total_cmp(&x.1).then_with(|| rows[x.0 as usize].id.cmp(&rows[y.0 as usize].id)));
     let total = found.len();
     let scores = if total == 0 { Vec::new() } else { snap.scores(s, now) };
+    let items = shown(conn, snap, s, &scores, found, limit)?;
+    let related = related(conn, snap, s, now, &superseded)?;
+    Ok(Clusters { total, threshold, items, related })
+}
+
+/// A cluster before it is read for people: its dominant row, its best similarity, and its
+/// members as links to the dominant (the dominant first).
+type Ranked = (u32, f64, Vec<Link>);
+
+/// The pairs above the threshold as a graph: each row's links, and the cluster it falls in.
+struct Links {
+    /// Each row's links above the threshold, in one allocation (`adj[start[r]..start[r + 1]]`).
+    start: Vec<u32>,
+    adj: Vec<Link>,
+    /// Union-find over row indices (vectors, not maps: at 100k memories the pairs above the
+    /// threshold are in the hundreds of thousands).
+    parent: Vec<u32>,
+}
+
+impl Links {
+    fn of(n: usize, pairs: &[forgetting::Pair]) -> Links {
+        let mut parent: Vec<u32> = (0..n as u32).collect();
+        let mut degree = vec![0u32; n + 1];
+        for &(a, b, _, _) in pairs {
+            degree[a as usize + 1] += 1;
+            degree[b as usize + 1] += 1;
+            let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
+            if ra != rb {
+                parent[ra.max(rb) as usize] = ra.min(rb);
+            }
+        }
+        for i in 0..n {
+            degree[i + 1] += degree[i];
+        }
+        let start = degree;
+        let mut fill = start.clone();
+        let mut adj: Vec<Link> = vec![(0, 0.0, 0); pairs.len() * 2];
+        for &(a, b, sim, kind) in pairs {
+            adj[fill[a as usize] as usize] = (b, sim, kind);
+            fill[a as usize] += 1;
+            adj[fill[b as usize] as usize] = (a, sim, kind);
+            fill[b as usize] += 1;
+        }
+        Links { start, adj, parent }
+    }
+
+    fn links_of(&self, r: u32) -> &[Link] {
+        &self.adj[self.start[r as usize] as usize..self.start[r as usize + 1] as usize]
+    }
+
+    /// The rows with a link, grouped by cluster (clusters by their smallest row, members in
+    /// row order).
+    fn groups(&mut self) -> Vec<Vec<u32>> {
+        let n = self.start.len() - 1;
+        let mut grouped: Vec<(u32, u32)> = (0..n as u32)
+            .filter(|&r| self.start[r as usize] != self.start[r as usize + 1])
+            .map(|r| (find(&mut self.parent, r), r))
+            .collect();
+        grouped.sort_unstable();
+        grouped.chunk_by(|x, y| x.0 == y.0).map(|g| g.iter().map(|&(_, r)| r).collect()).collect()
+    }
+
+    /// One group with the member that dominates the others first; each other member with its
+    /// link to the dominant (or its strongest link when it has none), closest first.
+    fn ranked(&self, rows: &[forgetting::Row], members: Vec<u32>, s: &Settings, now: Instant) -> Ranked {
+        let dominant = members
+            .iter()
+            .copied()
+            .reduce(|w, x| if forgetting::dominates(&rows[x as usize], &rows[w as usize], s, now) { x } else { w })
+            .expect("a group has members");
+        let mut best = 0.0f64;
+        let mut list: Vec<Link> = members
+            .iter()
+            .filter(|&&m| m != dominant)
+            .map(|&m| {
+                let e = self.links_of(m);
+                best = e.iter().fold(best, |b, x| b.max(x.1));
+                let direct = e.iter().filter(|x| x.0 == dominant).max_by(|x, y| x.1.total_cmp(&y.1));
+                let strongest = e.iter().max_by(|x, y| x.1.total_cmp(&y.1)).expect("a member has a link");
+                let (_, sim, kind) = *direct.unwrap_or(strongest);
+                (m, sim, kind)
+            })
+            .collect();
+        list.sort_by(|x, y| y.1.total_cmp(&x.1).then_with(|| rows[x.0 as usize].id.cmp(&rows[y.0 as usize].id)));
+        list.insert(0, (dominant, 1.0, neighbours::SAME_WORDS));
+        (dominant, best, list)
+    }
+}
+
+fn find(parent: &mut [u32], mut x: u32) -> u32 {
+    while parent[x as usize] != x {
+        let up = parent[parent[x as usize] as usize];
+        parent[x as usize] = up;
+        x = up;
+    }
+    x
+}
+
+/// The first `limit` clusters as people see them: each member's text, score and the evidence
+/// of its sameness with the dominant. A memory deleted since the snapshot is left out, and a
+/// cluster left with fewer than two members (or without its dominant) is not shown.
+fn shown(
+    conn: &Connection,
+    snap: &Snapshot,
+    s: &Settings,
+    scores: &[f64],
+    found: Vec<Ranked>,
+    limit: usize,
+) -> Result<Vec<Cluster>> {
+    let rows = &snap.rows;
     let mut stmt = conn.prepare_cached(
         "SELECT content, created_at FROM memory_item WHERE rowid = ?1 AND id = ?2 AND COALESCE(is_deleted, 0) = 0",
     )?;
-    let mut items = Vec::with_capacity(limit.min(total));
+    let mut items = Vec::with_capacity(limit.min(found.len()));
     for (dominant, similarity, list) in found.into_iter().take(limit) {
         let size = list.len();
         let mut members = Vec::with_capacity(size.min(MEMBERS_SHOWN));
@@ -279,8 +324,7 @@ pub fn clusters(conn: &Connection, snap: &Snapshot, s: &Settings, now: Instant, 
         }
         items.push(Cluster { dominant: rows[dominant as usize].id.clone(), similarity, size, members });
     }
-    let related = related(conn, snap, s, now, &superseded)?;
-    Ok(Clusters { total, threshold, items, related })
+    Ok(items)
 }
 
 /// The pairs among the most recently written active memories that are alike (closeness at

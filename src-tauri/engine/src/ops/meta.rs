@@ -115,7 +115,7 @@ pub const OVERVIEW_LIST: usize = 10;
 
 /// The recall statistics of a set of active memories (all of them, or those recall finds for
 /// a topic): how many were recalled and how often, how confidently, which are shakiest, which
-/// are used most, and how many were never recalled. Seed 003: "how well do I remember X?".
+/// are used most, and how many were never recalled: the answer to "how well do I remember X?".
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct MetaOverview {

@@ -446,6 +446,16 @@ pub struct Answer {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional))]
     pub periods: Option<Vec<NamedPeriod>>,
+    #[serde(flatten)]
+    #[cfg_attr(feature = "ts", ts(flatten))]
+    pub unsearched: Unsearched,
+}
+
+/// What of a query recall did not search, as every recall answer says it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Unsearched {
     /// Words not searched: the query had more than [`MAX_QUERY_WORDS`] distinct words.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional))]
@@ -456,34 +466,34 @@ pub struct Answer {
     pub notice: Option<String>,
 }
 
+impl Unsearched {
+    /// The words of `text` past [`MAX_QUERY_WORDS`], and a sentence saying so (none when all
+    /// were searched).
+    pub fn of(text: &str) -> Unsearched {
+        let dropped = dropped_words(text);
+        if dropped.is_empty() {
+            return Unsearched::default();
+        }
+        let notice = format!(
+            "the query has more than {MAX_QUERY_WORDS} distinct words; the last {} were not searched",
+            dropped.len()
+        );
+        Unsearched { dropped_words: Some(dropped), notice: Some(notice) }
+    }
+}
+
 /// [`recall`], answered whole: the results with what recall read of the query.
 pub fn answer(conn: &Connection, q: &RecallQuery, now: Instant) -> Result<Answer> {
     let results = recall(conn, q, now)?;
     let periods = named_periods(&q.text, now);
-    let (dropped_words, notice) = unsearched(&q.text);
     Ok(Answer {
         weak: weak_matches(&results),
         results,
         recall_mode: crate::embed::status(),
         searched_words: searched_words(&q.text),
         periods: (!periods.is_empty()).then_some(periods),
-        dropped_words,
-        notice,
+        unsearched: Unsearched::of(&q.text),
     })
-}
-
-/// The words of `text` that are not searched (beyond [`MAX_QUERY_WORDS`] distinct words),
-/// when there are any, and the sentence that tells a person so.
-fn unsearched(text: &str) -> (Option<Vec<String>>, Option<String>) {
-    let dropped = dropped_words(text);
-    if dropped.is_empty() {
-        return (None, None);
-    }
-    let notice = format!(
-        "the query has more than {MAX_QUERY_WORDS} distinct words; the last {} were not searched",
-        dropped.len()
-    );
-    (Some(dropped), Some(notice))
 }
 
 /// Fills each result's `matched_through`: the query words it matched only through a session
@@ -699,25 +709,18 @@ pub struct ExplainAnswer {
     pub explained: Explained,
     /// "semantic + lexical (model)" or "lexical recall only: why".
     pub recall_mode: String,
-    /// Words not searched: the query had more than [`MAX_QUERY_WORDS`] distinct words.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ts", ts(optional))]
-    pub dropped_words: Option<Vec<String>>,
-    /// A sentence for a person when part of the query was not searched.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ts", ts(optional))]
-    pub notice: Option<String>,
+    #[serde(flatten)]
+    #[cfg_attr(feature = "ts", ts(flatten))]
+    pub unsearched: Unsearched,
 }
 
 /// [`explain`] with the recall mode and the words not searched: what `lethe recall --explain`
 /// prints and the window's Recall view shows.
 pub fn explain_answer(conn: &Connection, q: &RecallQuery, now: Instant, declined: usize) -> Result<ExplainAnswer> {
-    let (dropped_words, notice) = unsearched(&q.text);
     Ok(ExplainAnswer {
         explained: explain(conn, q, now, declined)?,
         recall_mode: crate::embed::status(),
-        dropped_words,
-        notice,
+        unsearched: Unsearched::of(&q.text),
     })
 }
 

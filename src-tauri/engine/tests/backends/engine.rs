@@ -1241,10 +1241,10 @@ fn a_recall_answer_carries_what_recall_read_of_the_query_for_every_interface() {
     let many: Vec<String> = (0..70).map(|i| format!("w{i}")).collect();
     let long = ask(format!("vault tokens in March 2026 {}", many.join(" ")));
     assert_eq!(long.periods.as_ref().unwrap()[0].said, "March 2026");
-    let dropped = long.dropped_words.unwrap();
+    let dropped = long.unsearched.dropped_words.unwrap();
     assert_eq!(dropped.last().map(String::as_str), Some("w69"));
     assert_eq!(long.searched_words.len(), recall::MAX_QUERY_WORDS);
-    assert!(long.notice.unwrap().contains(&format!("the last {} were not searched", dropped.len())));
+    assert!(long.unsearched.notice.unwrap().contains(&format!("the last {} were not searched", dropped.len())));
 }
 
 /// A person's pin is a person's decision: an agent may not unpin it, quarantine it, delete it

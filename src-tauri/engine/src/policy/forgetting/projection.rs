@@ -108,94 +108,137 @@ pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now
     // are scored one by one (a scroll of the Memories view at 100k: ~35 ms less per page).
     let all = q.sort == SortBy::Score || q.min_score.is_some() || q.max_score.is_some();
     let scores = if all { snap.scores(s, now) } else { Vec::new() };
-    let score = |i: usize| if all { scores[i] } else { snap.score_at(i, s, now) };
-    let want_deleted = q.deleted.unwrap_or(false);
-    let redacted_rows = match q.redacted {
-        Some(true) => Some(crate::scan::redacted_rowids(conn)?),
-        _ => None,
-    };
-    let dialogue_rows = match q.needs_extraction {
-        Some(true) => Some(crate::dialogue::flagged_rowids(conn)?),
-        _ => None,
-    };
-    let written_rows: Option<HashSet<String>> = match q.written_by.as_deref() {
-        Some(actor) => Some(
-            conn.prepare_cached(
-                "SELECT memory_id FROM lethe_action WHERE action = 'remember' AND actor = ?1 AND memory_id IS NOT NULL",
-            )?
-            .query_map([actor], |r| r.get(0))?
-            .collect::<std::result::Result<_, _>>()?,
-        ),
-        None => None,
-    };
-    let source_rows: Option<HashSet<i64>> = match q.source.as_deref() {
-        Some(source) => Some(
-            conn.prepare_cached("SELECT rowid FROM memory_item WHERE source = ?1")?
-                .query_map([source], |r| r.get(0))?
-                .collect::<std::result::Result<_, _>>()?,
-        ),
-        None => None,
-    };
-    let mut idx: Vec<usize> = (0..snap.rows.len())
-        .filter(|&i| {
-            let r = &snap.rows[i];
-            r.is_deleted == want_deleted
-                && q.tier.is_none_or(|t| t == r.tier)
-                && q.pinned.is_none_or(|p| p == r.pinned)
-                && q.session.as_deref().is_none_or(|v| r.session_id.as_deref() == Some(v))
-                && q.project.as_deref().is_none_or(|v| r.project_id.as_deref() == Some(v))
-                && q.min_score.is_none_or(|m| scores[i] >= m)
-                && q.max_score.is_none_or(|m| scores[i] <= m)
-                && redacted_rows.as_ref().is_none_or(|set| set.contains(&r.rowid))
-                && dialogue_rows.as_ref().is_none_or(|set| set.contains(&r.rowid))
-                && written_rows.as_ref().is_none_or(|set| set.contains(&r.id))
-                && source_rows.as_ref().is_none_or(|set| set.contains(&r.rowid))
-                && q.only.as_ref().is_none_or(|set| set.contains(&r.id))
-        })
-        .collect();
-    let rows = &snap.rows;
-    // The writers and last uses of every listed memory, read once when the order needs them.
-    let writers: HashMap<String, String> =
-        if q.sort == SortBy::WrittenBy { first_writers(conn)? } else { HashMap::new() };
-    let used: Vec<Option<Instant>> = if q.sort == SortBy::LastUsed {
-        let recalled = last_recalls(conn)?;
-        rows.iter().map(|r| r.last_accessed.into_iter().chain(recalled.get(&r.id).copied()).max()).collect()
-    } else {
-        Vec::new()
-    };
-    let newest =
-        |a: usize, b: usize| rows[b].created_at.cmp(&rows[a].created_at).then(rows[b].rowid.cmp(&rows[a].rowid));
-    // Each order is total (ties go by rowid), so the page is the same as after a full sort.
-    let order = |&a: &usize, &b: &usize| match q.sort {
-        SortBy::Score => scores[b].total_cmp(&scores[a]).then(rows[a].rowid.cmp(&rows[b].rowid)),
-        SortBy::Created => rows[b].created_at.cmp(&rows[a].created_at).then(rows[b].rowid.cmp(&rows[a].rowid)),
-        SortBy::Importance => rows[b].importance.total_cmp(&rows[a].importance).then(rows[a].rowid.cmp(&rows[b].rowid)),
-        // `None` last in both: a known writer or use before an unknown one.
-        SortBy::WrittenBy => match (writers.get(&rows[a].id), writers.get(&rows[b].id)) {
-            (Some(x), Some(y)) => x.cmp(y),
-            (Some(_), None) => std::cmp::Ordering::Less,
-            (None, Some(_)) => std::cmp::Ordering::Greater,
-            (None, None) => std::cmp::Ordering::Equal,
-        }
-        .then_with(|| newest(a, b)),
-        SortBy::LastUsed => match (used[a], used[b]) {
-            (Some(x), Some(y)) => y.cmp(&x),
-            (Some(_), None) => std::cmp::Ordering::Less,
-            (None, Some(_)) => std::cmp::Ordering::Greater,
-            (None, None) => std::cmp::Ordering::Equal,
-        }
-        .then_with(|| newest(a, b)),
-    };
+    let filter = Filter::read(conn, q)?;
+    let mut idx: Vec<usize> = (0..snap.rows.len()).filter(|&i| filter.keeps(q, &snap.rows[i], i, &scores)).collect();
+    let order = Order::read(conn, q.sort, &snap.rows)?;
     let total = idx.len();
     let limit = if q.limit == 0 { 50 } else { q.limit.min(10_000) };
-    let page = page_of(&mut idx, q.offset, limit, order);
+    let page = page_of(&mut idx, q.offset, limit, |a, b| order.cmp(&snap.rows, &scores, *a, *b));
+    let score = |i: usize| if all { scores[i] } else { snap.score_at(i, s, now) };
+    let items = page_rows(conn, &snap.rows, page, score, s)?;
+    Ok(Page { total, items })
+}
+
+/// What a list's filter reads besides the snapshot: the sets of memories a filter names.
+struct Filter {
+    redacted: Option<HashSet<i64>>,
+    dialogue: Option<HashSet<i64>>,
+    written: Option<HashSet<String>>,
+    source: Option<HashSet<i64>>,
+}
+
+impl Filter {
+    fn read(conn: &Connection, q: &ListQuery) -> Result<Filter> {
+        let redacted = match q.redacted {
+            Some(true) => Some(crate::scan::redacted_rowids(conn)?),
+            _ => None,
+        };
+        let dialogue = match q.needs_extraction {
+            Some(true) => Some(crate::dialogue::flagged_rowids(conn)?),
+            _ => None,
+        };
+        let written = match q.written_by.as_deref() {
+            Some(actor) => Some(
+                conn.prepare_cached(
+                    "SELECT memory_id FROM lethe_action WHERE action = 'remember' AND actor = ?1 AND memory_id IS NOT NULL",
+                )?
+                .query_map([actor], |r| r.get(0))?
+                .collect::<std::result::Result<_, _>>()?,
+            ),
+            None => None,
+        };
+        let source = match q.source.as_deref() {
+            Some(source) => Some(
+                conn.prepare_cached("SELECT rowid FROM memory_item WHERE source = ?1")?
+                    .query_map([source], |r| r.get(0))?
+                    .collect::<std::result::Result<_, _>>()?,
+            ),
+            None => None,
+        };
+        Ok(Filter { redacted, dialogue, written, source })
+    }
+
+    /// Whether row `i` (`r`) passes `q`; `scores` holds every row's score when `q` filters by it.
+    fn keeps(&self, q: &ListQuery, r: &Row, i: usize, scores: &[f64]) -> bool {
+        r.is_deleted == q.deleted.unwrap_or(false)
+            && q.tier.is_none_or(|t| t == r.tier)
+            && q.pinned.is_none_or(|p| p == r.pinned)
+            && q.session.as_deref().is_none_or(|v| r.session_id.as_deref() == Some(v))
+            && q.project.as_deref().is_none_or(|v| r.project_id.as_deref() == Some(v))
+            && q.min_score.is_none_or(|m| scores[i] >= m)
+            && q.max_score.is_none_or(|m| scores[i] <= m)
+            && self.redacted.as_ref().is_none_or(|set| set.contains(&r.rowid))
+            && self.dialogue.as_ref().is_none_or(|set| set.contains(&r.rowid))
+            && self.written.as_ref().is_none_or(|set| set.contains(&r.id))
+            && self.source.as_ref().is_none_or(|set| set.contains(&r.rowid))
+            && q.only.as_ref().is_none_or(|set| set.contains(&r.id))
+    }
+}
+
+/// A list's order with what it reads besides the snapshot: the writers and last uses of every
+/// memory, read once when the order needs them.
+struct Order {
+    by: SortBy,
+    writers: HashMap<String, String>,
+    used: Vec<Option<Instant>>,
+}
+
+impl Order {
+    fn read(conn: &Connection, by: SortBy, rows: &[Row]) -> Result<Order> {
+        let writers = if by == SortBy::WrittenBy { first_writers(conn)? } else { HashMap::new() };
+        let used = if by == SortBy::LastUsed {
+            let recalled = last_recalls(conn)?;
+            rows.iter().map(|r| r.last_accessed.into_iter().chain(recalled.get(&r.id).copied()).max()).collect()
+        } else {
+            Vec::new()
+        };
+        Ok(Order { by, writers, used })
+    }
+
+    /// Each order is total (ties go by rowid), so the page is the same as after a full sort.
+    fn cmp(&self, rows: &[Row], scores: &[f64], a: usize, b: usize) -> std::cmp::Ordering {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        let newest = || rows[b].created_at.cmp(&rows[a].created_at).then(rows[b].rowid.cmp(&rows[a].rowid));
+        match self.by {
+            SortBy::Score => scores[b].total_cmp(&scores[a]).then(rows[a].rowid.cmp(&rows[b].rowid)),
+            SortBy::Created => newest(),
+            SortBy::Importance => {
+                rows[b].importance.total_cmp(&rows[a].importance).then(rows[a].rowid.cmp(&rows[b].rowid))
+            }
+            // `None` last in both: a known writer or use before an unknown one.
+            SortBy::WrittenBy => match (self.writers.get(&rows[a].id), self.writers.get(&rows[b].id)) {
+                (Some(x), Some(y)) => x.cmp(y),
+                (Some(_), None) => Less,
+                (None, Some(_)) => Greater,
+                (None, None) => Equal,
+            }
+            .then_with(newest),
+            SortBy::LastUsed => match (self.used[a], self.used[b]) {
+                (Some(x), Some(y)) => y.cmp(&x),
+                (Some(_), None) => Less,
+                (None, Some(_)) => Greater,
+                (None, None) => Equal,
+            }
+            .then_with(newest),
+        }
+    }
+}
+
+/// The rows of one page as the list shows them: text, writer, last use and score.
+fn page_rows(
+    conn: &Connection,
+    rows: &[Row],
+    page: &[usize],
+    score: impl Fn(usize) -> f64,
+    s: &Settings,
+) -> Result<Vec<MemoryRow>> {
     let mut stmt = conn.prepare_cached("SELECT content, workflow_name, tags FROM memory_item WHERE rowid = ?1")?;
     // The page's writers and recalls: one indexed read per row of the page, never per memory.
     let mut writer = conn.prepare_cached(
         "SELECT actor FROM lethe_action WHERE memory_id = ?1 AND action = 'remember' ORDER BY id LIMIT 1",
     )?;
     let mut recalled = conn.prepare_cached("SELECT last_recalled_at FROM meta_memory_stats WHERE memory_id = ?1")?;
-    let mut items = Vec::new();
+    let mut items = Vec::with_capacity(page.len());
     for &i in page {
         let r = &rows[i];
         let score = score(i);
@@ -227,7 +270,7 @@ pub fn list(conn: &Connection, snap: &Snapshot, q: &ListQuery, s: &Settings, now
             last_used,
         });
     }
-    Ok(Page { total, items })
+    Ok(items)
 }
 
 /// Who wrote each memory first: the actor of its first `remember` in the audit.
