@@ -266,7 +266,15 @@ export type Difference = {
 /**
  * "value", "polarity" or "wording".
  */
-what: string, this: string, other: string, };
+what: string, 
+/**
+ * What this memory says there (may be empty).
+ */
+this: string, 
+/**
+ * What the other says there (may be empty).
+ */
+other: string, };
 
 /**
  * What "keep both" did.

@@ -106,7 +106,6 @@ pub struct MemoryDetail {
     /// The task kind when the memory is a task log (an ended session's working memory).
     pub task_kind: Option<String>,
     /// Why it is a duplicate of `duplicate_of`: the values and words both hold (plain text).
-    #[cfg_attr(feature = "schema", schemars(with = "Option<crate::ops::answers::shapes::Evidence>"))]
     pub duplicate_evidence: Option<sameness::Evidence>,
 }
 

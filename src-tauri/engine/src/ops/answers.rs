@@ -161,7 +161,7 @@ pub enum UnarchiveAnswer {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum RememberAnswer {
-    Remembered(#[cfg_attr(feature = "schema", schemars(with = "shapes::RememberOutcome"))] RememberOutcome),
+    Remembered(RememberOutcome),
     Updated(crate::procedural::Updated),
 }
 
@@ -169,98 +169,5 @@ pub enum RememberAnswer {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct SimilarAnswer {
-    #[cfg_attr(feature = "schema", schemars(with = "Vec<shapes::Similar>"))]
     pub items: Vec<crate::semantic::Similar>,
-}
-
-/// The JSON Schemas of answer parts whose types live in modules that do not derive one
-/// (`similarity::sameness`, `similarity::semantic`, `ops::lifecycle`). Each mirrors its type
-/// field for field, and `same_fields` takes the real types apart without `..`: a field
-/// added to one of them does not compile until it is added here too.
-#[cfg(feature = "schema")]
-#[allow(dead_code)]
-pub mod shapes {
-    use schemars::JsonSchema;
-
-    /// One difference between two memories.
-    #[derive(JsonSchema)]
-    pub struct Difference {
-        /// "value", "polarity" or "wording".
-        what: String,
-        /// What this memory says there (may be empty).
-        this: String,
-        /// What the other says there (may be empty).
-        other: String,
-    }
-
-    /// Why two memories are judged as they are.
-    #[derive(JsonSchema)]
-    pub struct Evidence {
-        /// Values and content words both hold.
-        matching: Vec<String>,
-        /// What differs.
-        differing: Vec<Difference>,
-        /// Both in one line of plain text.
-        summary: String,
-    }
-
-    /// A neighbour of a memory.
-    #[derive(JsonSchema)]
-    pub struct Similar {
-        id: String,
-        /// How close the two are, 0-1.
-        similarity: f64,
-        /// "duplicate" (the same memory: counts in duplication D), "possible update" (the same
-        /// statement with another value) or "related" (close in meaning or topic).
-        kind: String,
-        evidence: Evidence,
-    }
-
-    /// A memory stored, with its closest memories already stored; or why it was not.
-    #[derive(JsonSchema)]
-    #[serde(untagged)]
-    pub enum RememberOutcome {
-        Stored {
-            id: String,
-            stored: bool,
-            version: i64,
-            /// The closest memories already stored: supersede them instead of piling up
-            /// near-copies.
-            similar: Vec<Similar>,
-            /// Spans redacted before anything was written (never the value).
-            redacted: Vec<crate::redact::Finding>,
-            /// `pii:<kind>` tags added.
-            pii_tags: Vec<String>,
-        },
-        Skipped {
-            /// False: not stored.
-            stored: bool,
-            /// Why (trivial, duplicate).
-            reason: String,
-            /// The memory it duplicates.
-            existing_id: Option<String>,
-        },
-    }
-
-    fn same_fields(
-        d: crate::sameness::Difference,
-        e: crate::sameness::Evidence,
-        s: crate::semantic::Similar,
-        o: crate::lifecycle::RememberOutcome,
-    ) {
-        let crate::sameness::Difference { what: _, this: _, other: _ } = d;
-        let crate::sameness::Evidence { matching: _, differing: _, summary: _ } = e;
-        let crate::semantic::Similar { id: _, similarity: _, kind: _, evidence: _ } = s;
-        match o {
-            crate::lifecycle::RememberOutcome::Stored {
-                id: _,
-                stored: _,
-                version: _,
-                similar: _,
-                redacted: _,
-                pii_tags: _,
-            } => {}
-            crate::lifecycle::RememberOutcome::Skipped { stored: _, reason: _, existing_id: _ } => {}
-        }
-    }
 }

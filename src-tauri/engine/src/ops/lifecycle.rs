@@ -24,24 +24,35 @@ pub use crate::ops::validate::{
 };
 pub(crate) use crate::ops::validate::{is_trivial, validate_new};
 
+/// A memory stored, with its closest memories already stored; or why it was not.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(untagged)]
 pub enum RememberOutcome {
     /// `similar`: the closest active memories that were already stored (similarity ≥
     /// [`SIMILAR_ON_WRITE`]), so that an agent can supersede instead of piling up near-copies.
     Stored {
+        /// The new memory's id.
         id: String,
+        /// True: stored.
         stored: bool,
+        /// Its version (1 for a new memory).
         version: i64,
+        /// The closest memories already stored: supersede them instead of piling up
+        /// near-copies.
         similar: Vec<crate::semantic::Similar>,
         /// Spans replaced by `[REDACTED:<kind>]` (kind, field, byte offsets; never the value).
         redacted: Vec<Finding>,
         /// `pii:<kind>` tags the `pii = tag` setting added.
         pii_tags: Vec<String>,
     },
+    /// Not stored, and why.
     Skipped {
+        /// False: not stored.
         stored: bool,
+        /// Why (trivial, duplicate).
         reason: String,
+        /// The memory it duplicates.
         existing_id: Option<String>,
     },
 }

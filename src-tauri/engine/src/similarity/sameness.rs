@@ -73,16 +73,20 @@ impl Kind {
 /// place (empty when it says nothing there), and of what sort.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Difference {
     /// "value", "polarity" or "wording".
     pub what: String,
+    /// What this memory says there (may be empty).
     pub this: String,
+    /// What the other says there (may be empty).
     pub other: String,
 }
 
 /// Why two memories are judged as they are, in plain text.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Evidence {
     /// Values and content words both hold (at most [`EVIDENCE_WORDS`]).
     pub matching: Vec<String>,

@@ -441,7 +441,9 @@ pub fn index(conn: &Connection, e: &Embedder) -> Result<Arc<VectorIndex>> {
 
 /// A neighbour of a memory, as `similar` and `remember` name it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Similar {
+    /// The other memory.
     pub id: String,
     /// How close the two are (the judgment's closeness, in [0, 1]).
     pub similarity: f64,
