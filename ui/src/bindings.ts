@@ -465,13 +465,133 @@ export type LoggedHit = { id: string, score: number, };
 /**
  * A stored memory: every column of `memory_item` Lethe reads.
  */
-export type Memory = { id: string, type: Tier, content: string, importance: number, privacy_scope: string, created_at: string, last_accessed: string | null, pinned: boolean, tags: Array<string>, source: string | null, view_count: number, cite_count: number, edit_count: number, task_goal: string | null, steps: JsonValue | null, reflection_notes: JsonValue | null, workflow_name: string | null, skill_name: string | null, trigger_conditions: JsonValue | null, version: number, owner_id: string | null, session_id: string | null, project_id: string | null, is_deleted: boolean, deleted_at: string | null, };
+export type Memory = { 
+/**
+ * `mem_` and a UUID.
+ */
+id: string, 
+/**
+ * Its tier (`type` in JSON and in the table).
+ */
+type: Tier, 
+/**
+ * The text (redacted of secrets before it was stored).
+ */
+content: string, 
+/**
+ * How much it matters, 0-1.
+ */
+importance: number, 
+/**
+ * Who may recall it: `private`, `team` or `public`.
+ */
+privacy_scope: string, 
+/**
+ * When it was written (ISO-8601 UTC).
+ */
+created_at: string, 
+/**
+ * When it was last read or recalled.
+ */
+last_accessed: string | null, 
+/**
+ * Pinned memories are never forgotten.
+ */
+pinned: boolean, 
+/**
+ * Its tags.
+ */
+tags: Array<string>, 
+/**
+ * What wrote it (a tool, an import).
+ */
+source: string | null, 
+/**
+ * How often it was shown.
+ */
+view_count: number, 
+/**
+ * How often an agent cited it as useful.
+ */
+cite_count: number, 
+/**
+ * How often it was edited.
+ */
+edit_count: number, 
+/**
+ * A procedure's goal.
+ */
+task_goal: string | null, 
+/**
+ * A procedure's steps (JSON).
+ */
+steps: JsonValue | null, 
+/**
+ * A procedure's reflection notes (JSON), oldest first.
+ */
+reflection_notes: JsonValue | null, 
+/**
+ * A procedure's workflow name.
+ */
+workflow_name: string | null, 
+/**
+ * A procedure's skill name.
+ */
+skill_name: string | null, 
+/**
+ * When a procedure applies (JSON).
+ */
+trigger_conditions: JsonValue | null, 
+/**
+ * Its version: compare-and-swap edits name the version they change.
+ */
+version: number, 
+/**
+ * The agent or person it belongs to.
+ */
+owner_id: string | null, 
+/**
+ * The working session it was written in.
+ */
+session_id: string | null, 
+/**
+ * The project it belongs to.
+ */
+project_id: string | null, 
+/**
+ * Soft-deleted (quarantined): restorable until purged.
+ */
+is_deleted: boolean, 
+/**
+ * When it was soft-deleted.
+ */
+deleted_at: string | null, };
 
 /**
  * Everything a person needs to judge one memory: its fields, its explained ForgetScore,
  * links, archive state and recall statistics.
  */
-export type MemoryDetail = { supersedes: Array<string>, superseded_by: Array<string>, archive_no: number | null, never_forgettable_why: string | null, meta: MetaStats, 
+export type MemoryDetail = { 
+/**
+ * The memories this one replaced.
+ */
+supersedes: Array<string>, 
+/**
+ * The memories that replaced this one.
+ */
+superseded_by: Array<string>, 
+/**
+ * The archive holding its original, when it is archived.
+ */
+archive_no: number | null, 
+/**
+ * Why the policy never forgets it (pinned, a rule), when it does not.
+ */
+never_forgettable_why: string | null, 
+/**
+ * Its recall statistics.
+ */
+meta: MetaStats, 
 /**
  * The reads-like-dialogue lint, for semantic and procedural memories.
  */
@@ -483,7 +603,107 @@ task_kind: string | null,
 /**
  * Why it is a duplicate of `duplicate_of`: the values and words both hold (plain text).
  */
-duplicate_evidence: Evidence | null, id: string, type: Tier, content: string, importance: number, privacy_scope: string, created_at: string, last_accessed: string | null, pinned: boolean, tags: Array<string>, source: string | null, view_count: number, cite_count: number, edit_count: number, task_goal: string | null, steps: JsonValue | null, reflection_notes: JsonValue | null, workflow_name: string | null, skill_name: string | null, trigger_conditions: JsonValue | null, version: number, owner_id: string | null, session_id: string | null, project_id: string | null, is_deleted: boolean, deleted_at: string | null, features: Features, components: Components, forget_score: number, threshold: number, reasons: Array<string>, would_forget: boolean, never_forgettable: boolean, 
+duplicate_evidence: Evidence | null, 
+/**
+ * `mem_` and a UUID.
+ */
+id: string, 
+/**
+ * Its tier (`type` in JSON and in the table).
+ */
+type: Tier, 
+/**
+ * The text (redacted of secrets before it was stored).
+ */
+content: string, 
+/**
+ * How much it matters, 0-1.
+ */
+importance: number, 
+/**
+ * Who may recall it: `private`, `team` or `public`.
+ */
+privacy_scope: string, 
+/**
+ * When it was written (ISO-8601 UTC).
+ */
+created_at: string, 
+/**
+ * When it was last read or recalled.
+ */
+last_accessed: string | null, 
+/**
+ * Pinned memories are never forgotten.
+ */
+pinned: boolean, 
+/**
+ * Its tags.
+ */
+tags: Array<string>, 
+/**
+ * What wrote it (a tool, an import).
+ */
+source: string | null, 
+/**
+ * How often it was shown.
+ */
+view_count: number, 
+/**
+ * How often an agent cited it as useful.
+ */
+cite_count: number, 
+/**
+ * How often it was edited.
+ */
+edit_count: number, 
+/**
+ * A procedure's goal.
+ */
+task_goal: string | null, 
+/**
+ * A procedure's steps (JSON).
+ */
+steps: JsonValue | null, 
+/**
+ * A procedure's reflection notes (JSON), oldest first.
+ */
+reflection_notes: JsonValue | null, 
+/**
+ * A procedure's workflow name.
+ */
+workflow_name: string | null, 
+/**
+ * A procedure's skill name.
+ */
+skill_name: string | null, 
+/**
+ * When a procedure applies (JSON).
+ */
+trigger_conditions: JsonValue | null, 
+/**
+ * Its version: compare-and-swap edits name the version they change.
+ */
+version: number, 
+/**
+ * The agent or person it belongs to.
+ */
+owner_id: string | null, 
+/**
+ * The working session it was written in.
+ */
+session_id: string | null, 
+/**
+ * The project it belongs to.
+ */
+project_id: string | null, 
+/**
+ * Soft-deleted (quarantined): restorable until purged.
+ */
+is_deleted: boolean, 
+/**
+ * When it was soft-deleted.
+ */
+deleted_at: string | null, features: Features, components: Components, forget_score: number, threshold: number, reasons: Array<string>, would_forget: boolean, never_forgettable: boolean, 
 /**
  * The score this memory tends to if it is never used again.
  */
@@ -756,7 +976,31 @@ export type RecallWeights = { similarity: number, recency: number, scene: number
 /**
  * A lesson appended to a procedural memory after a failure.
  */
-export type ReflectionNote = { failure_type: FailureType, failure_description: string, lessons_learned?: string | null, suggested_improvements?: string | null, timestamp?: string | null, actor?: string | null, };
+export type ReflectionNote = { 
+/**
+ * What kind of failure.
+ */
+failure_type: FailureType, 
+/**
+ * What went wrong.
+ */
+failure_description: string, 
+/**
+ * What was learned.
+ */
+lessons_learned?: string | null, 
+/**
+ * What to change in the procedure.
+ */
+suggested_improvements?: string | null, 
+/**
+ * When it was noted (stamped by Lethe).
+ */
+timestamp?: string | null, 
+/**
+ * Who noted it (stamped by Lethe).
+ */
+actor?: string | null, };
 
 /**
  * One refused attempt of an agent on a person's pin.
@@ -971,6 +1215,10 @@ export type TaskLogEntry = { id: string, session_id: string, ended_at: string, p
 
 export type Theme = "light" | "dark";
 
+/**
+ * A memory's tier: what kind of memory it is, which sets how fast it decays (its half-life)
+ * and how the policy treats it (docs/scores.md).
+ */
 export type Tier = "working" | "episodic" | "procedural" | "semantic";
 
 export type TierCounts = { 

@@ -98,11 +98,14 @@ pub fn person_named(role: &str) -> String {
 /// pseudo-terminal can type too (README, "Who acts").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Via {
+    /// The desktop window.
     Window,
+    /// The CLI on an interactive terminal.
     Terminal,
 }
 
 impl Via {
+    /// The name recorded with audit rows.
     pub fn as_str(self) -> &'static str {
         match self {
             Via::Window => "window",

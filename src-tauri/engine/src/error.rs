@@ -3,23 +3,41 @@
 
 use thiserror::Error;
 
+/// The engine's result: every fallible operation answers with an [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// What went wrong, typed: [`Error::code`] names it for every interface and
+/// [`Error::exit_code`] gives the CLI's exit status.
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// Bad input (an argument, a file, a row): nothing was written.
     #[error("invalid input: {0}")]
     Invalid(String),
+    /// A compare-and-swap lost: the memory is at another version than the caller expected.
     #[error("version conflict on {id}: expected version {expected}, current version is {current}")]
-    Conflict { id: String, expected: i64, current: i64 },
+    Conflict {
+        /// The memory.
+        id: String,
+        /// The version the caller expected.
+        expected: i64,
+        /// The version stored.
+        current: i64,
+    },
+    /// No such memory, archive, procedure or run.
     #[error("not found: {0}")]
     NotFound(String),
+    /// A destructive operation asked for without its confirmation (`--yes`).
     #[error("confirmation required: {0}")]
     ConfirmationRequired(String),
+    /// The actor or role may not do this (a person's pin, another team's memory, a reader's
+    /// write).
     #[error("forbidden: {0}")]
     Forbidden(String),
+    /// An archive's stored original no longer matches its SHA-256.
     #[error("archive integrity check failed for archive #{0}: sha-256 mismatch")]
     Integrity(i64),
+    /// The file is not a Lethe (or memento) database.
     #[error("not a lethe database: {0}")]
     Foreign(String),
     /// A Lethe or memento file Lethe will not run: foreign triggers or views in it, or an
@@ -40,12 +58,16 @@ pub enum Error {
     /// stored is unknown until it is read back on a new connection.
     #[error("team server unavailable: {0}")]
     CommitLost(String),
+    /// The caller cancelled the work (its job); nothing of it was written.
     #[error("cancelled")]
     Cancelled,
+    /// Another writer holds the store longer than the wait.
     #[error("database busy: {0}")]
     Busy(String),
+    /// An error of the SQLite store.
     #[error("database error: {0}")]
     Db(#[from] rusqlite::Error),
+    /// An error of the team server (PostgreSQL).
     #[error("team server error: {}", pg_message(.0))]
     Pg(#[from] postgres::Error),
     /// A query that must return a row returned none (`.optional()` turns it into `None`).
@@ -54,17 +76,21 @@ pub enum Error {
     /// A column could not be read as the code asked (its type, its name or its position).
     #[error("database error: {0}")]
     Column(String),
+    /// A file could not be read or written.
     #[error("io error: {0}")]
     Io(#[from] std::io::Error),
+    /// JSON that does not parse or does not have the expected shape.
     #[error("json error: {0}")]
     Json(#[from] serde_json::Error),
 }
 
 impl Error {
+    /// [`Error::Invalid`] with `msg`.
     pub fn invalid(msg: impl Into<String>) -> Self {
         Error::Invalid(msg.into())
     }
 
+    /// [`Error::Column`] with `msg`.
     pub fn column(msg: impl Into<String>) -> Self {
         Error::Column(msg.into())
     }
@@ -107,6 +133,7 @@ impl Error {
         }
     }
 
+    /// Whether this is a lost compare-and-swap ([`Error::Conflict`]).
     pub fn is_conflict(&self) -> bool {
         matches!(self, Error::Conflict { .. })
     }

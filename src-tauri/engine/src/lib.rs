@@ -17,6 +17,8 @@
 //! (`lethe_engine::lifecycle`, `lethe_engine::store`, …): those are the paths the CLI, the
 //! app and the tests use.
 
+#![warn(missing_docs)]
+
 pub mod actor;
 pub mod chart;
 pub mod error;
@@ -92,14 +94,21 @@ use serde::Serialize;
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct MemoryDetail {
+    /// The memory's columns.
     #[serde(flatten)]
     pub memory: Memory,
+    /// The memories this one replaced.
     pub supersedes: Vec<String>,
+    /// The memories that replaced this one.
     pub superseded_by: Vec<String>,
+    /// The archive holding its original, when it is archived.
     pub archive_no: Option<i64>,
+    /// Its ForgetScore now, with the features and the reasons.
     #[serde(flatten)]
     pub score: decay::ForgetScore,
+    /// Why the policy never forgets it (pinned, a rule), when it does not.
     pub never_forgettable_why: Option<String>,
+    /// Its recall statistics.
     pub meta: meta::MetaStats,
     /// The reads-like-dialogue lint, for semantic and procedural memories.
     pub dialogue: Option<dialogue::DialogueLint>,
@@ -154,8 +163,17 @@ pub fn projection_chart_in(
 /// Which chart to export (see [`export_chart`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ChartKind {
-    Decay { horizon_days: f64 },
-    Projection { id: String },
+    /// The decay curves of the tiers over `horizon_days`.
+    Decay {
+        /// How many days the curves run.
+        horizon_days: f64,
+    },
+    /// One memory's projected ForgetScore.
+    Projection {
+        /// The memory.
+        id: String,
+    },
+    /// The ForgetScore distribution of the active memories.
     Distribution,
 }
 
@@ -272,9 +290,12 @@ fn input_of(memory: &Memory, score: &decay::ForgetScore, task_log: bool) -> Resu
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct EditAnswer {
+    /// The memory after the edit.
     #[serde(flatten)]
     pub detail: MemoryDetail,
+    /// Spans of the new content the guard replaced by `[REDACTED:<kind>]` (never the value).
     pub redacted: Vec<redact::Finding>,
+    /// `pii:<kind>` tags the `pii = tag` setting added.
     pub pii_tags: Vec<String>,
 }
 

@@ -11,16 +11,26 @@ use crate::error::{Error, Result};
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
+/// A memory's tier: what kind of memory it is, which sets how fast it decays (its half-life)
+/// and how the policy treats it (docs/scores.md).
 pub enum Tier {
+    /// The scratch memory of a task in progress: decays in hours; an ended session's working
+    /// memories become a task log.
     Working,
+    /// What happened: events, outcomes, conversations.
     Episodic,
+    /// How to do something: a workflow with steps, updated by compare-and-swap and reflection
+    /// notes.
     Procedural,
+    /// What is true: facts, rules, preferences; the slowest to decay.
     Semantic,
 }
 
 impl Tier {
+    /// Every tier, from the fastest to decay to the slowest.
     pub const ALL: [Tier; 4] = [Tier::Working, Tier::Episodic, Tier::Procedural, Tier::Semantic];
 
+    /// The tier's name as stored and as the CLI and MCP say it.
     pub fn as_str(self) -> &'static str {
         match self {
             Tier::Working => "working",
@@ -57,34 +67,60 @@ impl FromStr for Tier {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Memory {
+    /// `mem_` and a UUID.
     pub id: String,
+    /// Its tier (`type` in JSON and in the table).
     #[serde(rename = "type")]
     pub tier: Tier,
+    /// The text (redacted of secrets before it was stored).
     pub content: String,
+    /// How much it matters, 0-1.
     pub importance: f64,
+    /// Who may recall it: `private`, `team` or `public`.
     pub privacy_scope: String,
+    /// When it was written (ISO-8601 UTC).
     pub created_at: String,
+    /// When it was last read or recalled.
     pub last_accessed: Option<String>,
+    /// Pinned memories are never forgotten.
     pub pinned: bool,
+    /// Its tags.
     pub tags: Vec<String>,
+    /// What wrote it (a tool, an import).
     pub source: Option<String>,
+    /// How often it was shown.
     pub view_count: i64,
+    /// How often an agent cited it as useful.
     pub cite_count: i64,
+    /// How often it was edited.
     pub edit_count: i64,
+    /// A procedure's goal.
     pub task_goal: Option<String>,
+    /// A procedure's steps (JSON).
     pub steps: Option<serde_json::Value>,
+    /// A procedure's reflection notes (JSON), oldest first.
     pub reflection_notes: Option<serde_json::Value>,
+    /// A procedure's workflow name.
     pub workflow_name: Option<String>,
+    /// A procedure's skill name.
     pub skill_name: Option<String>,
+    /// When a procedure applies (JSON).
     pub trigger_conditions: Option<serde_json::Value>,
+    /// Its version: compare-and-swap edits name the version they change.
     pub version: i64,
+    /// The agent or person it belongs to.
     pub owner_id: Option<String>,
+    /// The working session it was written in.
     pub session_id: Option<String>,
+    /// The project it belongs to.
     pub project_id: Option<String>,
+    /// Soft-deleted (quarantined): restorable until purged.
     pub is_deleted: bool,
+    /// When it was soft-deleted.
     pub deleted_at: Option<String>,
 }
 
+/// The columns of [`Memory`] in the order `Memory` reads them.
 pub const MEMORY_COLUMNS: &str = "id, type, content, importance, privacy_scope, created_at, last_accessed, \
     pinned, tags, source, view_count, cite_count, edit_count, task_goal, steps, reflection_notes, \
     workflow_name, skill_name, trigger_conditions, version, owner_id, session_id, project_id, \
@@ -158,6 +194,7 @@ impl Memory {
     }
 }
 
+/// `content` on one line, cut to `max_chars` characters with an ellipsis.
 pub fn preview(content: &str, max_chars: usize) -> String {
     let one_line: String = content.split_whitespace().collect::<Vec<_>>().join(" ");
     if one_line.chars().count() <= max_chars {
@@ -174,8 +211,11 @@ pub fn preview(content: &str, max_chars: usize) -> String {
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum FailureType {
+    /// A tool the procedure used failed.
     ToolError,
+    /// A person said the result was wrong.
     UserFeedback,
+    /// A measured outcome fell short.
     MetricFailure,
 }
 
@@ -184,14 +224,20 @@ pub enum FailureType {
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(deny_unknown_fields)]
 pub struct ReflectionNote {
+    /// What kind of failure.
     pub failure_type: FailureType,
+    /// What went wrong.
     pub failure_description: String,
+    /// What was learned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lessons_learned: Option<String>,
+    /// What to change in the procedure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suggested_improvements: Option<String>,
+    /// When it was noted (stamped by Lethe).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<String>,
+    /// Who noted it (stamped by Lethe).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actor: Option<String>,
 }
@@ -295,6 +341,7 @@ pub fn validate_actor(actor: &str) -> Result<()> {
     crate::actor::parse(actor).map(|_| ())
 }
 
+/// A new memory id: `mem_` and a random UUID.
 pub fn new_memory_id() -> String {
     format!("mem_{}", uuid::Uuid::new_v4())
 }

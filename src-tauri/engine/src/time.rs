@@ -5,8 +5,10 @@ use chrono::{DateTime, NaiveDateTime, SecondsFormat, Utc};
 
 use crate::error::{Error, Result};
 
+/// A moment in UTC; the engine never reads the clock itself, callers pass `now`.
 pub type Instant = DateTime<Utc>;
 
+/// `t` as Lethe writes it: ISO-8601 UTC with milliseconds and `Z`.
 pub fn format(t: Instant) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
@@ -70,6 +72,7 @@ pub fn days_between(from: Instant, to: Instant) -> f64 {
     (to - from).num_milliseconds() as f64 / 86_400_000.0
 }
 
+/// `t` plus `days` (fractional, to the millisecond).
 pub fn add_days(t: Instant, days: f64) -> Instant {
     t + chrono::Duration::milliseconds((days * 86_400_000.0).round() as i64)
 }

@@ -5,6 +5,9 @@
 //!   crate-root aliases (`crate::store`, `crate::lifecycle`, …) are resolved to the layer they
 //!   name. Edges that break the rule today are listed in [`KNOWN_UPWARD`]; the list may only
 //!   shrink: an edge that is gone must leave the list too, so the test fails until it does.
+//! - **The engine's public items are documented.** `lethe-engine` warns on a public item
+//!   without documentation, and clippy denies warnings; the files that still opt out
+//!   (`#![allow(missing_docs)]`) are listed in [`UNDOCUMENTED`], a list that may only shrink.
 //! - **The code speaks of the product.** Source, docs and build files carry no pointers to how
 //!   the code was made (issue numbers, work sessions, sections of a spec the repository does not
 //!   hold). The reasons those pointers stood for belong in the sentence itself.
@@ -152,6 +155,69 @@ fn the_engines_modules_use_only_their_own_layer_and_those_below() {
         "modules that use a layer above their own (move the item down, or the caller up): {new:#?}\nlayers, bottom up: {LAYER_NAMES:?}"
     );
     assert!(gone.is_empty(), "these upward edges are gone: take them out of KNOWN_UPWARD: {gone:#?}");
+}
+
+/// Engine files whose public items are not all documented yet (they opt out of the engine's
+/// `missing_docs` warning). A file documented whole leaves the list and its opt-out.
+const UNDOCUMENTED: &[&str] = &[
+    "chart.rs",
+    "io/demo.rs",
+    "io/push.rs",
+    "io/transfer.rs",
+    "ops/answers.rs",
+    "ops/archive.rs",
+    "ops/audit.rs",
+    "ops/duplicates.rs",
+    "ops/group_commit.rs",
+    "ops/health.rs",
+    "ops/lifecycle.rs",
+    "ops/meta.rs",
+    "ops/period.rs",
+    "ops/pins.rs",
+    "ops/procedural.rs",
+    "ops/quarantine_view.rs",
+    "ops/recall.rs",
+    "ops/recall_log.rs",
+    "ops/runs.rs",
+    "ops/scan.rs",
+    "ops/session.rs",
+    "ops/validate.rs",
+    "policy/decay.rs",
+    "policy/dialogue.rs",
+    "policy/forgetting/batch.rs",
+    "policy/forgetting/mod.rs",
+    "policy/forgetting/projection.rs",
+    "policy/redact.rs",
+    "policy/settings.rs",
+    "similarity/dedup.rs",
+    "similarity/embed.rs",
+    "similarity/lexical.rs",
+    "similarity/neighbours.rs",
+    "similarity/sameness.rs",
+    "similarity/semantic.rs",
+    "storage/db.rs",
+    "storage/postgres.rs",
+    "storage/sqlite.rs",
+    "storage/watch.rs",
+];
+
+#[test]
+fn the_engines_public_items_are_documented_but_for_a_shrinking_list_of_files() {
+    let src = root().join("src-tauri/engine/src");
+    let lib = fs::read_to_string(src.join("lib.rs")).unwrap();
+    assert!(lib.contains("#![warn(missing_docs)]"), "lethe-engine warns on public items without documentation");
+    let mut all = Vec::new();
+    files(&src, &[".rs"], &mut all);
+    let opted_out: BTreeSet<String> = all
+        .iter()
+        .filter(|p| fs::read_to_string(p).unwrap().lines().any(|l| l.starts_with("#![allow(missing_docs)]")))
+        .map(|p| p.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/"))
+        .collect();
+    let listed: BTreeSet<String> = UNDOCUMENTED.iter().map(|s| s.to_string()).collect();
+    let new: Vec<_> = opted_out.difference(&listed).collect();
+    let gone: Vec<_> = listed.difference(&opted_out).collect();
+    assert!(new.is_empty(), "document the public items instead of opting out of missing_docs: {new:#?}");
+    assert!(gone.is_empty(), "these files are documented now: take them out of UNDOCUMENTED: {gone:#?}");
 }
 
 #[test]

@@ -2,6 +2,8 @@
 //! rules, procedural workflows with reflection notes and several versions, near-duplicates,
 //! and quarantined memories with reasons, so every view of the inspector shows something.
 
+#![allow(missing_docs)] // public items here are documented as they change (the engine warns on missing docs)
+
 use crate::storage::db::Connection;
 use serde::Serialize;
 

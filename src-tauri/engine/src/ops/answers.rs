@@ -3,6 +3,8 @@
 //! these types (`score`, `stats`, `remember`, `meta`, `archive`, `unarchive`, `feedback`,
 //! `similar`).
 
+#![allow(missing_docs)] // public items here are documented as they change (the engine warns on missing docs)
+
 use std::collections::HashMap;
 
 use serde::Serialize;

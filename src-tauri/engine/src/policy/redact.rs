@@ -8,6 +8,8 @@
 //! Every pattern is compiled once per process, on first use (see [`ANY`]); a memory of a few
 //! hundred bytes is scanned in microseconds (BENCHMARKS.md, "remember with the detector").
 
+#![allow(missing_docs)] // public items here are documented as they change (the engine warns on missing docs)
+
 use std::sync::{LazyLock, OnceLock};
 
 use regex::Regex;

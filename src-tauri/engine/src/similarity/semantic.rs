@@ -2,6 +2,8 @@
 //! back-filled for rows another program (memento, an older Lethe) wrote, scanned exactly for
 //! recall and for `similar`. Only vectors of the loaded model's fingerprint are ever read.
 
+#![allow(missing_docs)] // public items here are documented as they change (the engine warns on missing docs)
+
 use std::sync::{Arc, Mutex};
 
 use crate::storage::db::{params, Connection, Transaction};

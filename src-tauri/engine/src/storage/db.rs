@@ -14,6 +14,8 @@
 //! strictly typed, so a value is encoded for the column's declared type (an integer into a
 //! `boolean` or `double precision` column, say), and a column is read by its type.
 
+#![allow(missing_docs)] // public items here are documented as they change (the engine warns on missing docs)
+
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fmt;
