@@ -134,7 +134,27 @@ related: RelatedPairs, };
 /**
  * Signed contributions; they add up to the ForgetScore.
  */
-export type Components = { recency: number, usage: number, duplication: number, importance: number, pinned: number, };
+export type Components = { 
+/**
+ * `w_R · (1 − R)`.
+ */
+recency: number, 
+/**
+ * `w_U · (1 − U)`.
+ */
+usage: number, 
+/**
+ * `w_D · D`.
+ */
+duplication: number, 
+/**
+ * `−w_I · I`.
+ */
+importance: number, 
+/**
+ * `−w_P · P`.
+ */
+pinned: number, };
 
 /**
  * The configurations of every host for the open database.
@@ -349,7 +369,30 @@ matched_through?: Array<ContextMatch>, };
  */
 export type FailureType = "tool_error" | "user_feedback" | "metric_failure";
 
-export type Features = { recency: number, usage: number, duplication: number, importance: number, pinned: number, };
+/**
+ * The five features of the ForgetScore, each in [0, 1] (docs/scores.md).
+ */
+export type Features = { 
+/**
+ * R: Ebbinghaus recency, `exp(-ln2 · age / half-life)`.
+ */
+recency: number, 
+/**
+ * U: usage, the larger of recent access and log-scale reinforcement.
+ */
+usage: number, 
+/**
+ * D: similarity to the dominating duplicate, 0 when it has none.
+ */
+duplication: number, 
+/**
+ * I: importance.
+ */
+importance: number, 
+/**
+ * P: 1 when pinned.
+ */
+pinned: number, };
 
 /**
  * One value a filter offers, with the words a person reads and how many memories carry it.
@@ -363,7 +406,26 @@ export type ForgetProgress = { done: number, total: number, };
 
 export type ForgettingEvent = { id: string, memory_id: string, action: string, reason: string | null, policy: string | null, forget_score: number | null, ttl_days: number | null, created_at: string, metadata: JsonValue | null, };
 
-export type HalfLives = { working: number, episodic: number, procedural: number, semantic: number, };
+/**
+ * Each tier's half-life in days: the age at which its recency is one half.
+ */
+export type HalfLives = { 
+/**
+ * Days, working memories.
+ */
+working: number, 
+/**
+ * Days, episodic memories.
+ */
+episodic: number, 
+/**
+ * Days, procedural memories.
+ */
+procedural: number, 
+/**
+ * Days, semantic memories.
+ */
+semantic: number, };
 
 export type Health = { lists: Array<HealthList>, };
 
@@ -703,11 +765,47 @@ is_deleted: boolean,
 /**
  * When it was soft-deleted.
  */
-deleted_at: string | null, features: Features, components: Components, forget_score: number, threshold: number, reasons: Array<string>, would_forget: boolean, never_forgettable: boolean, 
+deleted_at: string | null, 
+/**
+ * The features.
+ */
+features: Features, 
+/**
+ * Their weighted contributions.
+ */
+components: Components, 
+/**
+ * The score: the contributions' sum.
+ */
+forget_score: number, 
+/**
+ * The policy's threshold: at or above it the batch quarantines.
+ */
+threshold: number, 
+/**
+ * The reasons in words, largest contribution first.
+ */
+reasons: Array<string>, 
+/**
+ * Whether the score reaches the threshold.
+ */
+would_forget: boolean, 
+/**
+ * Whether it can never reach it (pinned, or important enough).
+ */
+never_forgettable: boolean, 
 /**
  * The score this memory tends to if it is never used again.
  */
-asymptote: number, projected_forget_at: string | null, duplicate_of: string | null, 
+asymptote: number, 
+/**
+ * When it reaches the threshold if never used again (none if never).
+ */
+projected_forget_at: string | null, 
+/**
+ * The memory that dominates it, when it has duplication.
+ */
+duplicate_of: string | null, 
 /**
  * "same words" or "same meaning", with `duplicate_of`.
  */
@@ -971,7 +1069,26 @@ export type RecallLogEntry = { id: number, actor: string, at: string, query: str
  */
 export type RecallLogPage = { items: Array<RecallLogEntry>, actors: Array<string>, };
 
-export type RecallWeights = { similarity: number, recency: number, scene: number, priority: number, };
+/**
+ * Recall's weights: `score = w_sim·S + w_rec·R + w_scene·C + w_pri·Pr` (docs/recall.md).
+ */
+export type RecallWeights = { 
+/**
+ * On S, the text match (lexical and semantic).
+ */
+similarity: number, 
+/**
+ * On R, recency.
+ */
+recency: number, 
+/**
+ * On C, scene fit (the share of the caller's context a memory matches).
+ */
+scene: number, 
+/**
+ * On Pr, priority (importance, pinned).
+ */
+priority: number, };
 
 /**
  * A lesson appended to a procedural memory after a failure.
@@ -1107,15 +1224,54 @@ export type SessionSummary = { session_id: string, task_kind: string | null, end
 
 export type SessionsOverview = { sessions: Array<SessionSummary>, task_kinds: Array<TaskKindGroup>, };
 
-export type Settings = { half_life_days: HalfLives, weights: Weights, threshold: number, 
+/**
+ * The store's policy, as people set it (`lethe settings`, the window's Settings view).
+ */
+export type Settings = { 
+/**
+ * Each tier's half-life in days.
+ */
+half_life_days: HalfLives, 
+/**
+ * The ForgetScore's weights.
+ */
+weights: Weights, 
+/**
+ * The ForgetScore at or above which the batch quarantines.
+ */
+threshold: number, 
 /**
  * Lower edge of the review band; its upper edge is the threshold.
  */
-review_band_low: number, quarantine_days: number, 
+review_band_low: number, 
+/**
+ * Days a quarantined memory stays restorable before the batch purges it.
+ */
+quarantine_days: number, 
 /**
  * `A = exp(-days_since_last_accessed / access_decay_days)`.
  */
-access_decay_days: number, working_window_hours: number, working_max_turns: number, max_content_bytes: number, trivial_phrases: Array<string>, recall_weights: RecallWeights, 
+access_decay_days: number, 
+/**
+ * Working memories older than this many hours leave the working window.
+ */
+working_window_hours: number, 
+/**
+ * Working memories past this many in a session leave the working window.
+ */
+working_max_turns: number, 
+/**
+ * The largest content a memory may have, in bytes.
+ */
+max_content_bytes: number, 
+/**
+ * Texts too trivial to store ("ok", "thanks"): `remember` skips them.
+ */
+trivial_phrases: Array<string>, 
+/**
+ * Recall's weights.
+ */
+recall_weights: RecallWeights, 
 /**
  * Similarity above which a memory counts as a duplicate in the reasons ("duplicate of").
  */
@@ -1279,7 +1435,30 @@ path: string, done: number, total: number, finished: boolean, error: string | nu
 
 export type Version = { version: number, at: string, actor: string, content: string, task_goal: string | null, steps: JsonValue | null, trigger_conditions: JsonValue | null, workflow_name: string | null, skill_name: string | null, current: boolean, };
 
-export type Weights = { recency: number, usage: number, duplication: number, importance: number, pinned: number, };
+/**
+ * The ForgetScore's weights (docs/scores.md).
+ */
+export type Weights = { 
+/**
+ * `w_R`, on `1 − recency`.
+ */
+recency: number, 
+/**
+ * `w_U`, on `1 − usage`.
+ */
+usage: number, 
+/**
+ * `w_D`, on duplication.
+ */
+duplication: number, 
+/**
+ * `w_I`, subtracted times importance.
+ */
+importance: number, 
+/**
+ * `w_P`, subtracted when pinned.
+ */
+pinned: number, };
 
 export type WhatIf = { current: WhatIfSide, proposed: WhatIfSide, 
 /**

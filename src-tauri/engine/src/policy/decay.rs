@@ -1,8 +1,6 @@
 //! Recency, usage and ForgetScore (docs/scores.md). Pure functions of a memory's facts, the
 //! settings and `now`; nothing here reads the clock.
 
-#![allow(missing_docs)] // public items here are documented as they change (the engine warns on missing docs)
-
 use serde::Serialize;
 
 use crate::model::Tier;
@@ -16,16 +14,25 @@ pub const EPS: f64 = 1e-9;
 /// The facts about a memory that its score depends on.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScoreInput {
+    /// Its tier (which half-life its recency decays with).
     pub tier: Tier,
+    /// When it was written.
     pub created_at: Instant,
+    /// When it was last read or recalled.
     pub last_accessed: Option<Instant>,
+    /// How often it was shown.
     pub views: i64,
+    /// How often an agent cited it.
     pub cites: i64,
+    /// How often it was edited.
     pub edits: i64,
+    /// Its importance, 0-1.
     pub importance: f64,
+    /// Pinned memories are never forgotten.
     pub pinned: bool,
     /// Similarity to the most similar other active memory that dominates this one.
     pub duplication: f64,
+    /// The memory that dominates it, when it has duplication.
     pub duplicate_of: Option<String>,
     /// "same words" or "same meaning": which similarity made the duplication.
     pub duplicate_kind: Option<&'static str>,
@@ -34,14 +41,20 @@ pub struct ScoreInput {
     pub task_log: bool,
 }
 
+/// The five features of the ForgetScore, each in [0, 1] (docs/scores.md).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Features {
+    /// R: Ebbinghaus recency, `exp(-ln2 · age / half-life)`.
     pub recency: f64,
+    /// U: usage, the larger of recent access and log-scale reinforcement.
     pub usage: f64,
+    /// D: similarity to the dominating duplicate, 0 when it has none.
     pub duplication: f64,
+    /// I: importance.
     pub importance: f64,
+    /// P: 1 when pinned.
     pub pinned: f64,
 }
 
@@ -50,33 +63,49 @@ pub struct Features {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Components {
+    /// `w_R · (1 − R)`.
     pub recency: f64,
+    /// `w_U · (1 − U)`.
     pub usage: f64,
+    /// `w_D · D`.
     pub duplication: f64,
+    /// `−w_I · I`.
     pub importance: f64,
+    /// `−w_P · P`.
     pub pinned: f64,
 }
 
 impl Components {
+    /// The ForgetScore: the sum of the contributions.
     pub fn sum(&self) -> f64 {
         self.recency + self.usage + self.duplication + self.importance + self.pinned
     }
 }
 
+/// A memory's ForgetScore at one moment, with what it is made of and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ForgetScore {
+    /// The features.
     pub features: Features,
+    /// Their weighted contributions.
     pub components: Components,
+    /// The score: the contributions' sum.
     pub forget_score: f64,
+    /// The policy's threshold: at or above it the batch quarantines.
     pub threshold: f64,
+    /// The reasons in words, largest contribution first.
     pub reasons: Vec<String>,
+    /// Whether the score reaches the threshold.
     pub would_forget: bool,
+    /// Whether it can never reach it (pinned, or important enough).
     pub never_forgettable: bool,
     /// The score this memory tends to if it is never used again.
     pub asymptote: f64,
+    /// When it reaches the threshold if never used again (none if never).
     pub projected_forget_at: Option<String>,
+    /// The memory that dominates it, when it has duplication.
     pub duplicate_of: Option<String>,
     /// "same words" or "same meaning", with `duplicate_of`.
     pub duplicate_kind: Option<String>,
@@ -134,6 +163,7 @@ pub fn score_value(m: &ScoreInput, s: &Settings, now: Instant) -> f64 {
     components_of(&features_at(m, s, now), s).sum()
 }
 
+/// Whether `score` reaches the threshold of `s` (within [`EPS`]).
 pub fn would_forget(score: f64, s: &Settings) -> bool {
     score >= s.threshold - EPS
 }

@@ -1,21 +1,25 @@
 //! Policy settings with the defaults of the seeds, stored in `lethe_settings` as JSON values.
 
-#![allow(missing_docs)] // public items here are documented as they change (the engine warns on missing docs)
-
 use crate::storage::db::{Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::model::Tier;
 
+/// The ForgetScore's weights (docs/scores.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(deny_unknown_fields, default)]
 pub struct Weights {
+    /// `w_R`, on `1 − recency`.
     pub recency: f64,
+    /// `w_U`, on `1 − usage`.
     pub usage: f64,
+    /// `w_D`, on duplication.
     pub duplication: f64,
+    /// `w_I`, subtracted times importance.
     pub importance: f64,
+    /// `w_P`, subtracted when pinned.
     pub pinned: f64,
 }
 
@@ -25,13 +29,18 @@ impl Default for Weights {
     }
 }
 
+/// Each tier's half-life in days: the age at which its recency is one half.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(deny_unknown_fields, default)]
 pub struct HalfLives {
+    /// Days, working memories.
     pub working: f64,
+    /// Days, episodic memories.
     pub episodic: f64,
+    /// Days, procedural memories.
     pub procedural: f64,
+    /// Days, semantic memories.
     pub semantic: f64,
 }
 
@@ -42,6 +51,7 @@ impl Default for HalfLives {
 }
 
 impl HalfLives {
+    /// The half-life of `tier`.
     pub fn get(&self, tier: Tier) -> f64 {
         match tier {
             Tier::Working => self.working,
@@ -52,13 +62,18 @@ impl HalfLives {
     }
 }
 
+/// Recall's weights: `score = w_sim·S + w_rec·R + w_scene·C + w_pri·Pr` (docs/recall.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(deny_unknown_fields, default)]
 pub struct RecallWeights {
+    /// On S, the text match (lexical and semantic).
     pub similarity: f64,
+    /// On R, recency.
     pub recency: f64,
+    /// On C, scene fit (the share of the caller's context a memory matches).
     pub scene: f64,
+    /// On Pr, priority (importance, pinned).
     pub priority: f64,
 }
 
@@ -75,22 +90,32 @@ impl Default for RecallWeights {
     }
 }
 
+/// The store's policy, as people set it (`lethe settings`, the window's Settings view).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(deny_unknown_fields, default)]
 pub struct Settings {
+    /// Each tier's half-life in days.
     pub half_life_days: HalfLives,
+    /// The ForgetScore's weights.
     pub weights: Weights,
+    /// The ForgetScore at or above which the batch quarantines.
     pub threshold: f64,
     /// Lower edge of the review band; its upper edge is the threshold.
     pub review_band_low: f64,
+    /// Days a quarantined memory stays restorable before the batch purges it.
     pub quarantine_days: f64,
     /// `A = exp(-days_since_last_accessed / access_decay_days)`.
     pub access_decay_days: f64,
+    /// Working memories older than this many hours leave the working window.
     pub working_window_hours: f64,
+    /// Working memories past this many in a session leave the working window.
     pub working_max_turns: i64,
+    /// The largest content a memory may have, in bytes.
     pub max_content_bytes: usize,
+    /// Texts too trivial to store ("ok", "thanks"): `remember` skips them.
     pub trivial_phrases: Vec<String>,
+    /// Recall's weights.
     pub recall_weights: RecallWeights,
     /// Similarity above which a memory counts as a duplicate in the reasons ("duplicate of").
     pub duplicate_reason_above: f64,
@@ -154,6 +179,8 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// Checks every value (finite, in range, weights non-negative): a typed error names the
+    /// first that is not.
     pub fn validate(&self) -> Result<()> {
         let finite_pos = |name: &str, v: f64| {
             if v.is_finite() && v > 0.0 {
