@@ -715,13 +715,13 @@ fn sqlite_floor(dir: &Path, wl: Workload, n: usize, calls: usize, now: Instant, 
         ("same_statements", "", 1, false, false),
         ("same_statements_checkpoint_thread", "", 1, false, true),
         ("without_memento_fts_trigger", "DROP TRIGGER memory_item_fts_insert", 1, false, false),
-        ("without_lethe_fts_trigger", "DROP TRIGGER lethe_fts_ai", 1, false, false),
+        ("without_lethe_fts_trigger", "DROP TRIGGER lethe_fts_ai; DROP TRIGGER lethe_fts_ai_alone", 1, false, false),
         ("without_change_journal_trigger", "DROP TRIGGER lethe_change_ai", 1, false, false),
         ("secure_delete_fast", "PRAGMA secure_delete = FAST", 1, false, false),
         ("no_autocheckpoint", "PRAGMA wal_autocheckpoint = 0", 1, false, false),
         (
             "row_only_no_triggers",
-            "DROP TRIGGER memory_item_fts_insert; DROP TRIGGER lethe_fts_ai; DROP TRIGGER lethe_change_ai",
+            "DROP TRIGGER memory_item_fts_insert; DROP TRIGGER lethe_fts_ai; DROP TRIGGER lethe_fts_ai_alone; DROP TRIGGER lethe_change_ai",
             1,
             true,
             false,
@@ -815,10 +815,10 @@ fn import_floor(dir: &Path, wl: Workload, n: usize, now: Instant, args: &Args) -
     let mut variants: Vec<(&str, &str, usize, bool)> = vec![("same_statements", "", 1, false)];
     if n <= 100_000 {
         variants.extend([
-            ("without_fts_triggers", "DROP TRIGGER memory_item_fts_insert; DROP TRIGGER lethe_fts_ai", 1, false),
+            ("without_fts_triggers", "DROP TRIGGER memory_item_fts_insert; DROP TRIGGER lethe_fts_ai; DROP TRIGGER lethe_fts_ai_alone", 1, false),
             (
                 "row_only_no_triggers",
-                "DROP TRIGGER memory_item_fts_insert; DROP TRIGGER lethe_fts_ai; DROP TRIGGER lethe_change_ai",
+                "DROP TRIGGER memory_item_fts_insert; DROP TRIGGER lethe_fts_ai; DROP TRIGGER lethe_fts_ai_alone; DROP TRIGGER lethe_change_ai",
                 1,
                 true,
             ),

@@ -190,6 +190,10 @@ struct Mark {
     /// Five bytes or more and no digit: what [`one_apart`] needs to find two different words
     /// one typo apart.
     typo: bool,
+    /// The bytes the key holds, each as bit `byte % 64`. One typo (a letter changed, dropped or
+    /// swapped with the next) adds at most one byte to a word and takes at most one away, so
+    /// two ASCII words whose sets differ in more than two bits are not one typo apart.
+    bytes: u64,
 }
 
 impl Mark {
@@ -203,6 +207,7 @@ impl Mark {
             len: key.len(),
             ascii: key.is_ascii(),
             typo: key.len() >= 5 && !key.bytes().any(|c| c.is_ascii_digit()),
+            bytes: key.bytes().fold(0, |m, b| m | 1 << (b % 64)),
         }
     }
 }
@@ -232,7 +237,9 @@ fn same_at(a: &Profile, i: usize, b: &Profile, j: usize) -> bool {
         return false;
     }
     let apart = if mx.ascii && my.ascii {
-        mx.len.abs_diff(my.len) <= 1 && apart_by_one(x.as_bytes(), y.as_bytes(), |_| false)
+        mx.len.abs_diff(my.len) <= 1
+            && (mx.bytes ^ my.bytes).count_ones() <= 2
+            && apart_by_one(x.as_bytes(), y.as_bytes(), |_| false)
     } else {
         one_apart(x, y)
     };
@@ -1549,5 +1556,36 @@ mod tests {
             }
         }
         assert!(checked > 100_000, "{checked} pairs");
+    }
+
+    #[test]
+    fn words_one_typo_apart_never_differ_in_more_than_two_bytes_of_their_sets() {
+        // The byte-set test in `same_at` may only turn away pairs the typo test turns away:
+        // every pair of words of a four-letter alphabet, of five letters, and of five and six.
+        let words_of = |len: u32| -> Vec<String> {
+            (0..4usize.pow(len))
+                .map(|mut k| {
+                    (0..len)
+                        .map(|_| {
+                            let c = ['a', 'b', 'c', 'd'][k % 4];
+                            k /= 4;
+                            c
+                        })
+                        .collect()
+                })
+                .collect()
+        };
+        let (five, six) = (words_of(5), words_of(6));
+        let mut apart = 0;
+        for a in &five {
+            let ma = Mark::of(a);
+            for b in five.iter().chain(&six) {
+                if apart_by_one(a.as_bytes(), b.as_bytes(), |_| false) {
+                    apart += 1;
+                    assert!((ma.bytes ^ Mark::of(b).bytes).count_ones() <= 2, "{a} / {b}");
+                }
+            }
+        }
+        assert!(apart > 10_000, "{apart} pairs one typo apart");
     }
 }

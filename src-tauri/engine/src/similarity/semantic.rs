@@ -575,8 +575,10 @@ fn judge(
 ) -> Result<Vec<Similar>> {
     use crate::sameness::{self, Kind};
     use crate::storage::db::OptionalExtension;
-    let mine = crate::dedup::shingles(text);
-    let profile = sameness::Profile::of(text);
+    // Kept as every candidate's text is: the memory just written is a candidate of the next
+    // writes, whose judgments then find its shingles and profile made.
+    let me = sameness::known(text);
+    let (mine, profile) = (&me.shingles, me.profile());
     // The candidates' texts, in one read transaction (one shared lock for all of them).
     let mut close = crate::store::read_tx(conn, || {
         let mut content = conn.prepare_cached("SELECT id, content FROM memory_item WHERE rowid = ?1")?;
@@ -586,7 +588,7 @@ fn judge(
                 content.query_row([rowid], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))).optional()?;
             let Some((id, c)) = row else { continue };
             let known = sameness::known(&c);
-            let j = crate::dedup::jaccard(&mine, &known.shingles);
+            let j = crate::dedup::jaccard(mine, &known.shingles);
             let cos = Some(f64::from(cos));
             // Too far to be listed whatever the judgment finds (one template with another value
             // is close in words or meaning too).
@@ -617,7 +619,7 @@ fn judge(
     }
     let mut judged: Vec<Verdict> = Vec::new();
     for (_, id, other, jaccard, cosine) in close {
-        let (kind, closeness) = sameness::verdict(&profile, other.profile(), jaccard, cosine);
+        let (kind, closeness) = sameness::verdict(profile, other.profile(), jaccard, cosine);
         if shown(kind, closeness, min_similarity) {
             judged.push(Verdict { kind, closeness, id, other, jaccard, cosine });
         }
@@ -628,7 +630,7 @@ fn judge(
     let out = judged
         .into_iter()
         .filter_map(|v| {
-            let full = sameness::judge(&profile, v.other.profile(), v.jaccard, v.cosine);
+            let full = sameness::judge(profile, v.other.profile(), v.jaccard, v.cosine);
             debug_assert_eq!((full.kind, full.closeness), (v.kind, v.closeness), "the verdict is the judgment's");
             listed(v.id, full, min_similarity)
         })

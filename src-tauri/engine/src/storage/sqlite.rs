@@ -70,9 +70,14 @@ const MIGRATIONS: &[Migration] = &[
         name: "quarantined-context",
         apply: |c| c.execute_batch(include_str!("sqlite/migrations/010_quarantined_context.sql")),
     },
+    Migration {
+        version: 11,
+        name: "cheaper-context",
+        apply: |c| c.execute_batch(include_str!("sqlite/migrations/011_cheaper_context.sql")),
+    },
 ];
 
-pub const SCHEMA_VERSION: i64 = 10;
+pub const SCHEMA_VERSION: i64 = 11;
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long [`with_retry`] keeps retrying BUSY/LOCKED before giving up with `Error::Busy`.
 pub const RETRY_DEADLINE: Duration = Duration::from_secs(15);

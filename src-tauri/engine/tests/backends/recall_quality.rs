@@ -185,3 +185,53 @@ fn default_weights_rank_no_worse_than_bm25_alone() {
     assert!(default.recall_at_k >= bm25.recall_at_k, "default recall@{K} is below BM25 alone: {figures}");
     assert!(default.mrr >= bm25.mrr, "default MRR@{K} is below BM25 alone: {figures}");
 }
+
+/// The lexical search's matches for `text` (every word of it with `every`, else any), at most
+/// `bound` (-1: all), as recall reads them.
+fn lexical_matches(conn: &store::Connection, text: &str, every: bool, bound: i64) -> Vec<(i64, f64)> {
+    let expr = if every { recall::match_all_expression(text) } else { recall::match_expression(text) };
+    let expr = expr.expect("a searchable query");
+    let mut stmt = conn.prepare(recall::lexical_sql(conn)).unwrap();
+    let rows = stmt
+        .query_map(lethe_engine::params![recall::lexical_param(conn, &expr), bound], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap();
+    rows.map(Result::unwrap).collect()
+}
+
+/// As FTS5 hands over its best `INNER` matches, the team store ranks a bounded set: the search
+/// hands over at most its bound, each match with the rank it has without the bound, best first;
+/// and when the matches are fewer than the bound, the same matches in the same order.
+#[test]
+fn the_lexical_search_hands_over_at_most_its_bound_each_ranked_as_without_it() {
+    let db = crate::support::temp_db();
+    let mut conn = lethe_testkit::backend::open(&db).unwrap();
+    let fillers = ["harbour", "orchard", "granite", "meadow", "copper", "willow", "saffron"];
+    for i in 0..450 {
+        // Every memory holds "lantern"; one in fifteen "amber" too; lengths and repeats vary.
+        let extra = if i % 15 == 0 { " amber amber" } else { "" };
+        let repeat = if i % 4 == 0 { " lantern" } else { "" };
+        let filler = fillers[i % fillers.len()].repeat(1 + i % 3);
+        let text = format!("Lantern {i} hangs by the {filler} gate{repeat}{extra}, row {}.", i * 7);
+        let m = NewMemory::new(Tier::Semantic, &text);
+        match lifecycle::remember(&mut conn, &m, "user", now()).unwrap() {
+            RememberOutcome::Stored { .. } => {}
+            other => panic!("not stored: {other:?}"),
+        }
+    }
+    let bound = recall::INNER;
+    let all = lexical_matches(&conn, "lantern", false, -1);
+    assert_eq!(all.len(), 450, "without a bound every match is handed over");
+    let bounded = lexical_matches(&conn, "lantern", false, bound);
+    assert_eq!(bounded.len() as i64, bound, "the bound is kept");
+    let unbounded: HashMap<i64, f64> = all.iter().copied().collect();
+    for (rowid, rank) in &bounded {
+        let without = unbounded[rowid];
+        assert!((rank - without).abs() < 1e-9, "row {rowid}: rank {rank} within the bound, {without} without it");
+    }
+    assert!(bounded.windows(2).all(|w| w[0].1 <= w[1].1), "best (lowest) first");
+    // Fewer matches than the bound: the same matches, the same order.
+    let few = lexical_matches(&conn, "lantern amber", true, bound);
+    assert_eq!(few.len(), 30, "one memory in fifteen holds both words");
+    let few_all = lexical_matches(&conn, "lantern amber", true, -1);
+    assert_eq!(few.iter().map(|m| m.0).collect::<Vec<_>>(), few_all.iter().map(|m| m.0).collect::<Vec<_>>());
+}

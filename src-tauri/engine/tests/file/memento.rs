@@ -106,13 +106,14 @@ fn columns(conn: &Connection, table: &str) -> Vec<String> {
 
 /// After Lethe opened a memento file: its own journal triggers plus FTS triggers under
 /// memento's names, exactly once.
-const EXPECTED_TRIGGERS: [&str; 15] = [
+const EXPECTED_TRIGGERS: [&str; 16] = [
     "lethe_change_ad",
     "lethe_change_ai",
     "lethe_change_au",
     "lethe_derived_au",
     "lethe_fts_ad",
     "lethe_fts_ai",
+    "lethe_fts_ai_alone",
     "lethe_fts_au",
     "lethe_fts_bd",
     "lethe_fts_bu",

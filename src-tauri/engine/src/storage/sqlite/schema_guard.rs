@@ -32,6 +32,7 @@ fn known() -> &'static HashMap<String, Vec<String>> {
                 include_str!("migrations/006_derived_on_change.sql"),
                 include_str!("migrations/009_session_context.sql"),
                 include_str!("migrations/010_quarantined_context.sql"),
+                include_str!("migrations/011_cheaper_context.sql"),
             ],
             // memento 1.36's schema (hand-written from its documentation), with sqlite-vec.
             &[
