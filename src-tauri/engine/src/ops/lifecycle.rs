@@ -660,6 +660,11 @@ fn snapshot(m: &Memory) -> serde_json::Value {
     })
 }
 
+/// One of the team store's write functions (see `rows::server_write`).
+fn server_write<P: crate::storage::db::Params>(tx: &Transaction, sql: &str, params: P) -> Result<()> {
+    crate::ops::rows::server_write(tx, sql, params).map(|_| ())
+}
+
 /// Applies a change to one memory and audits it with before/after state.
 fn mutate(
     conn: &mut Connection,
@@ -681,6 +686,9 @@ fn mutate(
 
 pub fn pin(conn: &mut Connection, id: &str, actor: &str, now: Instant) -> Result<Memory> {
     mutate(conn, id, "pin", actor, now, |tx, _| {
+        if tx.is_postgres() {
+            return server_write(tx, "SELECT lethe_memory_pin(?1, TRUE)", params![id]);
+        }
         tx.execute("UPDATE memory_item SET pinned = 1 WHERE id = ?1", [id])?;
         Ok(())
     })
@@ -691,6 +699,9 @@ pub fn unpin(conn: &mut Connection, id: &str, actor: &str, now: Instant) -> Resu
     model::validate_actor(actor)?;
     pins::refuse_agent_on_person_pin(conn, id, actor, pins::Attempt::Unpin, now)?;
     mutate(conn, id, "unpin", actor, now, |tx, _| {
+        if tx.is_postgres() {
+            return server_write(tx, "SELECT lethe_memory_pin(?1, FALSE)", params![id]);
+        }
         tx.execute("UPDATE memory_item SET pinned = 0 WHERE id = ?1", [id])?;
         Ok(())
     })
@@ -705,6 +716,9 @@ pub fn set_importance(conn: &mut Connection, id: &str, value: f64, actor: &str, 
         pins::refuse_agent_on_person_pin(conn, id, actor, pins::Attempt::LowerImportance, now)?;
     }
     mutate(conn, id, "importance", actor, now, |tx, _| {
+        if tx.is_postgres() {
+            return server_write(tx, "SELECT lethe_memory_importance(?1, ?2)", params![id, value]);
+        }
         tx.execute("UPDATE memory_item SET importance = ?2 WHERE id = ?1", params![id, value])?;
         Ok(())
     })
@@ -760,11 +774,15 @@ pub fn edit_checked(
         if crate::archive::is_archived(tx, id)? {
             return Err(Error::invalid(format!("memory {id} is archived; unarchive it before editing")));
         }
-        tx.execute(
-            "UPDATE memory_item SET content = ?2, edit_count = COALESCE(edit_count, 0) + 1, last_accessed = ?3, \
-             version = COALESCE(version, 1) + 1 WHERE id = ?1",
-            params![id, content, time::format(now)],
-        )?;
+        if tx.is_postgres() {
+            server_write(tx, "SELECT lethe_memory_edit(?1, ?2, NULL, ?3)", params![id, content, time::format(now)])?;
+        } else {
+            tx.execute(
+                "UPDATE memory_item SET content = ?2, edit_count = COALESCE(edit_count, 0) + 1, last_accessed = ?3, \
+                 version = COALESCE(version, 1) + 1 WHERE id = ?1",
+                params![id, content, time::format(now)],
+            )?;
+        }
         if !redactions.pii_tags.is_empty() {
             let mut tags = get_tx(tx, id)?.tags;
             for t in &redactions.pii_tags {
@@ -773,7 +791,7 @@ pub fn edit_checked(
                 }
             }
             validate_tags(&tags)?;
-            tx.execute("UPDATE memory_item SET tags = ?2 WHERE id = ?1", params![id, serde_json::to_string(&tags)?])?;
+            crate::ops::rows::set_tags(tx, id, &tags)?;
         }
         tx.execute(
             "INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3) \
@@ -792,6 +810,9 @@ pub fn edit_checked(
 /// An agent reports that it used the memory (a cite, docs/lifecycle.md usage).
 pub fn cite(conn: &mut Connection, id: &str, actor: &str, now: Instant) -> Result<Memory> {
     mutate(conn, id, "cite", actor, now, |tx, _| {
+        if tx.is_postgres() {
+            return server_write(tx, "SELECT lethe_memory_count(?1, 'cite', ?2)", params![id, time::format(now)]);
+        }
         tx.execute(
             "UPDATE memory_item SET cite_count = COALESCE(cite_count, 0) + 1, last_accessed = ?2 WHERE id = ?1",
             params![id, time::format(now)],
@@ -803,6 +824,11 @@ pub fn cite(conn: &mut Connection, id: &str, actor: &str, now: Instant) -> Resul
 /// A person or agent opened the memory: counts a view. Not audited (it is a read).
 pub fn view(conn: &mut Connection, id: &str, now: Instant) -> Result<Memory> {
     write_tx(conn, |tx| {
+        if tx.is_postgres() {
+            get_tx(tx, id)?;
+            server_write(tx, "SELECT lethe_memory_count(?1, 'view', ?2)", params![id, time::format(now)])?;
+            return get_tx(tx, id);
+        }
         let n = tx.execute(
             "UPDATE memory_item SET view_count = COALESCE(view_count, 0) + 1, last_accessed = ?2 WHERE id = ?1",
             params![id, time::format(now)],
@@ -868,7 +894,7 @@ pub fn restore(conn: &mut Connection, id: &str, actor: &str, now: Instant) -> Re
         if !before.is_deleted {
             return Err(Error::invalid(format!("memory {id} is not in quarantine")));
         }
-        tx.execute("UPDATE memory_item SET is_deleted = 0, deleted_at = NULL WHERE id = ?1", [id])?;
+        crate::ops::rows::restore_tx(tx, id)?;
         Ok(())
     })
 }
@@ -935,8 +961,7 @@ pub fn restore_many(conn: &mut Connection, ids: &[String], actor: &str, now: Ins
             if !before.is_deleted {
                 return Err(Error::invalid(format!("memory {id} is not in quarantine")));
             }
-            tx.prepare_cached("UPDATE memory_item SET is_deleted = 0, deleted_at = NULL WHERE id = ?1")?
-                .execute([id])?;
+            crate::ops::rows::restore_tx(tx, id)?;
             let after = get_tx(tx, id)?;
             audit::record_action(
                 tx,
