@@ -23,7 +23,7 @@ const HARMLESS: &[&str] = &[
     "role names are readable in pg_roles (PostgreSQL's catalog is every role's): which team a role is in is not (lethe_team_member is refused)",
     "a session may lower its own idle_in_transaction_session_timeout and statement_timeout: its locks then stop its own team only (locks_held_open_by_one_team_do_not_stop_another lowers both first)",
     "an agent changes its own team's memories only through Lethe's functions (validated, dated by the server, journalled under its role); the rows Lethe derives from a memory (vectors, neighbour lists, signatures, centroids, recall statistics, recall hit scores) keep column UPDATE rights: each names the role that last wrote it, and only the own team's recall is affected (raw_writes_of_a_teams_own_rows_name_the_role_that_made_them)",
-    "a memory function called by hand (lethe_memory_edit, lethe_memory_count, ...) writes the change and its journal row but not the lethe_action row the engine adds: the journal names the role, the server's time and the columns changed (raw_writes_of_a_teams_own_rows_name_the_role_that_made_them)",
+    "a pin, importance, cite, edit or restore function called by hand writes its action row with the role as the actor and the server's time, but its before and after states are the caller's (descriptive text only); the other memory functions (tags, a procedure's swap, reflection notes, archive, a session's end, the team lead's redaction) write the change and its journal row (role, server's time, columns changed), the engine adds their action row (memories_and_the_audit_change_only_through_functions_that_hold_every_rule; raw_writes_of_a_teams_own_rows_name_the_role_that_made_them)",
     "the team lead may call the batch's function (lethe_forget_chunk) itself and choose which of its team's memories it quarantines under `policy`, as its own `lethe forget` does: each event names the curator's role and the quarantine starts at the server's clock; agents may not call it (policy_events_and_actions_name_the_role_whose_session_wrote_them; a_quarantine_dated_back_by_raw_sql_is_not_purged_by_the_curators_forget)",
     "the team lead may erase the text of its team's audit rows (lethe_audit_erase, for a hard delete or a redacted secret): only to the erased form, never new text (memories_and_the_audit_change_only_through_functions_that_hold_every_rule)",
     "a curator may write a `hard` forgetting event as `policy` for a memory gone from its team, and any writing role audit rows (lethe_action) as `policy`: each names the role that wrote it (policy_events_and_actions_name_the_role_whose_session_wrote_them)",
@@ -519,7 +519,9 @@ fn a_quarantine_dated_back_by_raw_sql_is_not_purged_by_the_curators_forget() {
     refused(
         &mut agent,
         "agent",
-        &format!("UPDATE memory_item SET is_deleted = 1, deleted_at = '2000-01-01T00:00:00.000Z' WHERE id = '{forged}'"),
+        &format!(
+            "UPDATE memory_item SET is_deleted = 1, deleted_at = '2000-01-01T00:00:00.000Z' WHERE id = '{forged}'"
+        ),
     );
     // The quarantine's own function, called with a date of 2000 and a forged policy event.
     agent
@@ -1005,9 +1007,11 @@ fn raw_writes_of_a_teams_own_rows_name_the_role_that_made_them() {
     let from = last_seq(&st.owner);
 
     let mut c = client(&st.a_agent);
-    c.batch_execute(&format!("SELECT lethe_memory_edit('{id}', 'rewritten by psql', NULL, '2000-01-01T00:00:00.000Z')"))
-        .unwrap();
-    c.batch_execute(&format!("SELECT lethe_memory_count('{id}', 'view', NULL)")).unwrap();
+    c.batch_execute(&format!(
+        "SELECT lethe_memory_edit('{id}', 'rewritten by psql', NULL, 'user:cb', '{{}}', '{{}}', '2000-01-01T00:00:00.000Z')"
+    ))
+    .unwrap();
+    c.batch_execute(&format!("SELECT lethe_memory_count('{id}', 'view', NULL, NULL, NULL, NULL)")).unwrap();
     for sql in [
         format!("UPDATE memory_item SET content = 'rewritten by psql' WHERE id = '{id}'"),
         format!("UPDATE memory_item SET view_count = COALESCE(view_count, 0) + 1 WHERE id = '{id}'"),
@@ -1039,7 +1043,8 @@ fn raw_writes_of_a_teams_own_rows_name_the_role_that_made_them() {
     .unwrap();
     let mut cur = client(&st.a_curator);
     refused(&mut cur, "curator", &format!("UPDATE memory_item SET importance = 0.01 WHERE id = '{other}'"));
-    cur.batch_execute(&format!("SELECT lethe_memory_importance('{other}', 0.01)")).unwrap();
+    cur.batch_execute(&format!("SELECT lethe_memory_importance('{other}', 0.01, 'user:x', '{{}}', '{{}}', NULL)"))
+        .unwrap();
 
     let rows = journal_of(&st.owner, id, from);
     let columns: Vec<Vec<String>> = rows.iter().filter(|r| r.kind == "update").map(|r| r.columns.clone()).collect();
@@ -1156,7 +1161,11 @@ fn policy_events_and_actions_name_the_role_whose_session_wrote_them() {
         "SELECT metadata_json::jsonb ->> 'actor', role FROM memory_forgetting_event \
          WHERE id = 'fev_0190a5b4-0000-7000-8000-000000000001'",
     );
-    assert_eq!(by_agent, vec![("policy".to_string(), Some(curator.clone()))], "the team lead's call of the batch's function");
+    assert_eq!(
+        by_agent,
+        vec![("policy".to_string(), Some(curator.clone()))],
+        "the team lead's call of the batch's function"
+    );
     let claimed = role_of_event(
         &mut owner,
         "SELECT metadata_json::jsonb ->> 'actor', role FROM memory_forgetting_event WHERE id = 'fev_purge_claim'",
@@ -1305,24 +1314,25 @@ fn memories_and_the_audit_change_only_through_functions_that_hold_every_rule() {
     let big = "x".repeat(1 << 20);
     let ev = "fev_0190a5b4-0000-7000-8000-0000000000b1";
     let mut owner = client(&st.owner);
-    let beta_archive: i64 = owner
-        .query_one("SELECT archive_no FROM lethe_archive WHERE team = 'beta' LIMIT 1", &[])
-        .unwrap()
-        .get(0);
+    let beta_archive: i64 =
+        owner.query_one("SELECT archive_no FROM lethe_archive WHERE team = 'beta' LIMIT 1", &[]).unwrap().get(0);
     let beta_log: i64 =
         owner.query_one("SELECT id FROM lethe_recall_log WHERE team = 'beta' LIMIT 1", &[]).unwrap().get(0);
     // Every function, pointed at beta's rows.
     let at_beta = [
-        format!("SELECT lethe_memory_pin('{beta}', true)"),
-        format!("SELECT lethe_memory_importance('{beta}', 0.9)"),
-        format!("SELECT lethe_memory_count('{beta}', 'cite', NULL)"),
-        format!("SELECT lethe_memory_count('{beta}', 'view', NULL)"),
+        format!("SELECT lethe_memory_pin('{beta}', true, 'user:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_importance('{beta}', 0.9, 'user:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_count('{beta}', 'cite', 'agent:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_count('{beta}', 'view', NULL, NULL, NULL, NULL)"),
         format!("SELECT 1/lethe_memory_restore(ARRAY['{}'])::int", st.beta_ids[2]),
+        format!("SELECT lethe_memory_restore('{}', 'agent:x', '{{}}', '{{}}', NULL)", st.beta_ids[2]),
         format!("SELECT lethe_memory_quarantine('{beta}', '{ev}', 'r', 'agent', 0.5, 30, NULL, NULL)"),
         format!("SELECT lethe_memory_quarantine('{beta}', '{ev}', 'r', 'manual', 0.5, 30, NULL, NULL)"),
-        format!("SELECT lethe_memory_edit('{beta}', 'overwritten', NULL, NULL)"),
+        format!("SELECT lethe_memory_edit('{beta}', 'overwritten', NULL, 'agent:x', '{{}}', '{{}}', NULL)"),
         format!("SELECT lethe_memory_tags('{beta}', '[\"x\"]')"),
-        format!("SELECT lethe_memory_procedure('{beta_procedure}', 1, 'overwritten', NULL, NULL, NULL, NULL, NULL, NULL)"),
+        format!(
+            "SELECT lethe_memory_procedure('{beta_procedure}', 1, 'overwritten', NULL, NULL, NULL, NULL, NULL, NULL)"
+        ),
         format!("SELECT lethe_memory_reflection('{beta_procedure}', '[]')"),
         format!("SELECT lethe_memory_archive({beta_archive}, 'x')"),
         format!("SELECT lethe_memory_unarchive({beta_archive}, NULL)"),
@@ -1331,20 +1341,23 @@ fn memories_and_the_audit_change_only_through_functions_that_hold_every_rule() {
         format!("SELECT 1/lethe_procedure_version_redact('{beta_procedure}', 1, '{{}}')::int"),
         format!("SELECT 1/lethe_archive_redact({beta_archive}, '\\x00')::int"),
         format!("SELECT lethe_recall_log_erase({beta_log}, '{}', '{{\"query_erased\":true}}', '[]')", st.beta_ids[0]),
-        format!(
-            "SELECT lethe_audit_erase('{beta}', '[{{\"kind\":\"event\",\"id\":\"x\",\"metadata\":\"{{}}\"}}]')"
-        ),
+        format!("SELECT lethe_audit_erase('{beta}', '[{{\"kind\":\"event\",\"id\":\"x\",\"metadata\":\"{{}}\"}}]')"),
     ];
     // Every function with NULLs, bad values and 1 MB strings on alpha's own memory.
     let malformed = [
-        "SELECT lethe_memory_pin(NULL, true)".to_string(),
-        format!("SELECT lethe_memory_pin('{alpha}', NULL)"),
-        format!("SELECT lethe_memory_pin('{big}', true)"),
-        format!("SELECT lethe_memory_importance('{alpha}', NULL)"),
-        format!("SELECT lethe_memory_importance('{alpha}', 1.5)"),
-        format!("SELECT lethe_memory_importance('{alpha}', 'NaN')"),
-        format!("SELECT lethe_memory_count('{alpha}', NULL, NULL)"),
-        format!("SELECT lethe_memory_count('{alpha}', 'edit', NULL)"),
+        "SELECT lethe_memory_pin(NULL, true, 'user:x', '{}', '{}', NULL)".to_string(),
+        format!("SELECT lethe_memory_pin('{alpha}', NULL, 'user:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_pin('{big}', true, 'user:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_pin('{alpha}', true, 'user:x', NULL, '{{}}', NULL)"),
+        format!("SELECT lethe_memory_pin('{alpha}', true, 'user:x', '{{}}', '[]', NULL)"),
+        format!("SELECT lethe_memory_pin('{alpha}', true, 'user:x', '{{\"a\":\"{big}\"}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_importance('{alpha}', NULL, 'user:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_importance('{alpha}', 1.5, 'user:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_importance('{alpha}', 'NaN', 'user:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_count('{alpha}', NULL, 'agent:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_count('{alpha}', 'edit', 'agent:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_count('{alpha}', 'cite', 'agent:x', NULL, NULL, NULL)"),
+        format!("SELECT lethe_memory_restore('{alpha}', 'agent:x', '{{}}', '{{}}', NULL)"),
         "SELECT lethe_memory_restore(NULL)".to_string(),
         format!("SELECT lethe_memory_quarantine('{alpha}', NULL, 'r', 'agent', 0.5, 30, NULL, NULL)"),
         format!("SELECT lethe_memory_quarantine('{alpha}', '{ev}', NULL, 'agent', 0.5, 30, NULL, NULL)"),
@@ -1355,9 +1368,10 @@ fn memories_and_the_audit_change_only_through_functions_that_hold_every_rule() {
         format!("SELECT lethe_memory_quarantine('{alpha}', '{ev}', 'r', 'agent', 0.5, -1, NULL, NULL)"),
         format!("SELECT lethe_memory_quarantine('{alpha}', '{ev}', 'r', 'agent', 0.5, NULL, NULL, NULL)"),
         format!("SELECT lethe_memory_quarantine('{alpha}', '{ev}', 'r', 'agent', 0.5, 30, '[1]', NULL)"),
-        format!("SELECT lethe_memory_edit('{alpha}', NULL, NULL, NULL)"),
-        format!("SELECT lethe_memory_edit('{alpha}', '   ', NULL, NULL)"),
-        format!("SELECT lethe_memory_edit('{alpha}', '{big}', NULL, NULL)"),
+        format!("SELECT lethe_memory_edit('{alpha}', NULL, NULL, 'agent:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_edit('{alpha}', '   ', NULL, 'agent:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_edit('{alpha}', '{big}', NULL, 'agent:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_edit('{alpha}', 'new text', NULL, 'agent:x', NULL, '{{}}', NULL)"),
         format!("SELECT lethe_memory_tags('{alpha}', NULL)"),
         format!("SELECT lethe_memory_tags('{alpha}', '[\"{big}\"]')"),
         format!("SELECT lethe_memory_tags('{alpha}', '{{\"a\":1}}')"),
@@ -1389,8 +1403,8 @@ fn memories_and_the_audit_change_only_through_functions_that_hold_every_rule() {
     // The team lead's operations are refused to the agent on its own team's memory.
     let mut agent = client(&st.a_agent);
     for sql in [
-        format!("SELECT lethe_memory_pin('{alpha}', true)"),
-        format!("SELECT lethe_memory_importance('{alpha}', 0.9)"),
+        format!("SELECT lethe_memory_pin('{alpha}', true, 'user:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_importance('{alpha}', 0.9, 'user:x', '{{}}', '{{}}', NULL)"),
         format!("SELECT lethe_memory_redact('{alpha}', 'content', 'redacted by an agent')"),
         format!("SELECT lethe_audit_erase('{alpha}', '[]')"),
         format!("SELECT lethe_recall_log_erase(1, '{alpha}', '{{\"query_erased\":true}}', '[]')"),
@@ -1401,7 +1415,7 @@ fn memories_and_the_audit_change_only_through_functions_that_hold_every_rule() {
     // Forged dates give way to the server's clock; the event names the role.
     agent
         .batch_execute(&format!(
-            "SELECT lethe_memory_count('{alpha}', 'cite', '2000-01-01T00:00:00.000Z'); \
+            "SELECT lethe_memory_count('{alpha}', 'cite', 'user:cb', '{{}}', '{{}}', '2000-01-01T00:00:00.000Z'); \
              SELECT lethe_memory_quarantine('{alpha}', '{ev}', 'r', 'agent', 0.5, 30, '{{\"actor\":\"user:cb\"}}', \
                  '2000-01-01T00:00:00.000Z')"
         ))
@@ -1421,6 +1435,16 @@ fn memories_and_the_audit_change_only_through_functions_that_hold_every_rule() {
     }
     assert_eq!(r.get::<_, String>(3), format!("agent:{}", st.names[0]), "the event's actor is the role");
     assert_eq!(r.get::<_, Option<String>>(4).as_deref(), Some(st.names[0].as_str()));
+    let cite = owner
+        .query_one(
+            "SELECT actor, created_at FROM lethe_action WHERE memory_id = $1 AND team = 'alpha' AND action = 'cite' \
+             ORDER BY id DESC LIMIT 1",
+            &[&alpha],
+        )
+        .unwrap();
+    assert_eq!(cite.get::<_, String>(0), format!("agent:{}", st.names[0]), "the cite's action names the role");
+    let at = chrono::DateTime::parse_from_rfc3339(&cite.get::<_, String>(1)).unwrap();
+    assert!(at >= started, "the cite's action is dated by the server ({at})");
 
     // Audit text: the team lead may only erase it, never write it.
     let mut curator = client(&st.a_curator);

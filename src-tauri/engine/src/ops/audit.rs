@@ -60,6 +60,23 @@ pub fn record_event(conn: &Connection, mut e: EventSpec<'_>, now: Instant) -> Re
     })
 }
 
+/// The after state of an action as the audit stores it: the person's actions say through
+/// what they acted, `via` (window or terminal), in the after state (the table has no column
+/// for it; an action without an after state gets one holding `via` alone). `None` when the
+/// actor has no `via` (the state is stored as it is).
+pub(crate) fn after_with_via(actor: &str, after: Option<&serde_json::Value>) -> Option<serde_json::Value> {
+    let via = crate::actor::via_of(actor)?;
+    Some(match after {
+        Some(serde_json::Value::Object(m)) => {
+            let mut m = m.clone();
+            m.insert("via".into(), via.into());
+            serde_json::Value::Object(m)
+        }
+        None => serde_json::json!({ "via": via }),
+        Some(other) => other.clone(),
+    })
+}
+
 pub fn record_action(
     conn: &Connection,
     memory_id: Option<&str>,
@@ -69,25 +86,8 @@ pub fn record_action(
     after: Option<&serde_json::Value>,
     now: Instant,
 ) -> Result<i64> {
-    // The person's actions say through what they acted: `via` (window or terminal) in the
-    // after state (the table has no column for it; an action without an after state gets one
-    // holding `via` alone).
-    let with_via;
-    let after = match crate::actor::via_of(actor) {
-        Some(via) => {
-            with_via = match after {
-                Some(serde_json::Value::Object(m)) => {
-                    let mut m = m.clone();
-                    m.insert("via".into(), via.into());
-                    serde_json::Value::Object(m)
-                }
-                None => serde_json::json!({ "via": via }),
-                Some(other) => other.clone(),
-            };
-            Some(&with_via)
-        }
-        None => after,
-    };
+    let with_via = after_with_via(actor, after);
+    let after = with_via.as_ref().or(after);
     conn.prepare_cached(
         "INSERT INTO lethe_action (memory_id, action, actor, before_json, after_json, created_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",

@@ -176,15 +176,27 @@ pub fn update_guarded(
             crate::ops::rows::server_write(
                 tx,
                 "SELECT lethe_memory_procedure(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                params![id, expected_version, content, f.task_goal, json(&f.steps), json(&f.trigger_conditions), f.workflow_name, f.skill_name, time::format(now)],
+                params![
+                    id,
+                    expected_version,
+                    content,
+                    f.task_goal,
+                    json(&f.steps),
+                    json(&f.trigger_conditions),
+                    f.workflow_name,
+                    f.skill_name,
+                    time::format(now)
+                ],
             )? as usize
-        } else { tx.execute(
+        } else {
+            tx.execute(
             "UPDATE memory_item SET content = COALESCE(?3, content), task_goal = COALESCE(?4, task_goal), steps = COALESCE(?5, steps), \
              trigger_conditions = COALESCE(?6, trigger_conditions), workflow_name = COALESCE(?7, workflow_name), \
              skill_name = COALESCE(?8, skill_name), version = ?2 + 1, edit_count = COALESCE(edit_count, 0) + 1, last_accessed = ?9 \
              WHERE id = ?1 AND COALESCE(version, 1) = ?2",
             params![id, expected_version, content, f.task_goal, json(&f.steps), json(&f.trigger_conditions), f.workflow_name, f.skill_name, time::format(now)],
-        )? };
+        )?
+        };
         if n == 0 {
             return Err(Error::Conflict {
                 id: id.to_string(),

@@ -12,9 +12,11 @@
 -- that checks the caller's role and team, validates its arguments (NULLs, ranges, sizes: a
 -- text is at most 1 MB, less where the engine's own rule is smaller), stamps the server's
 -- clock (only the owner's rows keep the engine's clock, as the triggers let them) and writes
--- through the journal trigger, which names the role, the time and the columns changed:
+-- through the journal trigger, which names the role, the time and the columns changed; pin,
+-- importance, cite, edit and restore write their action row (lethe_action) themselves, with
+-- the role as the actor and the server's time:
 --   * lethe_memory_pin, lethe_memory_importance (the team lead's), lethe_memory_count (cite,
---     view), lethe_memory_restore, lethe_memory_quarantine (with its `soft` event, actor and
+--     view), lethe_memory_restore (one memory, or a forget run's undo), lethe_memory_quarantine (with its `soft` event, actor and
 --     policy the role's), lethe_memory_edit (compare-and-swap on the version), lethe_memory_tags,
 --     lethe_memory_procedure (the procedure's compare-and-swap), lethe_memory_reflection,
 --     lethe_memory_archive and lethe_memory_unarchive (the text comes from the archive row and
@@ -146,8 +148,28 @@ BEGIN
 END
 $f$;
 
+-- The action row of a change of memory `m`, written by the change's own function in its
+-- transaction: the actor is the role (the owner's claimed actor is kept), the time the
+-- server's (the owner's: `now_`). `p_before` and `p_after` are the memory's states as the
+-- engine snapshots them (JSON objects of at most 64 kB).
+CREATE OR REPLACE FUNCTION @S@.lethe_audit_action(k text, m @S@.memory_item, p_action text, p_actor text,
+    p_before text, p_after text, now_ text) RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp AS $f$
+BEGIN
+    PERFORM @S@.lethe_check_json('the state before', p_before, 'object', 64 * 1024, false);
+    PERFORM @S@.lethe_check_json('the state after', p_after, 'object', 64 * 1024, false);
+    IF k = 'owner' THEN
+        PERFORM @S@.lethe_check_text('actor', p_actor, 200, false);
+    END IF;
+    INSERT INTO @S@.lethe_action (memory_id, action, actor, before_json, after_json, created_at, team)
+    VALUES (m.id, p_action, CASE WHEN k = 'owner' THEN p_actor ELSE @S@.lethe_session_actor() END,
+            p_before, p_after, now_, m.team);
+END
+$f$;
+
 -- Pin or unpin: the team lead's.
-CREATE OR REPLACE FUNCTION @S@.lethe_memory_pin(p_id text, p_pinned boolean) RETURNS bigint LANGUAGE plpgsql
+CREATE OR REPLACE FUNCTION @S@.lethe_memory_pin(p_id text, p_pinned boolean, p_actor text, p_before text,
+    p_after text, p_at text) RETURNS bigint LANGUAGE plpgsql
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
 DECLARE
     k text := @S@.lethe_require('{curator}');
@@ -157,12 +179,15 @@ BEGIN
         RAISE EXCEPTION 'pinned is missing' USING ERRCODE = 'null_value_not_allowed';
     END IF;
     UPDATE @S@.memory_item SET pinned = CASE WHEN p_pinned THEN 1 ELSE 0 END WHERE rowid = m.rowid;
+    PERFORM @S@.lethe_audit_action(k, m, CASE WHEN p_pinned THEN 'pin' ELSE 'unpin' END, p_actor, p_before, p_after,
+        @S@.lethe_clock(k, p_at));
     RETURN 1;
 END
 $f$;
 
 -- A memory's importance, a number in [0, 1]: the team lead's.
-CREATE OR REPLACE FUNCTION @S@.lethe_memory_importance(p_id text, p_value double precision) RETURNS bigint
+CREATE OR REPLACE FUNCTION @S@.lethe_memory_importance(p_id text, p_value double precision, p_actor text,
+    p_before text, p_after text, p_at text) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
 DECLARE
     k text := @S@.lethe_require('{curator}');
@@ -172,12 +197,15 @@ BEGIN
         RAISE EXCEPTION 'importance must be a number in [0, 1]' USING ERRCODE = 'invalid_parameter_value';
     END IF;
     UPDATE @S@.memory_item SET importance = p_value WHERE rowid = m.rowid;
+    PERFORM @S@.lethe_audit_action(k, m, 'importance', p_actor, p_before, p_after, @S@.lethe_clock(k, p_at));
     RETURN 1;
 END
 $f$;
 
--- A cite or a view: its counter goes up by one and the memory was used now.
-CREATE OR REPLACE FUNCTION @S@.lethe_memory_count(p_id text, p_what text, p_at text) RETURNS bigint LANGUAGE plpgsql
+-- A cite or a view: its counter goes up by one and the memory was used now. A cite is
+-- audited (the states go with it), a view is not (it is a read).
+CREATE OR REPLACE FUNCTION @S@.lethe_memory_count(p_id text, p_what text, p_actor text, p_before text, p_after text,
+    p_at text) RETURNS bigint LANGUAGE plpgsql
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
 DECLARE
     k text := @S@.lethe_require('{agent,curator}');
@@ -186,6 +214,7 @@ DECLARE
 BEGIN
     IF p_what = 'cite' THEN
         UPDATE @S@.memory_item SET cite_count = COALESCE(cite_count, 0) + 1, last_accessed = now_ WHERE rowid = m.rowid;
+        PERFORM @S@.lethe_audit_action(k, m, 'cite', p_actor, p_before, p_after, now_);
     ELSIF p_what = 'view' THEN
         UPDATE @S@.memory_item SET view_count = COALESCE(view_count, 0) + 1, last_accessed = now_ WHERE rowid = m.rowid;
     ELSE
@@ -195,8 +224,25 @@ BEGIN
 END
 $f$;
 
--- Back from quarantine: the memories of `p_ids` (of the caller's team) now in quarantine.
--- Returns how many came back.
+-- Back from quarantine, one memory, with its `restore` action.
+CREATE OR REPLACE FUNCTION @S@.lethe_memory_restore(p_id text, p_actor text, p_before text, p_after text, p_at text)
+    RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE
+    k text := @S@.lethe_require('{agent,curator}');
+    m @S@.memory_item := @S@.lethe_memory_of(p_id, k);
+BEGIN
+    IF COALESCE(m.is_deleted, 0) = 0 THEN
+        RAISE EXCEPTION 'memory % is not in quarantine', m.id USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE @S@.memory_item SET is_deleted = 0, deleted_at = NULL WHERE rowid = m.rowid;
+    PERFORM @S@.lethe_audit_action(k, m, 'restore', p_actor, p_before, p_after, @S@.lethe_clock(k, p_at));
+    RETURN 1;
+END
+$f$;
+
+-- The undo of a forget run (`lethe forget --undo`, whose one action names every memory): of
+-- `p_ids`, the memories of the caller's team in quarantine whose newest `soft` event is a
+-- forget run's come back. Returns how many came back.
 CREATE OR REPLACE FUNCTION @S@.lethe_memory_restore(p_ids text[]) RETURNS bigint LANGUAGE plpgsql
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
 DECLARE
@@ -206,8 +252,11 @@ BEGIN
     IF p_ids IS NULL OR pg_catalog.cardinality(p_ids) > 100000 THEN
         RAISE EXCEPTION 'restore takes a list of at most 100000 ids' USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    UPDATE @S@.memory_item SET is_deleted = 0, deleted_at = NULL
-    WHERE id = ANY (p_ids) AND (k = 'owner' OR team = @S@.lethe_team()) AND COALESCE(is_deleted, 0) <> 0;
+    UPDATE @S@.memory_item m SET is_deleted = 0, deleted_at = NULL
+    WHERE m.id = ANY (p_ids) AND (k = 'owner' OR m.team = @S@.lethe_team()) AND COALESCE(m.is_deleted, 0) <> 0
+        AND (SELECT e.metadata_json::jsonb ? 'run' FROM @S@.memory_forgetting_event e
+             WHERE e.memory_id = m.id AND e.team = m.team AND e.action = 'soft'
+             ORDER BY e.created_at DESC, e.id DESC LIMIT 1);
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
 END
@@ -260,7 +309,8 @@ $f$;
 -- A new text for a memory that is not a procedure: the version must still be `p_expected`
 -- (compare-and-swap; NULL: last writer wins), the edit counts as a use. Returns 0 on a
 -- stale version (nothing written).
-CREATE OR REPLACE FUNCTION @S@.lethe_memory_edit(p_id text, p_content text, p_expected bigint, p_at text) RETURNS bigint
+CREATE OR REPLACE FUNCTION @S@.lethe_memory_edit(p_id text, p_content text, p_expected bigint, p_actor text,
+    p_before text, p_after text, p_at text) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
 DECLARE
     k text := @S@.lethe_require('{agent,curator}');
@@ -281,6 +331,7 @@ BEGIN
     UPDATE @S@.memory_item SET content = p_content, edit_count = COALESCE(edit_count, 0) + 1, last_accessed = now_,
         version = COALESCE(version, 1) + 1
     WHERE rowid = m.rowid;
+    PERFORM @S@.lethe_audit_action(k, m, 'edit', p_actor, p_before, p_after, now_);
     RETURN 1;
 END
 $f$;
@@ -598,14 +649,15 @@ $body$;
              WHERE p.pronamespace = current_schema()::regnamespace AND p.proname LIKE 'lethe\_%' LOOP
         EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
     END LOOP;
-    EXECUTE format('GRANT EXECUTE ON FUNCTION %1$s.lethe_memory_count(text, text, text), %1$s.lethe_memory_restore(text[]), '
+    EXECUTE format('GRANT EXECUTE ON FUNCTION %1$s.lethe_memory_count(text, text, text, text, text, text), '
+        '%1$s.lethe_memory_restore(text[]), %1$s.lethe_memory_restore(text, text, text, text, text), '
         '%1$s.lethe_memory_quarantine(text, text, text, text, double precision, bigint, text, text), '
-        '%1$s.lethe_memory_edit(text, text, bigint, text), %1$s.lethe_memory_tags(text, text), '
+        '%1$s.lethe_memory_edit(text, text, bigint, text, text, text, text), %1$s.lethe_memory_tags(text, text), '
         '%1$s.lethe_memory_procedure(text, bigint, text, text, text, text, text, text, text), '
         '%1$s.lethe_memory_reflection(text, text), %1$s.lethe_memory_archive(bigint, text), '
         '%1$s.lethe_memory_unarchive(bigint, text), %1$s.lethe_memory_episodic(text) TO lethe_agent', s);
-    EXECUTE format('GRANT EXECUTE ON FUNCTION %1$s.lethe_memory_pin(text, boolean), '
-        '%1$s.lethe_memory_importance(text, double precision), %1$s.lethe_memory_redact(text, text, text), '
+    EXECUTE format('GRANT EXECUTE ON FUNCTION %1$s.lethe_memory_pin(text, boolean, text, text, text, text), '
+        '%1$s.lethe_memory_importance(text, double precision, text, text, text, text), %1$s.lethe_memory_redact(text, text, text), '
         '%1$s.lethe_procedure_version_redact(text, bigint, text), %1$s.lethe_archive_redact(bigint, bytea), '
         '%1$s.lethe_audit_erase(text, text), %1$s.lethe_recall_log_erase(bigint, text, text, text), '
         '%1$s.lethe_forget_chunk(text, bigint, text, text) TO lethe_curator', s);
