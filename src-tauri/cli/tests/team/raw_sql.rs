@@ -1311,7 +1311,8 @@ fn memories_and_the_audit_change_only_through_functions_that_hold_every_rule() {
     let started = chrono::Utc::now() - chrono::Duration::seconds(5);
     let (alpha, beta) = (st.alpha_ids[0].as_str(), st.beta_ids[1].as_str());
     let beta_procedure = st.beta_ids[3].as_str();
-    let big = "x".repeat(1 << 20);
+    // One byte over the engine's default content limit (1 MiB), and over every other limit.
+    let big = "x".repeat((1 << 20) + 1);
     let ev = "fev_0190a5b4-0000-7000-8000-0000000000b1";
     let mut owner = client(&st.owner);
     let beta_archive: i64 =

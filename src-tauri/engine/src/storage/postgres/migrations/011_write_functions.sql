@@ -10,7 +10,8 @@
 -- After it, each operation is one SECURITY DEFINER function (owned by the NOLOGIN definer
 -- role of migration 8, search path `pg_catalog, pg_temp`, every table named with its schema)
 -- that checks the caller's role and team, validates its arguments (NULLs, ranges, sizes: a
--- text is at most 1 MB, less where the engine's own rule is smaller), stamps the server's
+-- content is at most the team's max_content_bytes, 1 MiB by default; tags, reasons, names and
+-- audit states far less; no text more than the settings' 64 MiB ceiling), stamps the server's
 -- clock (only the owner's rows keep the engine's clock, as the triggers let them) and writes
 -- through the journal trigger, which names the role, the time and the columns changed; pin,
 -- importance, cite, edit and restore write their action row (lethe_action) themselves, with
@@ -105,14 +106,14 @@ BEGIN
 END
 $f$;
 
--- A JSON argument of the given kind ('array', 'object'), or NULL when allowed.
+-- A JSON argument of the given kind ('array', 'object'; NULL: any), or NULL when allowed.
 CREATE OR REPLACE FUNCTION @S@.lethe_check_json(what text, v text, kind text, max_bytes int, nullable boolean) RETURNS void
     LANGUAGE plpgsql IMMUTABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
 BEGIN
     PERFORM @S@.lethe_check_text(what, v, max_bytes, nullable);
     IF v IS NOT NULL THEN
         BEGIN
-            IF pg_catalog.jsonb_typeof(v::jsonb) <> kind THEN
+            IF pg_catalog.jsonb_typeof(v::jsonb) <> COALESCE(kind, pg_catalog.jsonb_typeof(v::jsonb)) THEN
                 RAISE EXCEPTION '% is not a JSON %', what, kind USING ERRCODE = 'invalid_parameter_value';
             END IF;
         EXCEPTION WHEN invalid_text_representation THEN
@@ -137,11 +138,16 @@ BEGIN
 END
 $f$;
 
--- Content as the engine stores it: not blank, at most 1 MB.
-CREATE OR REPLACE FUNCTION @S@.lethe_check_content(v text) RETURNS void LANGUAGE plpgsql IMMUTABLE SECURITY DEFINER
+-- Content as the engine stores it: not blank, at most the team's max_content_bytes (1 MiB
+-- unless the team lead changed it; never more than the 64 MiB the settings allow).
+CREATE OR REPLACE FUNCTION @S@.lethe_check_content(v text, t text) RETURNS void LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE
+    max_bytes bigint;
 BEGIN
-    PERFORM @S@.lethe_check_text('content', v, 1024 * 1024 - 1, false);
+    SELECT (s.value::jsonb ->> 'max_content_bytes')::bigint INTO max_bytes
+    FROM @S@.lethe_settings s WHERE s.team = t AND s.key = 'policy';
+    PERFORM @S@.lethe_check_text('content', v, LEAST(COALESCE(max_bytes, 1024 * 1024), 64 * 1024 * 1024)::int, false);
     IF pg_catalog.btrim(v, E' \t\r\n') = '' THEN
         RAISE EXCEPTION 'content is empty' USING ERRCODE = 'invalid_parameter_value';
     END IF;
@@ -317,7 +323,7 @@ DECLARE
     m @S@.memory_item := @S@.lethe_memory_of(p_id, k);
     now_ text := @S@.lethe_clock(k, p_at);
 BEGIN
-    PERFORM @S@.lethe_check_content(p_content);
+    PERFORM @S@.lethe_check_content(p_content, m.team);
     IF m.type = 'procedural' THEN
         RAISE EXCEPTION 'memory % is a procedure: its edits keep versions (lethe_memory_procedure)', m.id
             USING ERRCODE = 'invalid_parameter_value';
@@ -366,13 +372,13 @@ BEGIN
         RAISE EXCEPTION 'a procedure changes from a version' USING ERRCODE = 'null_value_not_allowed';
     END IF;
     IF p_content IS NOT NULL THEN
-        PERFORM @S@.lethe_check_content(p_content);
+        PERFORM @S@.lethe_check_content(p_content, m.team);
     END IF;
     PERFORM @S@.lethe_check_text('task goal', p_task_goal, 64 * 1024, true);
-    PERFORM @S@.lethe_check_json('steps', p_steps, 'array', 1024 * 1024 - 1, true);
-    PERFORM @S@.lethe_check_json('trigger conditions', p_trigger_conditions, 'array', 64 * 1024, true);
-    PERFORM @S@.lethe_check_text('workflow name', p_workflow_name, 1000, true);
-    PERFORM @S@.lethe_check_text('skill name', p_skill_name, 1000, true);
+    PERFORM @S@.lethe_check_json('steps', p_steps, 'array', 64 * 1024 * 1024, true);
+    PERFORM @S@.lethe_check_json('trigger conditions', p_trigger_conditions, 'object', 64 * 1024, true);
+    PERFORM @S@.lethe_check_text('workflow name', p_workflow_name, 10000, true);
+    PERFORM @S@.lethe_check_text('skill name', p_skill_name, 10000, true);
     IF COALESCE(m.version, 1) <> p_expected THEN
         RETURN 0;
     END IF;
@@ -396,7 +402,7 @@ BEGIN
         RAISE EXCEPTION 'memory % is not procedural; reflection notes belong to procedures', m.id
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    PERFORM @S@.lethe_check_json('reflection notes', p_notes, 'array', 1024 * 1024 - 1, false);
+    PERFORM @S@.lethe_check_json('reflection notes', p_notes, 'array', 64 * 1024 * 1024, false);
     UPDATE @S@.memory_item SET reflection_notes = p_notes WHERE rowid = m.rowid;
     RETURN 1;
 END
@@ -476,7 +482,7 @@ DECLARE
     m @S@.memory_item := @S@.lethe_memory_of(p_id, k);
 BEGIN
     IF p_column = 'content' THEN
-        PERFORM @S@.lethe_check_content(p_value);
+        PERFORM @S@.lethe_check_content(p_value, m.team);
         UPDATE @S@.memory_item SET content = p_value WHERE rowid = m.rowid;
     ELSIF p_column = 'tags' THEN
         PERFORM @S@.lethe_check_tags(p_value);
@@ -485,7 +491,7 @@ BEGIN
         PERFORM @S@.lethe_check_text(p_column, p_value, 64 * 1024, true);
         EXECUTE pg_catalog.format('UPDATE @S@.memory_item SET %I = $1 WHERE rowid = $2', p_column) USING p_value, m.rowid;
     ELSIF p_column IN ('steps', 'reflection_notes', 'trigger_conditions') THEN
-        PERFORM @S@.lethe_check_json(p_column, p_value, 'array', 1024 * 1024 - 1, true);
+        PERFORM @S@.lethe_check_json(p_column, p_value, NULL, 64 * 1024 * 1024, true);
         EXECUTE pg_catalog.format('UPDATE @S@.memory_item SET %I = $1 WHERE rowid = $2', p_column) USING p_value, m.rowid;
     ELSE
         RAISE EXCEPTION 'a redaction changes content, tags, source, task_goal, workflow_name, skill_name, steps, reflection_notes or trigger_conditions'
@@ -501,7 +507,7 @@ DECLARE
     k text := @S@.lethe_require('{curator}');
     n bigint;
 BEGIN
-    PERFORM @S@.lethe_check_json('snapshot', p_snapshot, 'object', 1024 * 1024 - 1, false);
+    PERFORM @S@.lethe_check_json('snapshot', p_snapshot, 'object', 64 * 1024 * 1024, false);
     UPDATE @S@.lethe_procedure_version SET snapshot_json = p_snapshot
     WHERE memory_id = p_id AND version = p_version AND (k = 'owner' OR team = @S@.lethe_team());
     GET DIAGNOSTICS n = ROW_COUNT;
@@ -515,8 +521,8 @@ DECLARE
     k text := @S@.lethe_require('{curator}');
     n bigint;
 BEGIN
-    IF p_original IS NULL OR pg_catalog.length(p_original) > 1024 * 1024 - 1 THEN
-        RAISE EXCEPTION 'an archived original is at most 1 MB' USING ERRCODE = 'invalid_parameter_value';
+    IF p_original IS NULL OR pg_catalog.length(p_original) > 64 * 1024 * 1024 THEN
+        RAISE EXCEPTION 'an archived original is at most 64 MiB' USING ERRCODE = 'invalid_parameter_value';
     END IF;
     UPDATE @S@.lethe_archive SET original = p_original, sha256 = pg_catalog.encode(pg_catalog.sha256(p_original), 'hex'),
         bytes = pg_catalog.length(p_original)
@@ -613,7 +619,8 @@ $f$;
 
 -- A recall-log entry of the caller's team that returned memory `p_memory_id`, which the team
 -- lead is deleting for ever: its query and context go (`p_context` must be the erased mark)
--- and the memory leaves its results (`p_results` must be the old results without it).
+-- and the memory leaves its results (`p_results` must hold only results the entry held, and
+-- not that memory): text can go, none can be written.
 CREATE OR REPLACE FUNCTION @S@.lethe_recall_log_erase(p_log bigint, p_memory_id text, p_context text, p_results text)
     RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
 DECLARE
@@ -629,12 +636,12 @@ BEGIN
     WHERE l.id = p_log AND (k = 'owner' OR l.team = @S@.lethe_team())
         AND EXISTS (SELECT 1 FROM @S@.lethe_recall_log_hit h WHERE h.log_id = l.id AND h.memory_id = p_memory_id
                     AND h.team = l.team)
-        AND p_results::jsonb = COALESCE((SELECT pg_catalog.jsonb_agg(x ORDER BY i)
-                                         FROM pg_catalog.jsonb_array_elements(l.results_json::jsonb) WITH ORDINALITY AS e(x, i)
-                                         WHERE x ->> 'id' IS DISTINCT FROM p_memory_id), '[]'::jsonb);
+        AND l.results_json::jsonb @> p_results::jsonb
+        AND NOT EXISTS (SELECT 1 FROM pg_catalog.jsonb_array_elements(p_results::jsonb) AS e(x)
+                        WHERE x ->> 'id' IS NOT DISTINCT FROM p_memory_id);
     GET DIAGNOSTICS n = ROW_COUNT;
     IF n = 0 THEN
-        RAISE EXCEPTION 'recall-log entry % did not return memory %, or the results are not its own without it',
+        RAISE EXCEPTION 'recall-log entry % did not return memory %, or the new results are not some of its own without it',
             COALESCE(p_log::text, 'NULL'), pg_catalog.left(COALESCE(p_memory_id, 'NULL'), 80)
             USING ERRCODE = 'insufficient_privilege';
     END IF;
