@@ -113,7 +113,8 @@ BEGIN
     PERFORM @S@.lethe_check_text(what, v, max_bytes, nullable);
     IF v IS NOT NULL THEN
         BEGIN
-            IF pg_catalog.jsonb_typeof(v::jsonb) <> COALESCE(kind, pg_catalog.jsonb_typeof(v::jsonb)) THEN
+            -- json, not jsonb: a text may hold \u0000, which jsonb refuses and a text column keeps.
+            IF pg_catalog.json_typeof(v::json) <> COALESCE(kind, pg_catalog.json_typeof(v::json)) THEN
                 RAISE EXCEPTION '% is not a JSON %', what, kind USING ERRCODE = 'invalid_parameter_value';
             END IF;
         EXCEPTION WHEN invalid_text_representation THEN
@@ -128,9 +129,9 @@ CREATE OR REPLACE FUNCTION @S@.lethe_check_tags(v text) RETURNS void LANGUAGE pl
     SET search_path = pg_catalog, pg_temp AS $f$
 BEGIN
     PERFORM @S@.lethe_check_json('tags', v, 'array', 64 * 1024, false);
-    IF pg_catalog.jsonb_array_length(v::jsonb) > 64 OR EXISTS (
-        SELECT 1 FROM pg_catalog.jsonb_array_elements(v::jsonb) AS e(x)
-        WHERE pg_catalog.jsonb_typeof(e.x) <> 'string'
+    IF pg_catalog.json_array_length(v::json) > 64 OR EXISTS (
+        SELECT 1 FROM pg_catalog.json_array_elements(v::json) AS e(x)
+        WHERE pg_catalog.json_typeof(e.x) <> 'string'
             OR pg_catalog.octet_length(e.x #>> '{}') NOT BETWEEN 1 AND 100
             OR pg_catalog.btrim(e.x #>> '{}') = '') THEN
         RAISE EXCEPTION 'tags are at most 64 strings of 1 to 100 bytes' USING ERRCODE = 'invalid_parameter_value';
@@ -532,6 +533,37 @@ BEGIN
 END
 $f$;
 
+-- lethe_is_erasure for texts that hold \u0000 (json, not jsonb): a kept value is the same text.
+CREATE OR REPLACE FUNCTION @S@.lethe_is_erasure_text(old text, new text) RETURNS boolean LANGUAGE plpgsql IMMUTABLE
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE
+    o json;
+    n json;
+BEGIN
+    BEGIN
+        n := new::json;
+        o := old::json;
+    EXCEPTION WHEN invalid_text_representation THEN
+        RETURN false;
+    END;
+    IF pg_catalog.json_typeof(n) = 'object' AND (SELECT pg_catalog.array_agg(x) FROM pg_catalog.json_object_keys(n) x) = '{erased_bytes}'
+        AND pg_catalog.json_typeof(n -> 'erased_bytes') = 'number' THEN
+        RETURN true;
+    END IF;
+    IF pg_catalog.json_typeof(o) <> 'object' OR pg_catalog.json_typeof(n) <> 'object' THEN
+        RETURN false;
+    END IF;
+    RETURN NOT EXISTS (SELECT 1 FROM pg_catalog.json_object_keys(o) x WHERE (n -> x) IS NULL)
+        AND NOT EXISTS (
+            SELECT 1 FROM pg_catalog.json_each(n) e
+            WHERE (o -> e.key) IS NULL
+                OR ((e.value)::text IS DISTINCT FROM (o -> e.key)::text
+                    AND NOT (pg_catalog.json_typeof(e.value) = 'object'
+                             AND (SELECT pg_catalog.array_agg(x) FROM pg_catalog.json_object_keys(e.value) x) = '{erased_bytes}'
+                             AND pg_catalog.json_typeof(e.value -> 'erased_bytes') = 'number')));
+END
+$f$;
+
 -- Whether `new` is `old` with some values replaced by their erased form ({"erased_bytes": n}):
 -- the same keys, each value the same or erased; a scalar or text erased whole.
 CREATE OR REPLACE FUNCTION @S@.lethe_is_erasure(old text, new text) RETURNS boolean LANGUAGE plpgsql IMMUTABLE
@@ -550,6 +582,8 @@ BEGIN
         n := new::jsonb;
     EXCEPTION WHEN invalid_text_representation THEN
         RETURN false;
+    WHEN untranslatable_character THEN
+        RETURN @S@.lethe_is_erasure_text(old, new);
     END;
     IF pg_catalog.jsonb_typeof(n) = 'object' AND (SELECT pg_catalog.array_agg(x) FROM pg_catalog.jsonb_object_keys(n) x) = '{erased_bytes}'
         AND pg_catalog.jsonb_typeof(n -> 'erased_bytes') = 'number' THEN
@@ -559,6 +593,8 @@ BEGIN
         o := old::jsonb;
     EXCEPTION WHEN invalid_text_representation THEN
         RETURN false;
+    WHEN untranslatable_character THEN
+        RETURN @S@.lethe_is_erasure_text(old, new);
     END;
     IF pg_catalog.jsonb_typeof(o) <> 'object' OR pg_catalog.jsonb_typeof(n) <> 'object' THEN
         RETURN false;
@@ -619,8 +655,9 @@ $f$;
 
 -- A recall-log entry of the caller's team that returned memory `p_memory_id`, which the team
 -- lead is deleting for ever: its query and context go (`p_context` must be the erased mark)
--- and the memory leaves its results (`p_results` must hold only results the entry held, and
--- not that memory): text can go, none can be written.
+-- and the memory leaves its results (`p_results` must hold only results the entry held, each
+-- an id and its score, and not that memory): text can go, none can be written. A score read
+-- and written again by the engine may move in its last bit: it is compared to 1e-9.
 CREATE OR REPLACE FUNCTION @S@.lethe_recall_log_erase(p_log bigint, p_memory_id text, p_context text, p_results text)
     RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
 DECLARE
@@ -636,9 +673,15 @@ BEGIN
     WHERE l.id = p_log AND (k = 'owner' OR l.team = @S@.lethe_team())
         AND EXISTS (SELECT 1 FROM @S@.lethe_recall_log_hit h WHERE h.log_id = l.id AND h.memory_id = p_memory_id
                     AND h.team = l.team)
-        AND l.results_json::jsonb @> p_results::jsonb
-        AND NOT EXISTS (SELECT 1 FROM pg_catalog.jsonb_array_elements(p_results::jsonb) AS e(x)
-                        WHERE x ->> 'id' IS NOT DISTINCT FROM p_memory_id);
+        AND NOT EXISTS (
+            SELECT 1 FROM pg_catalog.jsonb_array_elements(p_results::jsonb) AS e(y)
+            WHERE y ->> 'id' IS NOT DISTINCT FROM p_memory_id
+                OR pg_catalog.jsonb_typeof(y) <> 'object'
+                OR EXISTS (SELECT 1 FROM pg_catalog.jsonb_object_keys(y) AS kk(key) WHERE kk.key NOT IN ('id', 'score'))
+                OR NOT EXISTS (SELECT 1 FROM pg_catalog.jsonb_array_elements(l.results_json::jsonb) AS o(x)
+                               WHERE x ->> 'id' = y ->> 'id'
+                                   AND pg_catalog.abs((x ->> 'score')::float8 - (y ->> 'score')::float8)
+                                       <= 1e-9 * GREATEST(1, pg_catalog.abs((x ->> 'score')::float8))));
     GET DIAGNOSTICS n = ROW_COUNT;
     IF n = 0 THEN
         RAISE EXCEPTION 'recall-log entry % did not return memory %, or the new results are not some of its own without it',
