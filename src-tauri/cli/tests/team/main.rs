@@ -59,7 +59,8 @@ fn a_team_server_needs_setup_then_serves_the_same_commands() {
             "007_session_context",
             "008_definer_role",
             "009_audited_writes",
-            "010_plans"
+            "010_plans",
+            "011_write_functions"
         ])
     );
     let (code, v) = lethe(&db, &["admin", "setup"]);
@@ -426,7 +427,10 @@ fn team_a_never_reads_or_writes_team_b() {
         "INSERT INTO memory_item (id, type, content, created_at, team) VALUES ('x1', 'semantic', 'planted', '2026-12-01T00:00:00.000Z', 'alpha')",
     );
     assert!(forged.is_err(), "beta cannot plant a memory in alpha");
-    assert_eq!(c.execute("UPDATE memory_item SET content = 'x' WHERE team = 'alpha'", &[]).unwrap(), 0);
+    assert!(
+        c.execute("UPDATE memory_item SET content = 'x' WHERE team = 'alpha'", &[]).is_err(),
+        "no Lethe role updates a memory directly"
+    );
     let mut owner = postgres::Client::connect(&db, postgres::NoTls).unwrap();
     let content: String =
         owner.query_one("SELECT content FROM memory_item WHERE id = $1", &[&alpha_id]).unwrap().get(0);

@@ -22,8 +22,10 @@ const HARMLESS: &[&str] = &[
     "pg_stat_user_tables and pg_class show row counts summed over every team: numbers that name no team and carry no content; column statistics (pg_stats) and other roles' statements (pg_stat_activity) are hidden (statistics_show_counts_never_another_teams_content_or_queries)",
     "role names are readable in pg_roles (PostgreSQL's catalog is every role's): which team a role is in is not (lethe_team_member is refused)",
     "a session may lower its own idle_in_transaction_session_timeout and statement_timeout: its locks then stop its own team only (locks_held_open_by_one_team_do_not_stop_another lowers both first)",
-    "an agent may change its own team's memories, vectors and statistics with the UPDATEs its commands need: each change of a memory is a journal row naming the role, the server's time and the columns changed, each derived row names the role that last wrote it, and counters and version move by one at a time (raw_writes_of_a_teams_own_rows_name_the_role_that_made_them)",
-    "an agent or curator may call the batch's function (lethe_forget_chunk) itself and choose which of its own team's memories it quarantines under `policy`: each event names the role that called it and the quarantine starts at the server's clock (policy_events_and_actions_name_the_role_whose_session_wrote_them; a_quarantine_dated_back_by_raw_sql_is_not_purged_by_the_curators_forget)",
+    "an agent changes its own team's memories only through Lethe's functions (validated, dated by the server, journalled under its role); the rows Lethe derives from a memory (vectors, neighbour lists, signatures, centroids, recall statistics, recall hit scores) keep column UPDATE rights: each names the role that last wrote it, and only the own team's recall is affected (raw_writes_of_a_teams_own_rows_name_the_role_that_made_them)",
+    "a pin, importance, cite, edit or restore function called by hand writes its action row with the role as the actor and the server's time, but its before and after states are the caller's (descriptive text only); the other memory functions (tags, a procedure's swap, reflection notes, archive, a session's end, the team lead's redaction) write the change and its journal row (role, server's time, columns changed), the engine adds their action row (memories_and_the_audit_change_only_through_functions_that_hold_every_rule; raw_writes_of_a_teams_own_rows_name_the_role_that_made_them)",
+    "the team lead may call the batch's function (lethe_forget_chunk) itself and choose which of its team's memories it quarantines under `policy`, as its own `lethe forget` does: each event names the curator's role and the quarantine starts at the server's clock; agents may not call it (policy_events_and_actions_name_the_role_whose_session_wrote_them; a_quarantine_dated_back_by_raw_sql_is_not_purged_by_the_curators_forget)",
+    "the team lead may erase the text of its team's audit rows (lethe_audit_erase, for a hard delete or a redacted secret): only to the erased form, never new text (memories_and_the_audit_change_only_through_functions_that_hold_every_rule)",
     "a curator may write a `hard` forgetting event as `policy` for a memory gone from its team, and any writing role audit rows (lethe_action) as `policy`: each names the role that wrote it (policy_events_and_actions_name_the_role_whose_session_wrote_them)",
 ];
 
@@ -513,34 +515,47 @@ fn a_quarantine_dated_back_by_raw_sql_is_not_purged_by_the_curators_forget() {
     let planted = "mem_planted_quarantine";
     let legit = st.alpha_ids[1].clone();
     let mut agent = client(&st.a_agent);
+    // A raw UPDATE of a memory is refused: no Lethe role holds that right.
+    refused(
+        &mut agent,
+        "agent",
+        &format!(
+            "UPDATE memory_item SET is_deleted = 1, deleted_at = '2000-01-01T00:00:00.000Z' WHERE id = '{forged}'"
+        ),
+    );
+    // The quarantine's own function, called with a date of 2000 and a forged policy event.
     agent
         .batch_execute(&format!(
-            "UPDATE memory_item SET is_deleted = 1, deleted_at = '2000-01-01T00:00:00.000Z' WHERE id = '{forged}'; \
+            "SELECT lethe_memory_quarantine('{forged}', 'fev_0190a5b4-0000-7000-8000-0000000000a1', 'r', 'agent', 0.5, 30, \
+                 NULL, '2000-01-01T00:00:00.000Z'); \
              INSERT INTO memory_forgetting_event (id, memory_id, action, created_at, metadata_json) \
                  VALUES ('fev_old_{forged}', '{forged}', 'soft', '2000-01-01T00:00:00.000Z', '{{\"actor\":\"policy\"}}'); \
              INSERT INTO memory_item (id, type, content, created_at, is_deleted, deleted_at) \
                  VALUES ('{planted}', 'semantic', 'planted in quarantine', '2000-01-01T00:00:00.000Z', 1, '2000-01-01T00:00:00.000Z')"
         ))
         .unwrap();
-    // Moving the start of a quarantine by raw SQL moves nothing.
-    agent
-        .batch_execute(&format!("UPDATE memory_item SET deleted_at = '2001-01-01T00:00:00.000Z' WHERE id = '{forged}'"))
-        .unwrap();
-    // The batch's own function, called by the agent with a date of 2000: the server's clock.
+    // Moving the start of a quarantine by raw SQL is refused.
+    refused(
+        &mut agent,
+        "agent",
+        &format!("UPDATE memory_item SET deleted_at = '2001-01-01T00:00:00.000Z' WHERE id = '{forged}'"),
+    );
+    // The batch's own function is the team lead's: refused to the agent, and the curator's
+    // call with a date of 2000 gets the server's clock.
     let chunked = ok(&st.a_agent, &["remember", "--type", "semantic", "--content", "Alpha's DNS lives on ns-3."])["id"]
         .as_str()
         .unwrap()
         .to_string();
     let mut owner = client(&st.owner);
     let rowid: i64 = owner.query_one("SELECT rowid FROM memory_item WHERE id = $1", &[&chunked]).unwrap().get(0);
-    agent
-        .batch_execute(&format!(
-            "SELECT lethe_forget_chunk('[{{\"n\":0,\"kind\":\"soft\",\"rowid\":{rowid},\"id\":\"{chunked}\",\
-             \"reason\":\"r\",\"policy\":\"forget-score\",\"score\":0.9,\"in_band\":false,\
-             \"ev\":\"fev_0190a5b4-0000-7000-8000-000000000009\"}}]', 30, 'run_0123456789abcdef0123456789abcdef', \
-             '2000-01-01T00:00:00.000Z')"
-        ))
-        .unwrap();
+    let chunk = format!(
+        "SELECT lethe_forget_chunk('[{{\"n\":0,\"kind\":\"soft\",\"rowid\":{rowid},\"id\":\"{chunked}\",\
+         \"reason\":\"r\",\"policy\":\"forget-score\",\"score\":0.9,\"in_band\":false,\
+         \"ev\":\"fev_0190a5b4-0000-7000-8000-000000000009\"}}]', 30, 'run_0123456789abcdef0123456789abcdef', \
+         '2000-01-01T00:00:00.000Z')"
+    );
+    refused(&mut agent, "agent", &chunk);
+    client(&st.a_curator).batch_execute(&chunk).unwrap();
     for id in [forged.as_str(), planted, chunked.as_str()] {
         let at: String = owner.query_one("SELECT deleted_at FROM memory_item WHERE id = $1", &[&id]).unwrap().get(0);
         let at = chrono::DateTime::parse_from_rfc3339(&at).unwrap();
@@ -977,10 +992,10 @@ fn last_seq(owner: &str) -> i64 {
     client(owner).query_one("SELECT COALESCE(MAX(seq), 0) FROM lethe_change", &[]).unwrap().get(0)
 }
 
-/// An agent's column grants are open to psql: what it changes of its own team's rows is
-/// recorded by the server under its role, with the server's time and the columns changed; the
-/// rows Lethe derives name the role that last wrote them; counters and the version move by
-/// one at a time; no role names itself (or another) as the writer.
+/// An agent's rights are open to psql: it changes a memory only through Lethe's functions,
+/// each change recorded by the server under its role, with the server's time and the columns
+/// changed; the rows Lethe derives name the role that last wrote them; counters and the
+/// version move by one at a time; no role names itself (or another) as the writer.
 #[test]
 fn raw_writes_of_a_teams_own_rows_name_the_role_that_made_them() {
     let Some(st) = store() else { return };
@@ -992,10 +1007,14 @@ fn raw_writes_of_a_teams_own_rows_name_the_role_that_made_them() {
     let from = last_seq(&st.owner);
 
     let mut c = client(&st.a_agent);
-    c.batch_execute(&format!("UPDATE memory_item SET content = 'rewritten by psql' WHERE id = '{id}'")).unwrap();
-    c.batch_execute(&format!("UPDATE memory_item SET view_count = COALESCE(view_count, 0) + 1 WHERE id = '{id}'"))
-        .unwrap();
+    c.batch_execute(&format!(
+        "SELECT lethe_memory_edit('{id}', 'rewritten by psql', NULL, 'user:cb', '{{}}', '{{}}', '2000-01-01T00:00:00.000Z')"
+    ))
+    .unwrap();
+    c.batch_execute(&format!("SELECT lethe_memory_count('{id}', 'view', NULL, NULL, NULL, NULL)")).unwrap();
     for sql in [
+        format!("UPDATE memory_item SET content = 'rewritten by psql' WHERE id = '{id}'"),
+        format!("UPDATE memory_item SET view_count = COALESCE(view_count, 0) + 1 WHERE id = '{id}'"),
         format!("UPDATE memory_item SET cite_count = 1000 WHERE id = '{id}'"),
         format!("UPDATE memory_item SET view_count = 0 WHERE id = '{id}'"),
         format!("UPDATE memory_item SET edit_count = COALESCE(edit_count, 0) + 2 WHERE id = '{id}'"),
@@ -1023,14 +1042,17 @@ fn raw_writes_of_a_teams_own_rows_name_the_role_that_made_them() {
     ))
     .unwrap();
     let mut cur = client(&st.a_curator);
-    cur.batch_execute(&format!("UPDATE memory_item SET importance = 0.01 WHERE id = '{other}'")).unwrap();
+    refused(&mut cur, "curator", &format!("UPDATE memory_item SET importance = 0.01 WHERE id = '{other}'"));
+    cur.batch_execute(&format!("SELECT lethe_memory_importance('{other}', 0.01, 'user:x', '{{}}', '{{}}', NULL)"))
+        .unwrap();
 
     let rows = journal_of(&st.owner, id, from);
     let columns: Vec<Vec<String>> = rows.iter().filter(|r| r.kind == "update").map(|r| r.columns.clone()).collect();
+    let named = |c: &[&str]| c.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     assert_eq!(
         columns,
-        vec![vec!["content".to_string()], vec!["view_count".to_string()]],
-        "one journal row per raw update, naming the columns it changed: {rows:?}"
+        vec![named(&["content", "last_accessed", "edit_count", "version"]), named(&["last_accessed", "view_count"])],
+        "one journal row per function call, naming the columns it changed: {rows:?}"
     );
     for row in &rows {
         assert_eq!(row.role.as_deref(), Some(agent.as_str()), "{}: the journal names the role: {rows:?}", row.kind);
@@ -1040,7 +1062,7 @@ fn raw_writes_of_a_teams_own_rows_name_the_role_that_made_them() {
     let rows = journal_of(&st.owner, other, from);
     assert!(
         rows.iter().any(|r| r.role.as_deref() == Some(curator.as_str()) && r.columns == ["importance"]),
-        "the curator's raw change of importance is journalled under its name: {rows:?}"
+        "the curator's change of importance is journalled under its name: {rows:?}"
     );
     let mut owner = client(&st.owner);
     let r = owner
@@ -1056,7 +1078,15 @@ fn raw_writes_of_a_teams_own_rows_name_the_role_that_made_them() {
     assert_eq!(vector_by.as_deref(), Some(agent.as_str()), "the rewritten vector names the agent");
     assert_eq!(stats_by.as_deref(), Some(agent.as_str()), "the rewritten statistics name the agent");
     let (cites, version): (Option<i64>, Option<i64>) = (r.get(2), r.get(3));
-    assert_eq!((cites.unwrap_or(0), version.unwrap_or(1)), (0, 1), "refused counters and version did not move");
+    assert_eq!(
+        (cites.unwrap_or(0), version.unwrap_or(1)),
+        (0, 2),
+        "refused counters did not move; the function's edit moved the version by one"
+    );
+    let last_accessed: String =
+        owner.query_one("SELECT last_accessed FROM memory_item WHERE id = $1", &[&id]).unwrap().get(0);
+    let at = chrono::DateTime::parse_from_rfc3339(&last_accessed).unwrap();
+    assert!(at >= started, "the function's date of 2000 gave way to the server's clock: {at}");
 
     // Lethe's own commands write the same journal: an edit by the agent, a pin by the curator.
     let from = last_seq(&st.owner);
@@ -1083,16 +1113,17 @@ fn policy_events_and_actions_name_the_role_whose_session_wrote_them() {
     let Some(st) = store() else { return };
     let (agent, curator) = (&st.names[0], &st.names[1]);
     let mut owner = client(&st.owner);
-    // The agent calls the batch's function on a memory of its team.
+    // The batch's function on a memory of the team: the agent may not call it (it would choose
+    // which memories the policy quarantines); the team lead's call names the team lead.
     let chosen = st.alpha_ids[0].as_str();
     let rowid: i64 = owner.query_one("SELECT rowid FROM memory_item WHERE id = $1", &[&chosen]).unwrap().get(0);
-    client(&st.a_agent)
-        .batch_execute(&format!(
-            "SELECT lethe_forget_chunk('[{{\"n\":0,\"kind\":\"soft\",\"rowid\":{rowid},\"id\":\"{chosen}\",\
-             \"reason\":\"r\",\"policy\":\"forget-score\",\"score\":0.9,\"in_band\":false,\
-             \"ev\":\"fev_0190a5b4-0000-7000-8000-000000000001\"}}]', 30, 'run_0123456789abcdef0123456789abcdef', NULL)"
-        ))
-        .unwrap();
+    let chunk = format!(
+        "SELECT lethe_forget_chunk('[{{\"n\":0,\"kind\":\"soft\",\"rowid\":{rowid},\"id\":\"{chosen}\",\
+         \"reason\":\"r\",\"policy\":\"forget-score\",\"score\":0.9,\"in_band\":false,\
+         \"ev\":\"fev_0190a5b4-0000-7000-8000-000000000001\"}}]', 30, 'run_0123456789abcdef0123456789abcdef', NULL)"
+    );
+    refused(&mut client(&st.a_agent), "agent", &chunk);
+    client(&st.a_curator).batch_execute(&chunk).unwrap();
     // Raw audit rows claimed for the policy, and the curator's own `hard` event of a purge.
     client(&st.a_agent)
         .batch_execute(
@@ -1130,7 +1161,11 @@ fn policy_events_and_actions_name_the_role_whose_session_wrote_them() {
         "SELECT metadata_json::jsonb ->> 'actor', role FROM memory_forgetting_event \
          WHERE id = 'fev_0190a5b4-0000-7000-8000-000000000001'",
     );
-    assert_eq!(by_agent, vec![("policy".to_string(), Some(agent.clone()))], "the agent's call of the batch's function");
+    assert_eq!(
+        by_agent,
+        vec![("policy".to_string(), Some(curator.clone()))],
+        "the team lead's call of the batch's function"
+    );
     let claimed = role_of_event(
         &mut owner,
         "SELECT metadata_json::jsonb ->> 'actor', role FROM memory_forgetting_event WHERE id = 'fev_purge_claim'",
@@ -1253,4 +1288,253 @@ fn a_memory_id_of_another_team_is_neither_refused_nor_revealed() {
     assert!(v["content"].as_str().unwrap().contains("release train"), "{v}");
     let v = ok(&st.b_agent, &["recall", "beta release train"]);
     assert!(v.to_string().contains(beta_id), "{v}");
+}
+
+/// The tables no Lethe role updates directly, with a column each of them holds.
+const FUNCTION_ONLY: &[(&str, &str)] = &[
+    ("memory_item", "content"),
+    ("lethe_action", "before_json"),
+    ("memory_forgetting_event", "metadata_json"),
+    ("lethe_archive", "restored_at"),
+    ("lethe_procedure_version", "snapshot_json"),
+    ("lethe_recall_log", "query"),
+];
+
+/// The database is the API for a memory and its audit: no Lethe role updates them directly;
+/// each write function refuses another team's ids, NULLs, out-of-range values and 1 MB
+/// strings, keeps the team lead's operations to the team lead, and stamps the server's clock
+/// whatever date it is given; every row of the other team is byte-identical afterwards.
+#[test]
+fn memories_and_the_audit_change_only_through_functions_that_hold_every_rule() {
+    let Some(st) = store() else { return };
+    let beta_before = team_rows(&st.owner, "beta");
+    let started = chrono::Utc::now() - chrono::Duration::seconds(5);
+    let (alpha, beta) = (st.alpha_ids[0].as_str(), st.beta_ids[1].as_str());
+    let beta_procedure = st.beta_ids[3].as_str();
+    // One byte over the engine's default content limit (1 MiB), and over every other limit.
+    let big = "x".repeat((1 << 20) + 1);
+    let ev = "fev_0190a5b4-0000-7000-8000-0000000000b1";
+    let mut owner = client(&st.owner);
+    let beta_archive: i64 =
+        owner.query_one("SELECT archive_no FROM lethe_archive WHERE team = 'beta' LIMIT 1", &[]).unwrap().get(0);
+    let beta_log: i64 =
+        owner.query_one("SELECT id FROM lethe_recall_log WHERE team = 'beta' LIMIT 1", &[]).unwrap().get(0);
+    // Every function, pointed at beta's rows.
+    let at_beta = [
+        format!("SELECT lethe_memory_pin('{beta}', true, 'user:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_importance('{beta}', 0.9, 'user:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_count('{beta}', 'cite', 'agent:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_count('{beta}', 'view', NULL, NULL, NULL, NULL)"),
+        format!("SELECT 1/lethe_memory_restore(ARRAY['{}'])::int", st.beta_ids[2]),
+        format!("SELECT lethe_memory_restore('{}', 'agent:x', '{{}}', '{{}}', NULL)", st.beta_ids[2]),
+        format!("SELECT lethe_memory_quarantine('{beta}', '{ev}', 'r', 'agent', 0.5, 30, NULL, NULL)"),
+        format!("SELECT lethe_memory_quarantine('{beta}', '{ev}', 'r', 'manual', 0.5, 30, NULL, NULL)"),
+        format!("SELECT lethe_memory_edit('{beta}', 'overwritten', NULL, 'agent:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_tags('{beta}', '[\"x\"]')"),
+        format!(
+            "SELECT lethe_memory_procedure('{beta_procedure}', 1, 'overwritten', NULL, NULL, NULL, NULL, NULL, NULL)"
+        ),
+        format!("SELECT lethe_memory_reflection('{beta_procedure}', '[]')"),
+        format!("SELECT lethe_memory_archive({beta_archive}, 'x')"),
+        format!("SELECT lethe_memory_unarchive({beta_archive}, NULL)"),
+        format!("SELECT lethe_memory_episodic('{beta}')"),
+        format!("SELECT lethe_memory_redact('{beta}', 'content', 'redacted')"),
+        format!("SELECT 1/lethe_procedure_version_redact('{beta_procedure}', 1, '{{}}')::int"),
+        format!("SELECT 1/lethe_archive_redact({beta_archive}, '\\x00')::int"),
+        format!("SELECT lethe_recall_log_erase({beta_log}, '{}', '{{\"query_erased\":true}}', '[]')", st.beta_ids[0]),
+        format!("SELECT lethe_audit_erase('{beta}', '[{{\"kind\":\"event\",\"id\":\"x\",\"metadata\":\"{{}}\"}}]')"),
+    ];
+    // Every function with NULLs, bad values and 1 MB strings on alpha's own memory.
+    let malformed = [
+        "SELECT lethe_memory_pin(NULL, true, 'user:x', '{}', '{}', NULL)".to_string(),
+        format!("SELECT lethe_memory_pin('{alpha}', NULL, 'user:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_pin('{big}', true, 'user:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_pin('{alpha}', true, 'user:x', NULL, '{{}}', NULL)"),
+        format!("SELECT lethe_memory_pin('{alpha}', true, 'user:x', '{{}}', '[]', NULL)"),
+        format!("SELECT lethe_memory_pin('{alpha}', true, 'user:x', '{{\"a\":\"{big}\"}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_importance('{alpha}', NULL, 'user:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_importance('{alpha}', 1.5, 'user:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_importance('{alpha}', 'NaN', 'user:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_count('{alpha}', NULL, 'agent:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_count('{alpha}', 'edit', 'agent:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_count('{alpha}', 'cite', 'agent:x', NULL, NULL, NULL)"),
+        format!("SELECT lethe_memory_restore('{alpha}', 'agent:x', '{{}}', '{{}}', NULL)"),
+        "SELECT lethe_memory_restore(NULL)".to_string(),
+        format!("SELECT lethe_memory_quarantine('{alpha}', NULL, 'r', 'agent', 0.5, 30, NULL, NULL)"),
+        format!("SELECT lethe_memory_quarantine('{alpha}', '{ev}', NULL, 'agent', 0.5, 30, NULL, NULL)"),
+        format!("SELECT lethe_memory_quarantine('{alpha}', '{ev}', '{big}', 'agent', 0.5, 30, NULL, NULL)"),
+        format!("SELECT lethe_memory_quarantine('{alpha}', '{ev}', 'r', 'policy', 0.5, 30, NULL, NULL)"),
+        format!("SELECT lethe_memory_quarantine('{alpha}', '{ev}', 'r', 'forget-score', 0.5, 30, NULL, NULL)"),
+        format!("SELECT lethe_memory_quarantine('{alpha}', '{ev}', 'r', 'agent', 'NaN', 30, NULL, NULL)"),
+        format!("SELECT lethe_memory_quarantine('{alpha}', '{ev}', 'r', 'agent', 0.5, -1, NULL, NULL)"),
+        format!("SELECT lethe_memory_quarantine('{alpha}', '{ev}', 'r', 'agent', 0.5, NULL, NULL, NULL)"),
+        format!("SELECT lethe_memory_quarantine('{alpha}', '{ev}', 'r', 'agent', 0.5, 30, '[1]', NULL)"),
+        format!("SELECT lethe_memory_edit('{alpha}', NULL, NULL, 'agent:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_edit('{alpha}', '   ', NULL, 'agent:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_edit('{alpha}', '{big}', NULL, 'agent:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_edit('{alpha}', 'new text', NULL, 'agent:x', NULL, '{{}}', NULL)"),
+        format!("SELECT lethe_memory_tags('{alpha}', NULL)"),
+        format!("SELECT lethe_memory_tags('{alpha}', '[\"{big}\"]')"),
+        format!("SELECT lethe_memory_tags('{alpha}', '{{\"a\":1}}')"),
+        format!("SELECT lethe_memory_tags('{alpha}', '[1]')"),
+        format!("SELECT lethe_memory_procedure('{alpha}', 1, 'x', NULL, NULL, NULL, NULL, NULL, NULL)"),
+        format!("SELECT lethe_memory_reflection('{alpha}', '[]')"),
+        "SELECT lethe_memory_archive(NULL, NULL)".to_string(),
+        "SELECT lethe_memory_unarchive(NULL, NULL)".to_string(),
+        "SELECT lethe_memory_episodic(NULL)".to_string(),
+        format!("SELECT lethe_memory_redact('{alpha}', 'pinned', '1')"),
+        format!("SELECT lethe_memory_redact('{alpha}', 'content', '{big}')"),
+        format!("SELECT lethe_memory_redact('{alpha}', 'content', NULL)"),
+        "SELECT lethe_audit_erase(NULL, '[]')".to_string(),
+        format!("SELECT lethe_audit_erase('{alpha}', NULL)"),
+        format!("SELECT lethe_audit_erase('{alpha}', '{big}')"),
+        "SELECT lethe_recall_log_erase(NULL, NULL, NULL, NULL)".to_string(),
+    ];
+    for (who, url) in [("agent", &st.a_agent), ("curator", &st.a_curator), ("reader", &st.a_reader)] {
+        let mut c = client(url);
+        for (table, column) in FUNCTION_ONLY {
+            refused(&mut c, who, &format!("UPDATE {table} SET {column} = {column}"));
+            refused(&mut c, who, &format!("UPDATE {table} SET {column} = NULL WHERE team = 'alpha'"));
+            refused(&mut c, who, &format!("DELETE FROM {table} WHERE team = 'alpha'"));
+        }
+        for sql in at_beta.iter().chain(malformed.iter()) {
+            refused(&mut c, who, sql);
+        }
+    }
+    // The team lead's operations are refused to the agent on its own team's memory.
+    let mut agent = client(&st.a_agent);
+    for sql in [
+        format!("SELECT lethe_memory_pin('{alpha}', true, 'user:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_importance('{alpha}', 0.9, 'user:x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_memory_redact('{alpha}', 'content', 'redacted by an agent')"),
+        format!("SELECT lethe_audit_erase('{alpha}', '[]')"),
+        format!("SELECT lethe_recall_log_erase(1, '{alpha}', '{{\"query_erased\":true}}', '[]')"),
+        "SELECT lethe_forget_chunk('[]', 30, 'run_0123456789abcdef0123456789abcdef', NULL)".to_string(),
+    ] {
+        refused(&mut agent, "agent", &sql);
+    }
+    // Forged dates give way to the server's clock; the event names the role.
+    agent
+        .batch_execute(&format!(
+            "SELECT lethe_memory_count('{alpha}', 'cite', 'user:cb', '{{}}', '{{}}', '2000-01-01T00:00:00.000Z'); \
+             SELECT lethe_memory_quarantine('{alpha}', '{ev}', 'r', 'agent', 0.5, 30, '{{\"actor\":\"user:cb\"}}', \
+                 '2000-01-01T00:00:00.000Z')"
+        ))
+        .unwrap();
+    let r = owner
+        .query_one(
+            "SELECT m.last_accessed, m.deleted_at, e.created_at, e.metadata_json::jsonb ->> 'actor', e.role \
+             FROM memory_item m JOIN memory_forgetting_event e ON e.memory_id = m.id AND e.team = m.team \
+             WHERE m.id = $1 AND m.team = 'alpha' AND e.id = $2",
+            &[&alpha, &ev],
+        )
+        .unwrap();
+    for i in 0..3 {
+        let at: String = r.get(i);
+        let at = chrono::DateTime::parse_from_rfc3339(&at).unwrap();
+        assert!(at >= started, "column {i}: the server's clock, not 2000 ({at})");
+    }
+    assert_eq!(r.get::<_, String>(3), format!("agent:{}", st.names[0]), "the event's actor is the role");
+    assert_eq!(r.get::<_, Option<String>>(4).as_deref(), Some(st.names[0].as_str()));
+    let cite = owner
+        .query_one(
+            "SELECT actor, created_at FROM lethe_action WHERE memory_id = $1 AND team = 'alpha' AND action = 'cite' \
+             ORDER BY id DESC LIMIT 1",
+            &[&alpha],
+        )
+        .unwrap();
+    assert_eq!(cite.get::<_, String>(0), format!("agent:{}", st.names[0]), "the cite's action names the role");
+    let at = chrono::DateTime::parse_from_rfc3339(&cite.get::<_, String>(1)).unwrap();
+    assert!(at >= started, "the cite's action is dated by the server ({at})");
+
+    // Audit text: the team lead may only erase it, never write it.
+    let mut curator = client(&st.a_curator);
+    ok(&st.a_curator, &["importance", alpha, "0.8"]);
+    let (action, before): (i64, String) = {
+        let r = owner
+            .query_one(
+                "SELECT id, before_json FROM lethe_action WHERE memory_id = $1 AND team = 'alpha' \
+                 AND before_json IS NOT NULL ORDER BY id DESC LIMIT 1",
+                &[&alpha],
+            )
+            .unwrap();
+        (r.get(0), r.get(1))
+    };
+    let after: Option<String> =
+        owner.query_one("SELECT after_json FROM lethe_action WHERE id = $1", &[&action]).unwrap().get(0);
+    let row = |before: &str| {
+        serde_json::json!([{"kind": "action", "id": action.to_string(), "before": before, "after": after}]).to_string()
+    };
+    let rewrite = |c: &mut postgres::Client, rows: &str| {
+        c.query_one("SELECT lethe_audit_erase($1, $2)", &[&alpha, &rows]).map(|r| r.get::<_, i64>(0))
+    };
+    let mut forged: serde_json::Value = serde_json::from_str(&before).unwrap();
+    forged["importance"] = serde_json::json!(0.123);
+    assert!(rewrite(&mut curator, &row(&forged.to_string())).is_err(), "a new value that is not an erasure is refused");
+    forged["importance"] = serde_json::json!("the memory was never important");
+    assert!(rewrite(&mut curator, &row(&forged.to_string())).is_err(), "no text can be written");
+    assert!(
+        rewrite(&mut curator, &row(r#"{"content_preview":"planted"}"#)).is_err(),
+        "keys cannot be dropped or added"
+    );
+    let mut erased: serde_json::Value = serde_json::from_str(&before).unwrap();
+    erased["content_preview"] = serde_json::json!({"erased_bytes": 10});
+    let rows = row(&erased.to_string());
+    assert_eq!(rewrite(&mut curator, &rows).unwrap(), 1, "the erased form is accepted");
+
+    assert_eq!(team_rows(&st.owner, "beta"), beta_before, "every row of team beta is as it was");
+}
+
+/// A store set up before the write functions (schema 10: column UPDATE rights for Lethe's
+/// roles, the batch's function open to agents) is migrated by `admin setup`: every row of
+/// every team kept, the rights gone, every role working through the functions.
+#[test]
+fn a_store_with_update_rights_is_migrated_to_functions_and_keeps_every_row() {
+    let Some(st) = store() else { return };
+    let mut owner = client(&st.owner);
+    owner
+        .batch_execute(
+            "GRANT UPDATE (type, content, privacy_scope, last_accessed, tags, source, view_count, cite_count, \
+                 edit_count, task_goal, steps, reflection_notes, workflow_name, skill_name, trigger_conditions, \
+                 version, owner_id, session_id, project_id, is_deleted, deleted_at) ON memory_item TO lethe_agent; \
+             GRANT UPDATE (pinned, importance) ON memory_item TO lethe_curator; \
+             GRANT UPDATE (restored_at) ON lethe_archive TO lethe_agent; \
+             GRANT UPDATE (query, context_json, results_json) ON lethe_recall_log TO lethe_agent; \
+             GRANT UPDATE (before_json, after_json) ON lethe_action TO lethe_curator; \
+             GRANT UPDATE (metadata_json) ON memory_forgetting_event TO lethe_curator; \
+             GRANT UPDATE (snapshot_json) ON lethe_procedure_version TO lethe_curator; \
+             GRANT EXECUTE ON FUNCTION lethe_forget_chunk(text, bigint, text, text) TO lethe_agent; \
+             DELETE FROM lethe_schema WHERE version = 11;",
+        )
+        .unwrap();
+    let id = st.alpha_ids[0].as_str();
+    let old_model = format!("BEGIN; UPDATE memory_item SET content = 'by psql' WHERE id = '{id}'; ROLLBACK");
+    client(&st.a_agent).batch_execute(&old_model).expect("the old model let an agent update a memory");
+    let (alpha, beta) = (team_rows(&st.owner, "alpha"), team_rows(&st.owner, "beta"));
+    let roles: i64 = owner.query_one("SELECT COUNT(*) FROM lethe_team_member", &[]).unwrap().get(0);
+
+    let v = ok(&st.owner, &["admin", "setup"]);
+    assert_eq!(v["applied"], serde_json::json!(["011_write_functions"]), "{v}");
+    assert_eq!(team_rows(&st.owner, "alpha"), alpha, "every row of alpha is kept");
+    assert_eq!(team_rows(&st.owner, "beta"), beta, "every row of beta is kept");
+    assert_eq!(owner.query_one("SELECT COUNT(*) FROM lethe_team_member", &[]).unwrap().get::<_, i64>(0), roles);
+    refused(&mut client(&st.a_agent), "agent", &old_model);
+    refused(
+        &mut client(&st.a_curator),
+        "curator",
+        &format!("UPDATE lethe_action SET before_json = '{{}}' WHERE memory_id = '{id}'"),
+    );
+    refused(
+        &mut client(&st.a_agent),
+        "agent",
+        "SELECT lethe_forget_chunk('[]', 30, 'run_0123456789abcdef0123456789abcdef', NULL)",
+    );
+    // Every role works through the functions.
+    let v = ok(&st.a_agent, &["edit", id, "--content", "Alpha's launch codename is Bluefin, after the migration."]);
+    assert_eq!(v["version"], 2, "{v}");
+    ok(&st.a_agent, &["cite", id]);
+    ok(&st.a_curator, &["pin", id]);
+    ok(&st.a_agent, &["delete", &st.alpha_ids[1], "--reason", "stale"]);
+    ok(&st.a_agent, &["restore", &st.alpha_ids[1]]);
+    ok(&st.a_curator, &["forget"]);
 }

@@ -143,7 +143,14 @@ fn archive_tx(
         r.get(0)
     })?;
     let placeholder = format!("[Archive#{no}: {memo_line}]");
-    tx.prepare_cached("UPDATE memory_item SET content = ?2 WHERE id = ?1")?.execute(params![memory_id, placeholder])?;
+    if tx.is_postgres() {
+        // The server checks that the archive row holds the memory's text and that the
+        // placeholder is the row's own (Lethe's roles hold no UPDATE right on a memory there).
+        crate::ops::rows::server_write(tx, "SELECT lethe_memory_archive(?1, ?2)", params![no, placeholder])?;
+    } else {
+        tx.prepare_cached("UPDATE memory_item SET content = ?2 WHERE id = ?1")?
+            .execute(params![memory_id, placeholder])?;
+    }
     crate::dedup::store_signature(tx, memory_id, &placeholder)?;
     crate::semantic::refresh(tx, memory_id, &placeholder)?;
     let receipt = ArchiveReceipt {
@@ -271,13 +278,25 @@ pub fn unarchive(conn: &mut Connection, archive_no: i64, actor: &str, now: Insta
             return Err(Error::Integrity(archive_no));
         }
         let text = String::from_utf8(original).map_err(|_| Error::Integrity(archive_no))?;
-        tx.execute("UPDATE memory_item SET content = ?2 WHERE id = ?1", params![memory_id, text])?;
+        if tx.is_postgres() {
+            // The server takes the text from the archive row itself (its SHA-256 checked) and
+            // marks the row restored at its own clock.
+            crate::ops::rows::server_write(
+                tx,
+                "SELECT lethe_memory_unarchive(?1, ?2)",
+                params![archive_no, time::format(now)],
+            )?;
+        } else {
+            tx.execute("UPDATE memory_item SET content = ?2 WHERE id = ?1", params![memory_id, text])?;
+        }
         crate::dedup::store_signature(tx, &memory_id, &text)?;
         crate::semantic::refresh(tx, &memory_id, &text)?;
-        tx.execute(
-            "UPDATE lethe_archive SET restored_at = ?2 WHERE archive_no = ?1",
-            params![archive_no, time::format(now)],
-        )?;
+        if !tx.is_postgres() {
+            tx.execute(
+                "UPDATE lethe_archive SET restored_at = ?2 WHERE archive_no = ?1",
+                params![archive_no, time::format(now)],
+            )?;
+        }
         audit::record_action(
             tx,
             Some(&memory_id),

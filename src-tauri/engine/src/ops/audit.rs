@@ -62,6 +62,23 @@ pub fn record_event(conn: &Connection, mut e: EventSpec<'_>, now: Instant) -> Re
     })
 }
 
+/// The after state of an action as the audit stores it: the person's actions say through
+/// what they acted, `via` (window or terminal), in the after state (the table has no column
+/// for it; an action without an after state gets one holding `via` alone). `None` when the
+/// actor has no `via` (the state is stored as it is).
+pub(crate) fn after_with_via(actor: &str, after: Option<&serde_json::Value>) -> Option<serde_json::Value> {
+    let via = crate::actor::via_of(actor)?;
+    Some(match after {
+        Some(serde_json::Value::Object(m)) => {
+            let mut m = m.clone();
+            m.insert("via".into(), via.into());
+            serde_json::Value::Object(m)
+        }
+        None => serde_json::json!({ "via": via }),
+        Some(other) => other.clone(),
+    })
+}
+
 pub fn record_action(
     conn: &Connection,
     memory_id: Option<&str>,
@@ -71,25 +88,8 @@ pub fn record_action(
     after: Option<&serde_json::Value>,
     now: Instant,
 ) -> Result<i64> {
-    // The person's actions say through what they acted: `via` (window or terminal) in the
-    // after state (the table has no column for it; an action without an after state gets one
-    // holding `via` alone).
-    let with_via;
-    let after = match crate::actor::via_of(actor) {
-        Some(via) => {
-            with_via = match after {
-                Some(serde_json::Value::Object(m)) => {
-                    let mut m = m.clone();
-                    m.insert("via".into(), via.into());
-                    serde_json::Value::Object(m)
-                }
-                None => serde_json::json!({ "via": via }),
-                Some(other) => other.clone(),
-            };
-            Some(&with_via)
-        }
-        None => after,
-    };
+    let with_via = after_with_via(actor, after);
+    let after = with_via.as_ref().or(after);
     conn.prepare_cached(
         "INSERT INTO lethe_action (memory_id, action, actor, before_json, after_json, created_at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
@@ -310,13 +310,19 @@ pub fn scrub_memory(tx: &Connection, memory_id: &str) -> Result<usize> {
         })
     };
     let mut n = 0;
+    // On a team store the rows go to the team lead's `lethe_audit_erase` in one call, which
+    // accepts a new value only if it is the old one with values erased.
+    let mut on_server: Vec<serde_json::Value> = Vec::new();
     let actions: Vec<(i64, Option<String>, Option<String>)> = tx
         .prepare_cached("SELECT id, before_json, after_json FROM lethe_action WHERE memory_id = ?1")?
         .query_map([memory_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
         .collect::<std::result::Result<_, _>>()?;
     for (id, before, after) in actions {
         let (b, a) = (scrub_raw(before.clone()), scrub_raw(after.clone()));
-        if b != before || a != after {
+        if (b != before || a != after) && tx.is_postgres() {
+            on_server.push(serde_json::json!({"kind": "action", "id": id.to_string(), "before": b, "after": a}));
+            n += 1;
+        } else if b != before || a != after {
             tx.prepare_cached("UPDATE lethe_action SET before_json = ?2, after_json = ?3 WHERE id = ?1")?
                 .execute(params![id, b, a])?;
             n += 1;
@@ -328,11 +334,21 @@ pub fn scrub_memory(tx: &Connection, memory_id: &str) -> Result<usize> {
         .collect::<std::result::Result<_, _>>()?;
     for (id, meta) in events {
         let m = scrub_raw(meta.clone());
-        if m != meta {
+        if m != meta && tx.is_postgres() {
+            on_server.push(serde_json::json!({"kind": "event", "id": id, "metadata": m}));
+            n += 1;
+        } else if m != meta {
             tx.prepare_cached("UPDATE memory_forgetting_event SET metadata_json = ?2 WHERE id = ?1")?
                 .execute(params![id, m])?;
             n += 1;
         }
+    }
+    if !on_server.is_empty() {
+        crate::ops::rows::server_write(
+            tx,
+            "SELECT lethe_audit_erase(?1, ?2)",
+            params![memory_id, serde_json::Value::Array(on_server).to_string()],
+        )?;
     }
     Ok(n)
 }

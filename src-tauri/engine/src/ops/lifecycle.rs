@@ -679,6 +679,31 @@ fn snapshot(m: &Memory) -> serde_json::Value {
     })
 }
 
+/// The before and after states of a change as the audit stores them (the snapshot, and `via`
+/// in the after state), the after state made by `change` from the state before: what a team
+/// store's function writes as the action's row in the change's own call.
+fn states(actor: &str, before: &Memory, change: impl FnOnce(&mut Memory)) -> (String, String) {
+    let mut after = before.clone();
+    change(&mut after);
+    let a = snapshot(&after);
+    let a = audit::after_with_via(actor, Some(&a)).unwrap_or(a);
+    (snapshot(before).to_string(), a.to_string())
+}
+
+/// A restore on a team store: the server's function writes the change and its action.
+fn restore_on_server(tx: &Transaction, id: &str, before: &Memory, actor: &str, now: Instant) -> Result<()> {
+    let (b, a) = states(actor, before, |m| {
+        m.is_deleted = false;
+        m.deleted_at = None;
+    });
+    server_write(tx, "SELECT lethe_memory_restore(?1, ?2, ?3, ?4, ?5)", params![id, actor, b, a, time::format(now)])
+}
+
+/// One of the team store's write functions (see `rows::server_write`).
+fn server_write<P: crate::storage::db::Params>(tx: &Transaction, sql: &str, params: P) -> Result<()> {
+    crate::ops::rows::server_write(tx, sql, params).map(|_| ())
+}
+
 /// Applies a change to one memory and audits it with before/after state.
 fn mutate(
     conn: &mut Connection,
@@ -693,13 +718,21 @@ fn mutate(
         let before = get_tx(tx, id)?;
         apply(tx, &before)?;
         let after = get_tx(tx, id)?;
-        audit::record_action(tx, Some(id), action, actor, Some(&snapshot(&before)), Some(&snapshot(&after)), now)?;
+        // On a team store the operation's function wrote the action row with the change.
+        if !tx.is_postgres() {
+            audit::record_action(tx, Some(id), action, actor, Some(&snapshot(&before)), Some(&snapshot(&after)), now)?;
+        }
         Ok(after)
     })
 }
 
 pub fn pin(conn: &mut Connection, id: &str, actor: &str, now: Instant) -> Result<Memory> {
-    mutate(conn, id, "pin", actor, now, |tx, _| {
+    mutate(conn, id, "pin", actor, now, |tx, before| {
+        if tx.is_postgres() {
+            let (b, a) = states(actor, before, |m| m.pinned = true);
+            let sql = "SELECT lethe_memory_pin(?1, TRUE, ?2, ?3, ?4, ?5)";
+            return server_write(tx, sql, params![id, actor, b, a, time::format(now)]);
+        }
         tx.execute("UPDATE memory_item SET pinned = 1 WHERE id = ?1", [id])?;
         Ok(())
     })
@@ -709,7 +742,12 @@ pub fn pin(conn: &mut Connection, id: &str, actor: &str, now: Instant) -> Result
 pub fn unpin(conn: &mut Connection, id: &str, actor: &str, now: Instant) -> Result<Memory> {
     model::validate_actor(actor)?;
     pins::refuse_agent_on_person_pin(conn, id, actor, pins::Attempt::Unpin, now)?;
-    mutate(conn, id, "unpin", actor, now, |tx, _| {
+    mutate(conn, id, "unpin", actor, now, |tx, before| {
+        if tx.is_postgres() {
+            let (b, a) = states(actor, before, |m| m.pinned = false);
+            let sql = "SELECT lethe_memory_pin(?1, FALSE, ?2, ?3, ?4, ?5)";
+            return server_write(tx, sql, params![id, actor, b, a, time::format(now)]);
+        }
         tx.execute("UPDATE memory_item SET pinned = 0 WHERE id = ?1", [id])?;
         Ok(())
     })
@@ -723,7 +761,12 @@ pub fn set_importance(conn: &mut Connection, id: &str, value: f64, actor: &str, 
     if value < get(conn, id)?.importance {
         pins::refuse_agent_on_person_pin(conn, id, actor, pins::Attempt::LowerImportance, now)?;
     }
-    mutate(conn, id, "importance", actor, now, |tx, _| {
+    mutate(conn, id, "importance", actor, now, |tx, before| {
+        if tx.is_postgres() {
+            let (b, a) = states(actor, before, |m| m.importance = value);
+            let sql = "SELECT lethe_memory_importance(?1, ?2, ?3, ?4, ?5, ?6)";
+            return server_write(tx, sql, params![id, value, actor, b, a, time::format(now)]);
+        }
         tx.execute("UPDATE memory_item SET importance = ?2 WHERE id = ?1", params![id, value])?;
         Ok(())
     })
@@ -779,11 +822,21 @@ pub fn edit_checked(
         if crate::archive::is_archived(tx, id)? {
             return Err(Error::invalid(format!("memory {id} is archived; unarchive it before editing")));
         }
-        tx.execute(
-            "UPDATE memory_item SET content = ?2, edit_count = COALESCE(edit_count, 0) + 1, last_accessed = ?3, \
-             version = COALESCE(version, 1) + 1 WHERE id = ?1",
-            params![id, content, time::format(now)],
-        )?;
+        if tx.is_postgres() {
+            let (b, a) = states(actor, before, |m| {
+                m.content = content.to_string();
+                m.edit_count += 1;
+                m.version += 1;
+            });
+            let sql = "SELECT lethe_memory_edit(?1, ?2, NULL, ?3, ?4, ?5, ?6)";
+            server_write(tx, sql, params![id, content, actor, b, a, time::format(now)])?;
+        } else {
+            tx.execute(
+                "UPDATE memory_item SET content = ?2, edit_count = COALESCE(edit_count, 0) + 1, last_accessed = ?3, \
+                 version = COALESCE(version, 1) + 1 WHERE id = ?1",
+                params![id, content, time::format(now)],
+            )?;
+        }
         if !redactions.pii_tags.is_empty() {
             let mut tags = get_tx(tx, id)?.tags;
             for t in &redactions.pii_tags {
@@ -792,7 +845,7 @@ pub fn edit_checked(
                 }
             }
             validate_tags(&tags)?;
-            tx.execute("UPDATE memory_item SET tags = ?2 WHERE id = ?1", params![id, serde_json::to_string(&tags)?])?;
+            crate::ops::rows::set_tags(tx, id, &tags)?;
         }
         tx.execute(
             "INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3) \
@@ -810,7 +863,12 @@ pub fn edit_checked(
 
 /// An agent reports that it used the memory (a cite, docs/lifecycle.md usage).
 pub fn cite(conn: &mut Connection, id: &str, actor: &str, now: Instant) -> Result<Memory> {
-    mutate(conn, id, "cite", actor, now, |tx, _| {
+    mutate(conn, id, "cite", actor, now, |tx, before| {
+        if tx.is_postgres() {
+            let (b, a) = states(actor, before, |_| {});
+            let sql = "SELECT lethe_memory_count(?1, 'cite', ?2, ?3, ?4, ?5)";
+            return server_write(tx, sql, params![id, actor, b, a, time::format(now)]);
+        }
         tx.execute(
             "UPDATE memory_item SET cite_count = COALESCE(cite_count, 0) + 1, last_accessed = ?2 WHERE id = ?1",
             params![id, time::format(now)],
@@ -822,6 +880,15 @@ pub fn cite(conn: &mut Connection, id: &str, actor: &str, now: Instant) -> Resul
 /// A person or agent opened the memory: counts a view. Not audited (it is a read).
 pub fn view(conn: &mut Connection, id: &str, now: Instant) -> Result<Memory> {
     write_tx(conn, |tx| {
+        if tx.is_postgres() {
+            get_tx(tx, id)?;
+            server_write(
+                tx,
+                "SELECT lethe_memory_count(?1, 'view', NULL, NULL, NULL, ?2)",
+                params![id, time::format(now)],
+            )?;
+            return get_tx(tx, id);
+        }
         let n = tx.execute(
             "UPDATE memory_item SET view_count = COALESCE(view_count, 0) + 1, last_accessed = ?2 WHERE id = ?1",
             params![id, time::format(now)],
@@ -887,7 +954,10 @@ pub fn restore(conn: &mut Connection, id: &str, actor: &str, now: Instant) -> Re
         if !before.is_deleted {
             return Err(Error::invalid(format!("memory {id} is not in quarantine")));
         }
-        tx.execute("UPDATE memory_item SET is_deleted = 0, deleted_at = NULL WHERE id = ?1", [id])?;
+        if tx.is_postgres() {
+            return restore_on_server(tx, id, before, actor, now);
+        }
+        crate::ops::rows::restore_tx(tx, id)?;
         Ok(())
     })
 }
@@ -954,8 +1024,12 @@ pub fn restore_many(conn: &mut Connection, ids: &[String], actor: &str, now: Ins
             if !before.is_deleted {
                 return Err(Error::invalid(format!("memory {id} is not in quarantine")));
             }
-            tx.prepare_cached("UPDATE memory_item SET is_deleted = 0, deleted_at = NULL WHERE id = ?1")?
-                .execute([id])?;
+            if tx.is_postgres() {
+                restore_on_server(tx, id, &before, actor, now)?;
+                out.push(get_tx(tx, id)?);
+                continue;
+            }
+            crate::ops::rows::restore_tx(tx, id)?;
             let after = get_tx(tx, id)?;
             audit::record_action(
                 tx,

@@ -174,13 +174,31 @@ pub fn update_guarded(
         let json = |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string());
         // The version condition again in the UPDATE makes the swap atomic even if another
         // writer slipped in (it cannot inside an IMMEDIATE transaction, but it costs nothing).
-        let n = tx.execute(
+        let n = if tx.is_postgres() {
+            crate::ops::rows::server_write(
+                tx,
+                "SELECT lethe_memory_procedure(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![
+                    id,
+                    expected_version,
+                    content,
+                    f.task_goal,
+                    json(&f.steps),
+                    json(&f.trigger_conditions),
+                    f.workflow_name,
+                    f.skill_name,
+                    time::format(now)
+                ],
+            )? as usize
+        } else {
+            tx.execute(
             "UPDATE memory_item SET content = COALESCE(?3, content), task_goal = COALESCE(?4, task_goal), steps = COALESCE(?5, steps), \
              trigger_conditions = COALESCE(?6, trigger_conditions), workflow_name = COALESCE(?7, workflow_name), \
              skill_name = COALESCE(?8, skill_name), version = ?2 + 1, edit_count = COALESCE(edit_count, 0) + 1, last_accessed = ?9 \
              WHERE id = ?1 AND COALESCE(version, 1) = ?2",
             params![id, expected_version, content, f.task_goal, json(&f.steps), json(&f.trigger_conditions), f.workflow_name, f.skill_name, time::format(now)],
-        )?;
+        )?
+        };
         if n == 0 {
             return Err(Error::Conflict {
                 id: id.to_string(),
@@ -214,7 +232,7 @@ pub fn update_guarded(
                 }
             }
             validate::validate_tags(&tags)?;
-            tx.execute("UPDATE memory_item SET tags = ?2 WHERE id = ?1", params![id, serde_json::to_string(&tags)?])?;
+            crate::ops::rows::set_tags(tx, id, &tags)?;
             return Ok((rows::get(tx, id)?, redactions.clone()));
         }
         Ok((after, redactions.clone()))
@@ -499,10 +517,12 @@ pub fn reflect(
             dropped += 1;
             audit::record_action(tx, Some(id), "reflection_dropped", "policy", Some(&note_facts(&old)), None, now)?;
         }
-        tx.execute(
-            "UPDATE memory_item SET reflection_notes = ?2 WHERE id = ?1",
-            params![id, serde_json::Value::Array(notes.clone()).to_string()],
-        )?;
+        let notes_json = serde_json::Value::Array(notes.clone()).to_string();
+        if tx.is_postgres() {
+            crate::ops::rows::server_write(tx, "SELECT lethe_memory_reflection(?1, ?2)", params![id, notes_json])?;
+        } else {
+            tx.execute("UPDATE memory_item SET reflection_notes = ?2 WHERE id = ?1", params![id, notes_json])?;
+        }
         if !pii_tags.is_empty() {
             let mut tags = m.tags.clone();
             for t in &pii_tags {
@@ -511,7 +531,7 @@ pub fn reflect(
                 }
             }
             validate::validate_tags(&tags)?;
-            tx.execute("UPDATE memory_item SET tags = ?2 WHERE id = ?1", params![id, serde_json::to_string(&tags)?])?;
+            crate::ops::rows::set_tags(tx, id, &tags)?;
         }
         // The note itself is in the memory; the audit keeps its hash and length, not a second
         // copy that deleting the memory would have to find.

@@ -167,7 +167,16 @@ pub fn erase_for_memory(tx: &Transaction<'_>, memory_id: &str) -> Result<usize> 
     for (id, results) in &entries {
         let mut hits: Vec<LoggedHit> = serde_json::from_str(results).unwrap_or_default();
         hits.retain(|h| h.id != memory_id);
-        update.execute(params![id, ERASED_CONTEXT, serde_json::to_string(&hits)?])?;
+        if tx.is_postgres() {
+            // The team lead's function, which accepts only this erased form of the entry.
+            crate::ops::rows::server_write(
+                tx,
+                "SELECT lethe_recall_log_erase(?1, ?2, ?3, ?4)",
+                params![id, memory_id, ERASED_CONTEXT, serde_json::to_string(&hits)?],
+            )?;
+        } else {
+            update.execute(params![id, ERASED_CONTEXT, serde_json::to_string(&hits)?])?;
+        }
     }
     Ok(entries.len())
 }

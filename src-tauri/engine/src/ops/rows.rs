@@ -36,6 +36,9 @@ pub(crate) fn soft_delete_tx(
     settings: &Settings,
     now: Instant,
 ) -> Result<ForgettingEvent> {
+    if tx.is_postgres() {
+        return soft_delete_on_server(tx, id, reason, policy, score, actor, settings, now);
+    }
     let n = tx
         .prepare_cached(
             "UPDATE memory_item SET is_deleted = 1, deleted_at = ?2 WHERE id = ?1 AND COALESCE(is_deleted, 0) = 0",
@@ -51,6 +54,77 @@ pub(crate) fn soft_delete_tx(
     }
     leave_review(tx, &[id], false)?;
     soft_event(tx, id, reason, policy, score, actor, settings, now)
+}
+
+/// [`soft_delete_tx`] on a team store: one call of the server's `lethe_memory_quarantine`,
+/// which checks the role and team, stamps the server's clock, writes the `soft` event under
+/// the role's name and takes the memory out of the review band (Lethe's roles hold no UPDATE
+/// right on memory_item there). The event returned is the one the engine asked for.
+#[allow(clippy::too_many_arguments)]
+fn soft_delete_on_server(
+    tx: &Transaction,
+    id: &str,
+    reason: &str,
+    policy: &str,
+    score: Option<f64>,
+    actor: &str,
+    settings: &Settings,
+    now: Instant,
+) -> Result<ForgettingEvent> {
+    let mut metadata = serde_json::json!({ "actor": actor });
+    if let Some(via) = crate::actor::via_of(actor) {
+        metadata["via"] = via.into();
+    }
+    let ev = format!("fev_{}", uuid::Uuid::now_v7());
+    let ttl = settings.quarantine_days.round() as i64;
+    let created_at = time::format(now);
+    get_tx(tx, id)?;
+    let n = server_write(
+        tx,
+        "SELECT lethe_memory_quarantine(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![id, ev, reason, policy, score, ttl, metadata.to_string(), created_at],
+    )?;
+    if n == 0 {
+        return Err(Error::invalid(format!("memory {id} is already in quarantine")));
+    }
+    Ok(ForgettingEvent {
+        id: ev,
+        memory_id: id.to_string(),
+        action: "soft".into(),
+        reason: Some(reason.to_string()),
+        policy: Some(policy.to_string()),
+        forget_score: score,
+        ttl_days: Some(ttl),
+        created_at,
+        metadata: Some(metadata),
+    })
+}
+
+/// Calls one of the team store's write functions (`SELECT lethe_…(…)`, returning the rows it
+/// changed). On a team store Lethe's roles hold no UPDATE or DELETE right on a memory, the
+/// audit, archives, procedure versions or the recall log: each change is a function that
+/// checks the role and team, validates and stamps the server's clock.
+pub(crate) fn server_write<P: crate::storage::db::Params>(tx: &Connection, sql: &str, params: P) -> Result<i64> {
+    tx.prepare_cached(sql)?.query_row(params, |r| r.get::<_, i64>(0))
+}
+
+/// A memory's tags (the engine's JSON array), on either store.
+pub(crate) fn set_tags(tx: &Connection, id: &str, tags: &[String]) -> Result<()> {
+    let json = serde_json::to_string(tags)?;
+    if tx.is_postgres() {
+        server_write(tx, "SELECT lethe_memory_tags(?1, ?2)", params![id, json])?;
+    } else {
+        tx.execute("UPDATE memory_item SET tags = ?2 WHERE id = ?1", params![id, json])?;
+    }
+    Ok(())
+}
+
+/// Brings a memory back from quarantine (the caller has checked that it is there).
+pub(crate) fn restore_tx(tx: &Connection, id: &str) -> Result<bool> {
+    if tx.is_postgres() {
+        return Ok(server_write(tx, "SELECT lethe_memory_restore(ARRAY[?1::TEXT])", [id])? > 0);
+    }
+    Ok(tx.prepare_cached("UPDATE memory_item SET is_deleted = 0, deleted_at = NULL WHERE id = ?1")?.execute([id])? > 0)
 }
 
 /// Takes memories out of the review band (with `only_quarantined`, those now in quarantine

@@ -141,7 +141,12 @@ pub fn undo(conn: &mut Connection, run: &str, actor: &str, now: Instant) -> Resu
                 out.quarantined_again.push(item(content.as_deref()));
                 continue;
             }
-            restore.execute([id])?;
+            if tx.is_postgres() {
+                // The team store's function (no UPDATE right on a memory for Lethe's roles there).
+                crate::ops::rows::server_write(tx, "SELECT lethe_memory_restore(ARRAY[?1::TEXT])", [id])?;
+            } else {
+                restore.execute([id])?;
+            }
             out.restored.push(item(content.as_deref()));
         }
         if !out.restored.is_empty() {

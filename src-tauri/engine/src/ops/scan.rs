@@ -135,6 +135,17 @@ pub fn redact_in_place(conn: &mut Connection, confirm: bool, actor: &str, now: I
     Ok(ScanReport { items, redacted, wal_truncated })
 }
 
+/// One redacted column of a memory: on a team store through the team lead's function
+/// `lethe_memory_redact` (Lethe's roles hold no UPDATE right on a memory there).
+fn set_column(tx: &Transaction, id: &str, col: &str, value: Option<String>) -> Result<()> {
+    if tx.is_postgres() {
+        crate::ops::rows::server_write(tx, "SELECT lethe_memory_redact(?1, ?2, ?3)", params![id, col, value])?;
+    } else {
+        tx.execute(&format!("UPDATE memory_item SET {col} = ?2 WHERE id = ?1"), params![id, value])?;
+    }
+    Ok(())
+}
+
 fn redact_one(tx: &Transaction, id: &str, policy: Policy, actor: &str, now: Instant) -> Result<bool> {
     let m = crate::ops::rows::get_tx(tx, id)?;
     let mut g = Guard::new(policy);
@@ -142,7 +153,7 @@ fn redact_one(tx: &Transaction, id: &str, policy: Policy, actor: &str, now: Inst
     let json = |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string());
     let mut changed = false;
     if new.content != m.content {
-        tx.execute("UPDATE memory_item SET content = ?2 WHERE id = ?1", params![id, new.content])?;
+        set_column(tx, id, "content", Some(new.content.clone()))?;
         tx.execute(
             "INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3) \
              ON CONFLICT(memory_id) DO UPDATE SET content_hash = excluded.content_hash, bands = excluded.bands",
@@ -152,7 +163,7 @@ fn redact_one(tx: &Transaction, id: &str, policy: Policy, actor: &str, now: Inst
         changed = true;
     }
     if new.tags != m.tags {
-        tx.execute("UPDATE memory_item SET tags = ?2 WHERE id = ?1", params![id, serde_json::to_string(&new.tags)?])?;
+        set_column(tx, id, "tags", Some(serde_json::to_string(&new.tags)?))?;
         changed = true;
     }
     for (col, old, new) in [
@@ -165,7 +176,7 @@ fn redact_one(tx: &Transaction, id: &str, policy: Policy, actor: &str, now: Inst
         ("reflection_notes", json(&m.reflection_notes), json(&new.reflection_notes)),
     ] {
         if old != new {
-            tx.execute(&format!("UPDATE memory_item SET {col} = ?2 WHERE id = ?1"), params![id, new])?;
+            set_column(tx, id, col, new)?;
             changed = true;
         }
     }
@@ -177,7 +188,14 @@ fn redact_one(tx: &Transaction, id: &str, policy: Policy, actor: &str, now: Inst
     for (v, snap) in versions {
         let parsed: serde_json::Value = serde_json::from_str(&snap)?;
         let clean = g.json("version", &parsed)?;
-        if clean != parsed {
+        if clean != parsed && tx.is_postgres() {
+            crate::ops::rows::server_write(
+                tx,
+                "SELECT lethe_procedure_version_redact(?1, ?2, ?3)",
+                params![id, v, clean.to_string()],
+            )?;
+            changed = true;
+        } else if clean != parsed {
             tx.execute(
                 "UPDATE lethe_procedure_version SET snapshot_json = ?3 WHERE memory_id = ?1 AND version = ?2",
                 params![id, v, clean.to_string()],
@@ -188,7 +206,11 @@ fn redact_one(tx: &Transaction, id: &str, policy: Policy, actor: &str, now: Inst
     for (no, original) in archived_originals(tx, id)? {
         let text = String::from_utf8_lossy(&original).into_owned();
         let clean = g.text("archive", &text)?;
-        if clean != text {
+        if clean != text && tx.is_postgres() {
+            // The server computes the SHA-256 and length of the new original itself.
+            crate::ops::rows::server_write(tx, "SELECT lethe_archive_redact(?1, ?2)", params![no, clean.as_bytes()])?;
+            changed = true;
+        } else if clean != text {
             tx.execute(
                 "UPDATE lethe_archive SET original = ?2, sha256 = ?3, bytes = ?4 WHERE archive_no = ?1",
                 params![no, clean.as_bytes(), audit::sha256_hex(&clean), clean.len() as i64],

@@ -216,7 +216,11 @@ fn log_working_memories(
         .query_map([session_id], |r| r.get(0))?
         .collect::<std::result::Result<_, _>>()?;
     for id in &ids {
-        tx.prepare_cached("UPDATE memory_item SET type = 'episodic' WHERE id = ?1")?.execute([id])?;
+        if tx.is_postgres() {
+            crate::ops::rows::server_write(tx, "SELECT lethe_memory_episodic(?1)", [id])?;
+        } else {
+            tx.prepare_cached("UPDATE memory_item SET type = 'episodic' WHERE id = ?1")?.execute([id])?;
+        }
         tx.prepare_cached(
             "INSERT INTO lethe_task_log (memory_id, session_id, task_kind, ended_at) VALUES (?1, ?2, ?3, ?4)",
         )?

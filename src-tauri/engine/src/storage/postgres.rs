@@ -33,10 +33,15 @@ const MIGRATIONS: &[Migration] = &[
     Migration { version: 8, name: "definer_role", sql: include_str!("postgres/migrations/008_definer_role.sql") },
     Migration { version: 9, name: "audited_writes", sql: include_str!("postgres/migrations/009_audited_writes.sql") },
     Migration { version: 10, name: "plans", sql: include_str!("postgres/migrations/010_plans.sql") },
+    Migration {
+        version: 11,
+        name: "write_functions",
+        sql: include_str!("postgres/migrations/011_write_functions.sql"),
+    },
 ];
 
 /// The team store's schema version this build reads and writes.
-pub const SCHEMA_VERSION: i64 = 10;
+pub const SCHEMA_VERSION: i64 = 11;
 
 /// How long a Lethe role's session may sit in an open transaction, and run one statement,
 /// before the server ends it (set on every role `admin add-*` makes, per database): a
