@@ -473,66 +473,135 @@ fn derive_in(
     kept: Option<(&mut Option<Buckets>, &[usize])>,
     progress: Option<&(dyn Fn(usize, usize) + Sync)>,
 ) -> Result<Derived> {
-    let pending: Vec<usize> =
-        (0..members.len()).filter(|&i| members[i].active && members[i].derived.is_none()).collect();
-    if pending.is_empty() {
+    let Some(search) = Search::new(conn, members, progress)? else {
         if let Some((kept, _)) = kept {
             // Not patched for this change: built again by the next search that needs it.
             *kept = None;
         }
         return Ok(Derived::default());
+    };
+    let (buckets, slot) = match kept {
+        Some((slot, dirty)) => (search.buckets(slot.take(), dirty), Some(slot)),
+        None => (search.buckets(None, &[]), None),
+    };
+    let found = search.search_all(conn, &buckets);
+    // The index is kept for the next search even when this one failed: it describes the
+    // members, not what was found.
+    if let Some(slot) = slot {
+        *slot = Some(buckets);
     }
-    let e = embed::shared();
-    let ix = match e {
-        Some(e) => Some(semantic::index(conn, e)?),
-        None => None,
-    };
-    let (cent, trained) = match (e, &ix) {
-        (Some(e), Some(ix)) => {
-            let had: bool = conn.query_row(
-                "SELECT EXISTS (SELECT 1 FROM lethe_centroid WHERE model = ?1)",
-                [e.fingerprint()],
-                |r| r.get(0),
-            )?;
-            let c = centroids(conn, e, ix)?;
-            let trained = if had { None } else { c.clone() };
-            (c, trained)
+    Ok(search.finish(found?))
+}
+
+/// One neighbour search over `members`: the memories without current lists (`pending`), the
+/// vector index and centroids that give the semantic buckets, and the semantic keys.
+struct Search<'a> {
+    members: &'a [Member],
+    pending: Vec<usize>,
+    ix: Option<std::sync::Arc<semantic::VectorIndex>>,
+    /// Member index → position in the vector index, looked up once.
+    pos: Vec<Option<u32>>,
+    cent: Option<Vec<f32>>,
+    /// The centroids when this search trained them (to be stored with the lists).
+    trained: Option<Vec<f32>>,
+    /// Semantic keys computed for the pending members (the others' are stored).
+    computed: Vec<Vec<u16>>,
+    /// Whether every vector shares one semantic bucket (too few to train centroids).
+    small: bool,
+    progress: Option<&'a (dyn Fn(usize, usize) + Sync)>,
+    searched_so_far: std::sync::atomic::AtomicUsize,
+}
+
+/// The contents of the members a search compares, read once: word-bigram shingles, texts (for
+/// the judgment of the pairs close enough to be duplicates) and their profiles (made on first
+/// use).
+struct Texts {
+    shingles: Vec<Vec<u64>>,
+    texts: Vec<String>,
+    profiles: Vec<std::sync::OnceLock<sameness::Profile>>,
+    read: Vec<bool>,
+}
+
+impl<'a> Search<'a> {
+    /// The search's set-up, or `None` when no member needs a search.
+    fn new(
+        conn: &'a Connection,
+        members: &'a [Member],
+        progress: Option<&'a (dyn Fn(usize, usize) + Sync)>,
+    ) -> Result<Option<Search<'a>>> {
+        let pending: Vec<usize> =
+            (0..members.len()).filter(|&i| members[i].active && members[i].derived.is_none()).collect();
+        if pending.is_empty() {
+            return Ok(None);
         }
-        _ => (None, None),
-    };
-    // Member index → position in the vector index, looked up once.
-    let pos: Vec<Option<u32>> = match &ix {
-        Some(ix) => members.iter().map(|m| ix.position(m.rowid).map(|p| p as u32)).collect(),
-        None => vec![None; members.len()],
-    };
-    let vector_of = |i: usize| -> Option<(&[i8], f32)> {
-        let ix = ix.as_ref()?;
-        let p = pos[i]? as usize;
-        Some((&ix.data[p * DIMS..(p + 1) * DIMS], ix.inv_norms[p]))
-    };
-    let cent_q: Option<Vec<i8>> = cent.as_deref().map(quantize_centroids);
-    // Semantic keys: stored for derived members, computed for the pending ones.
-    let mut computed: Vec<Vec<u16>> = vec![Vec::new(); members.len()];
-    if let Some(c) = &cent_q {
-        for &i in &pending {
-            if let Some((q, inv)) = vector_of(i) {
+        let e = embed::shared();
+        let ix = match e {
+            Some(e) => Some(semantic::index(conn, e)?),
+            None => None,
+        };
+        let (cent, trained) = match (e, &ix) {
+            (Some(e), Some(ix)) => {
+                let had: bool = conn.query_row(
+                    "SELECT EXISTS (SELECT 1 FROM lethe_centroid WHERE model = ?1)",
+                    [e.fingerprint()],
+                    |r| r.get(0),
+                )?;
+                let c = centroids(conn, e, ix)?;
+                let trained = if had { None } else { c.clone() };
+                (c, trained)
+            }
+            _ => (None, None),
+        };
+        let pos: Vec<Option<u32>> = match &ix {
+            Some(ix) => members.iter().map(|m| ix.position(m.rowid).map(|p| p as u32)).collect(),
+            None => vec![None; members.len()],
+        };
+        let small = ix.as_ref().is_some_and(|_| cent.is_none());
+        let mut search = Search {
+            members,
+            pending,
+            ix,
+            pos,
+            cent,
+            trained,
+            computed: vec![Vec::new(); members.len()],
+            small,
+            progress,
+            searched_so_far: std::sync::atomic::AtomicUsize::new(0),
+        };
+        search.compute_semantic_keys();
+        Ok(Some(search))
+    }
+
+    /// Semantic keys of the pending members: stored for the others.
+    fn compute_semantic_keys(&mut self) {
+        let Some(c) = self.cent.as_deref().map(quantize_centroids) else { return };
+        for &i in &self.pending {
+            if let Some((q, inv)) = self.vector_of(i) {
                 let mut v = Vector { inv_norm: inv, q: [0; DIMS] };
                 v.q.copy_from_slice(q);
-                computed[i] = semantic_keys(c, &v);
+                self.computed[i] = semantic_keys(&c, &v);
             }
         }
     }
-    let sem_keys = |i: usize| -> &[u16] {
-        match &members[i].derived {
+
+    fn vector_of(&self, i: usize) -> Option<(&[i8], f32)> {
+        let ix = self.ix.as_ref()?;
+        let p = self.pos[i]? as usize;
+        Some((&ix.data[p * DIMS..(p + 1) * DIMS], ix.inv_norms[p]))
+    }
+
+    fn sem_keys(&self, i: usize) -> &[u16] {
+        match &self.members[i].derived {
             Some((k, _)) => k,
-            None => &computed[i],
+            None => &self.computed[i],
         }
-    };
-    // Buckets: (key, member index) sorted, members in rowid order within a key. Semantic
-    // keys live above the 32-bit band keys; a small file has one semantic bucket.
-    let small = ix.as_ref().is_some_and(|_| cent.is_none());
-    let keys_into = |i: usize, out: &mut Vec<(u64, u32)>| {
-        let m = &members[i];
+    }
+
+    /// Member `i`'s bucket keys with its index. Semantic keys live above the 32-bit band keys;
+    /// a small file has one semantic bucket.
+    fn keys_into(&self, i: usize, out: &mut Vec<(u64, u32)>) {
+        let m = &self.members[i];
         if !m.active {
             return;
         }
@@ -542,79 +611,88 @@ fn derive_in(
                 out.push(((b as u64) << 32 | u64::from(k), i as u32));
             }
         }
-        if small && vector_of(i).is_some() {
+        if self.small && self.vector_of(i).is_some() {
             out.push((1 << 40, i as u32));
         }
-        for &c in sem_keys(i) {
+        for &c in self.sem_keys(i) {
             out.push(((1 << 40) | (1 << 20) | u64::from(c), i as u32));
         }
-    };
-    let fp = fingerprint();
-    let reusable = |b: &Buckets| {
-        b.fingerprint == fp && b.small == small && b.centroids == cent && b.had_vector.len() <= members.len()
-    };
-    let had_vector: Vec<bool> = pos.iter().map(Option::is_some).collect();
-    let mut built: Option<Buckets> = None;
-    let buckets: &Buckets = match kept {
-        Some((slot, dirty)) if slot.as_ref().is_some_and(reusable) => {
-            let b = slot.as_mut().expect("a kept index");
-            // Patched: the entries of changed members go, their new ones are merged in.
-            let mut again = vec![false; members.len()];
-            for &i in dirty {
-                again[i] = true;
-            }
-            for (i, flag) in again.iter_mut().enumerate() {
-                *flag |= b.had_vector.get(i) != Some(&had_vector[i]);
-            }
-            let mut fresh: Vec<(u64, u32)> = Vec::new();
-            for (i, _) in again.iter().enumerate().filter(|(_, &a)| a) {
-                keys_into(i, &mut fresh);
-            }
-            fresh.sort_unstable();
-            let old = std::mem::take(&mut b.keyed);
-            let mut keyed = Vec::with_capacity(old.len() + fresh.len());
-            let mut fresh = fresh.into_iter().peekable();
-            for e in old.into_iter().filter(|&(_, i)| !again[i as usize]) {
-                while let Some(f) = fresh.next_if(|f| *f < e) {
-                    keyed.push(f);
+    }
+
+    /// The bucket index: `kept` patched for the members at `dirty` (and those whose vector
+    /// came or went) when it was made with the same model and centroids, else built anew.
+    fn buckets(&self, kept: Option<Buckets>, dirty: &[usize]) -> Buckets {
+        let fp = fingerprint();
+        let members = self.members;
+        let had_vector: Vec<bool> = self.pos.iter().map(Option::is_some).collect();
+        let reusable = |b: &Buckets| {
+            b.fingerprint == fp
+                && b.small == self.small
+                && b.centroids == self.cent
+                && b.had_vector.len() <= members.len()
+        };
+        match kept.filter(reusable) {
+            Some(mut b) => {
+                // Patched: the entries of changed members go, their new ones are merged in.
+                let mut again = vec![false; members.len()];
+                for &i in dirty {
+                    again[i] = true;
                 }
-                keyed.push(e);
+                for (i, flag) in again.iter_mut().enumerate() {
+                    *flag |= b.had_vector.get(i) != Some(&had_vector[i]);
+                }
+                let mut fresh: Vec<(u64, u32)> = Vec::new();
+                for (i, _) in again.iter().enumerate().filter(|(_, &a)| a) {
+                    self.keys_into(i, &mut fresh);
+                }
+                fresh.sort_unstable();
+                let old = std::mem::take(&mut b.keyed);
+                let mut keyed = Vec::with_capacity(old.len() + fresh.len());
+                let mut fresh = fresh.into_iter().peekable();
+                for e in old.into_iter().filter(|&(_, i)| !again[i as usize]) {
+                    while let Some(f) = fresh.next_if(|f| *f < e) {
+                        keyed.push(f);
+                    }
+                    keyed.push(e);
+                }
+                keyed.extend(fresh);
+                b.keyed = keyed;
+                b.had_vector = had_vector;
+                b
             }
-            keyed.extend(fresh);
-            b.keyed = keyed;
-            b.had_vector = had_vector;
-            &*b
+            None => {
+                let mut keyed: Vec<(u64, u32)> = Vec::new();
+                for i in 0..members.len() {
+                    self.keys_into(i, &mut keyed);
+                }
+                keyed.sort_unstable();
+                Buckets {
+                    keyed,
+                    had_vector,
+                    fingerprint: fp.to_string(),
+                    small: self.small,
+                    centroids: self.cent.clone(),
+                }
+            }
         }
-        other => {
-            let mut keyed: Vec<(u64, u32)> = Vec::new();
-            for i in 0..members.len() {
-                keys_into(i, &mut keyed);
-            }
-            keyed.sort_unstable();
-            let b = Buckets { keyed, had_vector, fingerprint: fp.to_string(), small, centroids: cent.clone() };
-            match other {
-                Some((slot, _)) => &*slot.insert(b),
-                None => &*built.insert(b),
-            }
-        }
-    };
-    let keyed = &buckets.keyed;
-    let bucket_of = |key: u64| -> &[(u64, u32)] {
-        let lo = keyed.partition_point(|&(k, _)| k < key);
-        let hi = keyed.partition_point(|&(k, _)| k <= key);
-        &keyed[lo..hi]
-    };
-    let keys_of = |i: usize| -> Vec<u64> {
+    }
+
+    /// The candidates of each memory of `part`: of each of its buckets, the [`WINDOW`] members
+    /// nearest to it in member order, then those sharing the most buckets with it.
+    fn gather(&self, buckets: &Buckets, part: &[usize]) -> Vec<(usize, Vec<u32>)> {
+        let keyed = &buckets.keyed;
+        let bucket_of = |key: u64| -> &[(u64, u32)] {
+            let lo = keyed.partition_point(|&(k, _)| k < key);
+            let hi = keyed.partition_point(|&(k, _)| k <= key);
+            &keyed[lo..hi]
+        };
         let mut ks = Vec::new();
-        keys_into(i, &mut ks);
-        ks.into_iter().map(|(k, _)| k).collect()
-    };
-    // Candidates per pending memory (on both cores when there are many).
-    let gather = |part: &[usize]| -> Vec<(usize, Vec<u32>)> {
         part.iter()
             .map(|&x| {
                 let mut cands: Vec<u32> = Vec::new();
-                for key in keys_of(x) {
+                ks.clear();
+                self.keys_into(x, &mut ks);
+                for &(key, _) in &ks {
                     let bucket = bucket_of(key);
                     let at = bucket.partition_point(|&(_, i)| (i as usize) < x);
                     let lo = at.saturating_sub(WINDOW / 2);
@@ -625,36 +703,56 @@ fn derive_in(
                 (x, top_candidates(cands, x))
             })
             .collect()
-    };
-    // Word-bigram shingles of every member that takes part, read once: in one scan of the
-    // table when most memories are searched, otherwise by rowid, chunk by chunk, for the
-    // memories a chunk compares.
-    let mut shingles: Vec<Vec<u64>> = vec![Vec::new(); members.len()];
-    // Their texts, for the judgment of the pairs close enough to be duplicates (profiled once,
-    // on first use).
-    let mut texts: Vec<String> = vec![String::new(); members.len()];
-    let profiles: Vec<std::sync::OnceLock<sameness::Profile>> =
-        (0..members.len()).map(|_| std::sync::OnceLock::new()).collect();
-    let mut read = vec![false; members.len()];
-    let active = members.iter().filter(|m| m.active).count();
-    if pending.len() * 4 >= active {
-        let member_of: HashMap<i64, usize> = members.iter().enumerate().map(|(i, m)| (m.rowid, i)).collect();
-        let mut all = conn.prepare("SELECT rowid, content FROM memory_item WHERE COALESCE(is_deleted, 0) = 0")?;
-        let mut rows = all.query([])?;
-        while let Some(r) = rows.next()? {
-            if let Some(&i) = member_of.get(&r.get::<_, i64>(0)?) {
-                let text = r.get_ref(1)?.as_str().unwrap_or("");
-                shingles[i] = dedup::shingles(text);
-                texts[i] = text.to_string();
-                read[i] = true;
+    }
+
+    /// Searched in chunks, so that only one chunk's candidates (up to 1 KB a memory) are held
+    /// at once; what each search keeps is a few neighbours and the offers to them.
+    fn search_all(&self, conn: &Connection, buckets: &Buckets) -> Result<Vec<Found>> {
+        let mut texts = self.texts(conn)?;
+        let mut found: Vec<Found> = Vec::with_capacity(self.pending.len());
+        for chunk in self.pending.chunks(search_chunk()) {
+            let cands_of = crate::in_two_halves(chunk, chunk.len() >= 2_000, |part| self.gather(buckets, part));
+            texts.read_for(conn, self.members, &cands_of)?;
+            let texts = &texts;
+            found.extend(crate::in_two_halves(&cands_of, cands_of.len() >= 2_000, |part| {
+                part.iter().map(|(x, cands)| self.search_one(texts, *x, cands)).collect()
+            }));
+        }
+        Ok(found)
+    }
+
+    /// The members' texts: in one scan of the table when most memories are searched, otherwise
+    /// none yet (read by rowid, chunk by chunk, for the memories a chunk compares).
+    fn texts(&self, conn: &Connection) -> Result<Texts> {
+        let n = self.members.len();
+        let mut t = Texts {
+            shingles: vec![Vec::new(); n],
+            texts: vec![String::new(); n],
+            profiles: (0..n).map(|_| std::sync::OnceLock::new()).collect(),
+            read: vec![false; n],
+        };
+        let active = self.members.iter().filter(|m| m.active).count();
+        if self.pending.len() * 4 >= active {
+            let member_of: HashMap<i64, usize> = self.members.iter().enumerate().map(|(i, m)| (m.rowid, i)).collect();
+            let mut all = conn.prepare("SELECT rowid, content FROM memory_item WHERE COALESCE(is_deleted, 0) = 0")?;
+            let mut rows = all.query([])?;
+            while let Some(r) = rows.next()? {
+                if let Some(&i) = member_of.get(&r.get::<_, i64>(0)?) {
+                    let text = r.get_ref(1)?.as_str().unwrap_or("");
+                    t.shingles[i] = dedup::shingles(text);
+                    t.texts[i] = text.to_string();
+                    t.read[i] = true;
+                }
             }
         }
+        Ok(t)
     }
-    // A pair's duplication: its closeness when the judgment calls it a duplicate, else 0. Most
-    // candidates are far from it by their word overlap and cosine alone, and are not judged.
-    let similarity = |shingles: &[Vec<u64>], texts: &[String], a: usize, b: usize| -> (f32, u8) {
-        let j = dedup::jaccard(&shingles[a], &shingles[b]);
-        let cos = match (vector_of(a), vector_of(b)) {
+
+    /// A pair's duplication: its closeness when the judgment calls it a duplicate, else 0. Most
+    /// candidates are far from it by their word overlap and cosine alone, and are not judged.
+    fn similarity(&self, t: &Texts, a: usize, b: usize) -> (f32, u8) {
+        let j = dedup::jaccard(&t.shingles[a], &t.shingles[b]);
+        let cos = match (self.vector_of(a), self.vector_of(b)) {
             (Some((qa, ia)), Some((qb, ib))) => Some(f64::from(embed::cosine_q(qa, ia, qb, ib))),
             _ => None,
         };
@@ -662,102 +760,105 @@ fn derive_in(
         if sameness::closeness_at_most(j, cos) < sameness::DUPLICATE_AT {
             return (0.0, kind);
         }
-        let pa = profiles[a].get_or_init(|| sameness::Profile::of(&texts[a]));
-        let pb = profiles[b].get_or_init(|| sameness::Profile::of(&texts[b]));
+        let pa = t.profiles[a].get_or_init(|| sameness::Profile::of(&t.texts[a]));
+        let pb = t.profiles[b].get_or_init(|| sameness::Profile::of(&t.texts[b]));
         (sameness::duplication(pa, pb, j, cos) as f32, kind)
-    };
-    let searched_so_far = std::sync::atomic::AtomicUsize::new(0);
-    let search = |shingles: &[Vec<u64>], texts: &[String], part: &[(usize, Vec<u32>)]| -> Vec<Found> {
-        part.iter()
-            .map(|(x, cands)| {
-                if let Some(p) = progress {
-                    let n = searched_so_far.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                    if n.is_multiple_of(REPORT_EVERY) {
-                        p(n, pending.len());
-                    }
-                }
-                let scored: Vec<(f32, u8, u32)> = cands
-                    .iter()
-                    .map(|&c| {
-                        let (s, k) = similarity(shingles, texts, *x, c as usize);
-                        (s, k, c)
-                    })
-                    .filter(|(s, _, _)| *s > 0.0)
-                    .collect();
-                let me = Neighbour { rowid: members[*x].rowid, id_hash: id_hash(&members[*x].id), sim: 0.0, kind: 0 };
-                // The id hash is filled in for the entries kept (choosing does not look at it).
-                let entries: Vec<(usize, Neighbour)> = scored
-                    .into_iter()
-                    .map(|(s, k, c)| {
-                        (c as usize, Neighbour { rowid: members[c as usize].rowid, id_hash: 0, sim: s, kind: k })
-                    })
-                    .collect();
-                let mut kept = select_entries(members, *x, entries);
-                for (c, n) in &mut kept {
-                    n.id_hash = id_hash(&members[*c].id);
-                }
-                // The memories it keeps are offered it in return (and only those: offering it
-                // to every candidate costs memory and time in clusters of thousands).
-                let offers: Vec<(u32, Neighbour)> =
-                    kept.iter().map(|(c, n)| (*c as u32, Neighbour { sim: n.sim, kind: n.kind, ..me })).collect();
-                // Collected by reference, so that the list holds exactly its entries: collected
-                // from `kept` by value, it would reuse `kept`'s allocation, sized for every
-                // scored candidate (≈ 7 KB a memory, 5.5 GB over a million).
-                let list: Vec<Neighbour> = kept.iter().map(|(_, n)| *n).collect();
-                (*x, list, offers)
+    }
+
+    /// Member `x`'s list from its candidates, and its offers to the memories it keeps.
+    fn search_one(&self, t: &Texts, x: usize, cands: &[u32]) -> Found {
+        let members = self.members;
+        if let Some(p) = self.progress {
+            let n = self.searched_so_far.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            if n.is_multiple_of(REPORT_EVERY) {
+                p(n, self.pending.len());
+            }
+        }
+        // The id hash is filled in for the entries kept (choosing does not look at it).
+        let entries: Vec<(usize, Neighbour)> = cands
+            .iter()
+            .filter_map(|&c| {
+                let (s, k) = self.similarity(t, x, c as usize);
+                let c = c as usize;
+                (s > 0.0).then(|| (c, Neighbour { rowid: members[c].rowid, id_hash: 0, sim: s, kind: k }))
             })
-            .collect()
-    };
-    // Searched in chunks, so that only one chunk's candidates (up to 1 KB a memory) are held
-    // at once; what each search keeps is a few neighbours and the offers to them.
-    let mut found: Vec<Found> = Vec::with_capacity(pending.len());
-    for chunk in pending.chunks(search_chunk()) {
-        let cands_of = crate::in_two_halves(chunk, chunk.len() >= 2_000, gather);
+            .collect();
+        let mut kept = select_entries(members, x, entries);
+        for (c, n) in &mut kept {
+            n.id_hash = id_hash(&members[*c].id);
+        }
+        // The memories it keeps are offered it in return (and only those: offering it to
+        // every candidate costs memory and time in clusters of thousands).
+        let me = Neighbour { rowid: members[x].rowid, id_hash: id_hash(&members[x].id), sim: 0.0, kind: 0 };
+        let offers: Vec<(u32, Neighbour)> =
+            kept.iter().map(|(c, n)| (*c as u32, Neighbour { sim: n.sim, kind: n.kind, ..me })).collect();
+        // Collected by reference, so that the list holds exactly its entries: collected from
+        // `kept` by value, it would reuse `kept`'s allocation, sized for every scored candidate
+        // (≈ 7 KB a memory, 5.5 GB over a million).
+        let list: Vec<Neighbour> = kept.iter().map(|(_, n)| *n).collect();
+        (x, list, offers)
+    }
+
+    /// The lists found, the stored lists that named a memory searched again (without it), and
+    /// the offers taken by the lists with room for them.
+    fn finish(self, found: Vec<Found>) -> Derived {
+        let members = self.members;
+        let mut out = Derived { trained: self.trained.clone(), ..Default::default() };
+        let mut offers: Vec<(u32, usize, Neighbour)> = Vec::new();
+        for (x, list, o) in found {
+            offers.extend(o.into_iter().map(|(c, n)| (c, x, n)));
+            // A memory still waiting for its vector is searched again once it has one.
+            if self.ix.is_some() && self.vector_of(x).is_none() {
+                continue;
+            }
+            out.lists.insert(x, (self.sem_keys(x).to_vec(), list));
+        }
+        // What others' lists say about a memory searched again is about its old content: those
+        // entries go (the offers below put it back where it is still similar).
+        // (Pending members are in rowid order: a binary search is cheaper than hashing each entry.)
+        let searched: Vec<i64> = self.pending.iter().map(|&i| members[i].rowid).collect();
+        let was_searched = |rowid: i64| searched.binary_search(&rowid).is_ok();
+        for (i, m) in members.iter().enumerate() {
+            if out.lists.contains_key(&i) {
+                continue;
+            }
+            if let Some((keys, list)) = &m.derived {
+                if list.iter().any(|n| was_searched(n.rowid)) {
+                    let kept: Vec<Neighbour> = list.iter().filter(|n| !was_searched(n.rowid)).copied().collect();
+                    out.lists.insert(i, (keys.clone(), kept));
+                }
+            }
+        }
+        take_offers(members, &mut out, offers);
+        out
+    }
+}
+
+impl Texts {
+    /// Reads the members a chunk compares (each memory of `cands_of` and its candidates) that
+    /// are not read yet.
+    fn read_for(&mut self, conn: &Connection, members: &[Member], cands_of: &[(usize, Vec<u32>)]) -> Result<()> {
         let mut wanted: Vec<u32> = cands_of
             .iter()
             .flat_map(|(x, c)| c.iter().copied().chain([*x as u32]))
-            .filter(|&i| !read[i as usize])
+            .filter(|&i| !self.read[i as usize])
             .collect();
         wanted.sort_unstable();
         wanted.dedup();
         let mut content = conn.prepare_cached("SELECT content FROM memory_item WHERE rowid = ?1")?;
         for &i in &wanted {
             let c: String = content.query_row([members[i as usize].rowid], |r| r.get(0))?;
-            shingles[i as usize] = dedup::shingles(&c);
-            texts[i as usize] = c;
-            read[i as usize] = true;
+            self.shingles[i as usize] = dedup::shingles(&c);
+            self.texts[i as usize] = c;
+            self.read[i as usize] = true;
         }
-        let (shingles, texts) = (&shingles, &texts);
-        found.extend(crate::in_two_halves(&cands_of, cands_of.len() >= 2_000, |part| search(shingles, texts, part)));
+        Ok(())
     }
-    let mut out = Derived { trained, ..Default::default() };
-    let mut offers: Vec<(u32, usize, Neighbour)> = Vec::new();
-    for (x, list, o) in found {
-        offers.extend(o.into_iter().map(|(c, n)| (c, x, n)));
-        // A memory still waiting for its vector is searched again once it has one.
-        if ix.is_some() && vector_of(x).is_none() {
-            continue;
-        }
-        out.lists.insert(x, (sem_keys(x).to_vec(), list));
-    }
-    // What others' lists say about a memory searched again is about its old content: those
-    // entries go (the offers below put it back where it is still similar).
-    // (Pending members are in rowid order: a binary search is cheaper than hashing each entry.)
-    let searched: Vec<i64> = pending.iter().map(|&i| members[i].rowid).collect();
-    let was_searched = |rowid: i64| searched.binary_search(&rowid).is_ok();
-    for (i, m) in members.iter().enumerate() {
-        if out.lists.contains_key(&i) {
-            continue;
-        }
-        if let Some((keys, list)) = &m.derived {
-            if list.iter().any(|n| was_searched(n.rowid)) {
-                let kept: Vec<Neighbour> = list.iter().filter(|n| !was_searched(n.rowid)).copied().collect();
-                out.lists.insert(i, (keys.clone(), kept));
-            }
-        }
-    }
-    // Offers to others, in member order so the outcome does not depend on the threads: a
-    // candidate takes the new memory when its list has room for something that similar.
+}
+
+/// Offers to others, in member order so the outcome does not depend on the threads: a
+/// candidate takes the new memory when its list has room for something that similar.
+fn take_offers(members: &[Member], out: &mut Derived, mut offers: Vec<(u32, usize, Neighbour)>) {
     offers.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
     let member_of = |rowid: i64| members.binary_search_by_key(&rowid, |m| m.rowid).ok();
     for (c, x, n) in offers {
@@ -777,7 +878,6 @@ fn derive_in(
         entries.push((x, n));
         entry.1 = select(members, c, entries);
     }
-    Ok(out)
 }
 
 /// The neighbours `x` keeps of `entries` (member index, neighbour): its `K` most similar,
