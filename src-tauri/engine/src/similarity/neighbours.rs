@@ -20,7 +20,9 @@ use crate::storage::db::{params, Connection, OptionalExtension};
 
 use crate::embed::{self, Embedder, Vector, DIMS};
 use crate::error::Result;
+use crate::similarity::Passes;
 use crate::{dedup, sameness, semantic};
+use rayon::prelude::*;
 
 /// Neighbours kept per memory from its own search.
 pub const K: usize = 8;
@@ -415,29 +417,21 @@ pub struct Derived {
 
 /// Finds neighbours for every active member without current ones.
 pub fn derive(conn: &Connection, members: &[Member]) -> Result<Derived> {
-    derive_with(conn, members, None)
+    derive_with(conn, members, None, Passes::default())
 }
 
 /// Memories searched between two reports of [`derive_with`].
 const REPORT_EVERY: usize = 512;
 
-/// Memories whose candidates are gathered and compared at once by [`derive_in`] (a few
-/// hundred when a test forces split passes, so that small files take the chunked path).
-fn search_chunk() -> usize {
-    if crate::split_always() {
-        500
-    } else {
-        65_536
-    }
-}
-
-/// [`derive`] that reports `(searched, to search)` every [`REPORT_EVERY`] memories.
+/// [`derive`] that reports `(searched, to search)` every [`REPORT_EVERY`] memories, its
+/// passes split as `passes` says.
 pub fn derive_with(
     conn: &Connection,
     members: &[Member],
     progress: Option<&(dyn Fn(usize, usize) + Sync)>,
+    passes: Passes,
 ) -> Result<Derived> {
-    derive_in(conn, members, None, progress)
+    derive_in(conn, members, None, progress, passes)
 }
 
 /// The bucket index of a search: every active member's keys (band keys, semantic keys) with
@@ -463,8 +457,9 @@ pub fn derive_kept(
     kept: &mut Option<Buckets>,
     dirty: &[usize],
     progress: Option<&(dyn Fn(usize, usize) + Sync)>,
+    passes: Passes,
 ) -> Result<Derived> {
-    derive_in(conn, members, Some((kept, dirty)), progress)
+    derive_in(conn, members, Some((kept, dirty)), progress, passes)
 }
 
 fn derive_in(
@@ -472,8 +467,9 @@ fn derive_in(
     members: &[Member],
     kept: Option<(&mut Option<Buckets>, &[usize])>,
     progress: Option<&(dyn Fn(usize, usize) + Sync)>,
+    passes: Passes,
 ) -> Result<Derived> {
-    let Some(search) = Search::new(conn, members, progress)? else {
+    let Some(search) = Search::new(conn, members, progress, passes)? else {
         if let Some((kept, _)) = kept {
             // Not patched for this change: built again by the next search that needs it.
             *kept = None;
@@ -510,6 +506,7 @@ struct Search<'a> {
     small: bool,
     progress: Option<&'a (dyn Fn(usize, usize) + Sync)>,
     searched_so_far: std::sync::atomic::AtomicUsize,
+    passes: Passes,
 }
 
 /// The contents of the members a search compares, read once: word-bigram shingles, texts (for
@@ -528,6 +525,7 @@ impl<'a> Search<'a> {
         conn: &'a Connection,
         members: &'a [Member],
         progress: Option<&'a (dyn Fn(usize, usize) + Sync)>,
+        passes: Passes,
     ) -> Result<Option<Search<'a>>> {
         let pending: Vec<usize> =
             (0..members.len()).filter(|&i| members[i].active && members[i].derived.is_none()).collect();
@@ -568,6 +566,7 @@ impl<'a> Search<'a> {
             small,
             progress,
             searched_so_far: std::sync::atomic::AtomicUsize::new(0),
+            passes,
         };
         search.compute_semantic_keys();
         Ok(Some(search))
@@ -677,46 +676,49 @@ impl<'a> Search<'a> {
         }
     }
 
-    /// The candidates of each memory of `part`: of each of its buckets, the [`WINDOW`] members
-    /// nearest to it in member order, then those sharing the most buckets with it.
-    fn gather(&self, buckets: &Buckets, part: &[usize]) -> Vec<(usize, Vec<u32>)> {
+    /// The candidates of member `x`: of each of its buckets, the [`WINDOW`] members nearest to
+    /// it in member order, then those sharing the most buckets with it. (`ks`: room for its
+    /// keys, reused from one member to the next.)
+    fn gather(&self, buckets: &Buckets, ks: &mut Vec<(u64, u32)>, x: usize) -> (usize, Vec<u32>) {
         let keyed = &buckets.keyed;
         let bucket_of = |key: u64| -> &[(u64, u32)] {
             let lo = keyed.partition_point(|&(k, _)| k < key);
             let hi = keyed.partition_point(|&(k, _)| k <= key);
             &keyed[lo..hi]
         };
-        let mut ks = Vec::new();
-        part.iter()
-            .map(|&x| {
-                let mut cands: Vec<u32> = Vec::new();
-                ks.clear();
-                self.keys_into(x, &mut ks);
-                for &(key, _) in &ks {
-                    let bucket = bucket_of(key);
-                    let at = bucket.partition_point(|&(_, i)| (i as usize) < x);
-                    let lo = at.saturating_sub(WINDOW / 2);
-                    let hi = (lo + WINDOW + 1).min(bucket.len());
-                    let lo = hi.saturating_sub(WINDOW + 1);
-                    cands.extend(bucket[lo..hi].iter().map(|&(_, i)| i).filter(|&i| i as usize != x));
-                }
-                (x, top_candidates(cands, x))
-            })
-            .collect()
+        let mut cands: Vec<u32> = Vec::new();
+        ks.clear();
+        self.keys_into(x, ks);
+        for &(key, _) in ks.iter() {
+            let bucket = bucket_of(key);
+            let at = bucket.partition_point(|&(_, i)| (i as usize) < x);
+            let lo = at.saturating_sub(WINDOW / 2);
+            let hi = (lo + WINDOW + 1).min(bucket.len());
+            let lo = hi.saturating_sub(WINDOW + 1);
+            cands.extend(bucket[lo..hi].iter().map(|&(_, i)| i).filter(|&i| i as usize != x));
+        }
+        (x, top_candidates(cands, x))
     }
 
     /// Searched in chunks, so that only one chunk's candidates (up to 1 KB a memory) are held
-    /// at once; what each search keeps is a few neighbours and the offers to them.
+    /// at once; what each search keeps is a few neighbours and the offers to them. Within a
+    /// chunk, candidates and comparisons run on every core, in parts of
+    /// [`Passes::search_per_part`] memories; the results come back in member order.
     fn search_all(&self, conn: &Connection, buckets: &Buckets) -> Result<Vec<Found>> {
         let mut texts = self.texts(conn)?;
         let mut found: Vec<Found> = Vec::with_capacity(self.pending.len());
-        for chunk in self.pending.chunks(search_chunk()) {
-            let cands_of = crate::in_two_halves(chunk, chunk.len() >= 2_000, |part| self.gather(buckets, part));
+        let per_part = self.passes.search_per_part.max(1);
+        for chunk in self.pending.chunks(self.passes.search_chunk.max(1)) {
+            let cands_of: Vec<(usize, Vec<u32>)> = chunk
+                .par_iter()
+                .with_min_len(per_part)
+                .map_init(Vec::new, |ks, &x| self.gather(buckets, ks, x))
+                .collect();
             texts.read_for(conn, self.members, &cands_of)?;
             let texts = &texts;
-            found.extend(crate::in_two_halves(&cands_of, cands_of.len() >= 2_000, |part| {
-                part.iter().map(|(x, cands)| self.search_one(texts, *x, cands)).collect()
-            }));
+            found.par_extend(
+                cands_of.par_iter().with_min_len(per_part).map(|(x, cands)| self.search_one(texts, *x, cands)),
+            );
         }
         Ok(found)
     }

@@ -6,6 +6,7 @@
 //! Run with `-- --nocapture` to see the figures.
 
 use lethe_engine::forgetting::{self, Snapshot};
+use lethe_engine::similarity::Passes;
 use lethe_engine::{dedup, embed, lifecycle, neighbours, sameness, semantic, store, time, transfer, Settings};
 use lethe_testkit::workload::realistic::RealisticGenerator;
 
@@ -203,8 +204,8 @@ fn list_pages_equal_a_full_sort_with_every_score() {
 }
 
 /// A large file is read on two connections (the first rows on one, the stored lists and the
-/// last rows on another) and its links and duplication are computed in two halves on the two
-/// cores. Forced on 3,000 realistic memories, some deleted, some with values of the wrong type
+/// last rows on another) and its links and duplication are computed in parts on every core.
+/// Forced by the smallest thresholds ([`Passes::always`]) on 3,000 realistic memories, some deleted, some with values of the wrong type
 /// in both parts (more than a load reports) and one without its list, that gives exactly what
 /// one connection and one pass give.
 #[test]
@@ -225,10 +226,8 @@ fn split_loads_and_passes_equal_single_ones() {
     let s = Settings::default();
     let check = |conn: &store::Connection, searched: usize| {
         let one = Snapshot::load(conn).unwrap();
-        lethe_engine::split_passes_always(true);
-        let split = Snapshot::load(conn);
-        lethe_engine::split_passes_always(false);
-        let split = split.unwrap();
+        let split =
+            Snapshot::load_with(conn, &forgetting::Job { passes: Passes::always(), ..Default::default() }).unwrap();
         assert_eq!((one.searched, split.searched), (searched, searched));
         let ids = |s: &Snapshot| s.rows.iter().map(|r| (r.rowid, r.id.clone(), r.is_deleted)).collect::<Vec<_>>();
         assert_eq!(ids(&split), ids(&one));
@@ -237,9 +236,8 @@ fn split_loads_and_passes_equal_single_ones() {
         assert_eq!(split.mistyped, one.mistyped);
         assert!(one.pairs().len() > 100, "the repeats give many pairs: {}", one.pairs().len());
         assert_eq!(split.pairs(), one.pairs());
-        lethe_engine::split_passes_always(true);
+        // The split snapshot computes links and duplication in parts too.
         let (inputs, scores) = (split.inputs(&s, now()), split.scores(&s, now()));
-        lethe_engine::split_passes_always(false);
         assert!(inputs.iter().filter(|i| i.duplication > 0.5).count() > 100);
         assert_eq!(inputs, one.inputs(&s, now()), "duplication, its source and kind");
         assert_eq!(scores, one.scores(&s, now()));
@@ -265,10 +263,7 @@ fn a_search_in_chunks_finds_what_one_search_finds_in_lists_without_spare_room() 
     let (dir, conn) = load(3_000);
     let members = neighbours::members(&conn).unwrap();
     let one = neighbours::derive(&conn, &members).unwrap();
-    lethe_engine::split_passes_always(true);
-    let chunked = neighbours::derive(&conn, &members);
-    lethe_engine::split_passes_always(false);
-    let chunked = chunked.unwrap();
+    let chunked = neighbours::derive_with(&conn, &members, None, Passes::always()).unwrap();
     let sorted = |d: &neighbours::Derived| {
         let mut v: Vec<_> = d.lists.iter().map(|(i, e)| (*i, e.clone())).collect();
         v.sort_by_key(|(i, _)| *i);
