@@ -750,21 +750,81 @@ impl<'a> Search<'a> {
         Ok(t)
     }
 
-    /// A pair's duplication: its closeness when the judgment calls it a duplicate, else 0. Most
-    /// candidates are far from it by their word overlap and cosine alone, and are not judged.
-    fn similarity(&self, t: &Texts, a: usize, b: usize) -> (f32, u8) {
+    /// What a pair's word overlap and cosine say before the judgment: its kind, and the most
+    /// its duplication can be (as stored), or `None` when it cannot be a duplicate. Most
+    /// candidates are far from it by these alone, and are not judged.
+    fn closeness(&self, t: &Texts, a: usize, b: usize) -> Option<(f32, u8, f64, Option<f64>)> {
         let j = dedup::jaccard(&t.shingles[a], &t.shingles[b]);
         let cos = match (self.vector_of(a), self.vector_of(b)) {
             (Some((qa, ia)), Some((qb, ib))) => Some(f64::from(embed::cosine_q(qa, ia, qb, ib))),
             _ => None,
         };
         let kind = if cos.is_none_or(|c| j >= sameness::semantic(c)) { SAME_WORDS } else { SAME_MEANING };
-        if sameness::closeness_at_most(j, cos) < sameness::DUPLICATE_AT {
-            return (0.0, kind);
+        let at_most = sameness::closeness_at_most(j, cos);
+        if at_most < sameness::DUPLICATE_AT {
+            return None;
         }
+        // The judgment's closeness is at most `at_most`, capped at 1 and rounded to three
+        // decimals (up by at most 0.0005); a cap of exactly 1 stays 1, so that near-copies tie.
+        let bound = if at_most >= 1.0 { 1.0 } else { at_most + 0.0005 };
+        Some((bound as f32, kind, j, cos))
+    }
+
+    /// A pair's duplication: its closeness when the judgment calls it a duplicate, else 0.
+    fn judged(&self, t: &Texts, a: usize, b: usize, j: f64, cos: Option<f64>) -> f32 {
         let pa = t.profiles[a].get_or_init(|| sameness::Profile::of(&t.texts[a]));
         let pb = t.profiles[b].get_or_init(|| sameness::Profile::of(&t.texts[b]));
-        (sameness::duplication(pa, pb, j, cos) as f32, kind)
+        sameness::duplication(pa, pb, j, cos) as f32
+    }
+
+    /// The entries (member index, neighbour) of `x`'s candidates that the judgment calls
+    /// duplicates, leaving out only those that [`select_entries`] could not keep: candidates are
+    /// judged from the closest bound down, and one is skipped when `K` duplicates already found
+    /// come before it in the list's order (higher similarity, or equal and written first)
+    /// whatever its judgment — and, when it outranks `x`, `K` that also outrank `x`. What is
+    /// kept is then what judging every candidate keeps.
+    fn duplicates_of(&self, t: &Texts, x: usize, cands: &[u32]) -> Vec<(usize, Neighbour)> {
+        let members = self.members;
+        let mut close: Vec<(f32, i64, usize, u8, f64, Option<f64>)> = cands
+            .iter()
+            .filter_map(|&c| {
+                let c = c as usize;
+                let (bound, kind, j, cos) = self.closeness(t, x, c)?;
+                Some((bound, members[c].rowid, c, kind, j, cos))
+            })
+            .collect();
+        close.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        // The best `K` found so far, and the best `K` of those that outrank `x`, as (similarity,
+        // rowid) in the list's order.
+        let (mut best, mut best_above): (Vec<(f32, i64)>, Vec<(f32, i64)>) = (Vec::new(), Vec::new());
+        let before = |top: &[(f32, i64)], bound: f32, rowid: i64| {
+            top.len() >= K && top[K - 1].0 >= bound && (top[K - 1].0 > bound || top[K - 1].1 < rowid)
+        };
+        let add = |top: &mut Vec<(f32, i64)>, e: (f32, i64)| {
+            let at = top.partition_point(|&(s, r)| s > e.0 || (s == e.0 && r < e.1));
+            if at < K {
+                top.insert(at, e);
+                top.truncate(K);
+            }
+        };
+        let mut entries: Vec<(usize, Neighbour)> = Vec::new();
+        for (bound, rowid, c, kind, j, cos) in close {
+            let above = members[c].outranks(&members[x]);
+            if before(&best, bound, rowid) && (!above || before(&best_above, bound, rowid)) {
+                continue;
+            }
+            let sim = self.judged(t, x, c, j, cos);
+            if sim <= 0.0 {
+                continue;
+            }
+            add(&mut best, (sim, rowid));
+            if above {
+                add(&mut best_above, (sim, rowid));
+            }
+            // The id hash is filled in for the entries kept (choosing does not look at it).
+            entries.push((c, Neighbour { rowid, id_hash: 0, sim, kind }));
+        }
+        entries
     }
 
     /// Member `x`'s list from its candidates, and its offers to the memories it keeps.
@@ -776,15 +836,7 @@ impl<'a> Search<'a> {
                 p(n, self.pending.len());
             }
         }
-        // The id hash is filled in for the entries kept (choosing does not look at it).
-        let entries: Vec<(usize, Neighbour)> = cands
-            .iter()
-            .filter_map(|&c| {
-                let (s, k) = self.similarity(t, x, c as usize);
-                let c = c as usize;
-                (s > 0.0).then(|| (c, Neighbour { rowid: members[c].rowid, id_hash: 0, sim: s, kind: k }))
-            })
-            .collect();
+        let entries = self.duplicates_of(t, x, cands);
         let mut kept = select_entries(members, x, entries);
         for (c, n) in &mut kept {
             n.id_hash = id_hash(&members[*c].id);
