@@ -796,7 +796,8 @@ impl<'a> Search<'a> {
         close.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         // The best `K` found so far, and the best `K` of those that outrank `x`, as (similarity,
         // rowid) in the list's order.
-        let (mut best, mut best_above): (Vec<(f32, i64)>, Vec<(f32, i64)>) = (Vec::new(), Vec::new());
+        let mut best: Vec<(f32, i64)> = Vec::with_capacity(K + 1);
+        let mut best_above: Vec<(f32, i64)> = Vec::with_capacity(K + 1);
         let before = |top: &[(f32, i64)], bound: f32, rowid: i64| {
             top.len() >= K && top[K - 1].0 >= bound && (top[K - 1].0 > bound || top[K - 1].1 < rowid)
         };
