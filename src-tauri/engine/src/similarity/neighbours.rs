@@ -960,7 +960,7 @@ fn select_entries(members: &[Member], x: usize, mut entries: Vec<(usize, Neighbo
         .collect()
 }
 
-/// Stores what [`derive`] found, in transactions of a few thousand lists.
+/// Stores what [`derive`] found, in one transaction.
 pub fn store(conn: &mut Connection, members: &[Member], d: &Derived) -> Result<()> {
     let fp = fingerprint().to_string();
     // A list is stored only while the content it was searched for is the memory's content
@@ -989,20 +989,23 @@ pub fn store(conn: &mut Connection, members: &[Member], d: &Derived) -> Result<(
     }
     let mut items: Vec<(&usize, &Entry)> = d.lists.iter().collect();
     items.sort_by_key(|(i, _)| **i);
-    for chunk in items.chunks(5_000) {
-        crate::store::write_tx(conn, |tx| {
-            let mut stmt = tx.prepare_cached(
-                "INSERT OR REPLACE INTO lethe_neighbour (memory_rowid, model, hash, keys, list) VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?;
-            for (i, (keys, list)) in chunk {
-                // Stored with the hash of the content it was searched for: if the content
-                // changed since, the list is not current for the new one and is searched again.
-                let Some(h) = members[**i].hash.as_ref().filter(|_| current.contains(*i)) else { continue };
-                stmt.execute(params![members[**i].rowid, fp, h, encode_keys(keys), encode(list)])?;
-            }
-            Ok(())
-        })?;
-    }
+    // One transaction: the lists of one search hold each other's entries (a memory's list
+    // took the offers of those searched after it), so a reader that found some stored and
+    // searched the rest would drop what the stored ones say about the rest as being about an
+    // old content, and end with other lists than one search (measured: 20k realistic with the
+    // first 5,000 stored). A store cut short leaves nothing, and the next load searches again.
+    crate::store::write_tx(conn, |tx| {
+        let mut stmt = tx.prepare_cached(
+            "INSERT OR REPLACE INTO lethe_neighbour (memory_rowid, model, hash, keys, list) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?;
+        for (i, (keys, list)) in &items {
+            // Stored with the hash of the content it was searched for: if the content changed
+            // since, the list is not current for the new one and is searched again.
+            let Some(h) = members[**i].hash.as_ref().filter(|_| current.contains(*i)) else { continue };
+            stmt.execute(params![members[**i].rowid, fp, h, encode_keys(keys), encode(list)])?;
+        }
+        Ok(())
+    })?;
     Ok(())
 }
 

@@ -309,3 +309,55 @@ fn a_list_searched_before_an_edit_is_not_kept_for_the_new_content() {
     drop(conn);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The lists of one search are stored together or not at all: a store that fails part way
+/// (here a trigger refuses the 15,000th list) leaves no list of that search behind, so no
+/// reader finds some stored and searches the rest (which ends with other lists than one
+/// search: what the stored lists say about the rest is dropped as being about an old content).
+/// The next search stores exactly the lists of an uninterrupted one, and a pair a person
+/// dismissed ("keep both") stays dismissed.
+#[test]
+fn the_lists_of_one_search_are_stored_together_or_not_at_all() {
+    let (dir, mut conn) = load(20_000);
+    if conn.is_postgres() {
+        // The refusing trigger below is SQLite's; the store's one transaction is the same code.
+        drop(conn);
+        let _ = std::fs::remove_dir_all(dir);
+        return;
+    }
+    type Stored = (i64, String, Option<String>, Vec<u8>, Vec<u8>);
+    let dump = |conn: &store::Connection| -> Vec<Stored> {
+        let mut stmt = conn
+            .prepare("SELECT memory_rowid, model, hash, keys, list FROM lethe_neighbour ORDER BY memory_rowid")
+            .unwrap();
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))).unwrap();
+        rows.map(Result::unwrap).collect()
+    };
+    neighbours::refresh(&mut conn).unwrap();
+    let whole = dump(&conn);
+    assert_eq!(whole.len(), 20_000);
+    let snap = Snapshot::load(&conn).unwrap();
+    let pairs = snap.pairs();
+    assert!(pairs.len() > 100, "the repeats give many pairs: {}", pairs.len());
+    let (a, b) = (snap.rows[pairs[0].0 as usize].id.clone(), snap.rows[pairs[0].1 as usize].id.clone());
+    lethe_engine::duplicates::dismiss(&mut conn, &a, &b, "user", now()).unwrap();
+    conn.execute_batch(&format!(
+        "DELETE FROM lethe_neighbour; CREATE TEMP TRIGGER refuse BEFORE INSERT ON lethe_neighbour \
+         WHEN NEW.memory_rowid = {} BEGIN SELECT RAISE(ABORT, 'refused'); END;",
+        whole[14_999].0
+    ))
+    .unwrap();
+    assert!(neighbours::refresh(&mut conn).is_err(), "the store fails part way");
+    let left: i64 = conn.query_row("SELECT COUNT(*) FROM lethe_neighbour", [], |r| r.get(0)).unwrap();
+    assert_eq!(left, 0, "no list of the failed store is left");
+    conn.execute_batch("DROP TRIGGER refuse;").unwrap();
+    neighbours::refresh(&mut conn).unwrap();
+    assert!(dump(&conn) == whole, "the lists stored again equal those of one search");
+    let after = Snapshot::load(&conn).unwrap();
+    let ids = |p: &forgetting::Pair| (after.rows[p.0 as usize].id.clone(), after.rows[p.1 as usize].id.clone());
+    let kept: Vec<(String, String)> = after.pairs().iter().map(ids).collect();
+    assert!(!kept.contains(&(a.clone(), b.clone())) && !kept.contains(&(b, a)), "the dismissed pair stays dismissed");
+    assert_eq!(kept.len(), pairs.len() - 1);
+    drop(conn);
+    let _ = std::fs::remove_dir_all(dir);
+}
