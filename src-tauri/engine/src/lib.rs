@@ -40,47 +40,6 @@ pub use similarity::{dedup, embed, lexical, neighbours, sameness, semantic};
 pub use storage::sqlite as store;
 pub use storage::watch;
 
-/// Split passes (the two cores) for any amount of work, when a test asks, so that small
-/// inputs take the same path as large ones; the results are the same either way.
-static SPLIT_ALWAYS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Makes every pass that splits its work over the two cores above some size split it
-/// whatever the size (for tests: a split pass must give what one pass gives).
-#[doc(hidden)]
-pub fn split_passes_always(on: bool) {
-    SPLIT_ALWAYS.store(on, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// Whether a test asked for [`split_passes_always`] (work that goes in chunks then goes in
-/// small ones too).
-pub(crate) fn split_always() -> bool {
-    SPLIT_ALWAYS.load(std::sync::atomic::Ordering::Relaxed)
-}
-
-/// Whether `work` (rows, links) is enough to split a pass over the two cores.
-pub(crate) fn split(work: usize, from: usize) -> bool {
-    work >= from || split_always()
-}
-
-/// `f` over the two halves of `items`, the second half on another thread when `parallel`
-/// (this machine class has two cores); the results concatenated in order.
-pub(crate) fn in_two_halves<T: Sync, R: Send>(
-    items: &[T],
-    parallel: bool,
-    f: impl Fn(&[T]) -> Vec<R> + Sync,
-) -> Vec<R> {
-    if !parallel {
-        return f(items);
-    }
-    let (a, b) = items.split_at(items.len() / 2);
-    std::thread::scope(|scope| {
-        let second = scope.spawn(|| f(b));
-        let mut out = f(a);
-        out.extend(second.join().expect("worker thread panicked"));
-        out
-    })
-}
-
 pub use error::{Error, Result};
 pub use model::{Memory, Tier};
 pub use settings::Settings;

@@ -115,7 +115,10 @@ pub(super) fn keep_derived(conn: &mut store::Connection, step: &str) -> Result<(
             eprintln!("{}", json!({ "progress": { "step": step, "stage": stage, "done": done, "total": total } }));
         }
     };
-    forgetting::Snapshot::load_and_keep_with(conn, &forgetting::Job { progress: Some(&progress), cancel: None })?;
+    forgetting::Snapshot::load_and_keep_with(
+        conn,
+        &forgetting::Job { progress: Some(&progress), ..Default::default() },
+    )?;
     Ok(())
 }
 

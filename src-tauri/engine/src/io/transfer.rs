@@ -374,11 +374,12 @@ const CHUNKS_PER_WAL: usize = 64;
 /// as text at a time.
 const CHECK_BATCH: usize = 16_384;
 
-/// Below this many lines a batch is checked on the calling thread.
+/// Below this many lines a batch is checked on the calling thread; above, in parts of this
+/// many lines.
 const CHECK_ALONE: usize = 512;
 
-/// Parses and checks a batch of lines on every core (each core a contiguous part, so the
-/// outcomes stay in line order), adding each part's counts to `report`.
+/// Parses and checks a batch of lines on every core (in contiguous parts put back together in
+/// line order), adding each part's counts to `report`.
 fn check_lines(
     lines: Vec<(usize, String)>,
     s: &Settings,
@@ -398,15 +399,11 @@ fn check_lines(
             .collect();
         (outcomes, counts)
     };
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let parts: Vec<_> = if lines.len() < CHECK_ALONE || cores == 1 {
+    let parts: Vec<_> = if lines.len() < CHECK_ALONE {
         vec![check_part(&lines)]
     } else {
-        let per = lines.len().div_ceil(cores);
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = lines.chunks(per).map(|part| scope.spawn(move || check_part(part))).collect();
-            handles.into_iter().map(|h| h.join().expect("an import check thread panicked")).collect()
-        })
+        use rayon::prelude::*;
+        lines.par_chunks(CHECK_ALONE).map(check_part).collect()
     };
     let mut all = Vec::with_capacity(lines.len());
     for (outcomes, counts) in parts {

@@ -172,6 +172,9 @@ pub fn band_key(bands: &[u8], band: usize) -> u32 {
 /// A band bucket with more members than this is split further (see [`candidate_pairs`]).
 pub const BUCKET_CAP: usize = 1024;
 
+/// Signatures from which [`candidate_pairs`] pairs the bands on every core.
+const PARALLEL_FROM: usize = 50_000;
+
 /// Candidate pairs (indices into `sigs`) sharing at least one band key. Works band by band on
 /// a sorted vector, so memory stays linear and time O(n log n) per band.
 ///
@@ -182,9 +185,15 @@ pub const BUCKET_CAP: usize = 1024;
 /// the batch quadratic. (The reference workload's largest bucket at 1,000,000 memories has
 /// 701 members.)
 pub fn candidate_pairs(sigs: &[&[u8]]) -> Vec<(u32, u32)> {
-    // Bands are independent: half of them on a second thread when there is enough to do.
+    // Bands are independent: on every core when there is enough to do (the pairs are sorted
+    // afterwards, so the order they come in does not matter).
     let bands: Vec<usize> = (0..BANDS).collect();
-    let mut pairs = crate::in_two_halves(&bands, sigs.len() >= 50_000, |half| band_pairs(sigs, half));
+    let mut pairs: Vec<(u32, u32)> = if sigs.len() >= PARALLEL_FROM {
+        use rayon::prelude::*;
+        bands.par_iter().flat_map_iter(|&b| band_pairs(sigs, &[b])).collect()
+    } else {
+        band_pairs(sigs, &bands)
+    };
     pairs.sort_unstable();
     pairs.dedup();
     pairs

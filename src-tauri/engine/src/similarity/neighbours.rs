@@ -22,7 +22,9 @@ use crate::storage::db::{params, Connection, OptionalExtension};
 
 use crate::embed::{self, Embedder, Vector, DIMS};
 use crate::error::Result;
+use crate::similarity::Passes;
 use crate::{dedup, sameness, semantic};
+use rayon::prelude::*;
 
 /// Neighbours kept per memory from its own search.
 pub const K: usize = 8;
@@ -417,29 +419,21 @@ pub struct Derived {
 
 /// Finds neighbours for every active member without current ones.
 pub fn derive(conn: &Connection, members: &[Member]) -> Result<Derived> {
-    derive_with(conn, members, None)
+    derive_with(conn, members, None, Passes::default())
 }
 
 /// Memories searched between two reports of [`derive_with`].
 const REPORT_EVERY: usize = 512;
 
-/// Memories whose candidates are gathered and compared at once by [`derive_in`] (a few
-/// hundred when a test forces split passes, so that small files take the chunked path).
-fn search_chunk() -> usize {
-    if crate::split_always() {
-        500
-    } else {
-        65_536
-    }
-}
-
-/// [`derive`] that reports `(searched, to search)` every [`REPORT_EVERY`] memories.
+/// [`derive`] that reports `(searched, to search)` every [`REPORT_EVERY`] memories, its
+/// passes split as `passes` says.
 pub fn derive_with(
     conn: &Connection,
     members: &[Member],
     progress: Option<&(dyn Fn(usize, usize) + Sync)>,
+    passes: Passes,
 ) -> Result<Derived> {
-    derive_in(conn, members, None, progress)
+    derive_in(conn, members, None, progress, passes)
 }
 
 /// The bucket index of a search: every active member's keys (band keys, semantic keys) with
@@ -465,8 +459,9 @@ pub fn derive_kept(
     kept: &mut Option<Buckets>,
     dirty: &[usize],
     progress: Option<&(dyn Fn(usize, usize) + Sync)>,
+    passes: Passes,
 ) -> Result<Derived> {
-    derive_in(conn, members, Some((kept, dirty)), progress)
+    derive_in(conn, members, Some((kept, dirty)), progress, passes)
 }
 
 fn derive_in(
@@ -474,67 +469,140 @@ fn derive_in(
     members: &[Member],
     kept: Option<(&mut Option<Buckets>, &[usize])>,
     progress: Option<&(dyn Fn(usize, usize) + Sync)>,
+    passes: Passes,
 ) -> Result<Derived> {
-    let pending: Vec<usize> =
-        (0..members.len()).filter(|&i| members[i].active && members[i].derived.is_none()).collect();
-    if pending.is_empty() {
+    let Some(search) = Search::new(conn, members, progress, passes)? else {
         if let Some((kept, _)) = kept {
             // Not patched for this change: built again by the next search that needs it.
             *kept = None;
         }
         return Ok(Derived::default());
+    };
+    let (buckets, slot) = match kept {
+        Some((slot, dirty)) => (search.buckets(slot.take(), dirty), Some(slot)),
+        None => (search.buckets(None, &[]), None),
+    };
+    let found = search.search_all(conn, &buckets);
+    // The index is kept for the next search even when this one failed: it describes the
+    // members, not what was found.
+    if let Some(slot) = slot {
+        *slot = Some(buckets);
     }
-    let e = embed::shared();
-    let ix = match e {
-        Some(e) => Some(semantic::index(conn, e)?),
-        None => None,
-    };
-    let (cent, trained) = match (e, &ix) {
-        (Some(e), Some(ix)) => {
-            let had: bool = conn.query_row(
-                "SELECT EXISTS (SELECT 1 FROM lethe_centroid WHERE model = ?1)",
-                [e.fingerprint()],
-                |r| r.get(0),
-            )?;
-            let c = centroids(conn, e, ix)?;
-            let trained = if had { None } else { c.clone() };
-            (c, trained)
+    Ok(search.finish(found?))
+}
+
+/// One neighbour search over `members`: the memories without current lists (`pending`), the
+/// vector index and centroids that give the semantic buckets, and the semantic keys.
+struct Search<'a> {
+    members: &'a [Member],
+    pending: Vec<usize>,
+    ix: Option<std::sync::Arc<semantic::VectorIndex>>,
+    /// Member index → position in the vector index, looked up once.
+    pos: Vec<Option<u32>>,
+    cent: Option<Vec<f32>>,
+    /// The centroids when this search trained them (to be stored with the lists).
+    trained: Option<Vec<f32>>,
+    /// Semantic keys computed for the pending members (the others' are stored).
+    computed: Vec<Vec<u16>>,
+    /// Whether every vector shares one semantic bucket (too few to train centroids).
+    small: bool,
+    progress: Option<&'a (dyn Fn(usize, usize) + Sync)>,
+    searched_so_far: std::sync::atomic::AtomicUsize,
+    passes: Passes,
+}
+
+/// The contents of the members a search compares, read once: word-bigram shingles, texts (for
+/// the judgment of the pairs close enough to be duplicates) and their profiles (made on first
+/// use).
+struct Texts {
+    shingles: Vec<Vec<u64>>,
+    texts: Vec<String>,
+    profiles: Vec<std::sync::OnceLock<sameness::Profile>>,
+    read: Vec<bool>,
+}
+
+impl<'a> Search<'a> {
+    /// The search's set-up, or `None` when no member needs a search.
+    fn new(
+        conn: &'a Connection,
+        members: &'a [Member],
+        progress: Option<&'a (dyn Fn(usize, usize) + Sync)>,
+        passes: Passes,
+    ) -> Result<Option<Search<'a>>> {
+        let pending: Vec<usize> =
+            (0..members.len()).filter(|&i| members[i].active && members[i].derived.is_none()).collect();
+        if pending.is_empty() {
+            return Ok(None);
         }
-        _ => (None, None),
-    };
-    // Member index → position in the vector index, looked up once.
-    let pos: Vec<Option<u32>> = match &ix {
-        Some(ix) => members.iter().map(|m| ix.position(m.rowid).map(|p| p as u32)).collect(),
-        None => vec![None; members.len()],
-    };
-    let vector_of = |i: usize| -> Option<(&[i8], f32)> {
-        let ix = ix.as_ref()?;
-        let p = pos[i]? as usize;
-        Some((&ix.data[p * DIMS..(p + 1) * DIMS], ix.inv_norms[p]))
-    };
-    let cent_q: Option<Vec<i8>> = cent.as_deref().map(quantize_centroids);
-    // Semantic keys: stored for derived members, computed for the pending ones.
-    let mut computed: Vec<Vec<u16>> = vec![Vec::new(); members.len()];
-    if let Some(c) = &cent_q {
-        for &i in &pending {
-            if let Some((q, inv)) = vector_of(i) {
+        let e = embed::shared();
+        let ix = match e {
+            Some(e) => Some(semantic::index(conn, e)?),
+            None => None,
+        };
+        let (cent, trained) = match (e, &ix) {
+            (Some(e), Some(ix)) => {
+                let had: bool = conn.query_row(
+                    "SELECT EXISTS (SELECT 1 FROM lethe_centroid WHERE model = ?1)",
+                    [e.fingerprint()],
+                    |r| r.get(0),
+                )?;
+                let c = centroids(conn, e, ix)?;
+                let trained = if had { None } else { c.clone() };
+                (c, trained)
+            }
+            _ => (None, None),
+        };
+        let pos: Vec<Option<u32>> = match &ix {
+            Some(ix) => members.iter().map(|m| ix.position(m.rowid).map(|p| p as u32)).collect(),
+            None => vec![None; members.len()],
+        };
+        let small = ix.as_ref().is_some_and(|_| cent.is_none());
+        let mut search = Search {
+            members,
+            pending,
+            ix,
+            pos,
+            cent,
+            trained,
+            computed: vec![Vec::new(); members.len()],
+            small,
+            progress,
+            searched_so_far: std::sync::atomic::AtomicUsize::new(0),
+            passes,
+        };
+        search.compute_semantic_keys();
+        Ok(Some(search))
+    }
+
+    /// Semantic keys of the pending members: stored for the others.
+    fn compute_semantic_keys(&mut self) {
+        let Some(c) = self.cent.as_deref().map(quantize_centroids) else { return };
+        for &i in &self.pending {
+            if let Some((q, inv)) = self.vector_of(i) {
                 let mut v = Vector { inv_norm: inv, q: [0; DIMS] };
                 v.q.copy_from_slice(q);
-                computed[i] = semantic_keys(c, &v);
+                self.computed[i] = semantic_keys(&c, &v);
             }
         }
     }
-    let sem_keys = |i: usize| -> &[u16] {
-        match &members[i].derived {
+
+    fn vector_of(&self, i: usize) -> Option<(&[i8], f32)> {
+        let ix = self.ix.as_ref()?;
+        let p = self.pos[i]? as usize;
+        Some((&ix.data[p * DIMS..(p + 1) * DIMS], ix.inv_norms[p]))
+    }
+
+    fn sem_keys(&self, i: usize) -> &[u16] {
+        match &self.members[i].derived {
             Some((k, _)) => k,
-            None => &computed[i],
+            None => &self.computed[i],
         }
-    };
-    // Buckets: (key, member index) sorted, members in rowid order within a key. Semantic
-    // keys live above the 32-bit band keys; a small file has one semantic bucket.
-    let small = ix.as_ref().is_some_and(|_| cent.is_none());
-    let keys_into = |i: usize, out: &mut Vec<(u64, u32)>| {
-        let m = &members[i];
+    }
+
+    /// Member `i`'s bucket keys with its index. Semantic keys live above the 32-bit band keys;
+    /// a small file has one semantic bucket.
+    fn keys_into(&self, i: usize, out: &mut Vec<(u64, u32)>) {
+        let m = &self.members[i];
         if !m.active {
             return;
         }
@@ -544,222 +612,310 @@ fn derive_in(
                 out.push(((b as u64) << 32 | u64::from(k), i as u32));
             }
         }
-        if small && vector_of(i).is_some() {
+        if self.small && self.vector_of(i).is_some() {
             out.push((1 << 40, i as u32));
         }
-        for &c in sem_keys(i) {
+        for &c in self.sem_keys(i) {
             out.push(((1 << 40) | (1 << 20) | u64::from(c), i as u32));
         }
-    };
-    let fp = fingerprint();
-    let reusable = |b: &Buckets| {
-        b.fingerprint == fp && b.small == small && b.centroids == cent && b.had_vector.len() <= members.len()
-    };
-    let had_vector: Vec<bool> = pos.iter().map(Option::is_some).collect();
-    let mut built: Option<Buckets> = None;
-    let buckets: &Buckets = match kept {
-        Some((slot, dirty)) if slot.as_ref().is_some_and(reusable) => {
-            let b = slot.as_mut().expect("a kept index");
-            // Patched: the entries of changed members go, their new ones are merged in.
-            let mut again = vec![false; members.len()];
-            for &i in dirty {
-                again[i] = true;
-            }
-            for (i, flag) in again.iter_mut().enumerate() {
-                *flag |= b.had_vector.get(i) != Some(&had_vector[i]);
-            }
-            let mut fresh: Vec<(u64, u32)> = Vec::new();
-            for (i, _) in again.iter().enumerate().filter(|(_, &a)| a) {
-                keys_into(i, &mut fresh);
-            }
-            fresh.sort_unstable();
-            let old = std::mem::take(&mut b.keyed);
-            let mut keyed = Vec::with_capacity(old.len() + fresh.len());
-            let mut fresh = fresh.into_iter().peekable();
-            for e in old.into_iter().filter(|&(_, i)| !again[i as usize]) {
-                while let Some(f) = fresh.next_if(|f| *f < e) {
-                    keyed.push(f);
+    }
+
+    /// The bucket index: `kept` patched for the members at `dirty` (and those whose vector
+    /// came or went) when it was made with the same model and centroids, else built anew.
+    fn buckets(&self, kept: Option<Buckets>, dirty: &[usize]) -> Buckets {
+        let fp = fingerprint();
+        let members = self.members;
+        let had_vector: Vec<bool> = self.pos.iter().map(Option::is_some).collect();
+        let reusable = |b: &Buckets| {
+            b.fingerprint == fp
+                && b.small == self.small
+                && b.centroids == self.cent
+                && b.had_vector.len() <= members.len()
+        };
+        match kept.filter(reusable) {
+            Some(mut b) => {
+                // Patched: the entries of changed members go, their new ones are merged in.
+                let mut again = vec![false; members.len()];
+                for &i in dirty {
+                    again[i] = true;
                 }
-                keyed.push(e);
-            }
-            keyed.extend(fresh);
-            b.keyed = keyed;
-            b.had_vector = had_vector;
-            &*b
-        }
-        other => {
-            let mut keyed: Vec<(u64, u32)> = Vec::new();
-            for i in 0..members.len() {
-                keys_into(i, &mut keyed);
-            }
-            keyed.sort_unstable();
-            let b = Buckets { keyed, had_vector, fingerprint: fp.to_string(), small, centroids: cent.clone() };
-            match other {
-                Some((slot, _)) => &*slot.insert(b),
-                None => &*built.insert(b),
-            }
-        }
-    };
-    let keyed = &buckets.keyed;
-    let bucket_of = |key: u64| -> &[(u64, u32)] {
-        let lo = keyed.partition_point(|&(k, _)| k < key);
-        let hi = keyed.partition_point(|&(k, _)| k <= key);
-        &keyed[lo..hi]
-    };
-    let keys_of = |i: usize| -> Vec<u64> {
-        let mut ks = Vec::new();
-        keys_into(i, &mut ks);
-        ks.into_iter().map(|(k, _)| k).collect()
-    };
-    // Candidates per pending memory (on both cores when there are many).
-    let gather = |part: &[usize]| -> Vec<(usize, Vec<u32>)> {
-        part.iter()
-            .map(|&x| {
-                let mut cands: Vec<u32> = Vec::new();
-                for key in keys_of(x) {
-                    let bucket = bucket_of(key);
-                    let at = bucket.partition_point(|&(_, i)| (i as usize) < x);
-                    let lo = at.saturating_sub(WINDOW / 2);
-                    let hi = (lo + WINDOW + 1).min(bucket.len());
-                    let lo = hi.saturating_sub(WINDOW + 1);
-                    cands.extend(bucket[lo..hi].iter().map(|&(_, i)| i).filter(|&i| i as usize != x));
+                for (i, flag) in again.iter_mut().enumerate() {
+                    *flag |= b.had_vector.get(i) != Some(&had_vector[i]);
                 }
-                (x, top_candidates(cands, x))
-            })
-            .collect()
-    };
-    // Word-bigram shingles of every member that takes part, read once: in one scan of the
-    // table when most memories are searched, otherwise by rowid, chunk by chunk, for the
-    // memories a chunk compares.
-    let mut shingles: Vec<Vec<u64>> = vec![Vec::new(); members.len()];
-    // Their texts, for the judgment of the pairs close enough to be duplicates (profiled once,
-    // on first use).
-    let mut texts: Vec<String> = vec![String::new(); members.len()];
-    let profiles: Vec<std::sync::OnceLock<sameness::Profile>> =
-        (0..members.len()).map(|_| std::sync::OnceLock::new()).collect();
-    let mut read = vec![false; members.len()];
-    let active = members.iter().filter(|m| m.active).count();
-    if pending.len() * 4 >= active {
-        let member_of: HashMap<i64, usize> = members.iter().enumerate().map(|(i, m)| (m.rowid, i)).collect();
-        let mut all = conn.prepare("SELECT rowid, content FROM memory_item WHERE COALESCE(is_deleted, 0) = 0")?;
-        let mut rows = all.query([])?;
-        while let Some(r) = rows.next()? {
-            if let Some(&i) = member_of.get(&r.get::<_, i64>(0)?) {
-                let text = r.get_ref(1)?.as_str().unwrap_or("");
-                shingles[i] = dedup::shingles(text);
-                texts[i] = text.to_string();
-                read[i] = true;
+                let mut fresh: Vec<(u64, u32)> = Vec::new();
+                for (i, _) in again.iter().enumerate().filter(|(_, &a)| a) {
+                    self.keys_into(i, &mut fresh);
+                }
+                fresh.sort_unstable();
+                let old = std::mem::take(&mut b.keyed);
+                let mut keyed = Vec::with_capacity(old.len() + fresh.len());
+                let mut fresh = fresh.into_iter().peekable();
+                for e in old.into_iter().filter(|&(_, i)| !again[i as usize]) {
+                    while let Some(f) = fresh.next_if(|f| *f < e) {
+                        keyed.push(f);
+                    }
+                    keyed.push(e);
+                }
+                keyed.extend(fresh);
+                b.keyed = keyed;
+                b.had_vector = had_vector;
+                b
+            }
+            None => {
+                let mut keyed: Vec<(u64, u32)> = Vec::new();
+                for i in 0..members.len() {
+                    self.keys_into(i, &mut keyed);
+                }
+                keyed.sort_unstable();
+                Buckets {
+                    keyed,
+                    had_vector,
+                    fingerprint: fp.to_string(),
+                    small: self.small,
+                    centroids: self.cent.clone(),
+                }
             }
         }
     }
-    // A pair's duplication: its closeness when the judgment calls it a duplicate, else 0. Most
-    // candidates are far from it by their word overlap and cosine alone, and are not judged.
-    let similarity = |shingles: &[Vec<u64>], texts: &[String], a: usize, b: usize| -> (f32, u8) {
-        let j = dedup::jaccard(&shingles[a], &shingles[b]);
-        let cos = match (vector_of(a), vector_of(b)) {
+
+    /// The candidates of member `x`: of each of its buckets, the [`WINDOW`] members nearest to
+    /// it in member order, then those sharing the most buckets with it. (`ks`: room for its
+    /// keys, reused from one member to the next.)
+    fn gather(&self, buckets: &Buckets, ks: &mut Vec<(u64, u32)>, x: usize) -> (usize, Vec<u32>) {
+        let keyed = &buckets.keyed;
+        let bucket_of = |key: u64| -> &[(u64, u32)] {
+            let lo = keyed.partition_point(|&(k, _)| k < key);
+            let hi = keyed.partition_point(|&(k, _)| k <= key);
+            &keyed[lo..hi]
+        };
+        let mut cands: Vec<u32> = Vec::new();
+        ks.clear();
+        self.keys_into(x, ks);
+        for &(key, _) in ks.iter() {
+            let bucket = bucket_of(key);
+            let at = bucket.partition_point(|&(_, i)| (i as usize) < x);
+            let lo = at.saturating_sub(WINDOW / 2);
+            let hi = (lo + WINDOW + 1).min(bucket.len());
+            let lo = hi.saturating_sub(WINDOW + 1);
+            cands.extend(bucket[lo..hi].iter().map(|&(_, i)| i).filter(|&i| i as usize != x));
+        }
+        (x, top_candidates(cands, x))
+    }
+
+    /// Searched in chunks, so that only one chunk's candidates (up to 1 KB a memory) are held
+    /// at once; what each search keeps is a few neighbours and the offers to them. Within a
+    /// chunk, candidates and comparisons run on every core, in parts of
+    /// [`Passes::search_per_part`] memories; the results come back in member order.
+    fn search_all(&self, conn: &Connection, buckets: &Buckets) -> Result<Vec<Found>> {
+        let mut texts = self.texts(conn)?;
+        let mut found: Vec<Found> = Vec::with_capacity(self.pending.len());
+        let per_part = self.passes.search_per_part.max(1);
+        for chunk in self.pending.chunks(self.passes.search_chunk.max(1)) {
+            let cands_of: Vec<(usize, Vec<u32>)> = chunk
+                .par_iter()
+                .with_min_len(per_part)
+                .map_init(Vec::new, |ks, &x| self.gather(buckets, ks, x))
+                .collect();
+            texts.read_for(conn, self.members, &cands_of)?;
+            let texts = &texts;
+            found.par_extend(
+                cands_of.par_iter().with_min_len(per_part).map(|(x, cands)| self.search_one(texts, *x, cands)),
+            );
+        }
+        Ok(found)
+    }
+
+    /// The members' texts: in one scan of the table when most memories are searched, otherwise
+    /// none yet (read by rowid, chunk by chunk, for the memories a chunk compares).
+    fn texts(&self, conn: &Connection) -> Result<Texts> {
+        let n = self.members.len();
+        let mut t = Texts {
+            shingles: vec![Vec::new(); n],
+            texts: vec![String::new(); n],
+            profiles: (0..n).map(|_| std::sync::OnceLock::new()).collect(),
+            read: vec![false; n],
+        };
+        let active = self.members.iter().filter(|m| m.active).count();
+        if self.pending.len() * 4 >= active {
+            let member_of: HashMap<i64, usize> = self.members.iter().enumerate().map(|(i, m)| (m.rowid, i)).collect();
+            let mut all = conn.prepare("SELECT rowid, content FROM memory_item WHERE COALESCE(is_deleted, 0) = 0")?;
+            let mut rows = all.query([])?;
+            while let Some(r) = rows.next()? {
+                if let Some(&i) = member_of.get(&r.get::<_, i64>(0)?) {
+                    let text = r.get_ref(1)?.as_str().unwrap_or("");
+                    t.shingles[i] = dedup::shingles(text);
+                    t.texts[i] = text.to_string();
+                    t.read[i] = true;
+                }
+            }
+        }
+        Ok(t)
+    }
+
+    /// What a pair's word overlap and cosine say before the judgment: its kind, and the most
+    /// its duplication can be (as stored), or `None` when it cannot be a duplicate. Most
+    /// candidates are far from it by these alone, and are not judged.
+    fn closeness(&self, t: &Texts, a: usize, b: usize) -> Option<(f32, u8, f64, Option<f64>)> {
+        let j = dedup::jaccard(&t.shingles[a], &t.shingles[b]);
+        let cos = match (self.vector_of(a), self.vector_of(b)) {
             (Some((qa, ia)), Some((qb, ib))) => Some(f64::from(embed::cosine_q(qa, ia, qb, ib))),
             _ => None,
         };
         let kind = if cos.is_none_or(|c| j >= sameness::semantic(c)) { SAME_WORDS } else { SAME_MEANING };
-        if sameness::closeness_at_most(j, cos) < sameness::DUPLICATE_AT {
-            return (0.0, kind);
+        let at_most = sameness::closeness_at_most(j, cos);
+        if at_most < sameness::DUPLICATE_AT {
+            return None;
         }
-        let pa = profiles[a].get_or_init(|| sameness::Profile::of(&texts[a]));
-        let pb = profiles[b].get_or_init(|| sameness::Profile::of(&texts[b]));
-        (sameness::duplication(pa, pb, j, cos) as f32, kind)
-    };
-    let searched_so_far = std::sync::atomic::AtomicUsize::new(0);
-    let search = |shingles: &[Vec<u64>], texts: &[String], part: &[(usize, Vec<u32>)]| -> Vec<Found> {
-        part.iter()
-            .map(|(x, cands)| {
-                if let Some(p) = progress {
-                    let n = searched_so_far.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                    if n.is_multiple_of(REPORT_EVERY) {
-                        p(n, pending.len());
-                    }
-                }
-                let scored: Vec<(f32, u8, u32)> = cands
-                    .iter()
-                    .map(|&c| {
-                        let (s, k) = similarity(shingles, texts, *x, c as usize);
-                        (s, k, c)
-                    })
-                    .filter(|(s, _, _)| *s > 0.0)
-                    .collect();
-                let me = Neighbour { rowid: members[*x].rowid, id_hash: id_hash(&members[*x].id), sim: 0.0, kind: 0 };
-                // The id hash is filled in for the entries kept (choosing does not look at it).
-                let entries: Vec<(usize, Neighbour)> = scored
-                    .into_iter()
-                    .map(|(s, k, c)| {
-                        (c as usize, Neighbour { rowid: members[c as usize].rowid, id_hash: 0, sim: s, kind: k })
-                    })
-                    .collect();
-                let mut kept = select_entries(members, *x, entries);
-                for (c, n) in &mut kept {
-                    n.id_hash = id_hash(&members[*c].id);
-                }
-                // The memories it keeps are offered it in return (and only those: offering it
-                // to every candidate costs memory and time in clusters of thousands).
-                let offers: Vec<(u32, Neighbour)> =
-                    kept.iter().map(|(c, n)| (*c as u32, Neighbour { sim: n.sim, kind: n.kind, ..me })).collect();
-                // Collected by reference, so that the list holds exactly its entries: collected
-                // from `kept` by value, it would reuse `kept`'s allocation, sized for every
-                // scored candidate (≈ 7 KB a memory, 5.5 GB over a million).
-                let list: Vec<Neighbour> = kept.iter().map(|(_, n)| *n).collect();
-                (*x, list, offers)
+        // The judgment's closeness is at most `at_most`, capped at 1 and rounded to three
+        // decimals (up by at most 0.0005); a cap of exactly 1 stays 1, so that near-copies tie.
+        let bound = if at_most >= 1.0 { 1.0 } else { at_most + 0.0005 };
+        Some((bound as f32, kind, j, cos))
+    }
+
+    /// A pair's duplication: its closeness when the judgment calls it a duplicate, else 0.
+    fn judged(&self, t: &Texts, a: usize, b: usize, j: f64, cos: Option<f64>) -> f32 {
+        let pa = t.profiles[a].get_or_init(|| sameness::Profile::of(&t.texts[a]));
+        let pb = t.profiles[b].get_or_init(|| sameness::Profile::of(&t.texts[b]));
+        sameness::duplication(pa, pb, j, cos) as f32
+    }
+
+    /// The entries (member index, neighbour) of `x`'s candidates that the judgment calls
+    /// duplicates, leaving out only those that [`select_entries`] could not keep: candidates are
+    /// judged from the closest bound down, and one is skipped when `K` duplicates already found
+    /// come before it in the list's order (higher similarity, or equal and written first)
+    /// whatever its judgment — and, when it outranks `x`, `K` that also outrank `x`. What is
+    /// kept is then what judging every candidate keeps.
+    fn duplicates_of(&self, t: &Texts, x: usize, cands: &[u32]) -> Vec<(usize, Neighbour)> {
+        let members = self.members;
+        let mut close: Vec<(f32, i64, usize, u8, f64, Option<f64>)> = cands
+            .iter()
+            .filter_map(|&c| {
+                let c = c as usize;
+                let (bound, kind, j, cos) = self.closeness(t, x, c)?;
+                Some((bound, members[c].rowid, c, kind, j, cos))
             })
-            .collect()
-    };
-    // Searched in chunks, so that only one chunk's candidates (up to 1 KB a memory) are held
-    // at once; what each search keeps is a few neighbours and the offers to them.
-    let mut found: Vec<Found> = Vec::with_capacity(pending.len());
-    for chunk in pending.chunks(search_chunk()) {
-        let cands_of = crate::in_two_halves(chunk, chunk.len() >= 2_000, gather);
+            .collect();
+        close.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        // The best `K` found so far, and the best `K` of those that outrank `x`, as (similarity,
+        // rowid) in the list's order.
+        let mut best: Vec<(f32, i64)> = Vec::with_capacity(K + 1);
+        let mut best_above: Vec<(f32, i64)> = Vec::with_capacity(K + 1);
+        let before = |top: &[(f32, i64)], bound: f32, rowid: i64| {
+            top.len() >= K && top[K - 1].0 >= bound && (top[K - 1].0 > bound || top[K - 1].1 < rowid)
+        };
+        let add = |top: &mut Vec<(f32, i64)>, e: (f32, i64)| {
+            let at = top.partition_point(|&(s, r)| s > e.0 || (s == e.0 && r < e.1));
+            if at < K {
+                top.insert(at, e);
+                top.truncate(K);
+            }
+        };
+        let mut entries: Vec<(usize, Neighbour)> = Vec::new();
+        for (bound, rowid, c, kind, j, cos) in close {
+            let above = members[c].outranks(&members[x]);
+            if before(&best, bound, rowid) && (!above || before(&best_above, bound, rowid)) {
+                continue;
+            }
+            let sim = self.judged(t, x, c, j, cos);
+            if sim <= 0.0 {
+                continue;
+            }
+            add(&mut best, (sim, rowid));
+            if above {
+                add(&mut best_above, (sim, rowid));
+            }
+            // The id hash is filled in for the entries kept (choosing does not look at it).
+            entries.push((c, Neighbour { rowid, id_hash: 0, sim, kind }));
+        }
+        entries
+    }
+
+    /// Member `x`'s list from its candidates, and its offers to the memories it keeps.
+    fn search_one(&self, t: &Texts, x: usize, cands: &[u32]) -> Found {
+        let members = self.members;
+        if let Some(p) = self.progress {
+            let n = self.searched_so_far.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            if n.is_multiple_of(REPORT_EVERY) {
+                p(n, self.pending.len());
+            }
+        }
+        let entries = self.duplicates_of(t, x, cands);
+        let mut kept = select_entries(members, x, entries);
+        for (c, n) in &mut kept {
+            n.id_hash = id_hash(&members[*c].id);
+        }
+        // The memories it keeps are offered it in return (and only those: offering it to
+        // every candidate costs memory and time in clusters of thousands).
+        let me = Neighbour { rowid: members[x].rowid, id_hash: id_hash(&members[x].id), sim: 0.0, kind: 0 };
+        let offers: Vec<(u32, Neighbour)> =
+            kept.iter().map(|(c, n)| (*c as u32, Neighbour { sim: n.sim, kind: n.kind, ..me })).collect();
+        // Collected by reference, so that the list holds exactly its entries: collected from
+        // `kept` by value, it would reuse `kept`'s allocation, sized for every scored candidate
+        // (≈ 7 KB a memory, 5.5 GB over a million).
+        let list: Vec<Neighbour> = kept.iter().map(|(_, n)| *n).collect();
+        (x, list, offers)
+    }
+
+    /// The lists found, the stored lists that named a memory searched again (without it), and
+    /// the offers taken by the lists with room for them.
+    fn finish(self, found: Vec<Found>) -> Derived {
+        let members = self.members;
+        let mut out = Derived { trained: self.trained.clone(), ..Default::default() };
+        let mut offers: Vec<(u32, usize, Neighbour)> = Vec::new();
+        for (x, list, o) in found {
+            offers.extend(o.into_iter().map(|(c, n)| (c, x, n)));
+            // A memory still waiting for its vector is searched again once it has one.
+            if self.ix.is_some() && self.vector_of(x).is_none() {
+                continue;
+            }
+            out.lists.insert(x, (self.sem_keys(x).to_vec(), list));
+        }
+        // What others' lists say about a memory searched again is about its old content: those
+        // entries go (the offers below put it back where it is still similar).
+        // (Pending members are in rowid order: a binary search is cheaper than hashing each entry.)
+        let searched: Vec<i64> = self.pending.iter().map(|&i| members[i].rowid).collect();
+        let was_searched = |rowid: i64| searched.binary_search(&rowid).is_ok();
+        for (i, m) in members.iter().enumerate() {
+            if out.lists.contains_key(&i) {
+                continue;
+            }
+            if let Some((keys, list)) = &m.derived {
+                if list.iter().any(|n| was_searched(n.rowid)) {
+                    let kept: Vec<Neighbour> = list.iter().filter(|n| !was_searched(n.rowid)).copied().collect();
+                    out.lists.insert(i, (keys.clone(), kept));
+                }
+            }
+        }
+        take_offers(members, &mut out, offers);
+        out
+    }
+}
+
+impl Texts {
+    /// Reads the members a chunk compares (each memory of `cands_of` and its candidates) that
+    /// are not read yet.
+    fn read_for(&mut self, conn: &Connection, members: &[Member], cands_of: &[(usize, Vec<u32>)]) -> Result<()> {
         let mut wanted: Vec<u32> = cands_of
             .iter()
             .flat_map(|(x, c)| c.iter().copied().chain([*x as u32]))
-            .filter(|&i| !read[i as usize])
+            .filter(|&i| !self.read[i as usize])
             .collect();
         wanted.sort_unstable();
         wanted.dedup();
         let mut content = conn.prepare_cached("SELECT content FROM memory_item WHERE rowid = ?1")?;
         for &i in &wanted {
             let c: String = content.query_row([members[i as usize].rowid], |r| r.get(0))?;
-            shingles[i as usize] = dedup::shingles(&c);
-            texts[i as usize] = c;
-            read[i as usize] = true;
+            self.shingles[i as usize] = dedup::shingles(&c);
+            self.texts[i as usize] = c;
+            self.read[i as usize] = true;
         }
-        let (shingles, texts) = (&shingles, &texts);
-        found.extend(crate::in_two_halves(&cands_of, cands_of.len() >= 2_000, |part| search(shingles, texts, part)));
+        Ok(())
     }
-    let mut out = Derived { trained, ..Default::default() };
-    let mut offers: Vec<(u32, usize, Neighbour)> = Vec::new();
-    for (x, list, o) in found {
-        offers.extend(o.into_iter().map(|(c, n)| (c, x, n)));
-        // A memory still waiting for its vector is searched again once it has one.
-        if ix.is_some() && vector_of(x).is_none() {
-            continue;
-        }
-        out.lists.insert(x, (sem_keys(x).to_vec(), list));
-    }
-    // What others' lists say about a memory searched again is about its old content: those
-    // entries go (the offers below put it back where it is still similar).
-    // (Pending members are in rowid order: a binary search is cheaper than hashing each entry.)
-    let searched: Vec<i64> = pending.iter().map(|&i| members[i].rowid).collect();
-    let was_searched = |rowid: i64| searched.binary_search(&rowid).is_ok();
-    for (i, m) in members.iter().enumerate() {
-        if out.lists.contains_key(&i) {
-            continue;
-        }
-        if let Some((keys, list)) = &m.derived {
-            if list.iter().any(|n| was_searched(n.rowid)) {
-                let kept: Vec<Neighbour> = list.iter().filter(|n| !was_searched(n.rowid)).copied().collect();
-                out.lists.insert(i, (keys.clone(), kept));
-            }
-        }
-    }
-    // Offers to others, in member order so the outcome does not depend on the threads: a
-    // candidate takes the new memory when its list has room for something that similar.
+}
+
+/// Offers to others, in member order so the outcome does not depend on the threads: a
+/// candidate takes the new memory when its list has room for something that similar.
+fn take_offers(members: &[Member], out: &mut Derived, mut offers: Vec<(u32, usize, Neighbour)>) {
     offers.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
     let member_of = |rowid: i64| members.binary_search_by_key(&rowid, |m| m.rowid).ok();
     for (c, x, n) in offers {
@@ -779,7 +935,6 @@ fn derive_in(
         entries.push((x, n));
         entry.1 = select(members, c, entries);
     }
-    Ok(out)
 }
 
 /// The neighbours `x` keeps of `entries` (member index, neighbour): its `K` most similar,
@@ -807,7 +962,7 @@ fn select_entries(members: &[Member], x: usize, mut entries: Vec<(usize, Neighbo
         .collect()
 }
 
-/// Stores what [`derive`] found, in transactions of a few thousand lists.
+/// Stores what [`derive`] found, in one transaction.
 pub fn store(conn: &mut Connection, members: &[Member], d: &Derived) -> Result<()> {
     let fp = fingerprint().to_string();
     // A list is stored only while the content it was searched for is the memory's content
@@ -836,20 +991,23 @@ pub fn store(conn: &mut Connection, members: &[Member], d: &Derived) -> Result<(
     }
     let mut items: Vec<(&usize, &Entry)> = d.lists.iter().collect();
     items.sort_by_key(|(i, _)| **i);
-    for chunk in items.chunks(5_000) {
-        crate::store::write_tx(conn, |tx| {
-            let mut stmt = tx.prepare_cached(
-                "INSERT OR REPLACE INTO lethe_neighbour (memory_rowid, model, hash, keys, list) VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?;
-            for (i, (keys, list)) in chunk {
-                // Stored with the hash of the content it was searched for: if the content
-                // changed since, the list is not current for the new one and is searched again.
-                let Some(h) = members[**i].hash.as_ref().filter(|_| current.contains(*i)) else { continue };
-                stmt.execute(params![members[**i].rowid, fp, h, encode_keys(keys), encode(list)])?;
-            }
-            Ok(())
-        })?;
-    }
+    // One transaction: the lists of one search hold each other's entries (a memory's list
+    // took the offers of those searched after it), so a reader that found some stored and
+    // searched the rest would drop what the stored ones say about the rest as being about an
+    // old content, and end with other lists than one search (measured: 20k realistic with the
+    // first 5,000 stored). A store cut short leaves nothing, and the next load searches again.
+    crate::store::write_tx(conn, |tx| {
+        let mut stmt = tx.prepare_cached(
+            "INSERT OR REPLACE INTO lethe_neighbour (memory_rowid, model, hash, keys, list) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?;
+        for (i, (keys, list)) in &items {
+            // Stored with the hash of the content it was searched for: if the content changed
+            // since, the list is not current for the new one and is searched again.
+            let Some(h) = members[**i].hash.as_ref().filter(|_| current.contains(*i)) else { continue };
+            stmt.execute(params![members[**i].rowid, fp, h, encode_keys(keys), encode(list)])?;
+        }
+        Ok(())
+    })?;
     Ok(())
 }
 

@@ -1145,15 +1145,17 @@ fn words_swapped(a: &Profile, b: &Profile, order: &[(usize, usize)]) -> bool {
 /// cheap differences (values, negation) are looked at first, and most templated pairs stop
 /// there.
 pub fn duplication(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> f64 {
-    let shared = a.shared_values(b);
-    let closeness =
-        jaccard.max(cosine.map_or(0.0, semantic)) + SHARED_VALUE_BONUS * shared.min(SHARED_VALUES_COUNTED) as f64;
-    if closeness < DUPLICATE_AT || a.negated != b.negated {
+    if a.values != b.values || a.negated != b.negated {
+        // Values on one side only, unless joining compound words changes them (it never
+        // does: only words are joined). Looked at first: it settles most templated pairs
+        // without counting their shared values.
         return 0.0;
     }
-    if a.values != b.values {
-        // Values on one side only, unless joining compound words changes them (it never
-        // does: only words are joined).
+    // Equal sets of values (sorted, each once): every value is shared.
+    let shared = a.values.len();
+    let closeness =
+        jaccard.max(cosine.map_or(0.0, semantic)) + SHARED_VALUE_BONUS * shared.min(SHARED_VALUES_COUNTED) as f64;
+    if closeness < DUPLICATE_AT {
         return 0.0;
     }
     // The rest of [`judge`]'s differences, in its order, stopping at the first one found and

@@ -6,6 +6,7 @@
 //! Run with `-- --nocapture` to see the figures.
 
 use lethe_engine::forgetting::{self, Snapshot};
+use lethe_engine::similarity::Passes;
 use lethe_engine::{dedup, embed, lifecycle, neighbours, sameness, semantic, store, time, transfer, Settings};
 use lethe_testkit::workload::realistic::RealisticGenerator;
 
@@ -203,8 +204,8 @@ fn list_pages_equal_a_full_sort_with_every_score() {
 }
 
 /// A large file is read on two connections (the first rows on one, the stored lists and the
-/// last rows on another) and its links and duplication are computed in two halves on the two
-/// cores. Forced on 3,000 realistic memories, some deleted, some with values of the wrong type
+/// last rows on another) and its links and duplication are computed in parts on every core.
+/// Forced by the smallest thresholds ([`Passes::always`]) on 3,000 realistic memories, some deleted, some with values of the wrong type
 /// in both parts (more than a load reports) and one without its list, that gives exactly what
 /// one connection and one pass give.
 #[test]
@@ -225,10 +226,8 @@ fn split_loads_and_passes_equal_single_ones() {
     let s = Settings::default();
     let check = |conn: &store::Connection, searched: usize| {
         let one = Snapshot::load(conn).unwrap();
-        lethe_engine::split_passes_always(true);
-        let split = Snapshot::load(conn);
-        lethe_engine::split_passes_always(false);
-        let split = split.unwrap();
+        let split =
+            Snapshot::load_with(conn, &forgetting::Job { passes: Passes::always(), ..Default::default() }).unwrap();
         assert_eq!((one.searched, split.searched), (searched, searched));
         let ids = |s: &Snapshot| s.rows.iter().map(|r| (r.rowid, r.id.clone(), r.is_deleted)).collect::<Vec<_>>();
         assert_eq!(ids(&split), ids(&one));
@@ -237,9 +236,8 @@ fn split_loads_and_passes_equal_single_ones() {
         assert_eq!(split.mistyped, one.mistyped);
         assert!(one.pairs().len() > 100, "the repeats give many pairs: {}", one.pairs().len());
         assert_eq!(split.pairs(), one.pairs());
-        lethe_engine::split_passes_always(true);
+        // The split snapshot computes links and duplication in parts too.
         let (inputs, scores) = (split.inputs(&s, now()), split.scores(&s, now()));
-        lethe_engine::split_passes_always(false);
         assert!(inputs.iter().filter(|i| i.duplication > 0.5).count() > 100);
         assert_eq!(inputs, one.inputs(&s, now()), "duplication, its source and kind");
         assert_eq!(scores, one.scores(&s, now()));
@@ -265,10 +263,7 @@ fn a_search_in_chunks_finds_what_one_search_finds_in_lists_without_spare_room() 
     let (dir, conn) = load(3_000);
     let members = neighbours::members(&conn).unwrap();
     let one = neighbours::derive(&conn, &members).unwrap();
-    lethe_engine::split_passes_always(true);
-    let chunked = neighbours::derive(&conn, &members);
-    lethe_engine::split_passes_always(false);
-    let chunked = chunked.unwrap();
+    let chunked = neighbours::derive_with(&conn, &members, None, Passes::always()).unwrap();
     let sorted = |d: &neighbours::Derived| {
         let mut v: Vec<_> = d.lists.iter().map(|(i, e)| (*i, e.clone())).collect();
         v.sort_by_key(|(i, _)| *i);
@@ -311,6 +306,58 @@ fn a_list_searched_before_an_edit_is_not_kept_for_the_new_content() {
     assert!(hashes.iter().all(|(n, s)| s.as_deref() == Some(n.as_str())), "{hashes:?}");
     let next = Snapshot::load(&conn).unwrap();
     assert_eq!(next.searched, usize::from(hashes.is_empty()), "at most the edited memory is searched again");
+    drop(conn);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The lists of one search are stored together or not at all: a store that fails part way
+/// (here a trigger refuses the 15,000th list) leaves no list of that search behind, so no
+/// reader finds some stored and searches the rest (which ends with other lists than one
+/// search: what the stored lists say about the rest is dropped as being about an old content).
+/// The next search stores exactly the lists of an uninterrupted one, and a pair a person
+/// dismissed ("keep both") stays dismissed.
+#[test]
+fn the_lists_of_one_search_are_stored_together_or_not_at_all() {
+    let (dir, mut conn) = load(20_000);
+    if conn.is_postgres() {
+        // The refusing trigger below is SQLite's; the store's one transaction is the same code.
+        drop(conn);
+        let _ = std::fs::remove_dir_all(dir);
+        return;
+    }
+    type Stored = (i64, String, Option<String>, Vec<u8>, Vec<u8>);
+    let dump = |conn: &store::Connection| -> Vec<Stored> {
+        let mut stmt = conn
+            .prepare("SELECT memory_rowid, model, hash, keys, list FROM lethe_neighbour ORDER BY memory_rowid")
+            .unwrap();
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))).unwrap();
+        rows.map(Result::unwrap).collect()
+    };
+    neighbours::refresh(&mut conn).unwrap();
+    let whole = dump(&conn);
+    assert_eq!(whole.len(), 20_000);
+    let snap = Snapshot::load(&conn).unwrap();
+    let pairs = snap.pairs();
+    assert!(pairs.len() > 100, "the repeats give many pairs: {}", pairs.len());
+    let (a, b) = (snap.rows[pairs[0].0 as usize].id.clone(), snap.rows[pairs[0].1 as usize].id.clone());
+    lethe_engine::duplicates::dismiss(&mut conn, &a, &b, "user", now()).unwrap();
+    conn.execute_batch(&format!(
+        "DELETE FROM lethe_neighbour; CREATE TEMP TRIGGER refuse BEFORE INSERT ON lethe_neighbour \
+         WHEN NEW.memory_rowid = {} BEGIN SELECT RAISE(ABORT, 'refused'); END;",
+        whole[14_999].0
+    ))
+    .unwrap();
+    assert!(neighbours::refresh(&mut conn).is_err(), "the store fails part way");
+    let left: i64 = conn.query_row("SELECT COUNT(*) FROM lethe_neighbour", [], |r| r.get(0)).unwrap();
+    assert_eq!(left, 0, "no list of the failed store is left");
+    conn.execute_batch("DROP TRIGGER refuse;").unwrap();
+    neighbours::refresh(&mut conn).unwrap();
+    assert!(dump(&conn) == whole, "the lists stored again equal those of one search");
+    let after = Snapshot::load(&conn).unwrap();
+    let ids = |p: &forgetting::Pair| (after.rows[p.0 as usize].id.clone(), after.rows[p.1 as usize].id.clone());
+    let kept: Vec<(String, String)> = after.pairs().iter().map(ids).collect();
+    assert!(!kept.contains(&(a.clone(), b.clone())) && !kept.contains(&(b, a)), "the dismissed pair stays dismissed");
+    assert_eq!(kept.len(), pairs.len() - 1);
     drop(conn);
     let _ = std::fs::remove_dir_all(dir);
 }

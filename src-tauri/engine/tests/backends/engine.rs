@@ -852,7 +852,7 @@ fn a_snapshot_load_reports_progress_and_can_be_cancelled() {
     let seen = std::sync::Mutex::new(Vec::new());
     let report =
         |stage: forgetting::LoadStage, done: usize, total: usize| seen.lock().unwrap().push((stage, done, total));
-    let job = forgetting::Job { progress: Some(&report), cancel: None };
+    let job = forgetting::Job { progress: Some(&report), ..Default::default() };
     let snap = forgetting::Snapshot::load_with(&conn, &job).unwrap();
     assert_eq!(snap.rows.len(), 9000);
     let seen = seen.into_inner().unwrap();
@@ -864,7 +864,7 @@ fn a_snapshot_load_reports_progress_and_can_be_cancelled() {
     assert!(total >= 9000, "the total is known from the start: {reading:?}");
     assert_eq!(*reading.last().unwrap(), (total, total), "it ends at the total");
     let cancel = std::sync::atomic::AtomicBool::new(true);
-    let job = forgetting::Job { progress: None, cancel: Some(&cancel) };
+    let job = forgetting::Job { cancel: Some(&cancel), ..Default::default() };
     let err = forgetting::Snapshot::load_with(&conn, &job).unwrap_err();
     assert_eq!(err.code(), "cancelled");
 }

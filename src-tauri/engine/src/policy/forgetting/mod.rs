@@ -19,8 +19,10 @@ use crate::model::{self, Tier};
 use crate::neighbours;
 use crate::ops::{rows, runs};
 use crate::settings::Settings;
+use crate::similarity::Passes;
 use crate::store::write_tx;
 use crate::time::{self, Instant};
+use rayon::prelude::*;
 
 /// One memory as the scorer sees it (no content).
 #[derive(Debug, Clone)]
@@ -107,11 +109,13 @@ pub enum LoadStage {
 
 /// How a long load reports where it is and is stopped (the window's dry run and what-if):
 /// `progress` is called every few thousand rows; `cancel` set makes the load return
-/// [`Error::Cancelled`].
+/// [`Error::Cancelled`]; `passes` says from what size its passes split over the cores (the
+/// snapshot keeps it for the passes it runs later).
 #[derive(Clone, Copy, Default)]
 pub struct Job<'a> {
     pub progress: Option<&'a (dyn Fn(LoadStage, usize, usize) + Sync)>,
     pub cancel: Option<&'a AtomicBool>,
+    pub passes: Passes,
 }
 
 impl Job<'_> {
@@ -156,6 +160,8 @@ pub struct Snapshot {
     trained: Option<Vec<f32>>,
     /// The last [`Snapshot::scores`], for the same settings and instant.
     scored: ScoreCache,
+    /// From what size its passes split over the cores (the loading job's).
+    passes: Passes,
 }
 
 /// The scores of a snapshot's rows at one instant under one set of settings: the pages of a
@@ -314,9 +320,6 @@ struct Scanned {
     mistyped: Vec<crate::store::Mistyped>,
 }
 
-/// Rows from which the stored lists are read on a second connection, beside the rows.
-const LISTS_BESIDE_FROM: usize = 50_000;
-
 /// The share of the rows (by rowid, in percent) the second connection reads after the lists.
 const ROWS_BESIDE_PERCENT: i64 = 35;
 
@@ -360,12 +363,12 @@ impl Scanned {
         // The largest rowid stands for the number of rows (purged rows leave gaps): the
         // progress is the rowid reached.
         let total: i64 = conn.query_row("SELECT COALESCE(MAX(rowid), 0) FROM memory_item", [], |r| r.get(0))?;
-        let beside = if crate::split(total.max(0) as usize, LISTS_BESIDE_FROM) {
+        let beside = if total.max(0) as usize >= job.passes.second_reader_from {
             crate::store::second_reader(conn)
         } else {
             None
         };
-        let lists_job = Job { progress: None, cancel: job.cancel };
+        let lists_job = Job { progress: None, ..*job };
         // The second connection reads the lists and then the last rows (from `split`): the
         // lists take about a third of the rows' time, so the two cores finish together.
         let split = total - total * ROWS_BESIDE_PERCENT / 100;
@@ -542,8 +545,8 @@ impl Snapshot {
         // Every active memory has its neighbours: the links come straight from the lists,
         // and the members (band keys, for a search) are read only if a change needs them.
         let lists = spans.iter().map(|&(s, e)| &raw[s as usize..e as usize]);
-        let links = links_of(&rows, lists);
-        Ok(Ok(Snapshot { rows, links, mistyped, ..Default::default() }))
+        let links = links_of(&rows, lists, &job.passes);
+        Ok(Ok(Snapshot { rows, links, mistyped, passes: job.passes, ..Default::default() }))
     }
 
     /// The snapshot of a scan where some active memories have no list: theirs are searched.
@@ -557,7 +560,8 @@ impl Snapshot {
         job.check()?;
         let report = |done: usize, total: usize| job.report(LoadStage::Similar, done, total);
         let mut buckets = None;
-        let derived = neighbours::derive_kept(conn, &members, &mut buckets, &[], job.progress.map(|_| &report as _))?;
+        let derived =
+            neighbours::derive_kept(conn, &members, &mut buckets, &[], job.progress.map(|_| &report as _), job.passes)?;
         job.report(LoadStage::Similar, pending, pending);
         let mut snap = Snapshot {
             rows,
@@ -570,6 +574,7 @@ impl Snapshot {
             lists: derived.lists,
             trained: derived.trained,
             scored: ScoreCache::default(),
+            passes: job.passes,
         };
         snap.rebuild_pairs();
         Ok(snap)
@@ -600,7 +605,7 @@ impl Snapshot {
                 None => members[i].derived.as_ref().map_or(empty, |(_, l)| l.as_slice()),
             }
         });
-        self.links = links_of(&self.rows, lists);
+        self.links = links_of(&self.rows, lists, &self.passes);
     }
 
     /// The similar pairs among active rows, each once with its larger similarity, sorted.
@@ -665,7 +670,7 @@ impl Snapshot {
         // candidates): when every active row has a stored list, the links come from the
         // lists alone, as in a fresh load, without reading the members or searching.
         if self.members.is_none() {
-            if let Some(links) = stored_links(conn, &self.rows)? {
+            if let Some(links) = stored_links(conn, &self.rows, &self.passes)? {
                 self.links = links;
                 self.searched = 0;
                 return Ok(());
@@ -677,11 +682,11 @@ impl Snapshot {
         let mut members = self.members.take().unwrap_or_default();
         let dirty = if members.is_empty() { None } else { neighbours::update_members(conn, &mut members, ids)? };
         let d = match dirty {
-            Some(dirty) => neighbours::derive_kept(conn, &members, &mut self.buckets, &dirty, None)?,
+            Some(dirty) => neighbours::derive_kept(conn, &members, &mut self.buckets, &dirty, None, self.passes)?,
             None => {
                 members = neighbours::members(conn)?;
                 self.buckets = None;
-                neighbours::derive_kept(conn, &members, &mut self.buckets, &[], None)?
+                neighbours::derive_kept(conn, &members, &mut self.buckets, &[], None, self.passes)?
             }
         };
         self.members = Some(members);
@@ -780,20 +785,17 @@ impl Snapshot {
             }
             d
         };
-        // Over many links, the rows' two halves on the two cores; taking the second half's
-        // offers after the first's gives what one pass in row order gives.
-        let d = if crate::split(self.links.to.len(), PARALLEL_LINKS) {
-            std::thread::scope(|scope| {
-                let second = scope.spawn(|| pass(n / 2..n));
-                let mut d = pass(0..n / 2);
-                for (slot, offer) in d.iter_mut().zip(second.join().expect("duplication thread panicked")) {
-                    slot.take_if_better(offer);
-                }
-                d
-            })
-        } else {
-            pass(0..n)
-        };
+        // Over many links, parts of the rows on every core (each part an array of every row,
+        // so at most one part per thread); taking each part's offers after those of the parts
+        // before it gives what one pass in row order gives.
+        let parts: Vec<Vec<Slot>> = self.passes.link_parts(n, self.links.to.len()).into_par_iter().map(pass).collect();
+        let mut parts = parts.into_iter();
+        let mut d = parts.next().unwrap_or_default();
+        for part in parts {
+            for (slot, offer) in d.iter_mut().zip(part) {
+                slot.take_if_better(offer);
+            }
+        }
         d.into_iter().map(|x| (x.sim, (x.of != Slot::NONE).then_some(x.of), x.kind)).collect()
     }
 
@@ -877,7 +879,7 @@ impl Snapshot {
 
 /// The links of `rows` from the stored neighbour lists of the current model, or `None` when
 /// an active row has none (it needs a search).
-fn stored_links(conn: &Connection, rows: &[Row]) -> Result<Option<Links>> {
+fn stored_links(conn: &Connection, rows: &[Row], passes: &Passes) -> Result<Option<Links>> {
     let mut stmt = conn.prepare_cached(LIST_SCAN_SQL)?;
     let mut q = stmt.query([neighbours::fingerprint()])?;
     let (mut raw, mut at): (Vec<neighbours::Neighbour>, Vec<(i64, u32, u32)>) = (Vec::new(), Vec::new());
@@ -896,12 +898,12 @@ fn stored_links(conn: &Connection, rows: &[Row]) -> Result<Option<Links>> {
             Err(_) => return Ok(None),
         }
     }
-    Ok(Some(links_of(rows, lists.into_iter())))
+    Ok(Some(links_of(rows, lists.into_iter(), passes)))
 }
 
 /// Each row's links, from its neighbour list (`lists` in the order of `rows`): a neighbour
 /// counts when it is an active row with the id it was found with (a reused rowid is not it).
-fn links_of<'a>(rows: &[Row], lists: impl Iterator<Item = &'a [neighbours::Neighbour]>) -> Links {
+fn links_of<'a>(rows: &[Row], lists: impl Iterator<Item = &'a [neighbours::Neighbour]>, passes: &Passes) -> Links {
     /// What a neighbour is checked against, one entry per row in rowid order, so that each
     /// neighbour reads one entry.
     #[derive(Clone, Copy)]
@@ -953,14 +955,9 @@ fn links_of<'a>(rows: &[Row], lists: impl Iterator<Item = &'a [neighbours::Neigh
         links
     };
     let n = rows.len();
-    let parts = if crate::split(lists.iter().map(|l| l.len()).sum::<usize>(), PARALLEL_LINKS) {
-        std::thread::scope(|scope| {
-            let second = scope.spawn(|| part(n / 2..n));
-            vec![part(0..n / 2), second.join().expect("links thread panicked")]
-        })
-    } else {
-        vec![part(0..n)]
-    };
+    // Parts of the rows on every core, put together in row order.
+    let parts: Vec<Links> =
+        passes.link_parts(n, lists.iter().map(|l| l.len()).sum::<usize>()).into_par_iter().map(part).collect();
     let mut links = Links { offsets: Vec::with_capacity(n + 1), ..Default::default() };
     links.offsets.push(0);
     for p in parts {
@@ -993,9 +990,6 @@ fn input_of(r: &Row, duplication: f64, duplicate_of: Option<String>) -> ScoreInp
 fn row_usage(r: &Row, s: &Settings, now: Instant) -> f64 {
     decay::usage(r.last_accessed.map(|t| time::days_between(t, now)), r.views, r.cites, r.edits, s.access_decay_days)
 }
-
-/// Links above which [`Snapshot::duplication`] runs on both cores.
-const PARALLEL_LINKS: usize = 200_000;
 
 /// What decides dominance between two rows at one instant ([`dominates`]).
 struct Dominance {
