@@ -770,7 +770,7 @@ pub fn context_matches(conn: &Connection, hits: &[Hit], text: &str) -> Result<Ve
                 let Some(at) = rowid.query_map([&h.id], |r| r.get::<_, i64>(0))?.next().transpose()? else {
                     return Ok(Vec::new());
                 };
-                Ok(through_context(conn, at, h, &words)?.1)
+                context_words(conn, at, h, &words)
             })
             .collect()
     })
@@ -833,6 +833,28 @@ fn holds(conn: &Connection, part: TextPart, rowid: i64, word: &str) -> Result<bo
         .query_row(crate::params![expr, rowid], |r| r.get::<_, bool>(0))
 }
 
+/// Whether the `part` of the row at `rowid` holds any of `words` ([`holds`] of each, in one
+/// look-up where the index allows it).
+fn holds_any(conn: &Connection, part: TextPart, rowid: i64, words: &[String]) -> Result<bool> {
+    if conn.is_postgres() {
+        for w in words {
+            if holds(conn, part, rowid, w)? {
+                return Ok(true);
+            }
+        }
+        return Ok(false);
+    }
+    let columns = match part {
+        TextPart::Own => crate::lexical::COLUMNS[..crate::lexical::CONTEXT_COLUMN].join(" "),
+        TextPart::Context => crate::lexical::COLUMNS[crate::lexical::CONTEXT_COLUMN].to_string(),
+        TextPart::Content => "content".to_string(),
+    };
+    let any: Vec<String> = words.iter().map(|w| format!("\"{w}\"")).collect();
+    let expr = format!("{{{columns}}} : ({})", any.join(" OR "));
+    conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM lethe_fts WHERE lethe_fts MATCH ?1 AND rowid = ?2)")?
+        .query_row(crate::params![expr, rowid], |r| r.get::<_, bool>(0))
+}
+
 /// The session neighbours of the row at `rowid` (before, after), as the index holds them.
 fn session_neighbours(conn: &Connection, rowid: i64) -> Result<(Option<i64>, Option<i64>)> {
     let sql = if conn.is_postgres() {
@@ -868,15 +890,29 @@ fn through_context(conn: &Connection, rowid: i64, hit: &Hit, words: &[String]) -
         own / hit.bm25
     };
     let lexical_own = (hit.breakdown.lexical * share).clamp(0.0, hit.breakdown.lexical);
+    Ok((lexical_own, context_words(conn, rowid, hit, words)?))
+}
+
+/// The words a lexical result at `rowid` matched only through a session neighbour, per
+/// neighbour. Most results match through their own text: one look-up says whether the
+/// neighbours' text holds any of the words at all, and a word is looked for in the
+/// neighbours' text only when the result's own text does not hold it.
+fn context_words(conn: &Connection, rowid: i64, hit: &Hit, words: &[String]) -> Result<Vec<ContextMatch>> {
+    if hit.bm25 >= 0.0 || words.is_empty() || match_expression(&words.join(" ")).is_none() {
+        return Ok(Vec::new());
+    }
+    if !holds_any(conn, TextPart::Context, rowid, words)? {
+        return Ok(Vec::new());
+    }
     let only_there: Vec<&String> = words
         .iter()
-        .map(|w| Ok((w, holds(conn, TextPart::Context, rowid, w)? && !holds(conn, TextPart::Own, rowid, w)?)))
+        .map(|w| Ok((w, !holds(conn, TextPart::Own, rowid, w)? && holds(conn, TextPart::Context, rowid, w)?)))
         .collect::<Result<Vec<_>>>()?
         .into_iter()
         .filter_map(|(w, only)| only.then_some(w))
         .collect();
     if only_there.is_empty() {
-        return Ok((lexical_own, Vec::new()));
+        return Ok(Vec::new());
     }
     let (before, after) = session_neighbours(conn, rowid)?;
     let mut out = Vec::new();
@@ -898,7 +934,7 @@ fn through_context(conn: &Connection, rowid: i64, hit: &Hit, words: &[String]) -
         let said = format!("matched its neighbour {id}: {}", quoted.join(", "));
         out.push(ContextMatch { neighbour: id, words: held, said });
     }
-    Ok((lexical_own, out))
+    Ok(out)
 }
 
 /// Which weighted term of a ranked-out candidate fell furthest short of the last result's,
