@@ -808,51 +808,78 @@ enum TextPart {
     Content,
 }
 
-/// Whether `word` (one searched word) is in `part` of the row at `rowid`, as the lexical
-/// search stems it.
-fn holds(conn: &Connection, part: TextPart, rowid: i64, word: &str) -> Result<bool> {
-    if conn.is_postgres() {
-        let vector = match part {
-            TextPart::Own => "lethe_own_fts(m.content, m.tags, m.task_goal, m.workflow_name, m.skill_name, m.steps)",
-            TextPart::Context => "m.lethe_context",
-            TextPart::Content => "lethe_own_fts(m.content, NULL, NULL, NULL, NULL, NULL)",
-        };
-        let sql = format!(
-            "SELECT EXISTS (SELECT 1 FROM memory_item m WHERE m.rowid = ?2 \
-             AND {vector} @@ to_tsquery('english', quote_literal(?1)))"
-        );
-        return conn.prepare_cached(&sql)?.query_row(crate::params![word, rowid], |r| r.get::<_, bool>(0));
+impl TextPart {
+    /// The columns of `lethe_fts` ([`crate::lexical::COLUMNS`]) this part is.
+    fn columns(self) -> std::ops::Range<usize> {
+        match self {
+            TextPart::Own => 0..crate::lexical::CONTEXT_COLUMN,
+            TextPart::Context => crate::lexical::CONTEXT_COLUMN..crate::lexical::CONTEXT_COLUMN + 1,
+            TextPart::Content => 0..1,
+        }
     }
-    let columns = match part {
-        TextPart::Own => crate::lexical::COLUMNS[..crate::lexical::CONTEXT_COLUMN].join(" "),
-        TextPart::Context => crate::lexical::COLUMNS[crate::lexical::CONTEXT_COLUMN].to_string(),
-        TextPart::Content => "content".to_string(),
-    };
-    let expr = format!("{{{columns}}} : \"{word}\"");
-    conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM lethe_fts WHERE lethe_fts MATCH ?1 AND rowid = ?2)")?
-        .query_row(crate::params![expr, rowid], |r| r.get::<_, bool>(0))
 }
 
-/// Whether the `part` of the row at `rowid` holds any of `words` ([`holds`] of each, in one
-/// look-up where the index allows it).
-fn holds_any(conn: &Connection, part: TextPart, rowid: i64, words: &[String]) -> Result<bool> {
-    if conn.is_postgres() {
+/// Whether a part of a row holds a searched word, as the lexical search stems it. On a file
+/// each row's text is read once and tokenized by FTS5's own tokenizer
+/// ([`crate::lexical::IndexedRow`]); a team server answers with its `tsvector`s.
+struct Lookup<'c> {
+    conn: &'c Connection,
+    tokenizer: Option<crate::lexical::Tokenizer<'c>>,
+    rows: std::collections::HashMap<i64, Option<crate::lexical::IndexedRow>>,
+}
+
+impl<'c> Lookup<'c> {
+    fn new(conn: &'c Connection) -> Result<Lookup<'c>> {
+        let tokenizer = match conn.sqlite() {
+            Some(sqlite) => Some(crate::lexical::Tokenizer::new(sqlite)?),
+            None => None,
+        };
+        Ok(Lookup { conn, tokenizer, rows: std::collections::HashMap::new() })
+    }
+
+    /// Whether `word` is in `part` of the row at `rowid`.
+    fn holds(&mut self, part: TextPart, rowid: i64, word: &str) -> Result<bool> {
+        self.holds_any(part, rowid, std::slice::from_ref(&word))
+    }
+
+    /// Whether `part` of the row at `rowid` holds any of `words`.
+    fn holds_any(&mut self, part: TextPart, rowid: i64, words: &[impl AsRef<str>]) -> Result<bool> {
+        let Some(tokenizer) = self.tokenizer.as_mut() else {
+            for w in words {
+                if holds_postgres(self.conn, part, rowid, w.as_ref())? {
+                    return Ok(true);
+                }
+            }
+            return Ok(false);
+        };
+        let row = match self.rows.entry(rowid) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(crate::lexical::IndexedRow::read(self.conn, tokenizer, rowid)?)
+            }
+        };
+        let Some(row) = row else { return Ok(false) };
         for w in words {
-            if holds(conn, part, rowid, w)? {
+            if row.holds(part.columns(), &crate::lexical::query_phrase(tokenizer, w.as_ref())?) {
                 return Ok(true);
             }
         }
-        return Ok(false);
+        Ok(false)
     }
-    let columns = match part {
-        TextPart::Own => crate::lexical::COLUMNS[..crate::lexical::CONTEXT_COLUMN].join(" "),
-        TextPart::Context => crate::lexical::COLUMNS[crate::lexical::CONTEXT_COLUMN].to_string(),
-        TextPart::Content => "content".to_string(),
+}
+
+/// [`Lookup::holds`] on a team server.
+fn holds_postgres(conn: &Connection, part: TextPart, rowid: i64, word: &str) -> Result<bool> {
+    let vector = match part {
+        TextPart::Own => "lethe_own_fts(m.content, m.tags, m.task_goal, m.workflow_name, m.skill_name, m.steps)",
+        TextPart::Context => "m.lethe_context",
+        TextPart::Content => "lethe_own_fts(m.content, NULL, NULL, NULL, NULL, NULL)",
     };
-    let any: Vec<String> = words.iter().map(|w| format!("\"{w}\"")).collect();
-    let expr = format!("{{{columns}}} : ({})", any.join(" OR "));
-    conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM lethe_fts WHERE lethe_fts MATCH ?1 AND rowid = ?2)")?
-        .query_row(crate::params![expr, rowid], |r| r.get::<_, bool>(0))
+    let sql = format!(
+        "SELECT EXISTS (SELECT 1 FROM memory_item m WHERE m.rowid = ?2 \
+         AND {vector} @@ to_tsquery('english', quote_literal(?1)))"
+    );
+    conn.prepare_cached(&sql)?.query_row(crate::params![word, rowid], |r| r.get::<_, bool>(0))
 }
 
 /// The session neighbours of the row at `rowid` (before, after), as the index holds them.
@@ -901,12 +928,13 @@ fn context_words(conn: &Connection, rowid: i64, hit: &Hit, words: &[String]) -> 
     if hit.bm25 >= 0.0 || words.is_empty() || match_expression(&words.join(" ")).is_none() {
         return Ok(Vec::new());
     }
-    if !holds_any(conn, TextPart::Context, rowid, words)? {
+    let mut lookup = Lookup::new(conn)?;
+    if !lookup.holds_any(TextPart::Context, rowid, words)? {
         return Ok(Vec::new());
     }
     let only_there: Vec<&String> = words
         .iter()
-        .map(|w| Ok((w, !holds(conn, TextPart::Own, rowid, w)? && holds(conn, TextPart::Context, rowid, w)?)))
+        .map(|w| Ok((w, !lookup.holds(TextPart::Own, rowid, w)? && lookup.holds(TextPart::Context, rowid, w)?)))
         .collect::<Result<Vec<_>>>()?
         .into_iter()
         .filter_map(|(w, only)| only.then_some(w))
@@ -919,7 +947,7 @@ fn context_words(conn: &Connection, rowid: i64, hit: &Hit, words: &[String]) -> 
     for at in [before, after].into_iter().flatten() {
         let held: Vec<String> = only_there
             .iter()
-            .map(|w| Ok((w, holds(conn, TextPart::Content, at, w)?)))
+            .map(|w| Ok((w, lookup.holds(TextPart::Content, at, w)?)))
             .collect::<Result<Vec<_>>>()?
             .into_iter()
             .filter(|(_, held)| *held)
