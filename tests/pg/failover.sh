@@ -17,7 +17,8 @@ lethe=${LETHE_BIN:-$PWD/target/debug/lethe}
 export LETHE_MODEL_DIR=${LETHE_MODEL_DIR:-$PWD/target/model/potion-base-8M}
 agents=${HA_AGENTS:-8}
 before_kill=${HA_BEFORE_KILL:-15}   # seconds of writes before the kill
-after_kill=${HA_AFTER_KILL:-45}     # seconds of writes after it
+after_kill=${HA_AFTER_KILL:-45}     # at most this many seconds of writes after it (they stop
+                                    # 5 s after every agent has stored again)
 resume_limit=30                     # every writer stores again within this many seconds
 bin=$(ls -d /usr/lib/postgresql/15/bin 2>/dev/null || true)
 command -v pg_autoctl >/dev/null && [ -x "$bin/pg_ctl" ] \
@@ -141,7 +142,7 @@ fi
 agent() {
 	local i=$1 until_ms=$2 n=0 out err rc
 	local db; db=$(url "a$i")
-	while [ "$(now_ms)" -lt "$until_ms" ]; do
+	while [ "$(now_ms)" -lt "$until_ms" ] && [ ! -e "$dir/stop" ]; do
 		n=$((n + 1))
 		local key="a$i-$n" content
 		content="Agent a$i run $n: the build of service-$i.$n finished in $((100 + RANDOM % 900)) ms on runner r$((RANDOM % 40))."
@@ -182,6 +183,17 @@ log "killed the primary (node1: keeper and $(echo $victims | wc -w) server proce
 wait_for node2 wait_primary/wait_primary 60
 promoted=$(now_ms)
 log "node2 accepts writes $(( (promoted - killed) )) ms after the kill"
+# The agents stop a few seconds after every one of them has stored again (or at end_at).
+resumed_all() {
+	local i
+	for i in $(seq "$agents"); do
+		awk -v k="$killed" '$2 == "stored" && $1 > k { found = 1 } END { exit !found }' \
+			"$dir/agent$i.out" || return 1
+	done
+}
+while [ "$(now_ms)" -lt "$end_at" ] && ! resumed_all; do sleep 0.5; done
+resumed_all && log "every agent stored again; the agents stop in 5 s" && sleep 5
+touch "$dir/stop"
 for p in "${started[@]:3}"; do wait "$p"; done
 started=("${started[@]:0:3}")
 
