@@ -697,7 +697,7 @@ fn kill_9_of_the_forgetting_batch_on_a_team_store_leaves_it_consistent() {
     use std::time::{Duration, Instant};
     let Some(server) = server() else { return };
     let long = std::env::var("LETHE_LONG").is_ok_and(|v| v == "1");
-    let (n, trials) = if long { (20_000, 20) } else { (4_000, 8) };
+    let (n, trials) = if long { (20_000, 20) } else { (4_000, 4) };
     // The prepared store: a local file pushed in, then used as the template of every trial.
     let template = new_database(&server);
     assert_eq!(lethe(&template, &["admin", "setup"]).0, 0);
@@ -863,7 +863,7 @@ fn kill_9_of_the_importer_on_a_team_store_keeps_whole_chunks_and_resumes() {
     use std::time::{Duration, Instant};
     let Some(server) = server() else { return };
     let long = std::env::var("LETHE_LONG").is_ok_and(|v| v == "1");
-    let (n, max_trials) = if long { (40 * CHUNK, 20) } else { (8 * CHUNK, 8) };
+    let (n, max_trials) = if long { (40 * CHUNK, 20) } else { (8 * CHUNK, 4) };
     let dir = std::env::temp_dir().join(format!("lethe-pg-import-{}", uuid::Uuid::new_v4().simple()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("big.jsonl");
