@@ -472,8 +472,8 @@ fn assert_settles(db: &Path, what: &str) {
 
 #[test]
 fn kill_9_of_the_forgetting_batch_leaves_a_consistent_file() {
-    let n = if long() { 100_000 } else { 20_000 };
-    let trials = if long() { 40 } else { 20 };
+    let n = if long() { 100_000 } else { 10_000 };
+    let trials = if long() { 40 } else { 10 };
     let dir = scratch("kill-forget");
     let t = Instant::now();
     let prepared = prepared(&dir, n);
@@ -604,8 +604,8 @@ fn kill_9_of_the_forgetting_batch_leaves_a_consistent_file() {
 
 #[test]
 fn kill_9_of_the_importer_keeps_whole_chunks_and_resumes() {
-    let n = if long() { 200_000 } else { 50_000 };
-    let max_trials = if long() { 25 } else { 8 };
+    let n = if long() { 200_000 } else { 20_000 };
+    let max_trials = if long() { 25 } else { 6 };
     let dir = scratch("kill-import");
     let file = dir.join("big.jsonl");
     std::fs::write(&file, jsonl(n, "imp")).unwrap();
