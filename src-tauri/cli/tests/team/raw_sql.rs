@@ -1345,8 +1345,8 @@ fn memories_and_the_audit_change_only_through_functions_that_hold_every_rule() {
             "SELECT lethe_memory_procedure('{beta_procedure}', 1, 'overwritten', NULL, NULL, NULL, NULL, NULL, NULL)"
         ),
         format!("SELECT lethe_memory_reflection('{beta_procedure}', '[]')"),
-        format!("SELECT lethe_memory_archive({beta_archive}, 'x')"),
-        format!("SELECT lethe_memory_unarchive({beta_archive}, NULL)"),
+        format!("SELECT lethe_memory_archive({beta_archive}, 'x', '[]', 'agent:x', NULL, NULL)"),
+        format!("SELECT lethe_memory_unarchive({beta_archive}, 'agent:x', NULL, NULL)"),
         format!("SELECT lethe_memory_episodic('{beta}')"),
         format!("SELECT lethe_memory_redact('{beta}', 'content', 'redacted')"),
         format!("SELECT 1/lethe_procedure_version_redact('{beta_procedure}', 1, '{{}}')::int"),
@@ -1389,8 +1389,8 @@ fn memories_and_the_audit_change_only_through_functions_that_hold_every_rule() {
         format!("SELECT lethe_memory_tags('{alpha}', '[1]')"),
         format!("SELECT lethe_memory_procedure('{alpha}', 1, 'x', NULL, NULL, NULL, NULL, NULL, NULL)"),
         format!("SELECT lethe_memory_reflection('{alpha}', '[]')"),
-        "SELECT lethe_memory_archive(NULL, NULL)".to_string(),
-        "SELECT lethe_memory_unarchive(NULL, NULL)".to_string(),
+        "SELECT lethe_memory_archive(NULL, NULL, '[]', 'agent:x', NULL, NULL)".to_string(),
+        "SELECT lethe_memory_unarchive(NULL, 'agent:x', NULL, NULL)".to_string(),
         "SELECT lethe_memory_episodic(NULL)".to_string(),
         format!("SELECT lethe_memory_redact('{alpha}', 'pinned', '1')"),
         format!("SELECT lethe_memory_redact('{alpha}', 'content', '{big}')"),
@@ -1607,6 +1607,8 @@ fn memories_and_actions_are_inserted_only_through_functions_that_hold_every_rule
         format!("SELECT lethe_action_record('{big}', 'note', 'x', NULL, NULL, NULL)"),
         format!("SELECT lethe_action_record('{alpha}', 'remember', 'x', NULL, '{{}}', NULL)"),
         format!("SELECT lethe_action_record('{alpha}', 'pin', 'x', NULL, '{{}}', NULL)"),
+        format!("SELECT lethe_action_record('{alpha}', 'archive', 'x', NULL, '{{\"archive_no\":1}}', NULL)"),
+        format!("SELECT lethe_action_record('{alpha}', 'unarchive', 'x', NULL, '{{}}', NULL)"),
         "SELECT lethe_action_push(NULL)".to_string(),
         "SELECT lethe_action_push('[[null, \"Bad!\", \"x\", null, null, \"2026-01-01T00:00:00.000Z\"]]')".to_string(),
         format!("SELECT lethe_action_push('[[null, \"note\", \"{big}\", null, null, null]]')"),
@@ -1665,7 +1667,65 @@ fn memories_and_actions_are_inserted_only_through_functions_that_hold_every_rule
             "SELECT lethe_action_push('[[null, \"note\", \"user:cb\", null, null, \"9999-01-01T00:00:00.000Z\"]]')",
         )
         .unwrap();
+    // An archive's action is the server's: its receipt comes from the archive row; a redacted
+    // span that carries anything but its place and kind is refused.
+    let tool = ok(
+        &st.a_agent,
+        &[
+            "remember",
+            "--type",
+            "episodic",
+            "--source",
+            "tool",
+            "--content",
+            "tool output: 12 lines of alpha's build log",
+        ],
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let no: i64 = agent
+        .query_one(
+            "INSERT INTO lethe_archive (memory_id, memo, original, sha256, bytes, actor, archived_at) \
+             SELECT id, 'alpha build log', convert_to(content, 'UTF8'), encode(sha256(convert_to(content, 'UTF8')), 'hex'), \
+                    octet_length(content), 'agent:x', '2026-01-01T00:00:00.000Z' FROM memory_item WHERE id = $1 \
+             RETURNING archive_no",
+            &[&tool],
+        )
+        .unwrap()
+        .get(0);
+    let placeholder = format!("[Archive#{no}: alpha build log]");
+    let archive = |c: &mut postgres::Client, redacted: &str| {
+        c.query_one(
+            "SELECT lethe_memory_archive($1, $2, $3, 'user:cb', NULL, '2000-01-01T00:00:00.000Z')",
+            &[&no, &placeholder, &redacted],
+        )
+    };
+    assert!(archive(&mut agent, r#"[{"kind":"api_key","value":"sk-live-123"}]"#).is_err(), "a span holds no value");
+    assert!(archive(&mut agent, r#"[{"kind":"api_key","start":"the secret"}]"#).is_err(), "a span's place is a number");
+    archive(&mut agent, r#"[{"field":"memo","kind":"api_key","start":0,"end":4,"action":"redacted"}]"#).unwrap();
     let mut owner = client(&st.owner);
+    let r = owner
+        .query_one(
+            "SELECT actor, created_at, after_json FROM lethe_action WHERE memory_id = $1 AND action = 'archive'",
+            &[&tool],
+        )
+        .unwrap();
+    assert_eq!(r.get::<_, String>(0), format!("agent:{}", st.names[0]));
+    assert!(chrono::DateTime::parse_from_rfc3339(&r.get::<_, String>(1)).unwrap() >= started);
+    let receipt: serde_json::Value = serde_json::from_str(&r.get::<_, String>(2)).unwrap();
+    let bytes = "tool output: 12 lines of alpha's build log".len() as i64;
+    assert_eq!(
+        (
+            receipt["archive_no"].as_i64(),
+            receipt["memory_id"].as_str(),
+            receipt["bytes"].as_i64(),
+            receipt["memo"].as_str()
+        ),
+        (Some(no), Some(tool.as_str()), Some(bytes), Some(placeholder.as_str())),
+        "{receipt}"
+    );
+    assert_eq!(receipt["bytes_saved"].as_i64(), Some(bytes - placeholder.len() as i64));
     let m = owner
         .query_one("SELECT team, deleted_at, created_at, view_count FROM memory_item WHERE id = $1", &[&planted])
         .unwrap();

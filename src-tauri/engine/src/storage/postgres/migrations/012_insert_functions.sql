@@ -24,6 +24,12 @@
 --     undo, merges, redaction receipts, push). The actor is the role (or `policy`, as
 --     before), the time the server's, the memory one of the caller's team; an action's
 --     name is a word and its states JSON of bounded size.
+--   * lethe_memory_archive and lethe_memory_unarchive (migration 11's) write their action
+--     row too, its after state built by the server from the archive row (number, memory,
+--     size, SHA-256, memo; only the memo's redacted spans, which hold no text, and where a
+--     person acted are the engine's), so an archive's receipt cannot be forged by a caller;
+--     lethe_action_record refuses those actions, as it refuses the actions the functions of
+--     migration 11 write themselves (remember, pin, importance, cite, restore).
 --   * lethe_action_push: the audit actions `lethe push` brings from a file, the team lead's
 --     only: each actor is recorded as `pushed:<original actor>`, no date later than the
 --     server's clock (a date not in the engine's form is recorded as the push's).
@@ -195,7 +201,8 @@ BEGIN
     IF p_action IS NULL OR p_action !~ '^[a-z][a-z_]{0,63}$' THEN
         RAISE EXCEPTION 'an action is a word of at most 64 letters' USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF p_action IN ('remember', 'pin', 'unpin', 'importance', 'cite', 'restore') AND k <> 'owner' THEN
+    IF p_action IN ('remember', 'pin', 'unpin', 'importance', 'cite', 'restore', 'archive', 'unarchive')
+        AND k <> 'owner' THEN
         RAISE EXCEPTION 'a % action is written by its own function', p_action USING ERRCODE = 'insufficient_privilege';
     END IF;
     PERFORM @S@.lethe_check_text('actor', p_actor, 200, false);
@@ -252,12 +259,104 @@ BEGIN
     RETURN n;
 END
 $f$;
+
+-- The after state of an archive's or an unarchive's action, built by the server from the
+-- archive row: its number, memory, size, SHA-256 and memo; `p_redacted` the spans of the memo
+-- the engine's secrets guard replaced (field, kind, start, end, action: never a value), and
+-- `p_via` where a person acted (window or terminal).
+CREATE OR REPLACE FUNCTION @S@.lethe_archive_audit(k text, a @S@.lethe_archive, p_action text, p_after jsonb, p_actor text,
+    p_via text, now_ text) RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+BEGIN
+    IF p_via IS NOT NULL AND p_via NOT IN ('window', 'terminal') THEN
+        RAISE EXCEPTION 'via is window or terminal' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF k = 'owner' THEN
+        PERFORM @S@.lethe_check_text('actor', p_actor, 200, false);
+    END IF;
+    INSERT INTO @S@.lethe_action (memory_id, action, actor, before_json, after_json, created_at, team)
+    VALUES (a.memory_id, p_action, CASE WHEN k = 'owner' THEN p_actor ELSE @S@.lethe_session_actor() END, NULL,
+            (CASE WHEN p_via IS NULL THEN p_after ELSE p_after || pg_catalog.jsonb_build_object('via', p_via) END)::text,
+            now_, a.team);
+END
+$f$;
+
+-- 011's archive, which now writes its `archive` action too (the receipt built from the row).
+DROP FUNCTION IF EXISTS @S@.lethe_memory_archive(bigint, text);
+CREATE OR REPLACE FUNCTION @S@.lethe_memory_archive(p_no bigint, p_placeholder text, p_redacted text, p_actor text,
+    p_via text, p_at text) RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE
+    k text := @S@.lethe_require('{agent,curator}');
+    now_ text := @S@.lethe_clock(k, p_at);
+    a @S@.lethe_archive;
+    m @S@.memory_item;
+BEGIN
+    SELECT * INTO a FROM @S@.lethe_archive WHERE archive_no = p_no AND (k = 'owner' OR team = @S@.lethe_team())
+        AND restored_at IS NULL;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no archive #% to apply', COALESCE(p_no::text, 'NULL') USING ERRCODE = 'no_data_found';
+    END IF;
+    m := @S@.lethe_memory_of(a.memory_id, k);
+    IF p_placeholder IS DISTINCT FROM '[Archive#' || a.archive_no || ': ' || a.memo || ']'
+        OR pg_catalog.convert_to(m.content, 'UTF8') IS DISTINCT FROM a.original THEN
+        RAISE EXCEPTION 'archive #% does not hold this memory''s text, or its placeholder is not its own', p_no
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM @S@.lethe_check_json('redacted spans', p_redacted, 'array', 64 * 1024, false);
+    IF EXISTS (SELECT 1 FROM pg_catalog.json_array_elements(p_redacted::json) AS e(x)
+               WHERE pg_catalog.json_typeof(x) <> 'object'
+                  OR EXISTS (SELECT 1 FROM pg_catalog.json_each(x) AS f(key, value)
+                             WHERE f.key NOT IN ('field', 'kind', 'start', 'end', 'action')
+                                OR (f.key IN ('start', 'end') AND pg_catalog.json_typeof(f.value) <> 'number')
+                                OR (f.key IN ('field', 'kind', 'action') AND (pg_catalog.json_typeof(f.value) <> 'string'
+                                    OR pg_catalog.octet_length(f.value #>> '{}') > 64)))) THEN
+        RAISE EXCEPTION 'a redacted span is {field, kind, start, end, action}, never a value'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    UPDATE @S@.memory_item SET content = p_placeholder WHERE rowid = m.rowid;
+    PERFORM @S@.lethe_archive_audit(k, a, 'archive', pg_catalog.jsonb_build_object('archive_no', a.archive_no,
+        'memory_id', a.memory_id, 'bytes', a.bytes, 'sha256', a.sha256, 'memo', p_placeholder,
+        'bytes_saved', a.bytes - pg_catalog.octet_length(p_placeholder), 'redacted', p_redacted::jsonb), p_actor, p_via, now_);
+    RETURN 1;
+END
+$f$;
+
+-- 011's unarchive, which now writes its `unarchive` action too (number and SHA-256 from the row).
+DROP FUNCTION IF EXISTS @S@.lethe_memory_unarchive(bigint, text);
+CREATE OR REPLACE FUNCTION @S@.lethe_memory_unarchive(p_no bigint, p_actor text, p_via text, p_at text) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE
+    k text := @S@.lethe_require('{agent,curator}');
+    now_ text := @S@.lethe_clock(k, p_at);
+    a @S@.lethe_archive;
+    m @S@.memory_item;
+BEGIN
+    SELECT * INTO a FROM @S@.lethe_archive WHERE archive_no = p_no AND (k = 'owner' OR team = @S@.lethe_team())
+        AND restored_at IS NULL;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no archive #% to restore', COALESCE(p_no::text, 'NULL') USING ERRCODE = 'no_data_found';
+    END IF;
+    IF pg_catalog.encode(pg_catalog.sha256(a.original), 'hex') <> a.sha256 THEN
+        RAISE EXCEPTION 'archive #% does not match its SHA-256', p_no USING ERRCODE = 'data_corrupted';
+    END IF;
+    m := @S@.lethe_memory_of(a.memory_id, k);
+    UPDATE @S@.memory_item SET content = pg_catalog.convert_from(a.original, 'UTF8') WHERE rowid = m.rowid;
+    UPDATE @S@.lethe_archive SET restored_at = now_ WHERE archive_no = a.archive_no;
+    PERFORM @S@.lethe_archive_audit(k, a, 'unarchive',
+        pg_catalog.jsonb_build_object('archive_no', a.archive_no, 'sha256', a.sha256), p_actor, p_via, now_);
+    RETURN 1;
+END
+$f$;
 $body$;
     EXECUTE replace(body, '@S@', s);
 
     EXECUTE format('REVOKE ALL ON FUNCTION %1$s.lethe_check_date(text, text, boolean), '
         '%1$s.lethe_check_count(text, bigint, bigint, bigint, bigint), %1$s.lethe_memory_insert(text, text, text), '
         '%1$s.lethe_action_record(text, text, text, text, text, text), %1$s.lethe_action_push(text) FROM PUBLIC', s);
+    EXECUTE format('REVOKE ALL ON FUNCTION %1$s.lethe_archive_audit(text, %1$s.lethe_archive, text, jsonb, text, text, text), '
+        '%1$s.lethe_memory_archive(bigint, text, text, text, text, text), '
+        '%1$s.lethe_memory_unarchive(bigint, text, text, text) FROM PUBLIC', s);
+    EXECUTE format('GRANT EXECUTE ON FUNCTION %1$s.lethe_memory_archive(bigint, text, text, text, text, text), '
+        '%1$s.lethe_memory_unarchive(bigint, text, text, text) TO lethe_agent', s);
     EXECUTE format('GRANT EXECUTE ON FUNCTION %1$s.lethe_memory_insert(text, text, text), '
         '%1$s.lethe_action_record(text, text, text, text, text, text) TO lethe_agent', s);
     EXECUTE format('GRANT EXECUTE ON FUNCTION %1$s.lethe_action_push(text) TO lethe_curator', s);
