@@ -1342,12 +1342,12 @@ fn memories_and_the_audit_change_only_through_functions_that_hold_every_rule() {
         format!("SELECT lethe_memory_edit('{beta}', 'overwritten', NULL, 'agent:x', '{{}}', '{{}}', NULL)"),
         format!("SELECT lethe_memory_tags('{beta}', '[\"x\"]')"),
         format!(
-            "SELECT lethe_memory_procedure('{beta_procedure}', 1, 'overwritten', NULL, NULL, NULL, NULL, NULL, NULL)"
+            "SELECT lethe_memory_procedure('{beta_procedure}', 1, 'overwritten', NULL, NULL, NULL, NULL, NULL, 'agent:x', NULL, NULL)"
         ),
         format!("SELECT lethe_memory_reflection('{beta_procedure}', '[]')"),
         format!("SELECT lethe_memory_archive({beta_archive}, 'x', '[]', 'agent:x', NULL, NULL)"),
         format!("SELECT lethe_memory_unarchive({beta_archive}, 'agent:x', NULL, NULL)"),
-        format!("SELECT lethe_memory_episodic('{beta}')"),
+        format!("SELECT lethe_memory_episodic('{beta}', 'task', 'agent:x', NULL, NULL)"),
         format!("SELECT lethe_memory_redact('{beta}', 'content', 'redacted')"),
         format!("SELECT 1/lethe_procedure_version_redact('{beta_procedure}', 1, '{{}}')::int"),
         format!("SELECT 1/lethe_archive_redact({beta_archive}, '\\x00')::int"),
@@ -1387,11 +1387,13 @@ fn memories_and_the_audit_change_only_through_functions_that_hold_every_rule() {
         format!("SELECT lethe_memory_tags('{alpha}', '[\"{big}\"]')"),
         format!("SELECT lethe_memory_tags('{alpha}', '{{\"a\":1}}')"),
         format!("SELECT lethe_memory_tags('{alpha}', '[1]')"),
-        format!("SELECT lethe_memory_procedure('{alpha}', 1, 'x', NULL, NULL, NULL, NULL, NULL, NULL)"),
+        format!(
+            "SELECT lethe_memory_procedure('{alpha}', 1, 'x', NULL, NULL, NULL, NULL, NULL, 'agent:x', NULL, NULL)"
+        ),
         format!("SELECT lethe_memory_reflection('{alpha}', '[]')"),
         "SELECT lethe_memory_archive(NULL, NULL, '[]', 'agent:x', NULL, NULL)".to_string(),
         "SELECT lethe_memory_unarchive(NULL, 'agent:x', NULL, NULL)".to_string(),
-        "SELECT lethe_memory_episodic(NULL)".to_string(),
+        "SELECT lethe_memory_episodic(NULL, 'task', 'agent:x', NULL, NULL)".to_string(),
         format!("SELECT lethe_memory_redact('{alpha}', 'pinned', '1')"),
         format!("SELECT lethe_memory_redact('{alpha}', 'content', '{big}')"),
         format!("SELECT lethe_memory_redact('{alpha}', 'content', NULL)"),
@@ -1609,6 +1611,8 @@ fn memories_and_actions_are_inserted_only_through_functions_that_hold_every_rule
         format!("SELECT lethe_action_record('{alpha}', 'pin', 'x', NULL, '{{}}', NULL)"),
         format!("SELECT lethe_action_record('{alpha}', 'archive', 'x', NULL, '{{\"archive_no\":1}}', NULL)"),
         format!("SELECT lethe_action_record('{alpha}', 'unarchive', 'x', NULL, '{{}}', NULL)"),
+        format!("SELECT lethe_action_record('{alpha}', 'procedure_update', 'x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_action_record('{alpha}', 'task_log', 'x', '{{}}', '{{}}', NULL)"),
         "SELECT lethe_action_push(NULL)".to_string(),
         "SELECT lethe_action_push('[[null, \"Bad!\", \"x\", null, null, \"2026-01-01T00:00:00.000Z\"]]')".to_string(),
         format!("SELECT lethe_action_push('[[null, \"note\", \"{big}\", null, null, null]]')"),
@@ -1726,6 +1730,52 @@ fn memories_and_actions_are_inserted_only_through_functions_that_hold_every_rule
         "{receipt}"
     );
     assert_eq!(receipt["bytes_saved"].as_i64(), Some(bytes - placeholder.len() as i64));
+    // A procedure's swap and a session's end called by hand: their actions' states are the
+    // row's, the actor the role, the time the server's.
+    let agent_actor = format!("agent:{}", st.names[0]);
+    let procedure = ok(
+        &st.a_agent,
+        &["remember", "--type", "procedural", "--content", "ship alpha", "--steps", r#"["build","ship"]"#],
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let working = ok(
+        &st.a_agent,
+        &["remember", "--type", "working", "--session", "s-alpha", "--content", "Alpha's scratch: the build is green."],
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    agent
+        .batch_execute(&format!(
+            "SELECT lethe_memory_procedure('{procedure}', 1, NULL, 'ship alpha safely', NULL, NULL, NULL, NULL, 'user:cb', \
+                 NULL, '2000-01-01T00:00:00.000Z'); \
+             SELECT lethe_memory_episodic('{working}', 'release', 'user:cb', NULL, '2000-01-01T00:00:00.000Z')"
+        ))
+        .unwrap();
+    for (memory, action, before, after) in [
+        (procedure.as_str(), "procedure_update", serde_json::json!(null), serde_json::json!("ship alpha safely")),
+        (working.as_str(), "task_log", serde_json::json!("working"), serde_json::json!("episodic")),
+    ] {
+        let r = owner
+            .query_one(
+                "SELECT actor, created_at, before_json, after_json FROM lethe_action WHERE memory_id = $1 AND action = $2",
+                &[&memory, &action],
+            )
+            .unwrap();
+        assert_eq!(r.get::<_, String>(0), agent_actor, "{action}: the role is the actor");
+        assert!(chrono::DateTime::parse_from_rfc3339(&r.get::<_, String>(1)).unwrap() >= started, "{action}");
+        let b: serde_json::Value = serde_json::from_str(&r.get::<_, String>(2)).unwrap();
+        let a: serde_json::Value = serde_json::from_str(&r.get::<_, String>(3)).unwrap();
+        if action == "procedure_update" {
+            assert_eq!((b["task_goal"].clone(), a["task_goal"].clone()), (before, after), "{b} {a}");
+            assert_eq!(a["steps"], serde_json::json!(["build", "ship"]), "{a}");
+        } else {
+            assert_eq!((b["type"].clone(), a["type"].clone()), (before, after), "{b} {a}");
+            assert_eq!((a["session_id"].as_str(), a["task_kind"].as_str()), (Some("s-alpha"), Some("release")), "{a}");
+        }
+    }
     let m = owner
         .query_one("SELECT team, deleted_at, created_at, view_count FROM memory_item WHERE id = $1", &[&planted])
         .unwrap();
@@ -1734,7 +1784,6 @@ fn memories_and_actions_are_inserted_only_through_functions_that_hold_every_rule
     assert!(deleted_at >= started, "the quarantine starts at the server's clock, not 2000 ({deleted_at})");
     assert_eq!(m.get::<_, String>(2), "2000-01-01T00:00:00.000Z", "a memory may be dated back (remember's backdating)");
     assert_eq!(m.get::<_, i64>(3), 3);
-    let agent_actor = format!("agent:{}", st.names[0]);
     for (memory, action, actor) in
         [(planted.as_str(), "remember", agent_actor.clone()), (alpha, "note", agent_actor.clone())]
     {

@@ -30,6 +30,9 @@
 --     person acted are the engine's), so an archive's receipt cannot be forged by a caller;
 --     lethe_action_record refuses those actions, as it refuses the actions the functions of
 --     migration 11 write themselves (remember, pin, importance, cite, restore).
+--   * lethe_memory_procedure (a procedure's swap) and lethe_memory_episodic (a session's end,
+--     one working memory) write their `procedure_update` and `task_log` actions too, with
+--     the states before and after read from the row by the server.
 --   * lethe_action_push: the audit actions `lethe push` brings from a file, the team lead's
 --     only: each actor is recorded as `pushed:<original actor>`, no date later than the
 --     server's clock (a date not in the engine's form is recorded as the push's).
@@ -201,8 +204,8 @@ BEGIN
     IF p_action IS NULL OR p_action !~ '^[a-z][a-z_]{0,63}$' THEN
         RAISE EXCEPTION 'an action is a word of at most 64 letters' USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF p_action IN ('remember', 'pin', 'unpin', 'importance', 'cite', 'restore', 'archive', 'unarchive')
-        AND k <> 'owner' THEN
+    IF p_action IN ('remember', 'pin', 'unpin', 'importance', 'cite', 'restore', 'archive', 'unarchive',
+                    'procedure_update', 'task_log') AND k <> 'owner' THEN
         RAISE EXCEPTION 'a % action is written by its own function', p_action USING ERRCODE = 'insufficient_privilege';
     END IF;
     PERFORM @S@.lethe_check_text('actor', p_actor, 200, false);
@@ -346,6 +349,121 @@ BEGIN
     RETURN 1;
 END
 $f$;
+
+-- A JSON column as the engine reads it: NULL when blank, the value when it parses, else the
+-- text as a JSON string (a value another program wrote).
+CREATE OR REPLACE FUNCTION @S@.lethe_json_value(v text) RETURNS json LANGUAGE plpgsql IMMUTABLE SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp AS $f$
+BEGIN
+    IF v IS NULL OR pg_catalog.btrim(v, E' \t\r\n') = '' THEN
+        RETURN NULL;
+    END IF;
+    BEGIN
+        RETURN v::json;
+    EXCEPTION WHEN invalid_text_representation THEN
+        RETURN pg_catalog.to_json(v);
+    END;
+END
+$f$;
+
+-- A procedure's state as its `procedure_update` action records it, from the row.
+CREATE OR REPLACE FUNCTION @S@.lethe_procedure_state(m @S@.memory_item, p_via text) RETURNS text LANGUAGE sql
+    IMMUTABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+    SELECT CASE WHEN p_via IS NULL THEN
+        pg_catalog.json_build_object('content', m.content, 'task_goal', m.task_goal,
+            'steps', @S@.lethe_json_value(m.steps), 'trigger_conditions', @S@.lethe_json_value(m.trigger_conditions),
+            'workflow_name', m.workflow_name, 'skill_name', m.skill_name)::text
+    ELSE
+        pg_catalog.json_build_object('content', m.content, 'task_goal', m.task_goal,
+            'steps', @S@.lethe_json_value(m.steps), 'trigger_conditions', @S@.lethe_json_value(m.trigger_conditions),
+            'workflow_name', m.workflow_name, 'skill_name', m.skill_name, 'via', p_via)::text
+    END
+$f$;
+
+-- An action whose states the server built, under the role (the owner's claimed actor is kept)
+-- at `now_`; `p_via` where a person acted.
+CREATE OR REPLACE FUNCTION @S@.lethe_server_action(k text, m @S@.memory_item, p_action text, p_before text,
+    p_after text, p_actor text, p_via text, now_ text) RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp AS $f$
+BEGIN
+    IF p_via IS NOT NULL AND p_via NOT IN ('window', 'terminal') THEN
+        RAISE EXCEPTION 'via is window or terminal' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF k = 'owner' THEN
+        PERFORM @S@.lethe_check_text('actor', p_actor, 200, false);
+    END IF;
+    INSERT INTO @S@.lethe_action (memory_id, action, actor, before_json, after_json, created_at, team)
+    VALUES (m.id, p_action, CASE WHEN k = 'owner' THEN p_actor ELSE @S@.lethe_session_actor() END, p_before, p_after,
+            now_, m.team);
+END
+$f$;
+
+-- 011's procedure swap, which now writes its `procedure_update` action too: the states before
+-- and after are the row's, read by the server.
+DROP FUNCTION IF EXISTS @S@.lethe_memory_procedure(text, bigint, text, text, text, text, text, text, text);
+CREATE OR REPLACE FUNCTION @S@.lethe_memory_procedure(p_id text, p_expected bigint, p_content text, p_task_goal text,
+    p_steps text, p_trigger_conditions text, p_workflow_name text, p_skill_name text, p_actor text, p_via text,
+    p_at text) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE
+    k text := @S@.lethe_require('{agent,curator}');
+    m @S@.memory_item := @S@.lethe_memory_of(p_id, k);
+    now_ text := @S@.lethe_clock(k, p_at);
+    after_ @S@.memory_item;
+BEGIN
+    IF m.type <> 'procedural' THEN
+        RAISE EXCEPTION 'memory % is not a procedure', m.id USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_expected IS NULL THEN
+        RAISE EXCEPTION 'a procedure changes from a version' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF p_content IS NOT NULL THEN
+        PERFORM @S@.lethe_check_content(p_content, m.team);
+    END IF;
+    PERFORM @S@.lethe_check_text('task goal', p_task_goal, 64 * 1024, true);
+    PERFORM @S@.lethe_check_json('steps', p_steps, 'array', 64 * 1024 * 1024, true);
+    PERFORM @S@.lethe_check_json('trigger conditions', p_trigger_conditions, 'object', 64 * 1024, true);
+    PERFORM @S@.lethe_check_text('workflow name', p_workflow_name, 10000, true);
+    PERFORM @S@.lethe_check_text('skill name', p_skill_name, 10000, true);
+    IF COALESCE(m.version, 1) <> p_expected THEN
+        RETURN 0;
+    END IF;
+    UPDATE @S@.memory_item SET content = COALESCE(p_content, content), task_goal = COALESCE(p_task_goal, task_goal),
+        steps = COALESCE(p_steps, steps), trigger_conditions = COALESCE(p_trigger_conditions, trigger_conditions),
+        workflow_name = COALESCE(p_workflow_name, workflow_name), skill_name = COALESCE(p_skill_name, skill_name),
+        version = p_expected + 1, edit_count = COALESCE(edit_count, 0) + 1, last_accessed = now_
+    WHERE rowid = m.rowid
+    RETURNING * INTO after_;
+    PERFORM @S@.lethe_server_action(k, m, 'procedure_update', @S@.lethe_procedure_state(m, NULL),
+        @S@.lethe_procedure_state(after_, p_via), p_actor, p_via, now_);
+    RETURN 1;
+END
+$f$;
+
+-- 011's end of a session for one working memory, which now writes its `task_log` action too
+-- (the tier before and after and the session from the row, the task's kind given).
+DROP FUNCTION IF EXISTS @S@.lethe_memory_episodic(text);
+CREATE OR REPLACE FUNCTION @S@.lethe_memory_episodic(p_id text, p_task_kind text, p_actor text, p_via text, p_at text)
+    RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE
+    k text := @S@.lethe_require('{agent,curator}');
+    m @S@.memory_item := @S@.lethe_memory_of(p_id, k);
+BEGIN
+    PERFORM @S@.lethe_check_text('task kind', p_task_kind, 1000, false);
+    IF m.type <> 'working' THEN
+        RETURN 0;
+    END IF;
+    UPDATE @S@.memory_item SET type = 'episodic' WHERE rowid = m.rowid;
+    PERFORM @S@.lethe_server_action(k, m, 'task_log',
+        pg_catalog.json_build_object('type', 'working', 'session_id', m.session_id)::text,
+        (CASE WHEN p_via IS NULL THEN pg_catalog.json_build_object('type', 'episodic', 'task_log', true,
+                  'session_id', m.session_id, 'task_kind', p_task_kind)
+              ELSE pg_catalog.json_build_object('type', 'episodic', 'task_log', true, 'session_id', m.session_id,
+                  'task_kind', p_task_kind, 'via', p_via) END)::text,
+        p_actor, p_via, @S@.lethe_clock(k, p_at));
+    RETURN 1;
+END
+$f$;
 $body$;
     EXECUTE replace(body, '@S@', s);
 
@@ -355,6 +473,13 @@ $body$;
     EXECUTE format('REVOKE ALL ON FUNCTION %1$s.lethe_archive_audit(text, %1$s.lethe_archive, text, jsonb, text, text, text), '
         '%1$s.lethe_memory_archive(bigint, text, text, text, text, text), '
         '%1$s.lethe_memory_unarchive(bigint, text, text, text) FROM PUBLIC', s);
+    EXECUTE format('REVOKE ALL ON FUNCTION %1$s.lethe_json_value(text), %1$s.lethe_procedure_state(%1$s.memory_item, text), '
+        '%1$s.lethe_server_action(text, %1$s.memory_item, text, text, text, text, text, text), '
+        '%1$s.lethe_memory_procedure(text, bigint, text, text, text, text, text, text, text, text, text), '
+        '%1$s.lethe_memory_episodic(text, text, text, text, text) FROM PUBLIC', s);
+    EXECUTE format('GRANT EXECUTE ON FUNCTION '
+        '%1$s.lethe_memory_procedure(text, bigint, text, text, text, text, text, text, text, text, text), '
+        '%1$s.lethe_memory_episodic(text, text, text, text, text) TO lethe_agent', s);
     EXECUTE format('GRANT EXECUTE ON FUNCTION %1$s.lethe_memory_archive(bigint, text, text, text, text, text), '
         '%1$s.lethe_memory_unarchive(bigint, text, text, text) TO lethe_agent', s);
     EXECUTE format('GRANT EXECUTE ON FUNCTION %1$s.lethe_memory_insert(text, text, text), '
