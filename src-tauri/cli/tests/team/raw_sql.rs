@@ -22,11 +22,11 @@ const HARMLESS: &[&str] = &[
     "pg_stat_user_tables and pg_class show row counts summed over every team: numbers that name no team and carry no content; column statistics (pg_stats) and other roles' statements (pg_stat_activity) are hidden (statistics_show_counts_never_another_teams_content_or_queries)",
     "role names are readable in pg_roles (PostgreSQL's catalog is every role's): which team a role is in is not (lethe_team_member is refused)",
     "a session may lower its own idle_in_transaction_session_timeout and statement_timeout: its locks then stop its own team only (locks_held_open_by_one_team_do_not_stop_another lowers both first)",
-    "an agent changes its own team's memories only through Lethe's functions (validated, dated by the server, journalled under its role); the rows Lethe derives from a memory (vectors, neighbour lists, signatures, centroids, recall statistics, recall hit scores) keep column UPDATE rights: each names the role that last wrote it, and only the own team's recall is affected (raw_writes_of_a_teams_own_rows_name_the_role_that_made_them)",
-    "a pin, importance, cite, edit or restore function called by hand writes its action row with the role as the actor and the server's time, but its before and after states are the caller's (descriptive text only); the other memory functions (tags, a procedure's swap, reflection notes, archive, a session's end, the team lead's redaction) write the change and its journal row (role, server's time, columns changed), the engine adds their action row (memories_and_the_audit_change_only_through_functions_that_hold_every_rule; raw_writes_of_a_teams_own_rows_name_the_role_that_made_them)",
+    "an agent stores and changes its own team's memories only through Lethe's functions (validated, dated by the server, journalled under its role); the rows Lethe derives from a memory (vectors, neighbour lists, signatures, centroids, recall statistics, recall hit scores) keep column INSERT and UPDATE rights: the server cannot recompute them (the model, the engine's hashes and scores), each names the role that last wrote it, none is a memory's text or an audit action, and only the own team's recall, duplicate checks and forget scores are affected (raw_writes_of_a_teams_own_rows_name_the_role_that_made_them)",
+    "a remember, pin, importance, cite, edit or restore called by hand writes its action row with the role as the actor and the server's time; remember's after state must describe the row (type, preview), archive's, unarchive's, a procedure's swap's and a session's end's are built from the rows by the server, the others' before and after states are the caller's (descriptive text only); the actions of reflection notes, a session's summary and the team lead's redaction are written by the engine through lethe_action_record (the role, the server's time, a memory of its own team) with the engine's states (memories_and_actions_are_inserted_only_through_functions_that_hold_every_rule; memories_and_the_audit_change_only_through_functions_that_hold_every_rule)",
     "the team lead may call the batch's function (lethe_forget_chunk) itself and choose which of its team's memories it quarantines under `policy`, as its own `lethe forget` does: each event names the curator's role and the quarantine starts at the server's clock; agents may not call it (policy_events_and_actions_name_the_role_whose_session_wrote_them; a_quarantine_dated_back_by_raw_sql_is_not_purged_by_the_curators_forget)",
     "the team lead may erase the text of its team's audit rows (lethe_audit_erase, for a hard delete or a redacted secret): only to the erased form, never new text (memories_and_the_audit_change_only_through_functions_that_hold_every_rule)",
-    "a curator may write a `hard` forgetting event as `policy` for a memory gone from its team, and any writing role audit rows (lethe_action) as `policy`: each names the role that wrote it (policy_events_and_actions_name_the_role_whose_session_wrote_them)",
+    "a curator may write a `hard` forgetting event as `policy` for a memory gone from its team, and any writing role audit actions as `policy` through lethe_action_record: each names the role that wrote it (policy_events_and_actions_name_the_role_whose_session_wrote_them)",
 ];
 
 use super::{lethe, new_database, server};
@@ -381,9 +381,16 @@ fn forged_actors_pins_and_hard_events_are_refused_or_rewritten_to_the_role() {
         let mut c = client(url);
         // Whatever search path the session sets, the catalog comes first in Lethe's functions.
         c.batch_execute("SET search_path = pg_temp, public").unwrap();
+        // No direct insert of an audit row: the server's function names the role, dates it.
+        assert!(c
+            .batch_execute(
+                "INSERT INTO lethe_action (memory_id, action, actor, created_at) \
+                 VALUES (NULL, 'note', 'user:cb', '2000-01-01T00:00:00.000Z')",
+            )
+            .is_err());
         c.batch_execute(
-            "INSERT INTO lethe_action (memory_id, action, actor, created_at) \
-             VALUES (NULL, 'note', 'user:cb', '2000-01-01T00:00:00.000Z')",
+            "SELECT lethe_action_record(NULL, 'note', 'user:cb', NULL, '{}', '2000-01-01T00:00:00.000Z'); \
+             SELECT lethe_action_record(NULL, 'note', 'pushed:user:cb', NULL, NULL, '9999-01-01T00:00:00.000Z')",
         )
         .unwrap();
         c.batch_execute(&format!(
@@ -530,10 +537,17 @@ fn a_quarantine_dated_back_by_raw_sql_is_not_purged_by_the_curators_forget() {
                  NULL, '2000-01-01T00:00:00.000Z'); \
              INSERT INTO memory_forgetting_event (id, memory_id, action, created_at, metadata_json) \
                  VALUES ('fev_old_{forged}', '{forged}', 'soft', '2000-01-01T00:00:00.000Z', '{{\"actor\":\"policy\"}}'); \
-             INSERT INTO memory_item (id, type, content, created_at, is_deleted, deleted_at) \
-                 VALUES ('{planted}', 'semantic', 'planted in quarantine', '2000-01-01T00:00:00.000Z', 1, '2000-01-01T00:00:00.000Z')"
+             SELECT lethe_memory_insert('[{{\"id\":\"{planted}\",\"type\":\"semantic\",\
+                 \"content\":\"planted in quarantine\",\"created_at\":\"2000-01-01T00:00:00.000Z\",\
+                 \"is_deleted\":1,\"deleted_at\":\"2000-01-01T00:00:00.000Z\"}}]', 'user:cb', '2000-01-01T00:00:00.000Z')"
         ))
         .unwrap();
+    refused(
+        &mut agent,
+        "agent",
+        "INSERT INTO memory_item (id, type, content, created_at, is_deleted, deleted_at) \
+         VALUES ('mem_raw', 'semantic', 'planted', '2000-01-01T00:00:00.000Z', 1, '2000-01-01T00:00:00.000Z')",
+    );
     // Moving the start of a quarantine by raw SQL is refused.
     refused(
         &mut agent,
@@ -1127,8 +1141,7 @@ fn policy_events_and_actions_name_the_role_whose_session_wrote_them() {
     // Raw audit rows claimed for the policy, and the curator's own `hard` event of a purge.
     client(&st.a_agent)
         .batch_execute(
-            "INSERT INTO lethe_action (memory_id, action, actor, created_at) \
-             VALUES (NULL, 'forget_run', 'policy', '2026-01-01T00:00:00.000Z')",
+            "SELECT lethe_action_record(NULL, 'forget_run', 'policy', NULL, NULL, '2026-01-01T00:00:00.000Z')",
         )
         .unwrap();
     let gone = st.alpha_ids[1].as_str();
@@ -1215,13 +1228,10 @@ fn a_memory_id_of_another_team_is_neither_refused_nor_revealed() {
     let beta_id = st.beta_ids[0].as_str();
     let fresh = format!("mem_{}", uuid::Uuid::new_v4());
     let mut c = client(&st.a_agent);
+    // The server's function skips an id the team holds already, as `import` does.
     let insert = |c: &mut postgres::Client, id: &str| -> u64 {
-        c.execute(
-            "INSERT INTO memory_item (id, type, content, created_at) VALUES ($1, 'semantic', 'probe', \
-             '2026-12-01T00:00:00.000Z') ON CONFLICT DO NOTHING",
-            &[&id],
-        )
-        .unwrap()
+        let row = serde_json::json!([{"id": id, "type": "semantic", "content": "probe", "created_at": "2026-12-01T00:00:00.000Z"}]);
+        c.query("SELECT lethe_memory_insert($1, NULL, NULL)", &[&row.to_string()]).unwrap().len() as u64
     };
     assert_eq!(insert(&mut c, &fresh), 1, "a new id is stored");
     assert_eq!(insert(&mut c, beta_id), 1, "beta's id is stored too: the answer of a new id");
@@ -1332,12 +1342,12 @@ fn memories_and_the_audit_change_only_through_functions_that_hold_every_rule() {
         format!("SELECT lethe_memory_edit('{beta}', 'overwritten', NULL, 'agent:x', '{{}}', '{{}}', NULL)"),
         format!("SELECT lethe_memory_tags('{beta}', '[\"x\"]')"),
         format!(
-            "SELECT lethe_memory_procedure('{beta_procedure}', 1, 'overwritten', NULL, NULL, NULL, NULL, NULL, NULL)"
+            "SELECT lethe_memory_procedure('{beta_procedure}', 1, 'overwritten', NULL, NULL, NULL, NULL, NULL, 'agent:x', NULL, NULL)"
         ),
         format!("SELECT lethe_memory_reflection('{beta_procedure}', '[]')"),
-        format!("SELECT lethe_memory_archive({beta_archive}, 'x')"),
-        format!("SELECT lethe_memory_unarchive({beta_archive}, NULL)"),
-        format!("SELECT lethe_memory_episodic('{beta}')"),
+        format!("SELECT lethe_memory_archive({beta_archive}, 'x', '[]', 'agent:x', NULL, NULL)"),
+        format!("SELECT lethe_memory_unarchive({beta_archive}, 'agent:x', NULL, NULL)"),
+        format!("SELECT lethe_memory_episodic('{beta}', 'task', 'agent:x', NULL, NULL)"),
         format!("SELECT lethe_memory_redact('{beta}', 'content', 'redacted')"),
         format!("SELECT 1/lethe_procedure_version_redact('{beta_procedure}', 1, '{{}}')::int"),
         format!("SELECT 1/lethe_archive_redact({beta_archive}, '\\x00')::int"),
@@ -1377,11 +1387,13 @@ fn memories_and_the_audit_change_only_through_functions_that_hold_every_rule() {
         format!("SELECT lethe_memory_tags('{alpha}', '[\"{big}\"]')"),
         format!("SELECT lethe_memory_tags('{alpha}', '{{\"a\":1}}')"),
         format!("SELECT lethe_memory_tags('{alpha}', '[1]')"),
-        format!("SELECT lethe_memory_procedure('{alpha}', 1, 'x', NULL, NULL, NULL, NULL, NULL, NULL)"),
+        format!(
+            "SELECT lethe_memory_procedure('{alpha}', 1, 'x', NULL, NULL, NULL, NULL, NULL, 'agent:x', NULL, NULL)"
+        ),
         format!("SELECT lethe_memory_reflection('{alpha}', '[]')"),
-        "SELECT lethe_memory_archive(NULL, NULL)".to_string(),
-        "SELECT lethe_memory_unarchive(NULL, NULL)".to_string(),
-        "SELECT lethe_memory_episodic(NULL)".to_string(),
+        "SELECT lethe_memory_archive(NULL, NULL, '[]', 'agent:x', NULL, NULL)".to_string(),
+        "SELECT lethe_memory_unarchive(NULL, 'agent:x', NULL, NULL)".to_string(),
+        "SELECT lethe_memory_episodic(NULL, 'task', 'agent:x', NULL, NULL)".to_string(),
         format!("SELECT lethe_memory_redact('{alpha}', 'pinned', '1')"),
         format!("SELECT lethe_memory_redact('{alpha}', 'content', '{big}')"),
         format!("SELECT lethe_memory_redact('{alpha}', 'content', NULL)"),
@@ -1536,5 +1548,320 @@ fn a_store_with_update_rights_is_migrated_to_functions_and_keeps_every_row() {
     ok(&st.a_curator, &["pin", id]);
     ok(&st.a_agent, &["delete", &st.alpha_ids[1], "--reason", "stale"]);
     ok(&st.a_agent, &["restore", &st.alpha_ids[1]]);
+    ok(&st.a_curator, &["forget"]);
+}
+
+/// New memories and audit actions: no Lethe role inserts them directly; the server's
+/// functions check every row as the engine does (NULLs, ranges, dates, sizes, another team's
+/// ids), name the role and stamp the server's clock whatever actor and date they are given;
+/// every row of the other team is byte-identical afterwards.
+#[test]
+fn memories_and_actions_are_inserted_only_through_functions_that_hold_every_rule() {
+    let Some(st) = store() else { return };
+    let beta_before = team_rows(&st.owner, "beta");
+    let started = chrono::Utc::now() - chrono::Duration::seconds(5);
+    let (alpha, beta) = (st.alpha_ids[0].as_str(), st.beta_ids[1].as_str());
+    let big = "x".repeat((1 << 20) + 1);
+    let row = |extra: serde_json::Value| {
+        let mut r = serde_json::json!({"id": format!("mem_{}", uuid::Uuid::new_v4()), "type": "semantic",
+            "content": "a valid memory", "created_at": "2026-01-01T00:00:00.000Z"});
+        for (k, v) in extra.as_object().unwrap() {
+            r[k] = v.clone();
+        }
+        serde_json::json!([r]).to_string()
+    };
+    let insert = |c: &mut postgres::Client, rows: &str| c.query("SELECT lethe_memory_insert($1, NULL, NULL)", &[&rows]);
+    let malformed_rows = [
+        "{}".to_string(),
+        "not json".to_string(),
+        row(serde_json::json!({"id": null})),
+        row(serde_json::json!({"id": "x".repeat(201)})),
+        row(serde_json::json!({"type": "core"})),
+        row(serde_json::json!({"type": null})),
+        row(serde_json::json!({"content": null})),
+        row(serde_json::json!({"content": " \n "})),
+        row(serde_json::json!({"content": big})),
+        row(serde_json::json!({"importance": 1.5})),
+        row(serde_json::json!({"importance": -0.1})),
+        row(serde_json::json!({"created_at": null})),
+        row(serde_json::json!({"created_at": "9999-01-01T00:00:00.000Z"})),
+        row(serde_json::json!({"created_at": "yesterday"})),
+        row(serde_json::json!({"last_accessed": "9999-01-01T00:00:00.000Z"})),
+        row(serde_json::json!({"tags": "[1]"})),
+        row(serde_json::json!({"tags": format!("[\"{big}\"]")})),
+        row(serde_json::json!({"view_count": -1})),
+        row(serde_json::json!({"version": 0})),
+        row(serde_json::json!({"is_deleted": 7})),
+        row(serde_json::json!({"source": big})),
+        row(serde_json::json!({"steps": "not json"})),
+        row(serde_json::json!({"privacy_scope": big})),
+        row(serde_json::json!({"remember": {"type": "episodic", "preview": "a valid memory"}})),
+        row(serde_json::json!({"remember": {"type": "semantic", "preview": "a forged preview"}})),
+        row(serde_json::json!({"remember": {"type": "semantic", "preview": "a valid", "actor": "user:cb"}})),
+    ];
+    let malformed_actions = [
+        "SELECT lethe_action_record(NULL, NULL, 'x', NULL, NULL, NULL)".to_string(),
+        "SELECT lethe_action_record(NULL, 'Not A Word!', 'x', NULL, NULL, NULL)".to_string(),
+        "SELECT lethe_action_record(NULL, 'note', NULL, NULL, NULL, NULL)".to_string(),
+        format!("SELECT lethe_action_record(NULL, 'note', '{big}', NULL, NULL, NULL)"),
+        "SELECT lethe_action_record(NULL, 'note', 'x', 'not json', NULL, NULL)".to_string(),
+        format!("SELECT lethe_action_record('{beta}', 'note', 'x', NULL, NULL, NULL)"),
+        format!("SELECT lethe_action_record('{big}', 'note', 'x', NULL, NULL, NULL)"),
+        format!("SELECT lethe_action_record('{alpha}', 'remember', 'x', NULL, '{{}}', NULL)"),
+        format!("SELECT lethe_action_record('{alpha}', 'pin', 'x', NULL, '{{}}', NULL)"),
+        format!("SELECT lethe_action_record('{alpha}', 'archive', 'x', NULL, '{{\"archive_no\":1}}', NULL)"),
+        format!("SELECT lethe_action_record('{alpha}', 'unarchive', 'x', NULL, '{{}}', NULL)"),
+        format!("SELECT lethe_action_record('{alpha}', 'procedure_update', 'x', '{{}}', '{{}}', NULL)"),
+        format!("SELECT lethe_action_record('{alpha}', 'task_log', 'x', '{{}}', '{{}}', NULL)"),
+        "SELECT lethe_action_push(NULL)".to_string(),
+        "SELECT lethe_action_push('[[null, \"Bad!\", \"x\", null, null, \"2026-01-01T00:00:00.000Z\"]]')".to_string(),
+        format!("SELECT lethe_action_push('[[null, \"note\", \"{big}\", null, null, null]]')"),
+        "SELECT lethe_action_push('[[null, \"note\", \"x\", \"not json\", null, null]]')".to_string(),
+    ];
+    for (who, url) in [("agent", &st.a_agent), ("curator", &st.a_curator), ("reader", &st.a_reader)] {
+        let mut c = client(url);
+        for table in ["memory_item", "lethe_action"] {
+            refused(&mut c, who, &format!("INSERT INTO {table} SELECT * FROM {table} LIMIT 1"));
+        }
+        refused(
+            &mut c,
+            who,
+            "INSERT INTO memory_item (id, type, content, created_at) VALUES ('mem_raw', 'semantic', 'raw', '2026-01-01T00:00:00.000Z')",
+        );
+        refused(
+            &mut c,
+            who,
+            "INSERT INTO lethe_action (memory_id, action, actor, created_at) VALUES (NULL, 'note', 'user:cb', '2000-01-01T00:00:00.000Z')",
+        );
+        for rows in &malformed_rows {
+            assert!(insert(&mut c, rows).is_err(), "{who}: must be refused: {}", &rows[..rows.len().min(200)]);
+        }
+        for sql in &malformed_actions {
+            refused(&mut c, who, sql);
+        }
+    }
+    // A reader writes nothing, even a valid row; an agent neither pins nor pushes audit rows.
+    assert!(insert(&mut client(&st.a_reader), &row(serde_json::json!({}))).is_err());
+    assert!(insert(&mut client(&st.a_agent), &row(serde_json::json!({"pinned": 1}))).is_err());
+    refused(
+        &mut client(&st.a_agent),
+        "agent",
+        "SELECT lethe_action_push('[[null, \"note\", \"user:cb\", null, null, \"2026-01-01T00:00:00.000Z\"]]')",
+    );
+
+    // What is accepted is the caller's team's, named by the role, dated by the server.
+    let mut agent = client(&st.a_agent);
+    let planted = format!("mem_{}", uuid::Uuid::new_v4());
+    let rows =
+        serde_json::json!([{"id": planted, "type": "semantic", "content": "Alpha's  planted\nmemory, in quarantine",
+        "created_at": "2000-01-01T00:00:00.000Z", "is_deleted": 1, "deleted_at": "2000-01-01T00:00:00.000Z",
+        "team": "beta", "view_count": 3, "remember": {"type": "semantic", "preview": "Alpha's planted memory, in…"}}])
+        .to_string();
+    let stored =
+        agent.query("SELECT lethe_memory_insert($1, 'user:cb', '2000-01-01T00:00:00.000Z')", &[&rows]).unwrap().len();
+    assert_eq!(stored, 1);
+    agent
+        .batch_execute(&format!(
+            "SELECT lethe_action_record('{alpha}', 'note', 'user:cb', NULL, '{{}}', '2000-01-01T00:00:00.000Z')"
+        ))
+        .unwrap();
+    let mut curator = client(&st.a_curator);
+    curator
+        .batch_execute(
+            "SELECT lethe_action_push('[[null, \"note\", \"user:cb\", null, null, \"9999-01-01T00:00:00.000Z\"]]')",
+        )
+        .unwrap();
+    // An archive's action is the server's: its receipt comes from the archive row; a redacted
+    // span that carries anything but its place and kind is refused.
+    let tool = ok(
+        &st.a_agent,
+        &[
+            "remember",
+            "--type",
+            "episodic",
+            "--source",
+            "tool",
+            "--content",
+            "tool output: 12 lines of alpha's build log",
+        ],
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let no: i64 = agent
+        .query_one(
+            "INSERT INTO lethe_archive (memory_id, memo, original, sha256, bytes, actor, archived_at) \
+             SELECT id, 'alpha build log', convert_to(content, 'UTF8'), encode(sha256(convert_to(content, 'UTF8')), 'hex'), \
+                    octet_length(content), 'agent:x', '2026-01-01T00:00:00.000Z' FROM memory_item WHERE id = $1 \
+             RETURNING archive_no",
+            &[&tool],
+        )
+        .unwrap()
+        .get(0);
+    let placeholder = format!("[Archive#{no}: alpha build log]");
+    let archive = |c: &mut postgres::Client, redacted: &str| {
+        c.query_one(
+            "SELECT lethe_memory_archive($1, $2, $3, 'user:cb', NULL, '2000-01-01T00:00:00.000Z')",
+            &[&no, &placeholder, &redacted],
+        )
+    };
+    assert!(archive(&mut agent, r#"[{"kind":"api_key","value":"sk-live-123"}]"#).is_err(), "a span holds no value");
+    assert!(archive(&mut agent, r#"[{"kind":"api_key","start":"the secret"}]"#).is_err(), "a span's place is a number");
+    archive(&mut agent, r#"[{"field":"memo","kind":"api_key","start":0,"end":4,"action":"redacted"}]"#).unwrap();
+    let mut owner = client(&st.owner);
+    let r = owner
+        .query_one(
+            "SELECT actor, created_at, after_json FROM lethe_action WHERE memory_id = $1 AND action = 'archive'",
+            &[&tool],
+        )
+        .unwrap();
+    assert_eq!(r.get::<_, String>(0), format!("agent:{}", st.names[0]));
+    assert!(chrono::DateTime::parse_from_rfc3339(&r.get::<_, String>(1)).unwrap() >= started);
+    let receipt: serde_json::Value = serde_json::from_str(&r.get::<_, String>(2)).unwrap();
+    let bytes = "tool output: 12 lines of alpha's build log".len() as i64;
+    assert_eq!(
+        (
+            receipt["archive_no"].as_i64(),
+            receipt["memory_id"].as_str(),
+            receipt["bytes"].as_i64(),
+            receipt["memo"].as_str()
+        ),
+        (Some(no), Some(tool.as_str()), Some(bytes), Some(placeholder.as_str())),
+        "{receipt}"
+    );
+    assert_eq!(receipt["bytes_saved"].as_i64(), Some(bytes - placeholder.len() as i64));
+    // A procedure's swap and a session's end called by hand: their actions' states are the
+    // row's, the actor the role, the time the server's.
+    let agent_actor = format!("agent:{}", st.names[0]);
+    let procedure = ok(
+        &st.a_agent,
+        &["remember", "--type", "procedural", "--content", "ship alpha", "--steps", r#"["build","ship"]"#],
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let working = ok(
+        &st.a_agent,
+        &["remember", "--type", "working", "--session", "s-alpha", "--content", "Alpha's scratch: the build is green."],
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    agent
+        .batch_execute(&format!(
+            "SELECT lethe_memory_procedure('{procedure}', 1, NULL, 'ship alpha safely', NULL, NULL, NULL, NULL, 'user:cb', \
+                 NULL, '2000-01-01T00:00:00.000Z'); \
+             SELECT lethe_memory_episodic('{working}', 'release', 'user:cb', NULL, '2000-01-01T00:00:00.000Z')"
+        ))
+        .unwrap();
+    for (memory, action, before, after) in [
+        (procedure.as_str(), "procedure_update", serde_json::json!(null), serde_json::json!("ship alpha safely")),
+        (working.as_str(), "task_log", serde_json::json!("working"), serde_json::json!("episodic")),
+    ] {
+        let r = owner
+            .query_one(
+                "SELECT actor, created_at, before_json, after_json FROM lethe_action WHERE memory_id = $1 AND action = $2",
+                &[&memory, &action],
+            )
+            .unwrap();
+        assert_eq!(r.get::<_, String>(0), agent_actor, "{action}: the role is the actor");
+        assert!(chrono::DateTime::parse_from_rfc3339(&r.get::<_, String>(1)).unwrap() >= started, "{action}");
+        let b: serde_json::Value = serde_json::from_str(&r.get::<_, String>(2)).unwrap();
+        let a: serde_json::Value = serde_json::from_str(&r.get::<_, String>(3)).unwrap();
+        if action == "procedure_update" {
+            assert_eq!((b["task_goal"].clone(), a["task_goal"].clone()), (before, after), "{b} {a}");
+            assert_eq!(a["steps"], serde_json::json!(["build", "ship"]), "{a}");
+        } else {
+            assert_eq!((b["type"].clone(), a["type"].clone()), (before, after), "{b} {a}");
+            assert_eq!((a["session_id"].as_str(), a["task_kind"].as_str()), (Some("s-alpha"), Some("release")), "{a}");
+        }
+    }
+    let m = owner
+        .query_one("SELECT team, deleted_at, created_at, view_count FROM memory_item WHERE id = $1", &[&planted])
+        .unwrap();
+    assert_eq!(m.get::<_, String>(0), "alpha", "a row is the caller's team's, whatever it names");
+    let deleted_at = chrono::DateTime::parse_from_rfc3339(&m.get::<_, String>(1)).unwrap();
+    assert!(deleted_at >= started, "the quarantine starts at the server's clock, not 2000 ({deleted_at})");
+    assert_eq!(m.get::<_, String>(2), "2000-01-01T00:00:00.000Z", "a memory may be dated back (remember's backdating)");
+    assert_eq!(m.get::<_, i64>(3), 3);
+    for (memory, action, actor) in
+        [(planted.as_str(), "remember", agent_actor.clone()), (alpha, "note", agent_actor.clone())]
+    {
+        let r = owner
+            .query_one(
+                "SELECT actor, created_at, team FROM lethe_action WHERE memory_id = $1 AND action = $2 ORDER BY id DESC LIMIT 1",
+                &[&memory, &action],
+            )
+            .unwrap();
+        assert_eq!(r.get::<_, String>(0), actor, "{action}: the role is the actor");
+        let at = chrono::DateTime::parse_from_rfc3339(&r.get::<_, String>(1)).unwrap();
+        assert!(at >= started, "{action}: dated by the server ({at})");
+        assert_eq!(r.get::<_, String>(2), "alpha");
+    }
+    let r = owner
+        .query_one(
+            "SELECT actor, created_at FROM lethe_action WHERE memory_id IS NULL AND action = 'note' AND team = 'alpha' \
+             AND actor LIKE 'pushed:%' ORDER BY id DESC LIMIT 1",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(r.get::<_, String>(0), "pushed:user:cb", "a pushed row names the file's actor as pushed");
+    let at = chrono::DateTime::parse_from_rfc3339(&r.get::<_, String>(1)).unwrap();
+    assert!(at <= chrono::Utc::now() + chrono::Duration::seconds(5), "no pushed date after the server's clock ({at})");
+
+    assert_eq!(team_rows(&st.owner, "beta"), beta_before, "every row of team beta is as it was");
+}
+
+/// A store set up before the insert functions (schema 11: INSERT rights on memories and the
+/// audit for Lethe's roles) is migrated by `admin setup`: every row of every team and every
+/// role kept, the rights gone, remember, import and push working through the functions.
+#[test]
+fn a_store_with_insert_rights_is_migrated_to_functions_and_keeps_every_row() {
+    let Some(st) = store() else { return };
+    let mut owner = client(&st.owner);
+    owner
+        .batch_execute(
+            "GRANT INSERT (id, type, content, importance, privacy_scope, created_at, last_accessed, pinned, tags, \
+                 source, view_count, cite_count, edit_count, task_goal, steps, reflection_notes, workflow_name, \
+                 skill_name, trigger_conditions, version, owner_id, session_id, project_id, is_deleted, deleted_at, \
+                 team) ON memory_item TO lethe_agent; \
+             GRANT INSERT (id, memory_id, action, actor, before_json, after_json, created_at, team) \
+                 ON lethe_action TO lethe_agent; \
+             DELETE FROM lethe_schema WHERE version = 12;",
+        )
+        .unwrap();
+    let old_model = "BEGIN; INSERT INTO memory_item (id, type, content, created_at) \
+                     VALUES ('mem_by_psql', 'semantic', 'by psql', '2026-01-01T00:00:00.000Z'); ROLLBACK";
+    client(&st.a_agent).batch_execute(old_model).expect("the old model let an agent insert a memory");
+    let (alpha, beta) = (team_rows(&st.owner, "alpha"), team_rows(&st.owner, "beta"));
+    let roles: i64 = owner.query_one("SELECT COUNT(*) FROM lethe_team_member", &[]).unwrap().get(0);
+
+    let v = ok(&st.owner, &["admin", "setup"]);
+    assert_eq!(v["applied"], serde_json::json!(["012_insert_functions"]), "{v}");
+    assert_eq!(team_rows(&st.owner, "alpha"), alpha, "every row of alpha is kept");
+    assert_eq!(team_rows(&st.owner, "beta"), beta, "every row of beta is kept");
+    assert_eq!(owner.query_one("SELECT COUNT(*) FROM lethe_team_member", &[]).unwrap().get::<_, i64>(0), roles);
+    refused(&mut client(&st.a_agent), "agent", old_model);
+    refused(
+        &mut client(&st.a_agent),
+        "agent",
+        "INSERT INTO lethe_action (memory_id, action, actor, created_at) VALUES (NULL, 'note', 'x', '2026-01-01T00:00:00.000Z')",
+    );
+    // Every role works through the functions: remember (one and a group), import, the audit.
+    let v = ok(&st.a_agent, &["remember", "--type", "semantic", "--content", "Alpha's pager rota is weekly."]);
+    let id = v["id"].as_str().unwrap().to_string();
+    let dir = std::env::temp_dir().join(format!("lethe-migrate-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("in.jsonl");
+    std::fs::write(&file, "{\"type\":\"semantic\",\"content\":\"Alpha imports its runbook index.\"}\n").unwrap();
+    let v = ok(&st.a_agent, &["import", file.to_str().unwrap()]);
+    assert_eq!(v["imported"], 1, "{v}");
+    let _ = std::fs::remove_dir_all(&dir);
+    let r = owner
+        .query_one("SELECT actor, team FROM lethe_action WHERE memory_id = $1 AND action = 'remember'", &[&id])
+        .unwrap();
+    assert_eq!(r.get::<_, String>(0), format!("agent:{}", st.names[0]));
+    assert_eq!(r.get::<_, String>(1), "alpha");
+    ok(&st.a_curator, &["pin", &id]);
     ok(&st.a_curator, &["forget"]);
 }

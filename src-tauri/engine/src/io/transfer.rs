@@ -542,13 +542,19 @@ fn import_chunk(tx: &Transaction, chunk: &[PreparedRow]) -> Result<(usize, usize
     if new.is_empty() {
         return Ok((0, skipped));
     }
-    let n = tx
-        .prepare_cached(&multi_row_sql(
+    let n = if tx.is_postgres() {
+        // The team store's function checks every row as the engine does and stamps the role
+        // (Lethe's roles hold no INSERT right on memory_item there).
+        let rows: Vec<&[Value]> = new.iter().map(|r| &r.row[..]).collect();
+        crate::ops::rows::insert_memories_on_server(tx, &rows, None, "", chrono::Utc::now())?.len()
+    } else {
+        tx.prepare_cached(&multi_row_sql(
             &format!("INSERT OR IGNORE INTO memory_item ({MEMORY_COLUMNS})"),
             new.len(),
             COLS,
         ))?
-        .execute(params_from_iter(new.iter().flat_map(|r| r.row.iter())))?;
+        .execute(params_from_iter(new.iter().flat_map(|r| r.row.iter())))?
+    };
     if n != new.len() {
         return Err(Error::invalid(format!("import: {} of {} rows were stored", n, new.len())));
     }

@@ -146,7 +146,19 @@ fn archive_tx(
     if tx.is_postgres() {
         // The server checks that the archive row holds the memory's text and that the
         // placeholder is the row's own (Lethe's roles hold no UPDATE right on a memory there).
-        crate::ops::rows::server_write(tx, "SELECT lethe_memory_archive(?1, ?2)", params![no, placeholder])?;
+        // It writes the `archive` action too, its receipt built from the archive row.
+        crate::ops::rows::server_write(
+            tx,
+            "SELECT lethe_memory_archive(?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                no,
+                placeholder,
+                serde_json::to_string(redacted)?,
+                actor,
+                crate::actor::via_of(actor),
+                time::format(now)
+            ],
+        )?;
     } else {
         tx.prepare_cached("UPDATE memory_item SET content = ?2 WHERE id = ?1")?
             .execute(params![memory_id, placeholder])?;
@@ -162,7 +174,9 @@ fn archive_tx(
         memo: placeholder,
         redacted: redacted.to_vec(),
     };
-    audit::record_action(tx, Some(memory_id), "archive", actor, None, Some(&serde_json::to_value(&receipt)?), now)?;
+    if !tx.is_postgres() {
+        audit::record_action(tx, Some(memory_id), "archive", actor, None, Some(&serde_json::to_value(&receipt)?), now)?;
+    }
     Ok(receipt)
 }
 
@@ -279,12 +293,12 @@ pub fn unarchive(conn: &mut Connection, archive_no: i64, actor: &str, now: Insta
         }
         let text = String::from_utf8(original).map_err(|_| Error::Integrity(archive_no))?;
         if tx.is_postgres() {
-            // The server takes the text from the archive row itself (its SHA-256 checked) and
-            // marks the row restored at its own clock.
+            // The server takes the text from the archive row itself (its SHA-256 checked),
+            // marks the row restored at its own clock and writes the `unarchive` action.
             crate::ops::rows::server_write(
                 tx,
-                "SELECT lethe_memory_unarchive(?1, ?2)",
-                params![archive_no, time::format(now)],
+                "SELECT lethe_memory_unarchive(?1, ?2, ?3, ?4)",
+                params![archive_no, actor, crate::actor::via_of(actor), time::format(now)],
             )?;
         } else {
             tx.execute("UPDATE memory_item SET content = ?2 WHERE id = ?1", params![memory_id, text])?;
@@ -296,16 +310,16 @@ pub fn unarchive(conn: &mut Connection, archive_no: i64, actor: &str, now: Insta
                 "UPDATE lethe_archive SET restored_at = ?2 WHERE archive_no = ?1",
                 params![archive_no, time::format(now)],
             )?;
+            audit::record_action(
+                tx,
+                Some(&memory_id),
+                "unarchive",
+                actor,
+                None,
+                Some(&serde_json::json!({"archive_no": archive_no, "sha256": sha})),
+                now,
+            )?;
         }
-        audit::record_action(
-            tx,
-            Some(&memory_id),
-            "unarchive",
-            actor,
-            None,
-            Some(&serde_json::json!({"archive_no": archive_no, "sha256": sha})),
-            now,
-        )?;
         crate::ops::rows::get_tx(tx, &memory_id)
     })
 }

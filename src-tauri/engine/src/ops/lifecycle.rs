@@ -283,6 +283,22 @@ fn insert_tx(
     let created = time::format(m.created_at.unwrap_or(now));
     let tags = serde_json::to_string(&m.tags)?;
     let json = |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string());
+    if tx.is_postgres() {
+        // The team store writes the row and its `remember` action in the server's function.
+        let rowid = insert_on_server(tx, p, &id, &created, actor, now)?;
+        clock.lap(Step::Row);
+        tx.prepare_cached("INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3)")?
+            .execute(params![id, p.hash, p.bands])?;
+        if let (Some(e), Some(v)) = (crate::embed::shared(), &p.vector) {
+            crate::semantic::store_vector(tx, e.fingerprint(), &id, v)?;
+        }
+        clock.lap(Step::Derived);
+        for old in &m.supersedes {
+            link_supersede_tx(tx, old, &id, actor, now)?;
+        }
+        clock.lap(Step::Audit);
+        return Ok(Ok((id, rowid)));
+    }
     let rowid: i64 = tx.prepare_cached(
         "INSERT INTO memory_item (id, type, content, importance, privacy_scope, created_at, last_accessed, pinned, tags, source, \
          view_count, cite_count, edit_count, task_goal, steps, reflection_notes, workflow_name, skill_name, trigger_conditions, \
@@ -321,6 +337,46 @@ fn insert_tx(
     }
     clock.lap(Step::Audit);
     Ok(Ok((id, rowid)))
+}
+
+/// [`insert_tx`]'s row on a team store: the server's `lethe_memory_insert`, which checks the
+/// row as the engine does, stamps the role and its clock and writes the `remember` action.
+fn insert_on_server(tx: &Transaction, p: &Prepared, id: &str, created: &str, actor: &str, now: Instant) -> Result<i64> {
+    use crate::storage::db::Value;
+    let m = &p.memory;
+    let text = |v: &Option<String>| v.clone().map_or(Value::Null, Value::Text);
+    let json = |v: &Option<serde_json::Value>| v.as_ref().map_or(Value::Null, |v| Value::Text(v.to_string()));
+    let row = [
+        Value::Text(id.to_string()),
+        Value::Text(m.tier.as_str().to_string()),
+        Value::Text(m.content.clone()),
+        Value::Real(m.importance.unwrap_or(0.5)),
+        Value::Text(m.privacy_scope.clone().unwrap_or_else(|| "private".into())),
+        Value::Text(created.to_string()),
+        Value::Null,
+        Value::Integer(m.pinned as i64),
+        Value::Text(serde_json::to_string(&m.tags)?),
+        text(&m.source),
+        Value::Integer(0),
+        Value::Integer(0),
+        Value::Integer(0),
+        text(&m.procedure.task_goal),
+        json(&m.procedure.steps),
+        Value::Null,
+        text(&m.procedure.workflow_name),
+        text(&m.procedure.skill_name),
+        json(&m.procedure.trigger_conditions),
+        Value::Integer(1),
+        text(&m.owner_id),
+        text(&m.session_id),
+        text(&m.project_id),
+        Value::Integer(0),
+        Value::Null,
+    ];
+    let after = remember_audit(m, created, now);
+    let after = audit::after_with_via(actor, Some(&after)).unwrap_or(after);
+    let stored = crate::ops::rows::insert_memories_on_server(tx, &[&row], Some(&[after]), actor, now)?;
+    stored.first().copied().ok_or_else(|| Error::invalid(format!("memory {id} was not stored")))
 }
 
 /// The supersede link `old` → `new` and its audit row (the one supersede path: `remember

@@ -177,7 +177,8 @@ pub fn update_guarded(
         let n = if tx.is_postgres() {
             crate::ops::rows::server_write(
                 tx,
-                "SELECT lethe_memory_procedure(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                // It writes the `procedure_update` action too, its states read from the row.
+                "SELECT lethe_memory_procedure(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                 params![
                     id,
                     expected_version,
@@ -187,6 +188,8 @@ pub fn update_guarded(
                     json(&f.trigger_conditions),
                     f.workflow_name,
                     f.skill_name,
+                    actor,
+                    crate::actor::via_of(actor),
                     time::format(now)
                 ],
             )? as usize
@@ -215,15 +218,17 @@ pub fn update_guarded(
             crate::semantic::refresh(tx, id, c)?;
         }
         let after = rows::get(tx, id)?;
-        audit::record_action(
-            tx,
-            Some(id),
-            "procedure_update",
-            actor,
-            Some(&state_of(&m)),
-            Some(&state_of(&after)),
-            now,
-        )?;
+        if !tx.is_postgres() {
+            audit::record_action(
+                tx,
+                Some(id),
+                "procedure_update",
+                actor,
+                Some(&state_of(&m)),
+                Some(&state_of(&after)),
+                now,
+            )?;
+        }
         if !redactions.pii_tags.is_empty() {
             let mut tags = after.tags.clone();
             for t in &redactions.pii_tags {

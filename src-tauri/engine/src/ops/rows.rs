@@ -108,6 +108,47 @@ pub(crate) fn server_write<P: crate::storage::db::Params>(tx: &Connection, sql: 
     tx.prepare_cached(sql)?.query_row(params, |r| r.get::<_, i64>(0))
 }
 
+/// New memories on a team store, through the server's `lethe_memory_insert` (Lethe's roles
+/// hold no INSERT right on memory_item there): `rows` hold the values of [`MEMORY_COLUMNS`]
+/// in order; with `remember`, each row's after state of its `remember` action, which the
+/// server checks against the row and writes with the role as the actor. Returns the rowids
+/// of the memories stored, in order (a row whose id the team holds already is skipped).
+pub(crate) fn insert_memories_on_server(
+    tx: &Connection,
+    rows: &[&[crate::storage::db::Value]],
+    remember: Option<&[serde_json::Value]>,
+    actor: &str,
+    now: Instant,
+) -> Result<Vec<i64>> {
+    use crate::storage::db::Value;
+    let columns: Vec<&str> = MEMORY_COLUMNS.split(',').map(str::trim).collect();
+    let mut out = Vec::with_capacity(rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        if row.len() != columns.len() {
+            return Err(Error::invalid(format!("a memory row has {} values, not {}", row.len(), columns.len())));
+        }
+        let mut o = serde_json::Map::with_capacity(columns.len() + 1);
+        for (c, v) in columns.iter().zip(row.iter()) {
+            let v = match v {
+                Value::Null => serde_json::Value::Null,
+                Value::Integer(n) => (*n).into(),
+                Value::Real(x) => (*x).into(),
+                Value::Text(t) => t.as_str().into(),
+                Value::Blob(_) => return Err(Error::invalid(format!("memory column {c} holds bytes, not text"))),
+            };
+            o.insert((*c).to_string(), v);
+        }
+        if let Some(r) = remember.and_then(|r| r.get(i)) {
+            o.insert("remember".into(), r.clone());
+        }
+        out.push(serde_json::Value::Object(o));
+    }
+    let json = serde_json::Value::Array(out).to_string();
+    let mut stmt = tx.prepare_cached("SELECT lethe_memory_insert(?1, ?2, ?3)")?;
+    let ids = stmt.query_map(params![json, actor, time::format(now)], |r| r.get::<_, i64>(0))?;
+    ids.collect()
+}
+
 /// A memory's tags (the engine's JSON array), on either store.
 pub(crate) fn set_tags(tx: &Connection, id: &str, tags: &[String]) -> Result<()> {
     let json = serde_json::to_string(tags)?;

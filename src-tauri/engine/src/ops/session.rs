@@ -217,10 +217,19 @@ fn log_working_memories(
         .collect::<std::result::Result<_, _>>()?;
     for id in &ids {
         if tx.is_postgres() {
-            crate::ops::rows::server_write(tx, "SELECT lethe_memory_episodic(?1)", [id])?;
-        } else {
-            tx.prepare_cached("UPDATE memory_item SET type = 'episodic' WHERE id = ?1")?.execute([id])?;
+            // The server's function writes the `task_log` action too, from the row.
+            crate::ops::rows::server_write(
+                tx,
+                "SELECT lethe_memory_episodic(?1, ?2, ?3, ?4, ?5)",
+                params![id, task_kind, actor, crate::actor::via_of(actor), time::format(now)],
+            )?;
+            tx.prepare_cached(
+                "INSERT INTO lethe_task_log (memory_id, session_id, task_kind, ended_at) VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![id, session_id, task_kind, ended_at])?;
+            continue;
         }
+        tx.prepare_cached("UPDATE memory_item SET type = 'episodic' WHERE id = ?1")?.execute([id])?;
         tx.prepare_cached(
             "INSERT INTO lethe_task_log (memory_id, session_id, task_kind, ended_at) VALUES (?1, ?2, ?3, ?4)",
         )?
