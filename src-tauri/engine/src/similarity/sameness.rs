@@ -171,14 +171,33 @@ pub struct Profile {
     marks: Vec<Mark>,
     /// Its values, sorted, each once.
     values: Vec<String>,
+    /// A hash of `values`: two profiles whose hashes differ hold different values.
+    values_hash: u64,
     /// Its words (the tokens that are not values, unstemmed), sorted, each once.
     words: Vec<String>,
     /// Bit `l` set when a word of `l` bytes is among them (bit 63: 63 or more).
     word_lengths: u64,
     /// Bit `l` set when two adjacent words spell `l` bytes together (bit 63: 63 or more).
     pair_lengths: u64,
+    /// The hashes ([`fnv`]) of its words, sorted, each once.
+    word_hashes: Vec<u64>,
+    /// The hashes of what two adjacent words spell together, sorted, each once: a pair can
+    /// spell a word of another text only if its hash is among that text's `word_hashes`.
+    pair_hashes: Vec<u64>,
+    /// Per token: a content word (not a value, a stop word or a negation), the tokens a swapped
+    /// word is looked for among.
+    loose: Vec<bool>,
     negated: bool,
 }
+
+/// FNV-1a of `bytes`, continued from `hash` (so that the hash of two words written together
+/// is the second continued from the first's).
+fn fnv(hash: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().fold(hash, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+/// FNV-1a's starting value.
+const FNV_START: u64 = 0xcbf2_9ce4_8422_2325;
 
 /// A key as the word-order table compares it: two keys are the same word when their hashes and
 /// then their bytes are equal, or (only when both may be) when they are one typo apart.
@@ -198,12 +217,8 @@ struct Mark {
 
 impl Mark {
     fn of(key: &str) -> Mark {
-        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in key.bytes() {
-            hash = (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
-        }
         Mark {
-            hash,
+            hash: fnv(FNV_START, key.as_bytes()),
             len: key.len(),
             ascii: key.is_ascii(),
             typo: key.len() >= 5 && !key.bytes().any(|c| c.is_ascii_digit()),
@@ -744,7 +759,38 @@ impl Profile {
             .filter(|p| !p[0].value && !p[1].value)
             .fold(0, |m, p| m | length_bit(p[0].key.len() + p[1].key.len()));
         let negated = tokens.iter().any(|t| !t.value && NEGATIONS.contains(&t.key.as_str()));
-        Profile { tokens, keys, marks, values, words, word_lengths, pair_lengths, negated }
+        // Each value's length goes in first, so that ["ab", "c"] and ["a", "bc"] hash apart.
+        let values_hash = values.iter().fold(FNV_START, |h, v| fnv(fnv(h, &v.len().to_le_bytes()), v.as_bytes()));
+        let mut word_hashes: Vec<u64> = words.iter().map(|w| fnv(FNV_START, w.as_bytes())).collect();
+        word_hashes.sort_unstable();
+        word_hashes.dedup();
+        let mut pair_hashes: Vec<u64> = tokens
+            .windows(2)
+            .filter(|p| !p[0].value && !p[1].value)
+            .map(|p| fnv(fnv(FNV_START, p[0].key.as_bytes()), p[1].key.as_bytes()))
+            .collect();
+        pair_hashes.sort_unstable();
+        pair_hashes.dedup();
+        let loose = tokens.iter().map(|t| !t.value && content(t)).collect();
+        Profile {
+            tokens,
+            keys,
+            marks,
+            values,
+            values_hash,
+            words,
+            word_lengths,
+            pair_lengths,
+            word_hashes,
+            pair_hashes,
+            loose,
+            negated,
+        }
+    }
+
+    /// Whether the two hold different values (sorted, each once): their hashes first.
+    fn values_differ(&self, other: &Profile) -> bool {
+        self.values_hash != other.values_hash || self.values != other.values
     }
 
     /// `self` with the words two adjacent words of it spell together as one word of `other`
@@ -753,6 +799,10 @@ impl Profile {
     /// one of its words' lengths.
     fn joined_for(&self, other: &Profile) -> Option<Profile> {
         if self.pair_lengths & other.word_lengths == 0 {
+            return None;
+        }
+        // Then by the hashes: a pair spells a word of `other` only if their hashes are equal.
+        if !sorted_share(&self.pair_hashes, &other.word_hashes) {
             return None;
         }
         // The pairs [`join_compounds`] would join, looked up in the other's sorted words
@@ -774,6 +824,19 @@ impl Profile {
     fn shared_values(&self, other: &Profile) -> usize {
         self.values.iter().filter(|v| other.values.binary_search(v).is_ok()).count()
     }
+}
+
+/// Whether two sorted lists hold a common element.
+fn sorted_share(a: &[u64], b: &[u64]) -> bool {
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => return true,
+        }
+    }
+    false
 }
 
 /// A text as the judgment reads it: its word-bigram shingles, and its [`Profile`] once asked
@@ -915,6 +978,52 @@ fn template(a: &Profile, b: &Profile, with_order: bool) -> Template {
             return Template::One;
         }
         Template::Swappable(common_order(&s.rows, n, m, w, &mut s.lengths))
+    })
+}
+
+/// [`template`] as [`verdict`] and [`duplication`] need it, without the order itself: whether
+/// the two are one template, and (when `swap` is asked) whether a word of it was swapped
+/// ([`words_swapped`] on the common order). A content word of each text that is one word with
+/// no word of the other is outside every common order and matches no word the other leaves
+/// out, so when both texts hold one the answer is known without the order; only the rest
+/// build it.
+fn template_swapped(a: &Profile, b: &Profile, swap: bool) -> (bool, bool) {
+    let (sa, sb) = (&a.keys, &b.keys);
+    let total = sa.len() + sb.len();
+    let (n, m) = (sa.len().min(ORDER_WORDS), sb.len().min(ORDER_WORDS));
+    if total == 0 || 2.0 * n.min(m) as f64 / (total as f64) < ONE_TEMPLATE_AT {
+        return (false, false);
+    }
+    SCRATCH.with(|s| {
+        let s = &mut *s.borrow_mut();
+        let w = m.div_ceil(64);
+        fill_rows(a, b, n, m, &mut s.rows);
+        let length = common_length(&s.rows, n, w);
+        if 2.0 * length as f64 / (total as f64) < ONE_TEMPLATE_AT {
+            return (false, false);
+        }
+        if !swap || length == sa.len() || length == sb.len() {
+            return (true, false);
+        }
+        // Every word of both in the table (the order of longer texts is looked for on their
+        // beginning, and a word past it may still match one the other leaves out).
+        if n == sa.len() && m == sb.len() {
+            let rows = &s.rows;
+            let orphan_a = (0..n).any(|i| a.loose[i] && rows[i * w..(i + 1) * w].iter().all(|&x| x == 0));
+            if orphan_a {
+                let mut seen = [0u64; ROW_WORDS];
+                for row in rows.chunks_exact(w) {
+                    for (x, &r) in seen.iter_mut().zip(row) {
+                        *x |= r;
+                    }
+                }
+                if (0..m).any(|j| b.loose[j] && seen[j / 64] >> (j % 64) & 1 == 0) {
+                    return (true, true);
+                }
+            }
+        }
+        let order = common_order(&s.rows, n, m, w, &mut s.lengths);
+        (true, words_swapped(a, b, &order))
     })
 }
 
@@ -1111,11 +1220,10 @@ pub fn verdict(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> (
     let shared = a.shared_values(b).min(SHARED_VALUES_COUNTED);
     let closeness = (jaccard.max(cosine.map_or(0.0, semantic)) + SHARED_VALUE_BONUS * shared as f64).min(1.0);
     // Values on one side only, a negation on one side only, opposite words.
-    let differs = a.values != b.values || a.negated != b.negated || opposite_words(a, b);
+    let differs = a.values_differ(b) || a.negated != b.negated || opposite_words(a, b);
     // One template, and (when nothing else differs) a word swapped for another within it.
-    let template = template(a, b, !differs);
-    let one_template = !matches!(template, Template::Not);
-    let differs = differs || matches!(&template, Template::Swappable(order) if words_swapped(a, b, order));
+    let (one_template, swapped) = template_swapped(a, b, !differs);
+    let differs = differs || swapped;
     let kind = if !differs && closeness >= DUPLICATE_AT {
         Kind::Duplicate
     } else if differs && one_template {
@@ -1129,14 +1237,16 @@ pub fn verdict(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> (
 /// Whether, with `order` the two texts' words in one order, each text holds a content word
 /// outside it that the other does not hold outside it either: [`judge`]'s "wording" difference.
 fn words_swapped(a: &Profile, b: &Profile, order: &[(usize, usize)]) -> bool {
-    let (sa, sb) = (&a.keys, &b.keys);
-    let (ta, tb) = (&a.tokens, &b.tokens);
-    let in_a: std::collections::HashSet<usize> = order.iter().map(|p| p.0).collect();
-    let in_b: std::collections::HashSet<usize> = order.iter().map(|p| p.1).collect();
-    let loose = |ts: &[Token], keys: &[String], matched: &std::collections::HashSet<usize>| -> Vec<usize> {
-        (0..keys.len().min(ts.len())).filter(|k| !matched.contains(k) && !ts[*k].value && content(&ts[*k])).collect()
+    let mut in_a = vec![false; a.keys.len()];
+    let mut in_b = vec![false; b.keys.len()];
+    for &(i, j) in order {
+        in_a[i] = true;
+        in_b[j] = true;
+    }
+    let loose = |p: &Profile, matched: &[bool]| -> Vec<usize> {
+        (0..p.keys.len().min(p.tokens.len())).filter(|&k| !matched[k] && p.loose[k]).collect()
     };
-    let (la, lb) = (loose(ta, sa, &in_a), loose(tb, sb, &in_b));
+    let (la, lb) = (loose(a, &in_a), loose(b, &in_b));
     la.iter().any(|&k| !lb.iter().any(|&j| same_at(a, k, b, j)))
         && lb.iter().any(|&k| !la.iter().any(|&j| same_at(b, k, a, j)))
 }
@@ -1145,7 +1255,7 @@ fn words_swapped(a: &Profile, b: &Profile, order: &[(usize, usize)]) -> bool {
 /// cheap differences (values, negation) are looked at first, and most templated pairs stop
 /// there.
 pub fn duplication(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> f64 {
-    if a.values != b.values || a.negated != b.negated {
+    if a.values_differ(b) || a.negated != b.negated {
         // Values on one side only, unless joining compound words changes them (it never
         // does: only words are joined). Looked at first: it settles most templated pairs
         // without counting their shared values.
@@ -1170,7 +1280,7 @@ pub fn duplication(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) 
     if opposite_words(a, b) {
         return 0.0;
     }
-    if matches!(template(a, b, true), Template::Swappable(order) if words_swapped(a, b, &order)) {
+    if template_swapped(a, b, true).1 {
         return 0.0;
     }
     let closeness = (jaccard.max(cosine.map_or(0.0, semantic))
