@@ -179,7 +179,9 @@ pub struct Profile {
     word_lengths: u64,
     /// Bit `l` set when two adjacent words spell `l` bytes together (bit 63: 63 or more).
     pair_lengths: u64,
-    /// The hashes ([`fnv`]) of its words, sorted, each once.
+    /// The hash ([`fnv`]) of each of `words`, in the same order.
+    word_hash_of: Vec<u64>,
+    /// The same hashes, sorted, each once.
     word_hashes: Vec<u64>,
     /// The hashes of what two adjacent words spell together, sorted, each once: a pair can
     /// spell a word of another text only if its hash is among that text's `word_hashes`.
@@ -761,7 +763,8 @@ impl Profile {
         let negated = tokens.iter().any(|t| !t.value && NEGATIONS.contains(&t.key.as_str()));
         // Each value's length goes in first, so that ["ab", "c"] and ["a", "bc"] hash apart.
         let values_hash = values.iter().fold(FNV_START, |h, v| fnv(fnv(h, &v.len().to_le_bytes()), v.as_bytes()));
-        let mut word_hashes: Vec<u64> = words.iter().map(|w| fnv(FNV_START, w.as_bytes())).collect();
+        let word_hash_of: Vec<u64> = words.iter().map(|w| fnv(FNV_START, w.as_bytes())).collect();
+        let mut word_hashes = word_hash_of.clone();
         word_hashes.sort_unstable();
         word_hashes.dedup();
         let mut pair_hashes: Vec<u64> = tokens
@@ -781,11 +784,17 @@ impl Profile {
             words,
             word_lengths,
             pair_lengths,
+            word_hash_of,
             word_hashes,
             pair_hashes,
             loose,
             negated,
         }
+    }
+
+    /// Whether `word` (whose hash is `hash`) is among its words: the hashes first.
+    fn holds_word(&self, word: &str, hash: u64) -> bool {
+        self.word_hashes.binary_search(&hash).is_ok() && self.words.binary_search_by(|w| w.as_str().cmp(word)).is_ok()
     }
 
     /// Whether the two hold different values (sorted, each once): their hashes first.
@@ -857,17 +866,26 @@ impl Known {
 /// `text` as the judgment reads it, kept per process for the texts judged most recently: a
 /// long-running writer judges the same neighbours again and again (a cluster's members at each
 /// write), and its shingles are read for every candidate, its profile for the closest only.
+///
+/// Kept in two generations of at most [`KEPT`] texts: when the newer is full it becomes the
+/// older (the older one is dropped), and a text found in the older is moved to the newer. So
+/// a text judged again within the last [`KEPT`] texts is always still kept, and what is
+/// kept never passes twice that, whatever a store's size.
 pub fn known(text: &str) -> std::sync::Arc<Known> {
     use std::hash::{Hash, Hasher};
-    const KEPT: usize = 4096;
-    type Kept = std::collections::HashMap<u64, std::sync::Arc<Known>>;
-    static CACHE: std::sync::Mutex<Option<Kept>> = std::sync::Mutex::new(None);
     let mut h = rustc_hash::FxHasher::default();
     text.hash(&mut h);
     let key = h.finish();
     // A text kept under the same hash is this text only if it reads the same.
-    let kept = CACHE.lock().ok().and_then(|c| c.as_ref().and_then(|m| m.get(&key).cloned()));
-    if let Some(k) = kept.filter(|k| *k.text == *text) {
+    let kept = KNOWN.lock().ok().and_then(|mut c| {
+        let k = c.newer.get(&key).filter(|k| *k.text == *text).cloned();
+        k.or_else(|| {
+            let k = c.older.remove(&key).filter(|k| *k.text == *text)?;
+            c.insert(key, k.clone());
+            Some(k)
+        })
+    });
+    if let Some(k) = kept {
         return k;
     }
     let k = std::sync::Arc::new(Known {
@@ -875,15 +893,33 @@ pub fn known(text: &str) -> std::sync::Arc<Known> {
         shingles: crate::dedup::shingles(text),
         profile: OnceLock::new(),
     });
-    if let Ok(mut c) = CACHE.lock() {
-        let m = c.get_or_insert_with(Default::default);
-        if m.len() >= KEPT {
-            m.clear();
-        }
-        m.insert(key, k.clone());
+    if let Ok(mut c) = KNOWN.lock() {
+        c.insert(key, k.clone());
     }
     k
 }
+
+/// Texts kept by [`known`] in each generation.
+pub const KEPT: usize = 4096;
+
+/// The two generations of [`known`]'s texts, by the hash of the text.
+struct Generations {
+    newer: rustc_hash::FxHashMap<u64, std::sync::Arc<Known>>,
+    older: rustc_hash::FxHashMap<u64, std::sync::Arc<Known>>,
+}
+
+impl Generations {
+    fn insert(&mut self, key: u64, k: std::sync::Arc<Known>) {
+        if self.newer.len() >= KEPT {
+            self.older = std::mem::take(&mut self.newer);
+        }
+        self.newer.insert(key, k);
+    }
+}
+
+static KNOWN: std::sync::LazyLock<std::sync::Mutex<Generations>> = std::sync::LazyLock::new(|| {
+    std::sync::Mutex::new(Generations { newer: Default::default(), older: Default::default() })
+});
 
 /// Words of `x` that two adjacent words of `x` spell together as one word of `y` ("re ranker" /
 /// "reranker") are joined.
@@ -1092,7 +1128,7 @@ fn common_order(rows: &[u64], n: usize, m: usize, w: usize, lengths: &mut Vec<u1
 /// hold ("enabled" / "disabled").
 fn opposite_words(a: &Profile, b: &Profile) -> bool {
     fn only<'p>(x: &'p Profile, y: &'p Profile) -> impl Iterator<Item = &'p String> {
-        x.words.iter().filter(|w| y.words.binary_search(w).is_err())
+        x.words.iter().zip(&x.word_hash_of).filter(|(w, h)| !y.holds_word(w, **h)).map(|(w, _)| w)
     }
     // Collected once (no allocation when the second holds no word of its own, as near-copies).
     let only_b: Vec<&String> = only(b, a).collect();
@@ -1255,34 +1291,50 @@ fn words_swapped(a: &Profile, b: &Profile, order: &[(usize, usize)]) -> bool {
 /// cheap differences (values, negation) are looked at first, and most templated pairs stop
 /// there.
 pub fn duplication(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> f64 {
+    settled(a, b, jaccard, cosine).unwrap_or_else(|| unsettled(a, b, jaccard, cosine))
+}
+
+/// [`duplication`] when the values, a negation or the closeness settle it (nothing, then),
+/// else `None`. It reads the two sides alike: swapped, the answer is the same.
+pub fn settled(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Option<f64> {
     if a.values_differ(b) || a.negated != b.negated {
         // Values on one side only, unless joining compound words changes them (it never
         // does: only words are joined). Looked at first: it settles most templated pairs
         // without counting their shared values.
-        return 0.0;
+        return Some(0.0);
     }
     // Equal sets of values (sorted, each once): every value is shared.
     let shared = a.values.len();
     let closeness =
         jaccard.max(cosine.map_or(0.0, semantic)) + SHARED_VALUE_BONUS * shared.min(SHARED_VALUES_COUNTED) as f64;
-    if closeness < DUPLICATE_AT {
-        return 0.0;
+    (closeness < DUPLICATE_AT).then_some(0.0)
+}
+
+/// [`duplication`] of a pair that [`settled`] does not settle.
+pub fn unsettled(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> f64 {
+    if differs(a, b) {
+        0.0
+    } else {
+        close_enough(a, jaccard, cosine)
     }
-    // The rest of [`judge`]'s differences, in its order, stopping at the first one found and
-    // building no evidence (the neighbour search asks this for every close candidate pair).
+}
+
+/// The rest of [`judge`]'s differences for a pair [`settled`] leaves open (equal values, no
+/// negation on one side only), in its order, stopping at the first one found and building no
+/// evidence: compound words joined, a negation or opposite words, a word swapped in one
+/// template. It reads neither the word overlap nor the cosine.
+pub fn differs(a: &Profile, b: &Profile) -> bool {
     let joined_a = a.joined_for(b);
     let a = joined_a.as_ref().unwrap_or(a);
     let joined_b = b.joined_for(a);
     let b = joined_b.as_ref().unwrap_or(b);
-    if a.negated != b.negated {
-        return 0.0;
-    }
-    if opposite_words(a, b) {
-        return 0.0;
-    }
-    if template_swapped(a, b, true).1 {
-        return 0.0;
-    }
+    a.negated != b.negated || opposite_words(a, b) || template_swapped(a, b, true).1
+}
+
+/// [`duplication`] of a pair left open by [`settled`] in which nothing [`differs`]: its
+/// closeness when close enough (`a` holds the values both hold).
+pub fn close_enough(a: &Profile, jaccard: f64, cosine: Option<f64>) -> f64 {
+    let shared = a.values.len();
     let closeness = (jaccard.max(cosine.map_or(0.0, semantic))
         + SHARED_VALUE_BONUS * shared.min(SHARED_VALUES_COUNTED) as f64)
         .min(1.0);
@@ -1320,6 +1372,20 @@ mod tests {
         assert_eq!(j.kind, Kind::PossibleUpdate);
         assert_eq!(j.evidence.differing[0], Difference { what: "value".into(), this: "3".into(), other: "5".into() });
         assert!(j.evidence.matching.contains(&"retry".to_string()), "{:?}", j.evidence);
+    }
+
+    #[test]
+    fn a_text_judged_again_within_the_kept_ones_stays_known_and_the_kept_stay_bounded() {
+        let text = "The kept text is judged again and again, as a cluster's member is.";
+        let first = known(text);
+        for i in 0..3 * KEPT {
+            known(&format!("filler text number {i} of the cache test"));
+            if i % 1000 == 999 {
+                assert!(std::sync::Arc::ptr_eq(&known(text), &first), "lost after {i} other texts");
+            }
+        }
+        let g = KNOWN.lock().unwrap();
+        assert!(g.newer.len() <= KEPT && g.older.len() <= KEPT, "{} + {}", g.newer.len(), g.older.len());
     }
 
     #[test]
