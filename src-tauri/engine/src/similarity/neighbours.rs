@@ -519,7 +519,14 @@ struct Texts {
     texts: Vec<String>,
     profiles: Vec<std::sync::OnceLock<sameness::Profile>>,
     read: Vec<bool>,
+    /// Whether something [`sameness::differs`] in the pairs [`sameness::settled`] leaves open,
+    /// by (lower, higher) member index: looked for once, from the lower member's side, and
+    /// shared with the other side's search (which takes it out).
+    differs: Vec<std::sync::Mutex<rustc_hash::FxHashMap<(u32, u32), bool>>>,
 }
+
+/// Parts the shared answers are split in, so that threads seldom wait for one another.
+const DIFFERS_PARTS: usize = 64;
 
 impl<'a> Search<'a> {
     /// The search's set-up, or `None` when no member needs a search.
@@ -734,6 +741,7 @@ impl<'a> Search<'a> {
             texts: vec![String::new(); n],
             profiles: (0..n).map(|_| std::sync::OnceLock::new()).collect(),
             read: vec![false; n],
+            differs: (0..DIFFERS_PARTS).map(|_| Default::default()).collect(),
         };
         let active = self.members.iter().filter(|m| m.active).count();
         if self.pending.len() * 4 >= active {
@@ -773,10 +781,36 @@ impl<'a> Search<'a> {
     }
 
     /// A pair's duplication: its closeness when the judgment calls it a duplicate, else 0.
+    /// What differs in a pair the values, a negation and the closeness leave open is looked
+    /// for once, from the lower member's side, whichever side asks first, and the other side
+    /// takes that answer; each side's closeness is its own (the quantised cosine of a pair can
+    /// differ in its last bit between the two sides).
     fn judged(&self, t: &Texts, a: usize, b: usize, j: f64, cos: Option<f64>) -> f32 {
         let pa = t.profiles[a].get_or_init(|| sameness::Profile::of(&t.texts[a]));
         let pb = t.profiles[b].get_or_init(|| sameness::Profile::of(&t.texts[b]));
-        sameness::duplication(pa, pb, j, cos) as f32
+        if let Some(d) = sameness::settled(pa, pb, j, cos) {
+            return d as f32;
+        }
+        let ((lo, plo), (hi, phi)) = if a < b { ((a, pa), (b, pb)) } else { ((b, pb), (a, pa)) };
+        let key = (lo as u32, hi as u32);
+        let part = &t.differs[(lo ^ hi.rotate_left(7)) % DIFFERS_PARTS];
+        let shared = part.lock().ok().and_then(|mut m| m.remove(&key));
+        let differs = shared.unwrap_or_else(|| {
+            let d = sameness::differs(plo, phi);
+            // Kept only for a side still to search (a memory with a stored list asks nothing).
+            let searched = |i: usize| self.members[i].active && self.members[i].derived.is_none();
+            if searched(lo) && searched(hi) {
+                if let Ok(mut m) = part.lock() {
+                    m.insert(key, d);
+                }
+            }
+            d
+        });
+        if differs {
+            0.0
+        } else {
+            sameness::close_enough(pa, j, cos) as f32
+        }
     }
 
     /// The entries (member index, neighbour) of `x`'s candidates that the judgment calls

@@ -171,14 +171,35 @@ pub struct Profile {
     marks: Vec<Mark>,
     /// Its values, sorted, each once.
     values: Vec<String>,
+    /// A hash of `values`: two profiles whose hashes differ hold different values.
+    values_hash: u64,
     /// Its words (the tokens that are not values, unstemmed), sorted, each once.
     words: Vec<String>,
     /// Bit `l` set when a word of `l` bytes is among them (bit 63: 63 or more).
     word_lengths: u64,
     /// Bit `l` set when two adjacent words spell `l` bytes together (bit 63: 63 or more).
     pair_lengths: u64,
+    /// The hash ([`fnv`]) of each of `words`, in the same order.
+    word_hash_of: Vec<u64>,
+    /// The same hashes, sorted, each once.
+    word_hashes: Vec<u64>,
+    /// The hashes of what two adjacent words spell together, sorted, each once: a pair can
+    /// spell a word of another text only if its hash is among that text's `word_hashes`.
+    pair_hashes: Vec<u64>,
+    /// Per token: a content word (not a value, a stop word or a negation), the tokens a swapped
+    /// word is looked for among.
+    loose: Vec<bool>,
     negated: bool,
 }
+
+/// FNV-1a of `bytes`, continued from `hash` (so that the hash of two words written together
+/// is the second continued from the first's).
+fn fnv(hash: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().fold(hash, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+/// FNV-1a's starting value.
+const FNV_START: u64 = 0xcbf2_9ce4_8422_2325;
 
 /// A key as the word-order table compares it: two keys are the same word when their hashes and
 /// then their bytes are equal, or (only when both may be) when they are one typo apart.
@@ -198,12 +219,8 @@ struct Mark {
 
 impl Mark {
     fn of(key: &str) -> Mark {
-        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in key.bytes() {
-            hash = (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
-        }
         Mark {
-            hash,
+            hash: fnv(FNV_START, key.as_bytes()),
             len: key.len(),
             ascii: key.is_ascii(),
             typo: key.len() >= 5 && !key.bytes().any(|c| c.is_ascii_digit()),
@@ -744,7 +761,45 @@ impl Profile {
             .filter(|p| !p[0].value && !p[1].value)
             .fold(0, |m, p| m | length_bit(p[0].key.len() + p[1].key.len()));
         let negated = tokens.iter().any(|t| !t.value && NEGATIONS.contains(&t.key.as_str()));
-        Profile { tokens, keys, marks, values, words, word_lengths, pair_lengths, negated }
+        // Each value's length goes in first, so that ["ab", "c"] and ["a", "bc"] hash apart.
+        let values_hash = values.iter().fold(FNV_START, |h, v| fnv(fnv(h, &v.len().to_le_bytes()), v.as_bytes()));
+        let word_hash_of: Vec<u64> = words.iter().map(|w| fnv(FNV_START, w.as_bytes())).collect();
+        let mut word_hashes = word_hash_of.clone();
+        word_hashes.sort_unstable();
+        word_hashes.dedup();
+        let mut pair_hashes: Vec<u64> = tokens
+            .windows(2)
+            .filter(|p| !p[0].value && !p[1].value)
+            .map(|p| fnv(fnv(FNV_START, p[0].key.as_bytes()), p[1].key.as_bytes()))
+            .collect();
+        pair_hashes.sort_unstable();
+        pair_hashes.dedup();
+        let loose = tokens.iter().map(|t| !t.value && content(t)).collect();
+        Profile {
+            tokens,
+            keys,
+            marks,
+            values,
+            values_hash,
+            words,
+            word_lengths,
+            pair_lengths,
+            word_hash_of,
+            word_hashes,
+            pair_hashes,
+            loose,
+            negated,
+        }
+    }
+
+    /// Whether `word` (whose hash is `hash`) is among its words: the hashes first.
+    fn holds_word(&self, word: &str, hash: u64) -> bool {
+        self.word_hashes.binary_search(&hash).is_ok() && self.words.binary_search_by(|w| w.as_str().cmp(word)).is_ok()
+    }
+
+    /// Whether the two hold different values (sorted, each once): their hashes first.
+    fn values_differ(&self, other: &Profile) -> bool {
+        self.values_hash != other.values_hash || self.values != other.values
     }
 
     /// `self` with the words two adjacent words of it spell together as one word of `other`
@@ -753,6 +808,10 @@ impl Profile {
     /// one of its words' lengths.
     fn joined_for(&self, other: &Profile) -> Option<Profile> {
         if self.pair_lengths & other.word_lengths == 0 {
+            return None;
+        }
+        // Then by the hashes: a pair spells a word of `other` only if their hashes are equal.
+        if !sorted_share(&self.pair_hashes, &other.word_hashes) {
             return None;
         }
         // The pairs [`join_compounds`] would join, looked up in the other's sorted words
@@ -776,6 +835,19 @@ impl Profile {
     }
 }
 
+/// Whether two sorted lists hold a common element.
+fn sorted_share(a: &[u64], b: &[u64]) -> bool {
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => return true,
+        }
+    }
+    false
+}
+
 /// A text as the judgment reads it: its word-bigram shingles, and its [`Profile`] once asked
 /// for. Kept per process for the texts judged most recently ([`known`]).
 #[derive(Debug, Default)]
@@ -794,17 +866,26 @@ impl Known {
 /// `text` as the judgment reads it, kept per process for the texts judged most recently: a
 /// long-running writer judges the same neighbours again and again (a cluster's members at each
 /// write), and its shingles are read for every candidate, its profile for the closest only.
+///
+/// Kept in two generations of at most [`KEPT`] texts: when the newer is full it becomes the
+/// older (the older one is dropped), and a text found in the older is moved to the newer. So
+/// a text judged again within the last [`KEPT`] texts is always still kept, and what is
+/// kept never passes twice that, whatever a store's size.
 pub fn known(text: &str) -> std::sync::Arc<Known> {
     use std::hash::{Hash, Hasher};
-    const KEPT: usize = 4096;
-    type Kept = std::collections::HashMap<u64, std::sync::Arc<Known>>;
-    static CACHE: std::sync::Mutex<Option<Kept>> = std::sync::Mutex::new(None);
     let mut h = rustc_hash::FxHasher::default();
     text.hash(&mut h);
     let key = h.finish();
     // A text kept under the same hash is this text only if it reads the same.
-    let kept = CACHE.lock().ok().and_then(|c| c.as_ref().and_then(|m| m.get(&key).cloned()));
-    if let Some(k) = kept.filter(|k| *k.text == *text) {
+    let kept = KNOWN.lock().ok().and_then(|mut c| {
+        let k = c.newer.get(&key).filter(|k| *k.text == *text).cloned();
+        k.or_else(|| {
+            let k = c.older.remove(&key).filter(|k| *k.text == *text)?;
+            c.insert(key, k.clone());
+            Some(k)
+        })
+    });
+    if let Some(k) = kept {
         return k;
     }
     let k = std::sync::Arc::new(Known {
@@ -812,15 +893,33 @@ pub fn known(text: &str) -> std::sync::Arc<Known> {
         shingles: crate::dedup::shingles(text),
         profile: OnceLock::new(),
     });
-    if let Ok(mut c) = CACHE.lock() {
-        let m = c.get_or_insert_with(Default::default);
-        if m.len() >= KEPT {
-            m.clear();
-        }
-        m.insert(key, k.clone());
+    if let Ok(mut c) = KNOWN.lock() {
+        c.insert(key, k.clone());
     }
     k
 }
+
+/// Texts kept by [`known`] in each generation.
+pub const KEPT: usize = 4096;
+
+/// The two generations of [`known`]'s texts, by the hash of the text.
+struct Generations {
+    newer: rustc_hash::FxHashMap<u64, std::sync::Arc<Known>>,
+    older: rustc_hash::FxHashMap<u64, std::sync::Arc<Known>>,
+}
+
+impl Generations {
+    fn insert(&mut self, key: u64, k: std::sync::Arc<Known>) {
+        if self.newer.len() >= KEPT {
+            self.older = std::mem::take(&mut self.newer);
+        }
+        self.newer.insert(key, k);
+    }
+}
+
+static KNOWN: std::sync::LazyLock<std::sync::Mutex<Generations>> = std::sync::LazyLock::new(|| {
+    std::sync::Mutex::new(Generations { newer: Default::default(), older: Default::default() })
+});
 
 /// Words of `x` that two adjacent words of `x` spell together as one word of `y` ("re ranker" /
 /// "reranker") are joined.
@@ -918,6 +1017,52 @@ fn template(a: &Profile, b: &Profile, with_order: bool) -> Template {
     })
 }
 
+/// [`template`] as [`verdict`] and [`duplication`] need it, without the order itself: whether
+/// the two are one template, and (when `swap` is asked) whether a word of it was swapped
+/// ([`words_swapped`] on the common order). A content word of each text that is one word with
+/// no word of the other is outside every common order and matches no word the other leaves
+/// out, so when both texts hold one the answer is known without the order; only the rest
+/// build it.
+fn template_swapped(a: &Profile, b: &Profile, swap: bool) -> (bool, bool) {
+    let (sa, sb) = (&a.keys, &b.keys);
+    let total = sa.len() + sb.len();
+    let (n, m) = (sa.len().min(ORDER_WORDS), sb.len().min(ORDER_WORDS));
+    if total == 0 || 2.0 * n.min(m) as f64 / (total as f64) < ONE_TEMPLATE_AT {
+        return (false, false);
+    }
+    SCRATCH.with(|s| {
+        let s = &mut *s.borrow_mut();
+        let w = m.div_ceil(64);
+        fill_rows(a, b, n, m, &mut s.rows);
+        let length = common_length(&s.rows, n, w);
+        if 2.0 * length as f64 / (total as f64) < ONE_TEMPLATE_AT {
+            return (false, false);
+        }
+        if !swap || length == sa.len() || length == sb.len() {
+            return (true, false);
+        }
+        // Every word of both in the table (the order of longer texts is looked for on their
+        // beginning, and a word past it may still match one the other leaves out).
+        if n == sa.len() && m == sb.len() {
+            let rows = &s.rows;
+            let orphan_a = (0..n).any(|i| a.loose[i] && rows[i * w..(i + 1) * w].iter().all(|&x| x == 0));
+            if orphan_a {
+                let mut seen = [0u64; ROW_WORDS];
+                for row in rows.chunks_exact(w) {
+                    for (x, &r) in seen.iter_mut().zip(row) {
+                        *x |= r;
+                    }
+                }
+                if (0..m).any(|j| b.loose[j] && seen[j / 64] >> (j % 64) & 1 == 0) {
+                    return (true, true);
+                }
+            }
+        }
+        let order = common_order(&s.rows, n, m, w, &mut s.lengths);
+        (true, words_swapped(a, b, &order))
+    })
+}
+
 /// The bit table of [`Scratch::rows`] for the first `n` keys of `a` and `m` of `b`.
 fn fill_rows(a: &Profile, b: &Profile, n: usize, m: usize, rows: &mut Vec<u64>) {
     let w = m.div_ceil(64);
@@ -983,7 +1128,7 @@ fn common_order(rows: &[u64], n: usize, m: usize, w: usize, lengths: &mut Vec<u1
 /// hold ("enabled" / "disabled").
 fn opposite_words(a: &Profile, b: &Profile) -> bool {
     fn only<'p>(x: &'p Profile, y: &'p Profile) -> impl Iterator<Item = &'p String> {
-        x.words.iter().filter(|w| y.words.binary_search(w).is_err())
+        x.words.iter().zip(&x.word_hash_of).filter(|(w, h)| !y.holds_word(w, **h)).map(|(w, _)| w)
     }
     // Collected once (no allocation when the second holds no word of its own, as near-copies).
     let only_b: Vec<&String> = only(b, a).collect();
@@ -1111,11 +1256,10 @@ pub fn verdict(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> (
     let shared = a.shared_values(b).min(SHARED_VALUES_COUNTED);
     let closeness = (jaccard.max(cosine.map_or(0.0, semantic)) + SHARED_VALUE_BONUS * shared as f64).min(1.0);
     // Values on one side only, a negation on one side only, opposite words.
-    let differs = a.values != b.values || a.negated != b.negated || opposite_words(a, b);
+    let differs = a.values_differ(b) || a.negated != b.negated || opposite_words(a, b);
     // One template, and (when nothing else differs) a word swapped for another within it.
-    let template = template(a, b, !differs);
-    let one_template = !matches!(template, Template::Not);
-    let differs = differs || matches!(&template, Template::Swappable(order) if words_swapped(a, b, order));
+    let (one_template, swapped) = template_swapped(a, b, !differs);
+    let differs = differs || swapped;
     let kind = if !differs && closeness >= DUPLICATE_AT {
         Kind::Duplicate
     } else if differs && one_template {
@@ -1129,14 +1273,16 @@ pub fn verdict(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> (
 /// Whether, with `order` the two texts' words in one order, each text holds a content word
 /// outside it that the other does not hold outside it either: [`judge`]'s "wording" difference.
 fn words_swapped(a: &Profile, b: &Profile, order: &[(usize, usize)]) -> bool {
-    let (sa, sb) = (&a.keys, &b.keys);
-    let (ta, tb) = (&a.tokens, &b.tokens);
-    let in_a: std::collections::HashSet<usize> = order.iter().map(|p| p.0).collect();
-    let in_b: std::collections::HashSet<usize> = order.iter().map(|p| p.1).collect();
-    let loose = |ts: &[Token], keys: &[String], matched: &std::collections::HashSet<usize>| -> Vec<usize> {
-        (0..keys.len().min(ts.len())).filter(|k| !matched.contains(k) && !ts[*k].value && content(&ts[*k])).collect()
+    let mut in_a = vec![false; a.keys.len()];
+    let mut in_b = vec![false; b.keys.len()];
+    for &(i, j) in order {
+        in_a[i] = true;
+        in_b[j] = true;
+    }
+    let loose = |p: &Profile, matched: &[bool]| -> Vec<usize> {
+        (0..p.keys.len().min(p.tokens.len())).filter(|&k| !matched[k] && p.loose[k]).collect()
     };
-    let (la, lb) = (loose(ta, sa, &in_a), loose(tb, sb, &in_b));
+    let (la, lb) = (loose(a, &in_a), loose(b, &in_b));
     la.iter().any(|&k| !lb.iter().any(|&j| same_at(a, k, b, j)))
         && lb.iter().any(|&k| !la.iter().any(|&j| same_at(b, k, a, j)))
 }
@@ -1145,34 +1291,50 @@ fn words_swapped(a: &Profile, b: &Profile, order: &[(usize, usize)]) -> bool {
 /// cheap differences (values, negation) are looked at first, and most templated pairs stop
 /// there.
 pub fn duplication(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> f64 {
-    if a.values != b.values || a.negated != b.negated {
+    settled(a, b, jaccard, cosine).unwrap_or_else(|| unsettled(a, b, jaccard, cosine))
+}
+
+/// [`duplication`] when the values, a negation or the closeness settle it (nothing, then),
+/// else `None`. It reads the two sides alike: swapped, the answer is the same.
+pub fn settled(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Option<f64> {
+    if a.values_differ(b) || a.negated != b.negated {
         // Values on one side only, unless joining compound words changes them (it never
         // does: only words are joined). Looked at first: it settles most templated pairs
         // without counting their shared values.
-        return 0.0;
+        return Some(0.0);
     }
     // Equal sets of values (sorted, each once): every value is shared.
     let shared = a.values.len();
     let closeness =
         jaccard.max(cosine.map_or(0.0, semantic)) + SHARED_VALUE_BONUS * shared.min(SHARED_VALUES_COUNTED) as f64;
-    if closeness < DUPLICATE_AT {
-        return 0.0;
+    (closeness < DUPLICATE_AT).then_some(0.0)
+}
+
+/// [`duplication`] of a pair that [`settled`] does not settle.
+pub fn unsettled(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> f64 {
+    if differs(a, b) {
+        0.0
+    } else {
+        close_enough(a, jaccard, cosine)
     }
-    // The rest of [`judge`]'s differences, in its order, stopping at the first one found and
-    // building no evidence (the neighbour search asks this for every close candidate pair).
+}
+
+/// The rest of [`judge`]'s differences for a pair [`settled`] leaves open (equal values, no
+/// negation on one side only), in its order, stopping at the first one found and building no
+/// evidence: compound words joined, a negation or opposite words, a word swapped in one
+/// template. It reads neither the word overlap nor the cosine.
+pub fn differs(a: &Profile, b: &Profile) -> bool {
     let joined_a = a.joined_for(b);
     let a = joined_a.as_ref().unwrap_or(a);
     let joined_b = b.joined_for(a);
     let b = joined_b.as_ref().unwrap_or(b);
-    if a.negated != b.negated {
-        return 0.0;
-    }
-    if opposite_words(a, b) {
-        return 0.0;
-    }
-    if matches!(template(a, b, true), Template::Swappable(order) if words_swapped(a, b, &order)) {
-        return 0.0;
-    }
+    a.negated != b.negated || opposite_words(a, b) || template_swapped(a, b, true).1
+}
+
+/// [`duplication`] of a pair left open by [`settled`] in which nothing [`differs`]: its
+/// closeness when close enough (`a` holds the values both hold).
+pub fn close_enough(a: &Profile, jaccard: f64, cosine: Option<f64>) -> f64 {
+    let shared = a.values.len();
     let closeness = (jaccard.max(cosine.map_or(0.0, semantic))
         + SHARED_VALUE_BONUS * shared.min(SHARED_VALUES_COUNTED) as f64)
         .min(1.0);
@@ -1210,6 +1372,20 @@ mod tests {
         assert_eq!(j.kind, Kind::PossibleUpdate);
         assert_eq!(j.evidence.differing[0], Difference { what: "value".into(), this: "3".into(), other: "5".into() });
         assert!(j.evidence.matching.contains(&"retry".to_string()), "{:?}", j.evidence);
+    }
+
+    #[test]
+    fn a_text_judged_again_within_the_kept_ones_stays_known_and_the_kept_stay_bounded() {
+        let text = "The kept text is judged again and again, as a cluster's member is.";
+        let first = known(text);
+        for i in 0..3 * KEPT {
+            known(&format!("filler text number {i} of the cache test"));
+            if i % 1000 == 999 {
+                assert!(std::sync::Arc::ptr_eq(&known(text), &first), "lost after {i} other texts");
+            }
+        }
+        let g = KNOWN.lock().unwrap();
+        assert!(g.newer.len() <= KEPT && g.older.len() <= KEPT, "{} + {}", g.newer.len(), g.older.len());
     }
 
     #[test]
