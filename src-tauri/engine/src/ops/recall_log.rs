@@ -194,18 +194,13 @@ pub fn append_tx(tx: &Transaction<'_>, entries: &[NewEntry]) -> Result<()> {
             "INSERT INTO lethe_recall_log (actor, at, query, context_json, results_json) VALUES (?1, ?2, ?3, ?4, ?5) \
              RETURNING id",
         )?;
-        let mut hit = tx.prepare_cached(
-            "INSERT OR REPLACE INTO lethe_recall_log_hit (memory_id, log_id, score) VALUES (?1, ?2, ?3)",
-        )?;
         for e in entries {
             let (query, context) = guarded(e, &settings)?;
             let log_id: i64 = log.query_row(
                 params![e.actor, e.at, query, serde_json::to_string(&context)?, serde_json::to_string(&e.results)?],
                 |r| r.get(0),
             )?;
-            for h in &e.results {
-                hit.execute(params![h.id, log_id, h.score])?;
-            }
+            insert_hits(tx, log_id, &e.results)?;
         }
     }
     // The newest `max_rows` stay: everything older than the max_rows-th newest goes.
@@ -242,6 +237,32 @@ pub fn append_tx(tx: &Transaction<'_>, entries: &[NewEntry]) -> Result<()> {
             tx.execute("DELETE FROM lethe_recall_log WHERE id < ?1", [cutoff])?;
             tx.execute("DELETE FROM lethe_recall_log_hit WHERE log_id < ?1", [cutoff])?;
         }
+    }
+    Ok(())
+}
+
+/// Hits written per statement (three parameters each).
+const HITS_PER_STATEMENT: usize = 250;
+
+/// The index of an entry's hits, many to a statement: a team server answers each statement
+/// over the network, and an entry may hold a thousand hits. An id given twice keeps its last
+/// score, as one `INSERT OR REPLACE` per hit leaves it (PostgreSQL refuses to change a row
+/// twice in one statement).
+fn insert_hits(tx: &Transaction<'_>, log_id: i64, results: &[LoggedHit]) -> Result<()> {
+    let last: std::collections::HashMap<&str, usize> =
+        results.iter().enumerate().map(|(i, h)| (h.id.as_str(), i)).collect();
+    let hits: Vec<&LoggedHit> =
+        results.iter().enumerate().filter(|(i, h)| last[h.id.as_str()] == *i).map(|(_, h)| h).collect();
+    for chunk in hits.chunks(HITS_PER_STATEMENT) {
+        let rows: Vec<String> =
+            (0..chunk.len()).map(|i| format!("(?{}, ?{}, ?{})", 3 * i + 1, 3 * i + 2, 3 * i + 3)).collect();
+        let sql = format!(
+            "INSERT OR REPLACE INTO lethe_recall_log_hit (memory_id, log_id, score) VALUES {}",
+            rows.join(", ")
+        );
+        let args: Vec<&dyn crate::storage::db::ToSql> =
+            chunk.iter().flat_map(|h| [&h.id as &dyn crate::storage::db::ToSql, &log_id, &h.score]).collect();
+        tx.prepare_cached(&sql)?.execute(&args[..])?;
     }
     Ok(())
 }
@@ -354,6 +375,24 @@ mod tests {
                 .unwrap();
         assert_eq!(two_b.len(), 1);
         assert_eq!(actors(&conn).unwrap(), ["agent:a", "agent:b"]);
+    }
+
+    #[test]
+    fn an_entrys_hits_are_indexed_many_to_a_statement_and_a_repeated_id_keeps_its_last_score() {
+        let mut conn = store::open_in_memory().unwrap();
+        let ids: Vec<String> = (0..2 * HITS_PER_STATEMENT + 7).map(|i| format!("mem_{i}")).collect();
+        let mut e = entry("agent:a", 1, &ids.iter().map(String::as_str).collect::<Vec<_>>());
+        e.results.push(LoggedHit { id: "mem_3".into(), score: 0.25 });
+        append(&mut conn, &[e]).unwrap();
+        let hits: i64 = conn.query_row("SELECT COUNT(*) FROM lethe_recall_log_hit", [], |r| r.get(0)).unwrap();
+        assert_eq!(hits, ids.len() as i64, "every id once, across three statements");
+        let score: f64 = conn
+            .query_row("SELECT score FROM lethe_recall_log_hit WHERE memory_id = 'mem_3'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(score, 0.25);
+        let last = format!("mem_{}", ids.len() - 1);
+        let found = list(&conn, &LogFilter { memory_id: Some(last), limit: 10, ..Default::default() }).unwrap();
+        assert_eq!(found.len(), 1, "the last chunk's hits are found by memory");
     }
 
     #[test]
