@@ -64,6 +64,9 @@ test("one memory of a forget run is restored from the run's result; Undo this ru
       return d.querySelector('[data-testid="run-restore-one"]');`);
     const one = await button.getAttribute('data-id');
     assert.ok(moved.includes(one), 'the button restores a memory this run quarantined');
+    // The button is disabled while the window has a write in flight (the run's own refresh
+    // may still hold it on a loaded machine): a person waits for it, so does the test.
+    await waitFor(() => button.isEnabled(), 30000, 'the Restore button enabled');
     await button.click();
     await byTestId(driver, 'run-restored-one', 10000);
     const now = quarantinedIds(db);
