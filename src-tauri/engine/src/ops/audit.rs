@@ -90,26 +90,15 @@ pub fn record_action(
 ) -> Result<i64> {
     let with_via = after_with_via(actor, after);
     let after = with_via.as_ref().or(after);
-    if conn.is_postgres() {
+    let sql = if conn.is_postgres() {
         // The team store's function: Lethe's roles hold no INSERT right on the audit there; the
         // server names the role and stamps its clock.
-        return conn.prepare_cached("SELECT lethe_action_record(?1, ?2, ?3, ?4, ?5, ?6)")?.query_row(
-            params![
-                memory_id,
-                action,
-                actor,
-                before.map(|v| v.to_string()),
-                after.map(|v| v.to_string()),
-                time::format(now)
-            ],
-            |r| r.get(0),
-        );
-    }
-    conn.prepare_cached(
+        "SELECT lethe_action_record(?1, ?2, ?3, ?4, ?5, ?6)"
+    } else {
         "INSERT INTO lethe_action (memory_id, action, actor, before_json, after_json, created_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
-    )?
-    .query_row(
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id"
+    };
+    conn.prepare_cached(sql)?.query_row(
         params![
             memory_id,
             action,
