@@ -283,47 +283,37 @@ fn insert_tx(
     let created = time::format(m.created_at.unwrap_or(now));
     let tags = serde_json::to_string(&m.tags)?;
     let json = |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string());
-    if tx.is_postgres() {
-        // The team store writes the row and its `remember` action in the server's function.
-        let rowid = insert_on_server(tx, p, &id, &created, actor, now)?;
-        clock.lap(Step::Row);
-        tx.prepare_cached("INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3)")?
-            .execute(params![id, p.hash, p.bands])?;
-        if let (Some(e), Some(v)) = (crate::embed::shared(), &p.vector) {
-            crate::semantic::store_vector(tx, e.fingerprint(), &id, v)?;
-        }
-        clock.lap(Step::Derived);
-        for old in &m.supersedes {
-            link_supersede_tx(tx, old, &id, actor, now)?;
-        }
-        clock.lap(Step::Audit);
-        return Ok(Ok((id, rowid)));
-    }
-    let rowid: i64 = tx.prepare_cached(
-        "INSERT INTO memory_item (id, type, content, importance, privacy_scope, created_at, last_accessed, pinned, tags, source, \
-         view_count, cite_count, edit_count, task_goal, steps, reflection_notes, workflow_name, skill_name, trigger_conditions, \
-         version, owner_id, session_id, project_id, is_deleted, deleted_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, ?7, ?8, ?9, 0, 0, 0, ?10, ?11, NULL, ?12, ?13, ?14, 1, ?15, ?16, ?17, 0, NULL) RETURNING rowid",
-    )?
-    .query_row(params![
-        id,
-        m.tier.as_str(),
-        m.content,
-        m.importance.unwrap_or(0.5),
-        m.privacy_scope.as_deref().unwrap_or("private"),
-        created,
-        m.pinned as i64,
-        tags,
-        m.source,
-        m.procedure.task_goal,
-        json(&m.procedure.steps),
-        m.procedure.workflow_name,
-        m.procedure.skill_name,
-        json(&m.procedure.trigger_conditions),
-        m.owner_id,
-        m.session_id,
-        m.project_id,
-    ], |r| r.get(0))?;
+    // The team store writes the row and its `remember` action in the server's function.
+    let on_server = tx.is_postgres();
+    let rowid: i64 = if on_server {
+        insert_on_server(tx, p, &id, &created, actor, now)?
+    } else {
+        tx.prepare_cached(
+            "INSERT INTO memory_item (id, type, content, importance, privacy_scope, created_at, last_accessed, pinned, tags, source, \
+             view_count, cite_count, edit_count, task_goal, steps, reflection_notes, workflow_name, skill_name, trigger_conditions, \
+             version, owner_id, session_id, project_id, is_deleted, deleted_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, ?7, ?8, ?9, 0, 0, 0, ?10, ?11, NULL, ?12, ?13, ?14, 1, ?15, ?16, ?17, 0, NULL) RETURNING rowid",
+        )?
+        .query_row(params![
+            id,
+            m.tier.as_str(),
+            m.content,
+            m.importance.unwrap_or(0.5),
+            m.privacy_scope.as_deref().unwrap_or("private"),
+            created,
+            m.pinned as i64,
+            tags,
+            m.source,
+            m.procedure.task_goal,
+            json(&m.procedure.steps),
+            m.procedure.workflow_name,
+            m.procedure.skill_name,
+            json(&m.procedure.trigger_conditions),
+            m.owner_id,
+            m.session_id,
+            m.project_id,
+        ], |r| r.get(0))?
+    };
     clock.lap(Step::Row);
     tx.prepare_cached("INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3)")?
         .execute(params![id, p.hash, p.bands])?;
@@ -331,7 +321,9 @@ fn insert_tx(
         crate::semantic::store_vector(tx, e.fingerprint(), &id, v)?;
     }
     clock.lap(Step::Derived);
-    audit::record_action(tx, Some(&id), "remember", actor, None, Some(&remember_audit(m, &created, now)), now)?;
+    if !on_server {
+        audit::record_action(tx, Some(&id), "remember", actor, None, Some(&remember_audit(m, &created, now)), now)?;
+    }
     for old in &m.supersedes {
         link_supersede_tx(tx, old, &id, actor, now)?;
     }
