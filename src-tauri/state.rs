@@ -479,7 +479,7 @@ impl AppState {
                 sink(stage, done, total);
             }
         };
-        let job = Job { progress: Some(&report), cancel, ..Job::default() };
+        let job = Job { progress: Some(&report), cancel, resumable: true, ..Job::default() };
         let mut cache = lock(&self.snapshot);
         if cancel.is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed)) {
             return Err(lethe_engine::Error::Cancelled.into());

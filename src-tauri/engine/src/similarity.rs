@@ -27,18 +27,28 @@ pub struct Passes {
     /// Memories whose candidates one step of the neighbour search gathers and compares (only
     /// one step's candidates, up to 1 KB a memory, are held at once).
     pub search_chunk: usize,
+    /// Memories whose own lists a long neighbour search stores between two checkpoints, so
+    /// that a search cut short (the window closed, the process stopped) resumes there; a
+    /// search of fewer than two checkpoints' worth is not kept part way.
+    pub checkpoint_every: usize,
 }
 
 impl Default for Passes {
     fn default() -> Self {
-        Passes { second_reader_from: 50_000, links_per_part: 100_000, search_per_part: 1_000, search_chunk: 65_536 }
+        Passes {
+            second_reader_from: 50_000,
+            links_per_part: 100_000,
+            search_per_part: 1_000,
+            search_chunk: 65_536,
+            checkpoint_every: 8_192,
+        }
     }
 }
 
 impl Passes {
     /// Every pass split as finely as it goes, and the search in steps of a few hundred.
     pub fn always() -> Self {
-        Passes { second_reader_from: 0, links_per_part: 1, search_per_part: 1, search_chunk: 500 }
+        Passes { second_reader_from: 0, links_per_part: 1, search_per_part: 1, search_chunk: 500, checkpoint_every: 64 }
     }
 
     /// Row ranges of `0..rows` for a pass over `links` links, in order: one per

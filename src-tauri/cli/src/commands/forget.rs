@@ -117,7 +117,7 @@ pub(super) fn keep_derived(conn: &mut store::Connection, step: &str) -> Result<(
     };
     forgetting::Snapshot::load_and_keep_with(
         conn,
-        &forgetting::Job { progress: Some(&progress), ..Default::default() },
+        &forgetting::Job { progress: Some(&progress), resumable: true, ..Default::default() },
     )?;
     Ok(())
 }

@@ -18,7 +18,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::storage::db::{params, Connection, OptionalExtension};
+use crate::storage::db::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use crate::embed::{self, Embedder, Vector, DIMS};
 use crate::error::Result;
@@ -109,7 +109,7 @@ fn decode_keys(b: &[u8]) -> Vec<u16> {
 }
 
 /// The version of the duplicate judgment: lists stored under another one are searched again
-/// when a file is opened (resumably: each stored list is current from then on).
+/// when a file is opened (resumably, see [`search_resumably`]).
 pub const JUDGMENT: &str = "sameness-1";
 
 /// What a stored list was made with: the judgment and the model whose vectors take part
@@ -478,6 +478,13 @@ fn derive_in(
         }
         return Ok(Derived::default());
     };
+    if search.to_search.is_empty() {
+        // Every list was kept by a search cut short: nothing to bucket.
+        if let Some((kept, _)) = kept {
+            *kept = None;
+        }
+        return Ok(search.finish(Vec::new()));
+    }
     let (buckets, slot) = match kept {
         Some((slot, dirty)) => (search.buckets(slot.take(), dirty), Some(slot)),
         None => (search.buckets(None, &[]), None),
@@ -496,6 +503,11 @@ fn derive_in(
 struct Search<'a> {
     members: &'a [Member],
     pending: Vec<usize>,
+    /// The pending members still to search: those whose own list an interrupted search of the
+    /// same members stored ([`Search::resume`]) are not searched again.
+    to_search: Vec<usize>,
+    /// What the interrupted search found for the others.
+    resumed: Vec<Found>,
     ix: Option<std::sync::Arc<semantic::VectorIndex>>,
     /// Member index → position in the vector index, looked up once.
     pos: Vec<Option<u32>>,
@@ -566,6 +578,8 @@ impl<'a> Search<'a> {
         let small = ix.as_ref().is_some_and(|_| cent.is_none());
         let mut search = Search {
             members,
+            to_search: pending.clone(),
+            resumed: Vec::new(),
             pending,
             ix,
             pos,
@@ -577,14 +591,95 @@ impl<'a> Search<'a> {
             searched_so_far: std::sync::atomic::AtomicUsize::new(0),
             passes,
         };
+        search.resume(conn)?;
         search.compute_semantic_keys();
         Ok(Some(search))
     }
 
-    /// Semantic keys of the pending members: stored for the others.
+    /// Whether this search is long enough to be kept part way ([`search_resumably`]).
+    fn checkpointed(&self) -> bool {
+        self.pending.len() >= 2 * self.passes.checkpoint_every.max(1)
+    }
+
+    /// What the lists of this search depend on besides each memory's content, as the `model`
+    /// its own lists are kept under part way: the judgment and model, every member (rowid,
+    /// id, content hash, whether active, what dominance reads, its stored list, whether it has
+    /// a vector) and the centroids. Lists kept under another digest were searched among other
+    /// memories and are not resumed.
+    fn partial_model(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(fingerprint().as_bytes());
+        h.update((self.members.len() as u64).to_le_bytes());
+        for (i, m) in self.members.iter().enumerate() {
+            h.update(m.rowid.to_le_bytes());
+            h.update((m.id.len() as u64).to_le_bytes());
+            h.update(m.id.as_bytes());
+            h.update(m.hash.as_deref().unwrap_or("-").as_bytes());
+            h.update([u8::from(m.active), u8::from(m.rank.0), u8::from(self.pos[i].is_some())]);
+            h.update(m.rank.1.to_bits().to_le_bytes());
+            h.update(m.rank.2.to_le_bytes());
+            match &m.derived {
+                Some((keys, list)) => {
+                    h.update([1]);
+                    h.update(encode_keys(keys));
+                    h.update(encode(list));
+                }
+                None => h.update([0]),
+            }
+        }
+        for c in self.cent.iter().flatten() {
+            h.update(c.to_le_bytes());
+        }
+        h.update([u8::from(self.small)]);
+        let digest = h.finalize();
+        let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+        format!("{}{PARTIAL}{hex}", fingerprint())
+    }
+
+    /// Takes up what an interrupted search of the same members kept: the own lists stored
+    /// under this search's [`Search::partial_model`] for members still pending with the same
+    /// content are not searched again.
+    fn resume(&mut self, conn: &Connection) -> Result<()> {
+        if !self.checkpointed() {
+            return Ok(());
+        }
+        let model = self.partial_model();
+        let members = self.members;
+        let index_of = |rowid: i64| members.binary_search_by_key(&rowid, |m| m.rowid).ok();
+        let mut stmt = conn.prepare("SELECT memory_rowid, hash, keys, list FROM lethe_neighbour WHERE model = ?1")?;
+        let mut rows = stmt.query([&model])?;
+        let mut taken = vec![false; members.len()];
+        while let Some(r) = rows.next()? {
+            let Some(x) = index_of(r.get(0)?) else { continue };
+            let m = &members[x];
+            let hash: String = r.get(1)?;
+            if !m.active || m.derived.is_some() || m.hash.as_deref() != Some(hash.as_str()) || taken[x] {
+                continue;
+            }
+            let keys: Vec<u8> = r.get(2)?;
+            let list = decode(&r.get::<_, Vec<u8>>(3)?);
+            // The offers are those of the search that found the list (see `search_one`).
+            let me = Neighbour { rowid: m.rowid, id_hash: id_hash(&m.id), sim: 0.0, kind: 0 };
+            let Some(offers) = list
+                .iter()
+                .map(|n| index_of(n.rowid).map(|c| (c as u32, Neighbour { sim: n.sim, kind: n.kind, ..me })))
+                .collect::<Option<Vec<_>>>()
+            else {
+                continue;
+            };
+            self.computed[x] = decode_keys(&keys);
+            taken[x] = true;
+            self.resumed.push((x, list, offers));
+        }
+        self.to_search.retain(|&x| !taken[x]);
+        Ok(())
+    }
+
+    /// Semantic keys of the members to search: stored for the others.
     fn compute_semantic_keys(&mut self) {
         let Some(c) = self.cent.as_deref().map(quantize_centroids) else { return };
-        for &i in &self.pending {
+        for &i in &self.to_search {
             if let Some((q, inv)) = self.vector_of(i) {
                 let mut v = Vector { inv_norm: inv, q: [0; DIMS] };
                 v.q.copy_from_slice(q);
@@ -714,22 +809,36 @@ impl<'a> Search<'a> {
     /// chunk, candidates and comparisons run on every core, in parts of
     /// [`Passes::search_per_part`] memories; the results come back in member order.
     fn search_all(&self, conn: &Connection, buckets: &Buckets) -> Result<Vec<Found>> {
+        let mut found: Vec<Found> = Vec::with_capacity(self.to_search.len());
+        if self.to_search.is_empty() {
+            return Ok(found);
+        }
         let mut texts = self.texts(conn)?;
-        let mut found: Vec<Found> = Vec::with_capacity(self.pending.len());
-        let per_part = self.passes.search_per_part.max(1);
-        for chunk in self.pending.chunks(self.passes.search_chunk.max(1)) {
-            let cands_of: Vec<(usize, Vec<u32>)> = chunk
-                .par_iter()
-                .with_min_len(per_part)
-                .map_init(Vec::new, |ks, &x| self.gather(buckets, ks, x))
-                .collect();
-            texts.read_for(conn, self.members, &cands_of)?;
-            let texts = &texts;
-            found.par_extend(
-                cands_of.par_iter().with_min_len(per_part).map(|(x, cands)| self.search_one(texts, *x, cands)),
-            );
+        for chunk in self.to_search.chunks(self.passes.search_chunk.max(1)) {
+            self.search_chunk(conn, buckets, &mut texts, chunk, &mut found)?;
         }
         Ok(found)
+    }
+
+    /// Searches the members at `chunk`, appending what it finds to `found`: candidates and
+    /// comparisons on every core, in parts of [`Passes::search_per_part`] memories, the
+    /// results in member order.
+    fn search_chunk(
+        &self,
+        conn: &Connection,
+        buckets: &Buckets,
+        texts: &mut Texts,
+        chunk: &[usize],
+        found: &mut Vec<Found>,
+    ) -> Result<()> {
+        let per_part = self.passes.search_per_part.max(1);
+        let cands_of: Vec<(usize, Vec<u32>)> =
+            chunk.par_iter().with_min_len(per_part).map_init(Vec::new, |ks, &x| self.gather(buckets, ks, x)).collect();
+        texts.read_for(conn, self.members, &cands_of)?;
+        let texts = &*texts;
+        found
+            .par_extend(cands_of.par_iter().with_min_len(per_part).map(|(x, cands)| self.search_one(texts, *x, cands)));
+        Ok(())
     }
 
     /// The members' texts: in one scan of the table when most memories are searched, otherwise
@@ -744,7 +853,7 @@ impl<'a> Search<'a> {
             differs: (0..DIFFERS_PARTS).map(|_| Default::default()).collect(),
         };
         let active = self.members.iter().filter(|m| m.active).count();
-        if self.pending.len() * 4 >= active {
+        if self.to_search.len() * 4 >= active {
             let member_of: HashMap<i64, usize> = self.members.iter().enumerate().map(|(i, m)| (m.rowid, i)).collect();
             let mut all = conn.prepare("SELECT rowid, content FROM memory_item WHERE COALESCE(is_deleted, 0) = 0")?;
             let mut rows = all.query([])?;
@@ -870,7 +979,7 @@ impl<'a> Search<'a> {
         if let Some(p) = self.progress {
             let n = self.searched_so_far.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
             if n.is_multiple_of(REPORT_EVERY) {
-                p(n, self.pending.len());
+                p(self.resumed.len() + n, self.pending.len());
             }
         }
         let entries = self.duplicates_of(t, x, cands);
@@ -892,11 +1001,12 @@ impl<'a> Search<'a> {
 
     /// The lists found, the stored lists that named a memory searched again (without it), and
     /// the offers taken by the lists with room for them.
-    fn finish(self, found: Vec<Found>) -> Derived {
+    fn finish(mut self, found: Vec<Found>) -> Derived {
         let members = self.members;
         let mut out = Derived { trained: self.trained.clone(), ..Default::default() };
         let mut offers: Vec<(u32, usize, Neighbour)> = Vec::new();
-        for (x, list, o) in found {
+        let resumed = std::mem::take(&mut self.resumed);
+        for (x, list, o) in resumed.into_iter().chain(found) {
             offers.extend(o.into_iter().map(|(c, n)| (c, x, n)));
             // A memory still waiting for its vector is searched again once it has one.
             if self.ix.is_some() && self.vector_of(x).is_none() {
@@ -996,6 +1106,106 @@ fn select_entries(members: &[Member], x: usize, mut entries: Vec<(usize, Neighbo
         .collect()
 }
 
+/// Stores one memory's list: its rowid, what it was made with, the content hash it is for,
+/// its semantic keys and its neighbours.
+const PUT_LIST: &str =
+    "INSERT OR REPLACE INTO lethe_neighbour (memory_rowid, model, hash, keys, list) VALUES (?1, ?2, ?3, ?4, ?5)";
+
+/// What separates the judgment and model from the digest of the members in the `model` of a
+/// list kept part way by [`search_resumably`] (never a current list's `model`).
+const PARTIAL: &str = "#partial/";
+
+/// Searches the neighbours of every memory without current ones, in steps of
+/// [`Passes::checkpoint_every`] memories, storing after each step the lists its memories
+/// found themselves (before the offers of memories searched after them), under a `model` that
+/// names the members searched among ([`Search::partial_model`]). A search cut short — cancelled
+/// through `cancel`, or the process stopped — thus resumes where it stopped: the next search
+/// of the same members takes those lists up and searches only the rest, and gives exactly the
+/// lists one uninterrupted search gives. The final lists are then found and stored by the
+/// caller's usual load, which finds nothing left to search. Runs outside any transaction (each
+/// step reads, then writes its lists in a transaction of its own); a search too short to be
+/// worth keeping part way, or on a connection that may not write, leaves everything to the
+/// caller. Returns whether every list was kept.
+pub fn search_resumably(
+    conn: &Connection,
+    progress: Option<&(dyn Fn(usize, usize) + Sync)>,
+    cancel: Option<&std::sync::atomic::AtomicBool>,
+    passes: Passes,
+) -> Result<bool> {
+    if !conn.is_autocommit() {
+        return Ok(false);
+    }
+    let members = crate::store::read_tx(conn, || members(conn))?;
+    let Some(search) = crate::store::read_tx(conn, || Search::new(conn, &members, progress, passes))? else {
+        return Ok(true);
+    };
+    if !search.checkpointed() {
+        return Ok(false);
+    }
+    if search.to_search.is_empty() {
+        return Ok(true);
+    }
+    let model = search.partial_model();
+    let buckets = search.buckets(None, &[]);
+    let mut texts = crate::store::read_tx(conn, || search.texts(conn))?;
+    let (mut first, mut all) = (true, true);
+    for chunk in search.to_search.chunks(passes.checkpoint_every.max(1)) {
+        if cancel.is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed)) {
+            return Err(crate::Error::Cancelled);
+        }
+        let mut found = Vec::with_capacity(chunk.len());
+        crate::store::read_tx(conn, || search.search_chunk(conn, &buckets, &mut texts, chunk, &mut found))?;
+        match keep_partial(conn, &search, &model, first, &found) {
+            Ok(()) => first = false,
+            // Not allowed to write (a reader, a file that cannot be written): the caller's
+            // load searches it all, and nothing is kept part way.
+            Err(_) if first => return Ok(false),
+            // A step that could not be kept (the file busy for longer than the wait): the
+            // caller's load searches its memories again.
+            Err(_) => all = false,
+        }
+    }
+    Ok(all)
+}
+
+/// Stores the own lists of one step of [`search_resumably`] under `model` (and, with the
+/// first step, the centroids the search trained, so that a resumed search buckets as this one
+/// did), in one transaction.
+fn keep_partial(conn: &Connection, search: &Search<'_>, model: &str, first: bool, found: &[Found]) -> Result<()> {
+    conn.begin(TransactionBehavior::Immediate)?;
+    let out = keep_partial_in(conn, search, model, first, found).and_then(|()| conn.commit());
+    if out.is_err() && !conn.is_autocommit() {
+        let _ = conn.rollback();
+    }
+    out
+}
+
+fn keep_partial_in(conn: &Connection, search: &Search<'_>, model: &str, first: bool, found: &[Found]) -> Result<()> {
+    let tx = conn;
+    if first {
+        if let (Some(c), Some(e)) = (&search.trained, embed::shared()) {
+            let bytes: Vec<u8> = c.iter().flat_map(|x| x.to_le_bytes()).collect();
+            tx.execute(
+                "INSERT OR IGNORE INTO lethe_centroid (model, data) VALUES (?1, ?2)",
+                params![e.fingerprint(), bytes],
+            )?;
+        }
+    }
+    {
+        let mut stmt = tx.prepare_cached(PUT_LIST)?;
+        for (x, list, _) in found {
+            let m = &search.members[*x];
+            // As `finish` does: a memory still waiting for its vector is searched again.
+            if search.ix.is_some() && search.vector_of(*x).is_none() {
+                continue;
+            }
+            let Some(h) = m.hash.as_ref() else { continue };
+            stmt.execute(params![m.rowid, model, h, encode_keys(search.sem_keys(*x)), encode(list)])?;
+        }
+    }
+    Ok(())
+}
+
 /// Stores what [`derive`] found, in one transaction.
 pub fn store(conn: &mut Connection, members: &[Member], d: &Derived) -> Result<()> {
     let fp = fingerprint().to_string();
@@ -1031,9 +1241,7 @@ pub fn store(conn: &mut Connection, members: &[Member], d: &Derived) -> Result<(
     // old content, and end with other lists than one search (measured: 20k realistic with the
     // first 5,000 stored). A store cut short leaves nothing, and the next load searches again.
     crate::store::write_tx(conn, |tx| {
-        let mut stmt = tx.prepare_cached(
-            "INSERT OR REPLACE INTO lethe_neighbour (memory_rowid, model, hash, keys, list) VALUES (?1, ?2, ?3, ?4, ?5)",
-        )?;
+        let mut stmt = tx.prepare_cached(PUT_LIST)?;
         for (i, (keys, list)) in &items {
             // Stored with the hash of the content it was searched for: if the content changed
             // since, the list is not current for the new one and is searched again.

@@ -418,3 +418,120 @@ fn the_lists_of_one_search_are_stored_together_or_not_at_all() {
     drop(conn);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+type StoredList = (i64, String, String, Vec<u8>, Vec<u8>);
+
+fn stored_lists(conn: &store::Connection) -> Vec<StoredList> {
+    let mut stmt = conn
+        .prepare("SELECT memory_rowid, model, hash, keys, list FROM lethe_neighbour ORDER BY memory_rowid")
+        .unwrap();
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))).unwrap();
+    rows.map(Result::unwrap).collect()
+}
+
+fn kept_part_way(conn: &store::Connection) -> i64 {
+    conn.query_row("SELECT COUNT(*) FROM lethe_neighbour WHERE model LIKE '%#partial/%'", [], |r| r.get(0)).unwrap()
+}
+
+/// Loads with lists kept part way and steps of 64, cancelled once `stop_at` memories are
+/// reported searched; returns the first number of memories reported searched.
+fn load_cut_short(conn: &mut store::Connection, stop_at: Option<usize>) -> (lethe_engine::Result<()>, usize) {
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let first = std::sync::atomic::AtomicUsize::new(0);
+    let report = |stage: forgetting::LoadStage, done: usize, _total: usize| {
+        if stage == forgetting::LoadStage::Similar && done > 0 {
+            let _ = first.compare_exchange(
+                0,
+                done,
+                std::sync::atomic::Ordering::SeqCst,
+                std::sync::atomic::Ordering::SeqCst,
+            );
+            if stop_at.is_some_and(|s| done >= s) {
+                cancel.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    };
+    let job =
+        forgetting::Job { progress: Some(&report), cancel: Some(&cancel), passes: Passes::always(), resumable: true };
+    let out = Snapshot::load_and_keep_with(conn, &job).map(|_| ());
+    (out, first.load(std::sync::atomic::Ordering::SeqCst))
+}
+
+/// A long first search (a new judgment, an import) keeps each step's own lists as it goes:
+/// cancelled part way (the window closed), it leaves them, and the next load searches only
+/// the memories not yet searched, then stores exactly the lists one uninterrupted search
+/// stores (and the centroids it trained), with nothing kept part way left behind.
+#[test]
+fn a_first_search_cut_short_resumes_where_it_stopped_and_stores_the_lists_of_one_search() {
+    const N: usize = 2_000;
+    let (dir, mut conn) = load(N);
+    neighbours::refresh(&mut conn).unwrap();
+    let whole = stored_lists(&conn);
+    assert_eq!(whole.len(), N);
+    let centroids: Vec<Vec<u8>> = conn
+        .prepare("SELECT data FROM lethe_centroid")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    conn.execute_batch("DELETE FROM lethe_neighbour; DELETE FROM lethe_centroid;").unwrap();
+
+    let (cut, _) = load_cut_short(&mut conn, Some(1));
+    assert!(matches!(cut, Err(lethe_engine::Error::Cancelled)), "{cut:?}");
+    let kept = kept_part_way(&conn) as usize;
+    assert!((500..N - 500).contains(&kept), "about a quarter is kept part way: {kept}");
+    assert!(stored_lists(&conn).iter().all(|l| l.1.contains("#partial/")), "no list is current yet");
+
+    let (resumed, first) = load_cut_short(&mut conn, None);
+    resumed.unwrap();
+    assert!(first > kept, "the kept memories are not searched again: first report {first}, {kept} kept");
+    assert_eq!(kept_part_way(&conn), 0, "nothing kept part way is left");
+    assert!(stored_lists(&conn) == whole, "the lists equal those of one uninterrupted search");
+    let again: Vec<Vec<u8>> = conn
+        .prepare("SELECT data FROM lethe_centroid")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(again, centroids, "the centroids trained part way are those of one search");
+    drop(conn);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Lists kept part way are taken up only by a search among the same memories: one whose
+/// importance changed in between (so another memory may dominate it) makes the next load
+/// search everything again, and a kept list altered by hand is not taken up.
+#[test]
+fn lists_kept_part_way_among_other_memories_are_not_taken_up() {
+    const N: usize = 1_200;
+    let (dir, mut conn) = load(N);
+    conn.execute_batch("DELETE FROM lethe_neighbour;").unwrap();
+    let (cut, _) = load_cut_short(&mut conn, Some(1));
+    assert!(matches!(cut, Err(lethe_engine::Error::Cancelled)), "{cut:?}");
+    let kept = stored_lists(&conn);
+    assert!(kept.len() >= 500, "{}", kept.len());
+    // A kept list made to name a memory it never found: taken up, it would show.
+    let (victim, far) = (kept[0].0, kept[kept.len() - 1].0);
+    let bogus = neighbours::encode(&[neighbours::Neighbour { rowid: far, id_hash: 7, sim: 0.99, kind: 0 }]);
+    conn.execute("UPDATE lethe_neighbour SET list = ?1 WHERE memory_rowid = ?2", lethe_engine::params![bogus, victim])
+        .unwrap();
+    conn.execute("UPDATE memory_item SET importance = 0.99 WHERE rowid = ?1", [kept[1].0]).unwrap();
+
+    let (resumed, first) = load_cut_short(&mut conn, None);
+    resumed.unwrap();
+    assert!(first <= 512, "everything is searched again: first report {first}");
+    let after = stored_lists(&conn);
+    conn.execute_batch("DELETE FROM lethe_neighbour;").unwrap();
+    neighbours::refresh(&mut conn).unwrap();
+    assert!(after == stored_lists(&conn), "the lists equal those of one search of the memories as they are");
+    assert!(
+        !neighbours::decode(&after.iter().find(|l| l.0 == victim).unwrap().4)
+            .iter()
+            .any(|n| n.rowid == far && n.id_hash == 7),
+        "the altered list is not taken up"
+    );
+    drop(conn);
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -199,7 +199,10 @@ fn run_batch_inner(conn: &mut Connection, opts: &BatchOptions<'_>, started: Cloc
         Some((snap, journal)) => (snap, journal.clone()),
         None => {
             let journal = crate::storage::journal::Journal::at(conn)?;
-            loaded = Snapshot::load_with(conn, &Job { progress: opts.loading, cancel: opts.cancel, ..Job::default() })?;
+            loaded = Snapshot::load_with(
+                conn,
+                &Job { progress: opts.loading, cancel: opts.cancel, resumable: true, ..Job::default() },
+            )?;
             (&loaded, journal)
         }
     };

@@ -116,6 +116,10 @@ pub struct Job<'a> {
     pub progress: Option<&'a (dyn Fn(LoadStage, usize, usize) + Sync)>,
     pub cancel: Option<&'a AtomicBool>,
     pub passes: Passes,
+    /// Whether a long neighbour search keeps each step's lists on the load's connection as it
+    /// goes ([`neighbours::search_resumably`]), so that a load cut short resumes where it
+    /// stopped: for a process that may write.
+    pub resumable: bool,
 }
 
 impl Job<'_> {
@@ -123,6 +127,12 @@ impl Job<'_> {
         if let Some(p) = self.progress {
             p(stage, done, total);
         }
+    }
+
+    /// Whether the search a scan needs is kept part way as it goes: on a writer's load, when
+    /// it is long ([`crate::similarity::Passes::checkpoint_every`]).
+    fn keeps_part_way(&self, scanned: &Scanned) -> bool {
+        self.resumable && scanned.pending >= 2 * self.passes.checkpoint_every.max(1)
     }
 
     fn check(&self) -> Result<()> {
@@ -315,8 +325,8 @@ struct Scanned {
     /// The lists as stored, back to back: row i's are `raw[spans[i].0..spans[i].1]`.
     raw: Vec<neighbours::Neighbour>,
     spans: Vec<(u32, u32)>,
-    /// Whether an active memory has no list (new, changed, or listed with another model).
-    pending: bool,
+    /// Active memories without a list (new, changed, or listed with another model).
+    pending: usize,
     mistyped: Vec<crate::store::Mistyped>,
 }
 
@@ -403,7 +413,7 @@ impl Scanned {
         // Both are in rowid order: one walk gives each row its list.
         let StoredLists { rowids, ends, raw } = lists;
         let mut spans = Vec::with_capacity(rows.len());
-        let (mut at, mut pending) = (0usize, false);
+        let (mut at, mut pending) = (0usize, 0usize);
         for row in &rows {
             while at < rowids.len() && rowids[at] < row.rowid {
                 at += 1;
@@ -411,7 +421,7 @@ impl Scanned {
             if at < rowids.len() && rowids[at] == row.rowid {
                 spans.push((if at == 0 { 0 } else { ends[at - 1] }, ends[at]));
             } else {
-                pending |= !row.is_deleted;
+                pending += usize::from(!row.is_deleted);
                 spans.push((0, 0));
             }
         }
@@ -461,15 +471,32 @@ impl Snapshot {
 
     /// [`Snapshot::load`] that reports its progress and can be cancelled.
     pub fn load_with(conn: &Connection, job: &Job<'_>) -> Result<Snapshot> {
-        // One read transaction: a consistent view of the file.
-        crate::store::read_tx(conn, || {
-            let mut snap = match Self::scan(conn, job)? {
-                Ok(snap) => snap,
-                Err(scanned) => Self::search(conn, job, scanned)?,
-            };
-            snap.drop_dismissed(conn)?;
-            Ok(snap)
-        })
+        let mut kept = false;
+        loop {
+            // One read transaction: a consistent view of the file.
+            let snap = crate::store::read_tx(conn, || {
+                let mut snap = match Self::scan(conn, job)? {
+                    Ok(snap) => snap,
+                    Err(scanned) if !kept && job.keeps_part_way(&scanned) => return Ok(None),
+                    Err(scanned) => Self::search(conn, job, scanned)?,
+                };
+                snap.drop_dismissed(conn)?;
+                Ok(Some(snap))
+            })?;
+            match snap {
+                Some(snap) => return Ok(snap),
+                None => kept = Self::search_resumably(conn, job)?,
+            }
+        }
+    }
+
+    /// A long neighbour search run step by step before the load's own transaction, each step's
+    /// lists kept as it goes ([`neighbours::search_resumably`]); the load then takes them up.
+    /// Always `true`: whatever it could not keep, the load searches.
+    fn search_resumably(conn: &Connection, job: &Job<'_>) -> Result<bool> {
+        let report = |done: usize, total: usize| job.report(LoadStage::Similar, done, total);
+        neighbours::search_resumably(conn, job.progress.map(|_| &report as _), job.cancel, job.passes)?;
+        Ok(true)
     }
 
     /// [`Snapshot::load`] by a process that may write, leaving the file so that the next load
@@ -479,7 +506,7 @@ impl Snapshot {
     /// vector is not stored, so every read would search it again. Then the lists it searched
     /// are stored.
     pub fn load_and_keep(conn: &mut Connection) -> Result<Snapshot> {
-        Self::load_and_keep_with(conn, &Job::default())
+        Self::load_and_keep_with(conn, &Job { resumable: true, ..Job::default() })
     }
 
     /// [`Snapshot::load_and_keep`] that reports its progress and can be cancelled: what an
@@ -487,21 +514,32 @@ impl Snapshot {
     /// signature and neighbour list stored instead of searching them.
     pub fn load_and_keep_with(conn: &mut Connection, job: &Job<'_>) -> Result<Snapshot> {
         let job = *job;
-        let first = crate::store::read_tx(conn, || {
-            let mut snap = match Self::scan(conn, &job)? {
-                Ok(snap) => snap,
-                Err(scanned) => {
-                    if let Some(e) = crate::embed::shared() {
-                        if crate::semantic::pending(conn, e)? > 0 {
-                            return Ok(None);
+        let mut kept = false;
+        let first = loop {
+            let first = crate::store::read_tx(conn, || {
+                let mut snap = match Self::scan(conn, &job)? {
+                    Ok(snap) => snap,
+                    Err(scanned) => {
+                        if let Some(e) = crate::embed::shared() {
+                            if crate::semantic::pending(conn, e)? > 0 {
+                                return Ok(Err(true));
+                            }
                         }
+                        if !kept && job.keeps_part_way(&scanned) {
+                            return Ok(Err(false));
+                        }
+                        Self::search(conn, &job, scanned)?
                     }
-                    Self::search(conn, &job, scanned)?
-                }
-            };
-            snap.drop_dismissed(conn)?;
-            Ok(Some(snap))
-        })?;
+                };
+                snap.drop_dismissed(conn)?;
+                Ok(Ok(snap))
+            })?;
+            match first {
+                Err(false) => kept = Self::search_resumably(conn, &job)?,
+                Ok(snap) => break Some(snap),
+                Err(true) => break None,
+            }
+        };
         let snap = match first {
             Some(snap) => snap,
             None => {
@@ -538,7 +576,7 @@ impl Snapshot {
         if fp != expected {
             sc = Scanned::read(conn, fp, job)?;
         }
-        if sc.pending {
+        if sc.pending > 0 {
             return Ok(Err(sc));
         }
         let Scanned { rows, raw, spans, mistyped, .. } = sc;
