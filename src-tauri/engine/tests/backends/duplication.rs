@@ -535,3 +535,28 @@ fn lists_kept_part_way_among_other_memories_are_not_taken_up() {
     drop(conn);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A connection that may not write (a file opened for viewing only) keeps nothing part way
+/// and still loads exactly what a plain load finds.
+#[test]
+fn a_load_that_may_not_write_keeps_nothing_part_way_and_finds_the_same() {
+    if lethe_testkit::backend::is_postgres() {
+        // Opening for viewing only is a file's.
+        return;
+    }
+    let (dir, conn) = load(600);
+    let path = dir.join("dup.db");
+    drop(conn);
+    let viewer = store::open_read_only(&path).unwrap();
+    let job = forgetting::Job { passes: Passes::always(), resumable: true, ..Default::default() };
+    let kept = Snapshot::load_with(&viewer, &job).unwrap();
+    let plain = Snapshot::load(&viewer).unwrap();
+    assert!(kept.searched > 500, "{}", kept.searched);
+    assert_eq!(kept.pairs(), plain.pairs());
+    drop(viewer);
+    let conn = store::open(&path).unwrap();
+    let lists: i64 = conn.query_row("SELECT COUNT(*) FROM lethe_neighbour", [], |r| r.get(0)).unwrap();
+    assert_eq!(lists, 0, "nothing is written");
+    drop(conn);
+    let _ = std::fs::remove_dir_all(dir);
+}
