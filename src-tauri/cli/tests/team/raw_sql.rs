@@ -393,15 +393,21 @@ fn forged_actors_pins_and_hard_events_are_refused_or_rewritten_to_the_role() {
              SELECT lethe_action_record(NULL, 'note', 'pushed:user:cb', NULL, NULL, '9999-01-01T00:00:00.000Z')",
         )
         .unwrap();
+        // Supersede links and the recall log: no direct insert; their functions name the role.
+        refused(
+            &mut c,
+            who,
+            &format!(
+                "INSERT INTO lethe_supersede (old_id, new_id, actor, created_at) \
+                 VALUES ('{target}', 'mem_{who}', 'agent:someone-else', '9999-01-01T00:00:00.000Z')"
+            ),
+        );
+        c.batch_execute("SET search_path = pg_temp, public").unwrap();
         c.batch_execute(&format!(
-            "INSERT INTO lethe_supersede (old_id, new_id, actor, created_at) \
-             VALUES ('{target}', 'mem_{who}', 'agent:someone-else', '9999-01-01T00:00:00.000Z')"
+            "SELECT lethe_supersede_link('{target}', '{}', 'agent:someone-else', NULL, '9999-01-01T00:00:00.000Z'); \
+             SELECT lethe_recall_log_append('agent:someone-else', '9999-01-01T00:00:00.000Z', 'q', '{{}}', '[]')",
+            st.alpha_ids[1]
         ))
-        .unwrap();
-        c.batch_execute(
-            "INSERT INTO lethe_recall_log (actor, at, query, context_json, results_json) \
-             VALUES ('agent:someone-else', '9999-01-01T00:00:00.000Z', 'q', '{}', '[]')",
-        )
         .unwrap();
         c.batch_execute("SET search_path = public").unwrap();
     }
@@ -428,27 +434,22 @@ fn forged_actors_pins_and_hard_events_are_refused_or_rewritten_to_the_role() {
     refused(&mut agent_c, "agent", "DELETE FROM lethe_archive");
     refused(&mut agent_c, "agent", "DELETE FROM lethe_procedure_version");
     refused(&mut agent_c, "agent", "DELETE FROM lethe_recall_log");
-    // Forgetting events claimed for the policy: the batch's own function writes those; a
-    // role's direct insert is its own, and so is a curator's `hard` event for a memory still
-    // in the team (a purge's event follows the memory's removal).
+    // Forgetting events claimed for the policy: only Lethe's functions write events (the
+    // batch's, a quarantine's, a hard delete's); no role inserts one, the team lead neither.
     for (who, url) in [("agent", &st.a_agent), ("curator", &st.a_curator)] {
         let mut c = client(url);
-        for action in ["soft", "review"] {
-            c.batch_execute(&format!(
-                "INSERT INTO memory_forgetting_event (id, memory_id, action, created_at, metadata_json) \
-                 VALUES ('fev_policy_{who}_{action}', '{target}', '{action}', '2026-12-01T00:00:00.000Z', \
-                 '{{\"actor\":\"policy\",\"run\":\"run_0123456789abcdef0123456789abcdef\"}}')"
-            ))
-            .unwrap();
+        for action in ["soft", "review", "hard"] {
+            refused(
+                &mut c,
+                who,
+                &format!(
+                    "INSERT INTO memory_forgetting_event (id, memory_id, action, created_at, metadata_json) \
+                     VALUES ('fev_policy_{who}_{action}', '{target}', '{action}', '2026-12-01T00:00:00.000Z', \
+                     '{{\"actor\":\"policy\",\"run\":\"run_0123456789abcdef0123456789abcdef\"}}')"
+                ),
+            );
         }
     }
-    let mut curator_c = client(&st.a_curator);
-    curator_c
-        .batch_execute(&format!(
-            "INSERT INTO memory_forgetting_event (id, memory_id, action, created_at, metadata_json) \
-             VALUES ('fev_policy_hard', '{target}', 'hard', '2026-12-01T00:00:00.000Z', '{{\"actor\":\"policy\"}}')"
-        ))
-        .unwrap();
 
     let mut owner = client(&st.owner);
     let actors: Vec<String> = owner
@@ -480,13 +481,10 @@ fn forged_actors_pins_and_hard_events_are_refused_or_rewritten_to_the_role() {
         owner.query_one("SELECT COUNT(*) FROM memory_item WHERE team = 'alpha' AND pinned <> 0", &[]).unwrap().get(0);
     assert_eq!(pinned, 0, "an agent pins nothing");
     let hard: i64 = owner
-        .query_one(
-            "SELECT COUNT(*) FROM memory_forgetting_event WHERE action = 'hard' AND id <> 'fev_policy_hard'",
-            &[],
-        )
+        .query_one("SELECT COUNT(*) FROM memory_forgetting_event WHERE action = 'hard' OR id LIKE 'fev_policy_%'", &[])
         .unwrap()
         .get(0);
-    assert_eq!(hard, 0, "no forged hard event (the curator's own, under its name, is checked below)");
+    assert_eq!(hard, 0, "no forged event");
     let (_, v) = lethe(&st.a_curator, &["events", "--limit", "100"]);
     assert!(!v.to_string().contains("user:cb"), "{v}");
     let policy: Vec<String> = owner
@@ -499,15 +497,14 @@ fn forged_actors_pins_and_hard_events_are_refused_or_rewritten_to_the_role() {
         .map(|r| r.get(0))
         .collect();
     assert!(policy.is_empty(), "no forgetting event written by raw SQL is the policy's: {policy:?}");
-    let actor_of = |owner: &mut postgres::Client, id: &str| -> String {
-        owner
-            .query_one("SELECT metadata_json::jsonb ->> 'actor' FROM memory_forgetting_event WHERE id = $1", &[&id])
-            .unwrap()
-            .get(0)
-    };
-    assert_eq!(actor_of(&mut owner, "fev_policy_agent_soft"), format!("agent:{agent}"));
-    assert_eq!(actor_of(&mut owner, "fev_policy_curator_soft"), format!("user:{curator}"));
-    assert_eq!(actor_of(&mut owner, "fev_policy_hard"), format!("user:{curator}"));
+    // The supersede actions written through the function name the role too.
+    let superseded: Vec<String> = owner
+        .query("SELECT actor FROM lethe_action WHERE team = 'alpha' AND action = 'superseded' ORDER BY id", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(superseded, vec![format!("agent:{agent}"), format!("user:{curator}")]);
 }
 
 #[test]
@@ -535,8 +532,6 @@ fn a_quarantine_dated_back_by_raw_sql_is_not_purged_by_the_curators_forget() {
         .batch_execute(&format!(
             "SELECT lethe_memory_quarantine('{forged}', 'fev_0190a5b4-0000-7000-8000-0000000000a1', 'r', 'agent', 0.5, 30, \
                  NULL, '2000-01-01T00:00:00.000Z'); \
-             INSERT INTO memory_forgetting_event (id, memory_id, action, created_at, metadata_json) \
-                 VALUES ('fev_old_{forged}', '{forged}', 'soft', '2000-01-01T00:00:00.000Z', '{{\"actor\":\"policy\"}}'); \
              SELECT lethe_memory_insert('[{{\"id\":\"{planted}\",\"type\":\"semantic\",\
                  \"content\":\"planted in quarantine\",\"created_at\":\"2000-01-01T00:00:00.000Z\",\
                  \"is_deleted\":1,\"deleted_at\":\"2000-01-01T00:00:00.000Z\"}}]', 'user:cb', '2000-01-01T00:00:00.000Z')"
@@ -547,6 +542,15 @@ fn a_quarantine_dated_back_by_raw_sql_is_not_purged_by_the_curators_forget() {
         "agent",
         "INSERT INTO memory_item (id, type, content, created_at, is_deleted, deleted_at) \
          VALUES ('mem_raw', 'semantic', 'planted', '2000-01-01T00:00:00.000Z', 1, '2000-01-01T00:00:00.000Z')",
+    );
+    // A forged policy event dated back is refused: no role inserts a forgetting event.
+    refused(
+        &mut agent,
+        "agent",
+        &format!(
+            "INSERT INTO memory_forgetting_event (id, memory_id, action, created_at, metadata_json) \
+             VALUES ('fev_old_{forged}', '{forged}', 'soft', '2000-01-01T00:00:00.000Z', '{{\"actor\":\"policy\"}}')"
+        ),
     );
     // Moving the start of a quarantine by raw SQL is refused.
     refused(
@@ -576,7 +580,10 @@ fn a_quarantine_dated_back_by_raw_sql_is_not_purged_by_the_curators_forget() {
         assert!(at >= started, "{id}: the quarantine starts at the server's clock, not the row's ({at})");
     }
     let at: String = owner
-        .query_one("SELECT created_at FROM memory_forgetting_event WHERE id = $1", &[&format!("fev_old_{forged}")])
+        .query_one(
+            "SELECT created_at FROM memory_forgetting_event WHERE id = 'fev_0190a5b4-0000-7000-8000-0000000000a1'",
+            &[],
+        )
         .unwrap()
         .get(0);
     assert!(
@@ -1146,12 +1153,14 @@ fn policy_events_and_actions_name_the_role_whose_session_wrote_them() {
         .unwrap();
     let gone = st.alpha_ids[1].as_str();
     ok(&st.a_curator, &["delete", gone, "--hard", "--confirm"]);
-    client(&st.a_curator)
-        .batch_execute(&format!(
+    refused(
+        &mut client(&st.a_curator),
+        "curator",
+        &format!(
             "INSERT INTO memory_forgetting_event (id, memory_id, action, created_at, metadata_json) \
              VALUES ('fev_purge_claim', '{gone}', 'hard', '2026-12-01T00:00:00.000Z', '{{\"actor\":\"policy\"}}')"
-        ))
-        .unwrap();
+        ),
+    );
     // The curator's batch: its policy events are the curator's session's.
     let old = ok(
         &st.a_agent,
@@ -1179,11 +1188,12 @@ fn policy_events_and_actions_name_the_role_whose_session_wrote_them() {
         vec![("policy".to_string(), Some(curator.clone()))],
         "the team lead's call of the batch's function"
     );
-    let claimed = role_of_event(
+    // The team lead's hard delete: its event is the server's, under the team lead's name.
+    let purge = role_of_event(
         &mut owner,
-        "SELECT metadata_json::jsonb ->> 'actor', role FROM memory_forgetting_event WHERE id = 'fev_purge_claim'",
+        &format!("SELECT metadata_json::jsonb ->> 'actor', role FROM memory_forgetting_event WHERE memory_id = '{gone}' AND action = 'hard'"),
     );
-    assert_eq!(claimed, vec![("policy".to_string(), Some(curator.clone()))], "the curator's claimed purge event");
+    assert_eq!(purge, vec![(format!("user:{curator}"), Some(curator.clone()))], "the curator's hard delete");
     let batch: Vec<(String, Option<String>)> = owner
         .query(
             "SELECT metadata_json::jsonb ->> 'actor', role FROM memory_forgetting_event WHERE memory_id = $1",
@@ -1253,21 +1263,23 @@ fn a_memory_id_of_another_team_is_neither_refused_nor_revealed() {
     for t in [
         "lethe_signature (memory_id, content_hash, bands) VALUES ($1, 'h', '\\x00')",
         "meta_memory_stats (memory_id, recall_count) VALUES ($1, 1)",
-        "lethe_review (memory_id, entered_at) VALUES ($1, '2026-12-01T00:00:00.000Z')",
-        "lethe_task_log (memory_id, session_id, task_kind, ended_at) VALUES ($1, 's', 'k', '2026-12-01T00:00:00.000Z')",
     ] {
         assert_eq!(c.execute(&format!("INSERT INTO {t}"), &[&beta_id]).unwrap(), 1, "{t}");
     }
+    // An event id of beta's pushed by alpha's team lead: stored in alpha, as a new one is.
     let fev: String = client(&st.owner)
         .query_one("SELECT id FROM memory_forgetting_event WHERE team = 'beta' LIMIT 1", &[])
         .unwrap()
         .get(0);
-    c.execute(
-        "INSERT INTO memory_forgetting_event (id, memory_id, action, created_at) \
-         VALUES ($1, 'x', 'soft', '2026-12-01T00:00:00.000Z')",
-        &[&fev],
-    )
-    .unwrap();
+    let n: i64 = client(&st.a_curator)
+        .query_one(
+            "SELECT lethe_push_rows('memory_forgetting_event', $1)",
+            &[&serde_json::json!([[fev, "x", "soft", null, null, null, null, "2026-12-01T00:00:00.000Z", null]])
+                .to_string()],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 1, "beta's event id is the answer of a new one");
 
     // A push of a file that holds beta's id: the memory arrives in alpha, as a new one would.
     let dir = std::env::temp_dir().join(format!("lethe-raw-keys-{}", uuid::Uuid::new_v4().simple()));
@@ -1690,10 +1702,7 @@ fn memories_and_actions_are_inserted_only_through_functions_that_hold_every_rule
         .to_string();
     let no: i64 = agent
         .query_one(
-            "INSERT INTO lethe_archive (memory_id, memo, original, sha256, bytes, actor, archived_at) \
-             SELECT id, 'alpha build log', convert_to(content, 'UTF8'), encode(sha256(convert_to(content, 'UTF8')), 'hex'), \
-                    octet_length(content), 'agent:x', '2026-01-01T00:00:00.000Z' FROM memory_item WHERE id = $1 \
-             RETURNING archive_no",
+            "SELECT lethe_archive_insert($1, 'alpha build log', 'agent:x', '2026-01-01T00:00:00.000Z')",
             &[&tool],
         )
         .unwrap()
@@ -1863,5 +1872,399 @@ fn a_store_with_insert_rights_is_migrated_to_functions_and_keeps_every_row() {
     assert_eq!(r.get::<_, String>(0), format!("agent:{}", st.names[0]));
     assert_eq!(r.get::<_, String>(1), "alpha");
     ok(&st.a_curator, &["pin", &id]);
+    ok(&st.a_curator, &["forget"]);
+}
+
+/// The tables whose rows Lethe derives from a memory (vectors, neighbour lists, signatures,
+/// centroids, recall statistics) and the team lead's settings: the only tables a Lethe role
+/// may still write directly (column rights; see `HARMLESS`).
+const DERIVED_TABLES: &[&str] =
+    &["lethe_signature", "lethe_vector", "lethe_neighbour", "lethe_centroid", "meta_memory_stats", "lethe_settings"];
+
+/// Every table right other than SELECT a Lethe role (the groups and every login role in them)
+/// holds, from the catalog: (role, table, right), table and column rights alike.
+fn write_rights(owner: &str) -> Vec<(String, String, String)> {
+    let mut c = client(owner);
+    c.query(
+        "WITH acl AS (
+             SELECT c.relname, a.grantee, a.privilege_type FROM pg_class c CROSS JOIN LATERAL aclexplode(c.relacl) a
+             WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'S')
+             UNION
+             SELECT c.relname, a.grantee, a.privilege_type FROM pg_class c
+             JOIN pg_attribute x ON x.attrelid = c.oid AND x.attnum > 0 AND NOT x.attisdropped
+             CROSS JOIN LATERAL aclexplode(x.attacl) a
+             WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'S'))
+         SELECT DISTINCT COALESCE(g.rolname::text, 'PUBLIC'), acl.relname::text, acl.privilege_type::text
+         FROM acl LEFT JOIN pg_roles g ON g.oid = acl.grantee
+         WHERE acl.privilege_type <> 'SELECT'
+           AND (acl.grantee = 0 OR g.rolname IN ('lethe_reader', 'lethe_agent', 'lethe_curator')
+                OR (NOT g.rolsuper AND pg_has_role(g.oid, 'lethe_reader', 'MEMBER')))
+         ORDER BY 1, 2, 3",
+        &[],
+    )
+    .unwrap()
+    .iter()
+    .map(|r| (r.get(0), r.get(1), r.get(2)))
+    .collect()
+}
+
+/// The records of a team (forgetting events, the recall log and its hits, supersede links,
+/// archives, procedure versions, the review band, ended sessions, task logs, session rules,
+/// dismissed pairs) are written only by functions: no Lethe role inserts into them, every
+/// right but SELECT is gone from the catalog but on the derived rows, and each function
+/// called with another team's ids, forged actors, past and future dates, NULLs and 1 MiB
+/// strings refuses them or stores the role, the server's clock and the caller's team.
+#[test]
+fn records_are_written_only_through_functions_that_hold_every_rule() {
+    let Some(st) = store() else { return };
+    let started = chrono::Utc::now() - chrono::Duration::seconds(5);
+    let records = [
+        "memory_forgetting_event",
+        "lethe_recall_log",
+        "lethe_recall_log_hit",
+        "lethe_supersede",
+        "lethe_archive",
+        "lethe_procedure_version",
+        "lethe_review",
+        "lethe_session_end",
+        "lethe_task_log",
+        "lethe_session_rule",
+        "lethe_dismissed_pair",
+    ];
+    // From the catalog: no role holds a write right on any table but the derived rows'.
+    let rights = write_rights(&st.owner);
+    let stray: Vec<_> = rights.iter().filter(|(_, t, _)| !DERIVED_TABLES.contains(&t.as_str())).collect();
+    assert!(stray.is_empty(), "write rights a Lethe role must not hold: {stray:?}");
+    assert!(
+        rights.iter().all(|(_, _, p)| p == "INSERT" || p == "UPDATE"),
+        "no DELETE, TRUNCATE, REFERENCES or TRIGGER anywhere: {rights:?}"
+    );
+
+    let (alpha, alpha2) = (st.alpha_ids[0].clone(), st.alpha_ids[1].clone());
+    let beta = st.beta_ids[1].clone();
+    let beta_before = team_rows(&st.owner, "beta");
+    for (who, url) in [("agent", &st.a_agent), ("curator", &st.a_curator), ("reader", &st.a_reader)] {
+        let mut c = client(url);
+        for t in records {
+            refused(&mut c, who, &format!("INSERT INTO {t} SELECT * FROM {t} LIMIT 1"));
+        }
+        refused(
+            &mut c,
+            who,
+            &format!(
+                "INSERT INTO memory_forgetting_event (id, memory_id, action, created_at, metadata_json) \
+                 VALUES ('fev_x', '{alpha}', 'soft', '2000-01-01T00:00:00.000Z', '{{\"actor\":\"policy\"}}')"
+            ),
+        );
+        refused(
+            &mut c,
+            who,
+            "INSERT INTO lethe_recall_log (actor, at, query, context_json, results_json) \
+             VALUES ('user:cb', '2000-01-01T00:00:00.000Z', 'q', '{}', '[]')",
+        );
+        refused(&mut c, who, &format!("UPDATE lethe_recall_log_hit SET score = 99 WHERE memory_id = '{alpha}'"));
+        refused(
+            &mut c,
+            who,
+            &format!(
+                "INSERT INTO lethe_supersede (old_id, new_id, actor, created_at) \
+                 VALUES ('{alpha}', '{alpha2}', 'user:cb', '2000-01-01T00:00:00.000Z')"
+            ),
+        );
+    }
+
+    let big = "x".repeat((1 << 20) + 1);
+    let ev = || format!("fev_{}", uuid::Uuid::new_v4());
+    // Calls each role must be refused, whatever their arguments say.
+    let mut agent = client(&st.a_agent);
+    let mut curator = client(&st.a_curator);
+    let mut reader = client(&st.a_reader);
+    let for_every_writer = [
+        "SELECT lethe_recall_log_append('x', NULL, NULL, '{}', '[]')".to_string(),
+        format!("SELECT lethe_recall_log_append('x', NULL, '{big}', '{{}}', '[]')"),
+        "SELECT lethe_recall_log_append('x', NULL, 'q', '[]', '[]')".to_string(),
+        "SELECT lethe_recall_log_append('x', NULL, 'q', '{}', '[{\"id\":\"a\"}]')".to_string(),
+        "SELECT lethe_recall_log_append('x', NULL, 'q', '{}', '[{\"id\":\"a\",\"score\":1e300}]')".to_string(),
+        "SELECT lethe_recall_log_append('x', NULL, 'q', '{}', 'not json')".to_string(),
+        format!("SELECT lethe_supersede_link('{alpha}', '{beta}', 'x', NULL, NULL)"),
+        format!("SELECT lethe_supersede_link('{beta}', '{alpha}', 'x', NULL, NULL)"),
+        format!("SELECT lethe_supersede_link('{alpha}', '{alpha}', 'x', NULL, NULL)"),
+        format!("SELECT lethe_supersede_link(NULL, '{alpha}', 'x', NULL, NULL)"),
+        format!("SELECT lethe_supersede_link('{alpha}', '{alpha2}', 'x', 'the moon', NULL)"),
+        format!(
+            "SELECT lethe_pair_dismiss(LEAST('{alpha}', '{beta}'), GREATEST('{alpha}', '{beta}'), 'x', NULL, NULL)"
+        ),
+        format!(
+            "SELECT lethe_pair_dismiss(GREATEST('{alpha}', '{alpha2}'), LEAST('{alpha}', '{alpha2}'), 'x', NULL, NULL)"
+        ),
+        format!("SELECT lethe_pair_dismiss(NULL, '{alpha}', 'x', NULL, NULL)"),
+        format!("SELECT lethe_archive_insert('{beta}', 'memo', 'x', NULL)"),
+        format!("SELECT lethe_archive_insert('{alpha}', 'memo', 'x', NULL)"),
+        format!("SELECT lethe_archive_insert('{big}', 'memo', 'x', NULL)"),
+        format!("SELECT lethe_session_rule_add('{alpha}', 's-other', NULL)"),
+        format!("SELECT lethe_session_rule_add('{beta}', 's-other', NULL)"),
+        "SELECT lethe_session_rule_add(NULL, NULL, NULL)".to_string(),
+        "SELECT lethe_session_end_record('s1', 'k', '{\"session_id\":\"s2\",\"task_kind\":\"k\"}', 'x', NULL, NULL)"
+            .to_string(),
+        "SELECT lethe_session_end_record(NULL, 'k', '{}', 'x', NULL, NULL)".to_string(),
+        format!("SELECT lethe_session_end_record('s1', '{big}', '{{}}', 'x', NULL, NULL)"),
+        "SELECT lethe_session_end_record('s1', 'k', 'not json', 'x', NULL, NULL)".to_string(),
+        format!("SELECT lethe_action_record('{alpha}', 'superseded', 'x', NULL, '{{}}', NULL)"),
+        format!("SELECT lethe_action_record('{alpha}', 'keep_both', 'x', NULL, '{{}}', NULL)"),
+        "SELECT lethe_action_record(NULL, 'end_session', 'x', NULL, '{}', NULL)".to_string(),
+    ];
+    let for_agents_and_readers = [
+        format!("SELECT lethe_memory_erase('{alpha}', '{}', 'gone', 'manual', 'user:cb', NULL, NULL)", ev()),
+        format!("SELECT lethe_hard_delete_rows('{alpha}')"),
+        "SELECT lethe_push_rows('lethe_review', '[]')".to_string(),
+        "SELECT lethe_push_archive('x', 'memo', '\\x00', 'x', NULL, NULL)".to_string(),
+    ];
+    let for_the_curator = [
+        format!("SELECT lethe_memory_erase('{alpha}', 'fev_bad', 'gone', 'manual', 'x', NULL, NULL)"),
+        format!("SELECT lethe_memory_erase('{alpha}', '{}', NULL, 'manual', 'x', NULL, NULL)", ev()),
+        format!("SELECT lethe_memory_erase('{alpha}', '{}', '{big}', 'manual', 'x', NULL, NULL)", ev()),
+        format!("SELECT lethe_memory_erase('{big}', '{}', 'gone', 'manual', 'x', NULL, NULL)", ev()),
+        format!("SELECT lethe_hard_delete_rows('{alpha}')"),
+        "SELECT lethe_push_rows('lethe_action', '[[1]]')".to_string(),
+        "SELECT lethe_push_rows('lethe_review', 'not json')".to_string(),
+        format!("SELECT lethe_push_rows('lethe_review', '[[\"{beta}\", null]]')"),
+        format!("SELECT lethe_push_rows('lethe_supersede', '[[\"{alpha}\", \"{beta}\", \"x\", null]]')"),
+        format!("SELECT lethe_push_rows('lethe_task_log', '[[\"{alpha}\", \"{big}\", \"k\", null]]')"),
+        format!("SELECT lethe_push_rows('memory_forgetting_event', '[[\"not an id\", \"{alpha}\", \"soft\"]]')"),
+        format!("SELECT lethe_push_rows('memory_forgetting_event', '[[\"fev_1\", \"{alpha}\", \"purge\"]]')"),
+        "SELECT lethe_push_archive(NULL, 'memo', '\\x00', 'x', NULL, NULL)".to_string(),
+    ];
+    for (who, c) in [("agent", &mut agent), ("curator", &mut curator), ("reader", &mut reader)] {
+        for sql in &for_every_writer {
+            refused(c, who, sql);
+        }
+    }
+    for (who, c) in [("agent", &mut agent), ("reader", &mut reader)] {
+        for sql in &for_agents_and_readers {
+            refused(c, who, sql);
+        }
+    }
+    for sql in &for_the_curator {
+        refused(&mut curator, "curator", sql);
+    }
+    // Another team's memory is not erased, and the answer is that of an unknown id.
+    for id in [beta.as_str(), "mem_nobody"] {
+        let n: i64 = curator
+            .query_one("SELECT lethe_memory_erase($1, $2, 'gone', 'manual', 'user:cb', NULL, NULL)", &[&id, &ev()])
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 0, "{id}");
+    }
+
+    // What is accepted names the role, carries the server's clock and lands in the caller's
+    // team, whatever the arguments claim.
+    let agent_actor = format!("agent:{}", st.names[0]);
+    let curator_actor = format!("user:{}", st.names[1]);
+    let log: i64 = agent
+        .query_one(
+            "SELECT lethe_recall_log_append('user:cb', '2000-01-01T00:00:00.000Z', 'forged', '{}', $1)",
+            &[&format!(
+                r#"[{{"id":"{alpha}","score":0.5}},{{"id":"{beta}","score":0.9}},{{"id":"{alpha}","score":0.7}}]"#
+            )],
+        )
+        .unwrap()
+        .get(0);
+    agent
+        .batch_execute(&format!(
+            "SELECT lethe_supersede_link('{alpha}', '{alpha2}', 'user:cb', NULL, '2000-01-01T00:00:00.000Z'); \
+             SELECT lethe_pair_dismiss(LEAST('{alpha}', '{alpha2}'), GREATEST('{alpha}', '{alpha2}'), 'user:cb', \
+                 'window', '2000-01-01T00:00:00.000Z')"
+        ))
+        .unwrap();
+    let again: i64 = agent
+        .query_one(
+            &format!(
+                "SELECT lethe_pair_dismiss(LEAST('{alpha}', '{alpha2}'), GREATEST('{alpha}', '{alpha2}'), 'x', NULL, NULL)"
+            ),
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(again, 0, "a pair is dismissed once");
+    let tool = ok(
+        &st.a_agent,
+        &["remember", "--type", "episodic", "--source", "tool", "--content", "tool output: alpha's 12-line log"],
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let no: i64 = agent
+        .query_one("SELECT lethe_archive_insert($1, 'alpha log', 'user:cb', '2000-01-01T00:00:00.000Z')", &[&tool])
+        .unwrap()
+        .get(0);
+    refused(&mut agent, "agent", &format!("SELECT lethe_archive_insert('{tool}', 'twice', 'x', NULL)"));
+    curator
+        .batch_execute(&format!(
+            "SELECT lethe_push_rows('memory_forgetting_event', \
+                 '[[\"fev_pushed1\", \"{alpha}\", \"review\", \"r\", \"review-band\", 0.5, null, \"9999-01-01T00:00:00.000Z\", \
+                    \"{{\\\"actor\\\":\\\"user:cb\\\"}}\"]]'); \
+             SELECT lethe_push_rows('lethe_review', '[[\"{alpha2}\", \"9999-01-01T00:00:00.000Z\"]]')"
+        ))
+        .unwrap();
+    let doomed = ok(&st.a_agent, &["remember", "--type", "semantic", "--content", "Alpha's old pager number."])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let erased: i64 = curator
+        .query_one(
+            "SELECT lethe_memory_erase($1, $2, 'gone', 'quarantine-expired', 'policy', NULL, '2000-01-01T00:00:00.000Z')",
+            &[&doomed, &ev()],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(erased, 1);
+
+    let mut owner = client(&st.owner);
+    let at = |s: String| chrono::DateTime::parse_from_rfc3339(&s).unwrap();
+    let r = owner.query_one("SELECT actor, at, team FROM lethe_recall_log WHERE id = $1", &[&log]).unwrap();
+    assert_eq!(r.get::<_, String>(0), agent_actor);
+    assert!(at(r.get(1)) >= started, "the log is dated by the server");
+    assert_eq!(r.get::<_, String>(2), "alpha");
+    let hits: Vec<(String, f64)> = owner
+        .query("SELECT memory_id, score FROM lethe_recall_log_hit WHERE log_id = $1", &[&log])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(hits, vec![(alpha.clone(), 0.7)], "the team's memories only, the last score of each");
+    for table in ["lethe_supersede", "lethe_dismissed_pair"] {
+        let r =
+            owner.query_one(&format!("SELECT actor, created_at, team FROM {table} WHERE team = 'alpha'"), &[]).unwrap();
+        assert_eq!(r.get::<_, String>(0), agent_actor, "{table}");
+        assert!(at(r.get(1)) >= started, "{table}: dated by the server");
+    }
+    for action in ["superseded", "keep_both"] {
+        let r = owner
+            .query_one(
+                "SELECT actor, created_at, team FROM lethe_action WHERE memory_id = $1 AND action = $2",
+                &[&alpha, &action],
+            )
+            .unwrap();
+        assert_eq!(r.get::<_, String>(0), agent_actor, "{action}");
+        assert!(at(r.get(1)) >= started, "{action}");
+        assert_eq!(r.get::<_, String>(2), "alpha");
+    }
+    let r = owner
+        .query_one("SELECT actor, archived_at, original, bytes FROM lethe_archive WHERE archive_no = $1", &[&no])
+        .unwrap();
+    assert_eq!(r.get::<_, String>(0), agent_actor);
+    assert!(at(r.get(1)) >= started);
+    assert_eq!(
+        r.get::<_, Vec<u8>>(2),
+        b"tool output: alpha's 12-line log".to_vec(),
+        "the original is the memory's text"
+    );
+    assert_eq!(r.get::<_, i64>(3), 32);
+    let r = owner
+        .query_one("SELECT created_at, metadata_json FROM memory_forgetting_event WHERE id = 'fev_pushed1'", &[])
+        .unwrap();
+    assert!(at(r.get(0)) <= chrono::Utc::now() + chrono::Duration::seconds(5), "no pushed date after now");
+    let meta: serde_json::Value = serde_json::from_str(&r.get::<_, String>(1)).unwrap();
+    assert_eq!(meta["actor"], "pushed:user:cb");
+    let r = owner
+        .query_one(
+            "SELECT created_at, metadata_json FROM memory_forgetting_event WHERE memory_id = $1 AND action = 'hard'",
+            &[&doomed],
+        )
+        .unwrap();
+    assert!(at(r.get(0)) >= started, "the hard event is dated by the server");
+    let meta: serde_json::Value = serde_json::from_str(&r.get::<_, String>(1)).unwrap();
+    assert_eq!(meta["actor"], curator_actor.as_str(), "policy only for a memory in quarantine: {meta}");
+    assert_eq!(meta["content_bytes"], "Alpha's old pager number.".len(), "{meta}");
+    let sha = owner
+        .query_one("SELECT encode(sha256('Alpha''s old pager number.'::bytea), 'hex')", &[])
+        .unwrap()
+        .get::<_, String>(0);
+    assert_eq!(meta["content_sha256"], sha.as_str(), "{meta}");
+    let gone: i64 = owner.query_one("SELECT COUNT(*) FROM memory_item WHERE id = $1", &[&doomed]).unwrap().get(0);
+    assert_eq!(gone, 0);
+    assert_eq!(meta["type"], "semantic", "{meta}");
+
+    assert_eq!(team_rows(&st.owner, "beta"), beta_before, "every row of team beta is as it was");
+}
+
+/// A store set up before the record functions (schema 12: INSERT rights on the records for
+/// Lethe's roles) is migrated by `admin setup`: every row of every team and every role kept,
+/// the rights gone, and recall, the end of a session, archive and hard delete working through
+/// the functions.
+#[test]
+fn a_store_with_record_insert_rights_is_migrated_to_functions_and_keeps_every_row() {
+    let Some(st) = store() else { return };
+    let mut owner = client(&st.owner);
+    owner
+        .batch_execute(
+            "GRANT INSERT ON memory_forgetting_event, lethe_recall_log, lethe_recall_log_hit, lethe_supersede, \
+                 lethe_archive, lethe_procedure_version, lethe_review, lethe_session_end, lethe_task_log, \
+                 lethe_session_rule, lethe_dismissed_pair TO lethe_agent; \
+             GRANT UPDATE (score) ON lethe_recall_log_hit TO lethe_agent; \
+             DELETE FROM lethe_schema WHERE version = 13;",
+        )
+        .unwrap();
+    let old_model = format!(
+        "BEGIN; INSERT INTO lethe_review (memory_id, entered_at) VALUES ('{}', '2026-01-01T00:00:00.000Z'); ROLLBACK",
+        st.alpha_ids[0]
+    );
+    client(&st.a_agent).batch_execute(&old_model).expect("the old model let an agent insert a review row");
+    let (alpha, beta) = (team_rows(&st.owner, "alpha"), team_rows(&st.owner, "beta"));
+    let roles: i64 = owner.query_one("SELECT COUNT(*) FROM lethe_team_member", &[]).unwrap().get(0);
+
+    let v = ok(&st.owner, &["admin", "setup"]);
+    assert_eq!(v["applied"], serde_json::json!(["013_record_functions"]), "{v}");
+    assert_eq!(team_rows(&st.owner, "alpha"), alpha, "every row of alpha is kept");
+    assert_eq!(team_rows(&st.owner, "beta"), beta, "every row of beta is kept");
+    assert_eq!(owner.query_one("SELECT COUNT(*) FROM lethe_team_member", &[]).unwrap().get::<_, i64>(0), roles);
+    refused(&mut client(&st.a_agent), "agent", &old_model);
+    let stray: Vec<_> =
+        write_rights(&st.owner).into_iter().filter(|(_, t, _)| !DERIVED_TABLES.contains(&t.as_str())).collect();
+    assert!(stray.is_empty(), "{stray:?}");
+
+    // Every role works through the functions.
+    let v = ok(&st.a_agent, &["recall", "alpha launch codename"]);
+    assert!(v.to_string().contains(&st.alpha_ids[0]), "{v}");
+    let logged: i64 = owner
+        .query_one(
+            "SELECT COUNT(*) FROM lethe_recall_log_hit h JOIN lethe_recall_log l ON l.id = h.log_id AND l.team = h.team \
+             WHERE h.memory_id = $1 AND l.actor = $2",
+            &[&st.alpha_ids[0], &format!("agent:{}", st.names[0])],
+        )
+        .unwrap()
+        .get(0);
+    assert!(logged >= 1, "the recall is logged with its hits under the role");
+    let working = ok(
+        &st.a_agent,
+        &["remember", "--type", "working", "--session", "s-migrated", "--content", "Alpha's scratch: tests pass."],
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let v = ok(&st.a_agent, &["end-session", "s-migrated", "--task-kind", "release"]);
+    assert_eq!(v["task_logs"], serde_json::json!([working]), "{v}");
+    let r = owner
+        .query_one(
+            "SELECT actor, after_json FROM lethe_action WHERE action = 'end_session' AND team = 'alpha' ORDER BY id DESC LIMIT 1",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(r.get::<_, String>(0), format!("agent:{}", st.names[0]));
+    let after: serde_json::Value = serde_json::from_str(&r.get::<_, String>(1)).unwrap();
+    assert_eq!(after["task_logs"], serde_json::json!([working]), "the task logs read from the rows: {after}");
+    let again = ok(&st.a_agent, &["end-session", "s-migrated", "--task-kind", "release"]);
+    assert_eq!(again["already_ended"], true, "{again}");
+    let tool = ok(
+        &st.a_agent,
+        &["remember", "--type", "episodic", "--source", "tool", "--content", "tool output: alpha's migrated log"],
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let v = ok(&st.a_agent, &["archive", &tool, "--memo", "migrated log"]);
+    assert!(v.to_string().contains("migrated log"), "{v}");
+    let v = ok(&st.a_curator, &["delete", &st.alpha_ids[1], "--hard", "--confirm"]);
+    assert!(v.to_string().contains("hard"), "{v}");
     ok(&st.a_curator, &["forget"]);
 }

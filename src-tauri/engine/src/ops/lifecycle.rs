@@ -374,6 +374,16 @@ fn insert_on_server(tx: &Transaction, p: &Prepared, id: &str, created: &str, act
 /// The supersede link `old` → `new` and its audit row (the one supersede path: `remember
 /// --supersedes` and the duplicates review both write it). The caller checked both memories.
 pub(crate) fn link_supersede_tx(tx: &Transaction, old: &str, new: &str, actor: &str, now: Instant) -> Result<()> {
+    if tx.is_postgres() {
+        // The team store's function writes the link and its action, under the role's name at
+        // the server's clock (Lethe's roles hold no INSERT right on the links there).
+        crate::ops::rows::server_write(
+            tx,
+            "SELECT lethe_supersede_link(?1, ?2, ?3, ?4, ?5)",
+            params![old, new, actor, crate::actor::via_of(actor), time::format(now)],
+        )?;
+        return Ok(());
+    }
     tx.prepare_cached(
         "INSERT OR IGNORE INTO lethe_supersede (old_id, new_id, actor, created_at) VALUES (?1, ?2, ?3, ?4)",
     )?

@@ -43,10 +43,15 @@ const MIGRATIONS: &[Migration] = &[
         name: "insert_functions",
         sql: include_str!("postgres/migrations/012_insert_functions.sql"),
     },
+    Migration {
+        version: 13,
+        name: "record_functions",
+        sql: include_str!("postgres/migrations/013_record_functions.sql"),
+    },
 ];
 
 /// The team store's schema version this build reads and writes.
-pub const SCHEMA_VERSION: i64 = 12;
+pub const SCHEMA_VERSION: i64 = 13;
 
 /// How long a Lethe role's session may sit in an open transaction, and run one statement,
 /// before the server ends it (set on every role `admin add-*` makes, per database): a
