@@ -22,11 +22,12 @@ const HARMLESS: &[&str] = &[
     "pg_stat_user_tables and pg_class show row counts summed over every team: numbers that name no team and carry no content; column statistics (pg_stats) and other roles' statements (pg_stat_activity) are hidden (statistics_show_counts_never_another_teams_content_or_queries)",
     "role names are readable in pg_roles (PostgreSQL's catalog is every role's): which team a role is in is not (lethe_team_member is refused)",
     "a session may lower its own idle_in_transaction_session_timeout and statement_timeout: its locks then stop its own team only (locks_held_open_by_one_team_do_not_stop_another lowers both first)",
-    "an agent stores and changes its own team's memories only through Lethe's functions (validated, dated by the server, journalled under its role); the rows Lethe derives from a memory (vectors, neighbour lists, signatures, centroids, recall statistics, recall hit scores) keep column INSERT and UPDATE rights: the server cannot recompute them (the model, the engine's hashes and scores), each names the role that last wrote it, none is a memory's text or an audit action, and only the own team's recall, duplicate checks and forget scores are affected (raw_writes_of_a_teams_own_rows_name_the_role_that_made_them)",
-    "a remember, pin, importance, cite, edit or restore called by hand writes its action row with the role as the actor and the server's time; remember's after state must describe the row (type, preview), archive's, unarchive's, a procedure's swap's and a session's end's are built from the rows by the server, the others' before and after states are the caller's (descriptive text only); the actions of reflection notes, a session's summary and the team lead's redaction are written by the engine through lethe_action_record (the role, the server's time, a memory of its own team) with the engine's states (memories_and_actions_are_inserted_only_through_functions_that_hold_every_rule; memories_and_the_audit_change_only_through_functions_that_hold_every_rule)",
+    "an agent writes its own team's rows only through Lethe's functions (validated, dated by the server, journalled or audited under its role); the rows Lethe derives from a memory are checked for what the server can check without the engine's model and formulas (the memory is the team's, sizes, a stored signature or a vector of the same model never rewritten, statistics only moving forward), so an agent can still store a neighbour list of its own team's memory whose entries it chose, or replace a vector by another model's: only its own team's ranking and duplicate checks move (raw_writes_of_a_teams_own_rows_name_the_role_that_made_them; records_are_written_only_through_functions_that_hold_every_rule)",
+    "a remember, pin, importance, cite, edit or restore called by hand writes its action row with the role as the actor and the server's time; remember's after state must describe the row (type, preview), archive's, unarchive's, a procedure's swap's and a working memory's task log are built from the rows by the server, the others' before and after states are the caller's (descriptive text only); supersede, keep-both, a session's end, settings and a hard delete write their own action or event from the rows; the actions of reflection notes, a session's summary, forget runs and their undo, and the team lead's redaction are written by the engine through lethe_action_record (the role, the server's time, a memory of its own team) with the engine's states (memories_and_actions_are_inserted_only_through_functions_that_hold_every_rule; memories_and_the_audit_change_only_through_functions_that_hold_every_rule)",
     "the team lead may call the batch's function (lethe_forget_chunk) itself and choose which of its team's memories it quarantines under `policy`, as its own `lethe forget` does: each event names the curator's role and the quarantine starts at the server's clock; agents may not call it (policy_events_and_actions_name_the_role_whose_session_wrote_them; a_quarantine_dated_back_by_raw_sql_is_not_purged_by_the_curators_forget)",
     "the team lead may erase the text of its team's audit rows (lethe_audit_erase, for a hard delete or a redacted secret): only to the erased form, never new text (memories_and_the_audit_change_only_through_functions_that_hold_every_rule)",
-    "a curator may write a `hard` forgetting event as `policy` for a memory gone from its team, and any writing role audit actions as `policy` through lethe_action_record: each names the role that wrote it (policy_events_and_actions_name_the_role_whose_session_wrote_them)",
+    "the team lead's hard delete (lethe_memory_erase) names `policy` as the actor of its event when it says the batch purges a memory in quarantine, as its own `lethe forget` does, and any writing role may write audit actions as `policy` through lethe_action_record: each names the role that wrote it (policy_events_and_actions_name_the_role_whose_session_wrote_them; records_are_written_only_through_functions_that_hold_every_rule)",
+    "the team lead's push (lethe_push_rows, lethe_push_archive) brings a file's audit and records into its own team: every actor recorded as pushed:<original>, no date after the server's clock (records_are_written_only_through_functions_that_hold_every_rule)",
 ];
 
 use super::{lethe, new_database, server};
@@ -1056,12 +1057,44 @@ fn raw_writes_of_a_teams_own_rows_name_the_role_that_made_them() {
         .unwrap()
         .get(0);
     assert_eq!(vectors, 1, "remember stored the memory's vector (the recall model is beside the binary)");
-    c.batch_execute(&format!("UPDATE lethe_vector SET model = 'forged-model' WHERE memory_id = '{other}'")).unwrap();
-    c.batch_execute(&format!(
-        "INSERT INTO meta_memory_stats (memory_id, recall_count) VALUES ('{other}', 1) \
-         ON CONFLICT (memory_id, team) DO UPDATE SET recall_count = 999"
-    ))
-    .unwrap();
+    let vector_md5 = |owner: &str| -> String {
+        client(owner)
+            .query_one("SELECT md5(vec) || model FROM lethe_vector WHERE memory_id = $1 AND team = 'alpha'", &[&other])
+            .unwrap()
+            .get(0)
+    };
+    let vector_before = vector_md5(&st.owner);
+    refused(&mut c, "agent", &format!("UPDATE lethe_vector SET model = 'forged-model' WHERE memory_id = '{other}'"));
+    refused(
+        &mut c,
+        "agent",
+        &format!(
+            "INSERT INTO meta_memory_stats (memory_id, recall_count) VALUES ('{other}', 1) \
+             ON CONFLICT (memory_id, team) DO UPDATE SET recall_count = 999"
+        ),
+    );
+    // Through the functions: a vector of the memory's current model is not rewritten; the
+    // statistics only move forward, under the agent's name.
+    let rewritten: i64 = c
+        .query_one(
+            "SELECT lethe_vectors_store(json_build_array(json_build_array(memory_id, model, \
+                 encode(set_byte(vec, 10, 7), 'hex')))::text) FROM lethe_vector WHERE memory_id = $1",
+            &[&other],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(rewritten, 0, "a stored vector of the same model is not rewritten");
+    assert_eq!(vector_md5(&st.owner), vector_before);
+    for sql in [
+        format!("SELECT lethe_stats_add('{other}', -5, 0, 0, 0, NULL)"),
+        format!("SELECT lethe_stats_add('{other}', 1, 2, 0, 0.5, NULL)"),
+        format!("SELECT lethe_stats_add('{other}', 2000000, 0, 0, 0, NULL)"),
+        format!("SELECT lethe_stats_add('{other}', 1, 1, 0, 'NaN', NULL)"),
+        format!("SELECT lethe_stats_add('{other}', 1, 1, 0, 0.5, '9999-01-01T00:00:00.000Z')"),
+    ] {
+        refused(&mut c, "agent", &sql);
+    }
+    c.batch_execute(&format!("SELECT lethe_stats_add('{other}', 1, 1, 0, 0.5, NULL)")).unwrap();
     let mut cur = client(&st.a_curator);
     refused(&mut cur, "curator", &format!("UPDATE memory_item SET importance = 0.01 WHERE id = '{other}'"));
     cur.batch_execute(&format!("SELECT lethe_memory_importance('{other}', 0.01, 'user:x', '{{}}', '{{}}', NULL)"))
@@ -1096,8 +1129,8 @@ fn raw_writes_of_a_teams_own_rows_name_the_role_that_made_them() {
         )
         .unwrap();
     let (vector_by, stats_by): (Option<String>, Option<String>) = (r.get(0), r.get(1));
-    assert_eq!(vector_by.as_deref(), Some(agent.as_str()), "the rewritten vector names the agent");
-    assert_eq!(stats_by.as_deref(), Some(agent.as_str()), "the rewritten statistics name the agent");
+    assert_eq!(vector_by.as_deref(), Some(agent.as_str()), "the vector names the agent that stored it");
+    assert_eq!(stats_by.as_deref(), Some(agent.as_str()), "the statistics name the agent");
     let (cites, version): (Option<i64>, Option<i64>) = (r.get(2), r.get(3));
     assert_eq!(
         (cites.unwrap_or(0), version.unwrap_or(1)),
@@ -1254,17 +1287,16 @@ fn a_memory_id_of_another_team_is_neither_refused_nor_revealed() {
         .map(|r| r.get(0))
         .collect();
     for rowid in &beta_rowids {
-        c.execute(
-            "INSERT INTO lethe_neighbour (memory_rowid, model, hash, keys, list) VALUES ($1, 'm', 'h', '\\x00', '\\x00')",
-            &[rowid],
-        )
-        .unwrap();
+        let n: i64 =
+            c.query_one("SELECT lethe_neighbour_store($1, 'm', 'h', '\\x00', '\\x00')", &[rowid]).unwrap().get(0);
+        assert_eq!(n, 0, "beta's rowid is no memory of alpha's: nothing stored");
     }
-    for t in [
-        "lethe_signature (memory_id, content_hash, bands) VALUES ($1, 'h', '\\x00')",
-        "meta_memory_stats (memory_id, recall_count) VALUES ($1, 1)",
+    for sql in [
+        format!("SELECT lethe_signatures_store('[[\"{beta_id}\", \"{}\", \"00\"]]')", "a".repeat(64)),
+        format!("SELECT lethe_stats_add('{beta_id}', 1, 1, 0, 0.5, NULL)"),
     ] {
-        assert_eq!(c.execute(&format!("INSERT INTO {t}"), &[&beta_id]).unwrap(), 1, "{t}");
+        let n: i64 = c.query_one(&sql, &[]).unwrap().get(0);
+        assert_eq!(n, 1, "alpha's own memory of that id: {sql}");
     }
     // An event id of beta's pushed by alpha's team lead: stored in alpha, as a new one is.
     let fev: String = client(&st.owner)
@@ -1875,12 +1907,6 @@ fn a_store_with_insert_rights_is_migrated_to_functions_and_keeps_every_row() {
     ok(&st.a_curator, &["forget"]);
 }
 
-/// The tables whose rows Lethe derives from a memory (vectors, neighbour lists, signatures,
-/// centroids, recall statistics) and the team lead's settings: the only tables a Lethe role
-/// may still write directly (column rights; see `HARMLESS`).
-const DERIVED_TABLES: &[&str] =
-    &["lethe_signature", "lethe_vector", "lethe_neighbour", "lethe_centroid", "meta_memory_stats", "lethe_settings"];
-
 /// Every table right other than SELECT a Lethe role (the groups and every login role in them)
 /// holds, from the catalog: (role, table, right), table and column rights alike.
 fn write_rights(owner: &str) -> Vec<(String, String, String)> {
@@ -1931,14 +1957,9 @@ fn records_are_written_only_through_functions_that_hold_every_rule() {
         "lethe_session_rule",
         "lethe_dismissed_pair",
     ];
-    // From the catalog: no role holds a write right on any table but the derived rows'.
+    // From the catalog: no Lethe role (nor PUBLIC) holds any right but SELECT on any table.
     let rights = write_rights(&st.owner);
-    let stray: Vec<_> = rights.iter().filter(|(_, t, _)| !DERIVED_TABLES.contains(&t.as_str())).collect();
-    assert!(stray.is_empty(), "write rights a Lethe role must not hold: {stray:?}");
-    assert!(
-        rights.iter().all(|(_, _, p)| p == "INSERT" || p == "UPDATE"),
-        "no DELETE, TRUNCATE, REFERENCES or TRIGGER anywhere: {rights:?}"
-    );
+    assert!(rights.is_empty(), "rights a Lethe role must not hold: {rights:?}");
 
     let (alpha, alpha2) = (st.alpha_ids[0].clone(), st.alpha_ids[1].clone());
     let beta = st.beta_ids[1].clone();
@@ -2188,10 +2209,10 @@ fn records_are_written_only_through_functions_that_hold_every_rule() {
     assert_eq!(team_rows(&st.owner, "beta"), beta_before, "every row of team beta is as it was");
 }
 
-/// A store set up before the record functions (schema 12: INSERT rights on the records for
-/// Lethe's roles) is migrated by `admin setup`: every row of every team and every role kept,
-/// the rights gone, and recall, the end of a session, archive and hard delete working through
-/// the functions.
+/// A store set up before the record and derived-row functions (schema 12: INSERT rights on the
+/// records, column rights on the derived rows and settings for Lethe's roles) is migrated by
+/// `admin setup`: every row of every team and every role kept, the rights gone, and recall,
+/// the end of a session, archive, hard delete and settings working through the functions.
 #[test]
 fn a_store_with_record_insert_rights_is_migrated_to_functions_and_keeps_every_row() {
     let Some(st) = store() else { return };
@@ -2202,7 +2223,12 @@ fn a_store_with_record_insert_rights_is_migrated_to_functions_and_keeps_every_ro
                  lethe_archive, lethe_procedure_version, lethe_review, lethe_session_end, lethe_task_log, \
                  lethe_session_rule, lethe_dismissed_pair TO lethe_agent; \
              GRANT UPDATE (score) ON lethe_recall_log_hit TO lethe_agent; \
-             DELETE FROM lethe_schema WHERE version = 13;",
+             GRANT INSERT ON meta_memory_stats, lethe_signature, lethe_vector, lethe_neighbour, lethe_centroid \
+                 TO lethe_agent; \
+             GRANT UPDATE (content_hash, bands) ON lethe_signature TO lethe_agent; \
+             GRANT UPDATE (model, vec) ON lethe_vector TO lethe_agent; \
+             GRANT INSERT, UPDATE (value) ON lethe_settings TO lethe_curator; \
+             DELETE FROM lethe_schema WHERE version IN (13, 14);",
         )
         .unwrap();
     let old_model = format!(
@@ -2214,14 +2240,13 @@ fn a_store_with_record_insert_rights_is_migrated_to_functions_and_keeps_every_ro
     let roles: i64 = owner.query_one("SELECT COUNT(*) FROM lethe_team_member", &[]).unwrap().get(0);
 
     let v = ok(&st.owner, &["admin", "setup"]);
-    assert_eq!(v["applied"], serde_json::json!(["013_record_functions"]), "{v}");
+    assert_eq!(v["applied"], serde_json::json!(["013_record_functions", "014_derived_functions"]), "{v}");
     assert_eq!(team_rows(&st.owner, "alpha"), alpha, "every row of alpha is kept");
     assert_eq!(team_rows(&st.owner, "beta"), beta, "every row of beta is kept");
     assert_eq!(owner.query_one("SELECT COUNT(*) FROM lethe_team_member", &[]).unwrap().get::<_, i64>(0), roles);
     refused(&mut client(&st.a_agent), "agent", &old_model);
-    let stray: Vec<_> =
-        write_rights(&st.owner).into_iter().filter(|(_, t, _)| !DERIVED_TABLES.contains(&t.as_str())).collect();
-    assert!(stray.is_empty(), "{stray:?}");
+    let rights = write_rights(&st.owner);
+    assert!(rights.is_empty(), "no right but SELECT is left: {rights:?}");
 
     // Every role works through the functions.
     let v = ok(&st.a_agent, &["recall", "alpha launch codename"]);
@@ -2267,4 +2292,13 @@ fn a_store_with_record_insert_rights_is_migrated_to_functions_and_keeps_every_ro
     let v = ok(&st.a_curator, &["delete", &st.alpha_ids[1], "--hard", "--confirm"]);
     assert!(v.to_string().contains("hard"), "{v}");
     ok(&st.a_curator, &["forget"]);
+    ok(&st.a_curator, &["settings", "quarantine_days", "45"]);
+    let v = ok(&st.a_agent, &["settings", "quarantine_days"]);
+    assert_eq!(v["quarantine_days"], 45.0, "{v}");
+    refused(
+        &mut client(&st.a_curator),
+        "curator",
+        "SELECT lethe_settings_store('{\"max_content_bytes\": 0}', NULL, 'x', NULL, NULL)",
+    );
+    refused(&mut client(&st.a_agent), "agent", "SELECT lethe_settings_store('{}', NULL, 'x', NULL, NULL)");
 }

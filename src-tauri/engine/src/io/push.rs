@@ -91,19 +91,6 @@ fn text(v: &Value) -> Option<&str> {
     }
 }
 
-/// `INSERT OR IGNORE INTO table (cols) VALUES …` for `rows`, in statements of
-/// [`ROWS_PER_INSERT`] rows; the number of rows stored.
-fn insert(dst: &Connection, table: &str, cols: &str, rows: &[Vec<Value>]) -> Result<usize> {
-    let mut stored = 0;
-    for chunk in rows.chunks(ROWS_PER_INSERT) {
-        let width = chunk[0].len();
-        let sql =
-            crate::transfer::multi_row_sql(&format!("INSERT OR IGNORE INTO {table} ({cols})"), chunk.len(), width);
-        stored += dst.prepare(&sql)?.execute(params_from_iter(chunk.iter().flatten().cloned()))?;
-    }
-    Ok(stored)
-}
-
 /// A value of a file's row as JSON (bytes as text: no table pushed this way holds any).
 fn to_json(v: &Value) -> serde_json::Value {
     match v {
@@ -373,7 +360,9 @@ fn push_memories(dst: &Connection, memories: &[Vec<Value>], report: &mut PushRep
             ]
         })
         .collect();
-    insert(dst, "lethe_signature", "memory_id, content_hash, bands", &sigs)?;
+    for chunk in sigs.chunks(ROWS_PER_INSERT) {
+        crate::ops::rows::store_derived_on_server(dst, "lethe_signatures_store", chunk.iter().map(Vec::as_slice))?;
+    }
     Ok(())
 }
 
@@ -394,12 +383,28 @@ fn push_rows_of(
         "SELECT memory_id, recall_count, success_count, failure_count, avg_confidence, last_recalled_at FROM meta_memory_stats",
         0,
     )?;
-    report.meta_stats = insert(
-        dst,
-        "meta_memory_stats",
-        "memory_id, recall_count, success_count, failure_count, avg_confidence, last_recalled_at",
-        &stats,
-    )?;
+    // The server's function adds them to the new memory's (empty) statistics, after checking
+    // them (Lethe's roles hold no write right on the table there).
+    let mut add = dst.prepare_cached("SELECT lethe_stats_add(?1, ?2, ?3, ?4, ?5, ?6)")?;
+    for s in &stats {
+        let count = match s[1] {
+            Value::Integer(n) => n,
+            _ => 0,
+        };
+        let avg = match s[4] {
+            Value::Real(x) => x,
+            Value::Integer(n) => n as f64,
+            _ => 0.0,
+        };
+        let last = match &s[5] {
+            Value::Text(t) if !t.is_empty() => Value::Text(t.clone()),
+            _ => Value::Null,
+        };
+        report.meta_stats += add
+            .query_row(params![s[0].clone(), count, s[2].clone(), s[3].clone(), avg * count as f64, last], |r| {
+                r.get::<_, i64>(0)
+            })? as usize;
+    }
     let versions = with_pushed(
         of_new(
             "SELECT memory_id, version, snapshot_json, actor, created_at FROM lethe_procedure_version ORDER BY memory_id, version",
@@ -429,7 +434,12 @@ fn push_rows_of(
     // embeds those again.
     let mut vectors = of_new("SELECT memory_id, model, vec FROM lethe_vector ORDER BY rowid", 0)?;
     vectors.retain(|v| text(&v[0]).is_some_and(|id| !renumbered.contains_key(id)));
-    report.vectors = insert(dst, "lethe_vector", "memory_id, model, vec", &vectors)?;
+    // Another model's size is embedded again too (the server takes vectors of its own size).
+    vectors.retain(|v| matches!(&v[2], Value::Blob(b) if b.len() == crate::embed::VECTOR_BYTES));
+    for chunk in vectors.chunks(ROWS_PER_INSERT) {
+        report.vectors +=
+            crate::ops::rows::store_derived_on_server(dst, "lethe_vectors_store", chunk.iter().map(Vec::as_slice))?;
+    }
     Ok(())
 }
 

@@ -315,8 +315,12 @@ fn insert_tx(
         ], |r| r.get(0))?
     };
     clock.lap(Step::Row);
-    tx.prepare_cached("INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3)")?
-        .execute(params![id, p.hash, p.bands])?;
+    let sql = if tx.is_postgres() {
+        crate::dedup::SIGNATURE_ON_SERVER
+    } else {
+        "INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3)"
+    };
+    tx.prepare_cached(sql)?.execute(params![id, p.hash, p.bands])?;
     if let (Some(e), Some(v)) = (crate::embed::shared(), &p.vector) {
         crate::semantic::store_vector(tx, e.fingerprint(), &id, v)?;
     }
@@ -905,11 +909,13 @@ pub fn edit_checked(
             validate_tags(&tags)?;
             crate::ops::rows::set_tags(tx, id, &tags)?;
         }
-        tx.execute(
+        let sql = if tx.is_postgres() {
+            crate::dedup::SIGNATURE_ON_SERVER
+        } else {
             "INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3) \
-             ON CONFLICT(memory_id) DO UPDATE SET content_hash = excluded.content_hash, bands = excluded.bands",
-            params![id, hash, bands],
-        )?;
+             ON CONFLICT(memory_id) DO UPDATE SET content_hash = excluded.content_hash, bands = excluded.bands"
+        };
+        tx.execute(sql, params![id, hash, bands])?;
         // The content trigger dropped the old vector; the new one goes in with the edit.
         if let (Some(e), Some(v)) = (embedder, &vector) {
             crate::semantic::store_vector(tx, e.fingerprint(), id, v)?;

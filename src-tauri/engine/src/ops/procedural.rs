@@ -213,11 +213,7 @@ pub fn update_guarded(
             });
         }
         if let Some(c) = content {
-            tx.execute(
-                "INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3) \
-                 ON CONFLICT(memory_id) DO UPDATE SET content_hash = excluded.content_hash, bands = excluded.bands",
-                params![id, crate::dedup::content_hash(c), crate::dedup::band_keys(c)],
-            )?;
+            crate::dedup::store_signature(tx, id, c)?;
             crate::semantic::refresh(tx, id, c)?;
         }
         let after = rows::get(tx, id)?;

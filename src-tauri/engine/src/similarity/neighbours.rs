@@ -1017,7 +1017,11 @@ pub fn store(conn: &mut Connection, members: &[Member], d: &Derived) -> Result<(
         let bytes: Vec<u8> = c.iter().flat_map(|x| x.to_le_bytes()).collect();
         crate::store::write_tx(conn, |tx| {
             tx.execute(
-                "INSERT OR IGNORE INTO lethe_centroid (model, data) VALUES (?1, ?2)",
+                if tx.is_postgres() {
+                    "SELECT lethe_centroid_store(?1, ?2)"
+                } else {
+                    "INSERT OR IGNORE INTO lethe_centroid (model, data) VALUES (?1, ?2)"
+                },
                 params![e.fingerprint(), bytes],
             )?;
             Ok(())
@@ -1031,9 +1035,13 @@ pub fn store(conn: &mut Connection, members: &[Member], d: &Derived) -> Result<(
     // old content, and end with other lists than one search (measured: 20k realistic with the
     // first 5,000 stored). A store cut short leaves nothing, and the next load searches again.
     crate::store::write_tx(conn, |tx| {
-        let mut stmt = tx.prepare_cached(
-            "INSERT OR REPLACE INTO lethe_neighbour (memory_rowid, model, hash, keys, list) VALUES (?1, ?2, ?3, ?4, ?5)",
-        )?;
+        let mut stmt = tx.prepare_cached(if tx.is_postgres() {
+            // The team store's function (the memory of the caller's team; Lethe's roles hold no
+            // write right on the table there).
+            "SELECT lethe_neighbour_store(?1, ?2, ?3, ?4, ?5)"
+        } else {
+            "INSERT OR REPLACE INTO lethe_neighbour (memory_rowid, model, hash, keys, list) VALUES (?1, ?2, ?3, ?4, ?5)"
+        })?;
         for (i, (keys, list)) in &items {
             // Stored with the hash of the content it was searched for: if the content changed
             // since, the list is not current for the new one and is searched again.
