@@ -2302,3 +2302,114 @@ fn a_store_with_record_insert_rights_is_migrated_to_functions_and_keeps_every_ro
     );
     refused(&mut client(&st.a_agent), "agent", "SELECT lethe_settings_store('{}', NULL, 'x', NULL, NULL)");
 }
+
+/// The rows Lethe derives from a memory and the settings are written only through functions
+/// that check what the server can: a neighbour list replaces the memory's row (one list or a
+/// batch, the last of a repeated rowid winning; another team's rowid stores nothing), a vector
+/// has the model's size and is not rewritten by the same model, a signature is not rewritten,
+/// centroids are stored once, settings are the team lead's and in range; a reader writes none.
+#[test]
+fn derived_rows_are_written_only_through_functions_that_check_what_the_server_can() {
+    let Some(st) = store() else { return };
+    let beta_before = team_rows(&st.owner, "beta");
+    let mut owner = client(&st.owner);
+    let rowid_of = |owner: &mut postgres::Client, id: &str| -> i64 {
+        owner.query_one("SELECT rowid FROM memory_item WHERE id = $1", &[&id]).unwrap().get(0)
+    };
+    let (alpha, beta) = (st.alpha_ids[0].clone(), st.beta_ids[0].clone());
+    let (a_rowid, b_rowid) = (rowid_of(&mut owner, &alpha), rowid_of(&mut owner, &beta));
+    let mut agent = client(&st.a_agent);
+    let one = |c: &mut postgres::Client, sql: &str| -> i64 { c.query_one(sql, &[]).unwrap().get(0) };
+
+    // Neighbour lists: a partial list, then the final one for the same memory (same key).
+    assert_eq!(
+        one(&mut agent, &format!("SELECT lethe_neighbour_store({a_rowid}, 'partial:m', 'h', '\\x01', '\\x02')")),
+        1
+    );
+    assert_eq!(one(&mut agent, &format!("SELECT lethe_neighbour_store({a_rowid}, 'm', 'h', '\\x01', '\\x0203')")), 1);
+    assert_eq!(one(&mut agent, &format!("SELECT lethe_neighbour_store({b_rowid}, 'm', 'h', '\\x01', '\\x02')")), 0);
+    let batch = format!(
+        r#"[[{a_rowid}, "m", "h", "01", "aa"], [{b_rowid}, "m", "h", "01", "bb"], [{a_rowid}, "m2", "h", "01", "cc"]]"#
+    );
+    assert_eq!(agent.query_one("SELECT lethe_neighbours_store($1)", &[&batch]).unwrap().get::<_, i64>(0), 1);
+    let r = owner.query_one("SELECT model, list FROM lethe_neighbour WHERE memory_rowid = $1", &[&a_rowid]).unwrap();
+    assert_eq!((r.get::<_, String>(0), r.get::<_, Vec<u8>>(1)), ("m2".to_string(), vec![0xcc]), "the last list wins");
+    let big_model = "m".repeat(201);
+    for sql in [
+        format!("SELECT lethe_neighbour_store({a_rowid}, '{big_model}', 'h', '\\x01', '\\x02')"),
+        format!("SELECT lethe_neighbour_store({a_rowid}, 'm', NULL, '\\x01', '\\x02')"),
+        format!("SELECT lethe_neighbour_store({a_rowid}, 'm', 'h', NULL, '\\x02')"),
+        format!("SELECT lethe_neighbours_store('[[{a_rowid}, \"m\", \"h\", \"zz\", \"00\"]]')"),
+        format!("SELECT lethe_neighbours_store('[[\"{a_rowid}\", \"m\", \"h\", \"00\", \"00\"]]')"),
+        "SELECT lethe_neighbours_store('not json')".to_string(),
+        // Vectors: the model's size only; signatures: a 64-hex hash; centroids: 4-byte numbers.
+        format!("SELECT lethe_vectors_store('[[\"{alpha}\", \"m\", \"00\"]]')"),
+        format!("SELECT lethe_vectors_store('[[\"{alpha}\", \"{big_model}\", \"{}\"]]')", "00".repeat(260)),
+        format!("SELECT lethe_signatures_store('[[\"{alpha}\", \"not a hash\", \"00\"]]')"),
+        format!("SELECT lethe_signatures_store('[[\"{alpha}\", \"{}\", \"{}\"]]')", "a".repeat(64), "00".repeat(2000)),
+        "SELECT lethe_centroid_store('m', '\\x010203')".to_string(),
+        "SELECT lethe_centroid_store(NULL, '\\x01020304')".to_string(),
+        "SELECT lethe_settings_store('{}', NULL, 'x', NULL, NULL)".to_string(),
+    ] {
+        refused(&mut agent, "agent", &sql);
+    }
+    // A vector of another model replaces the memory's, one of the same model does not; a
+    // signature stays; beta's id stores nothing.
+    let vec_hex = "07".repeat(260);
+    let store_vec = |c: &mut postgres::Client, id: &str, model: &str| -> i64 {
+        c.query_one(
+            "SELECT lethe_vectors_store(json_build_array(json_build_array($1::text, $2::text, $3::text))::text)",
+            &[&id, &model, &vec_hex],
+        )
+        .unwrap()
+        .get(0)
+    };
+    assert_eq!(store_vec(&mut agent, &beta, "m"), 0, "beta's memory: nothing stored");
+    assert_eq!(store_vec(&mut agent, &alpha, "another-model"), 1, "another model's vector replaces it");
+    assert_eq!(store_vec(&mut agent, &alpha, "another-model"), 0, "the same model's is not rewritten");
+    let sig = format!(r#"[["{alpha}", "{}", "00"]]"#, "b".repeat(64));
+    assert_eq!(agent.query_one("SELECT lethe_signatures_store($1)", &[&sig]).unwrap().get::<_, i64>(0), 0);
+    assert_eq!(one(&mut agent, "SELECT lethe_centroid_store('m-test', '\\x01020304')"), 1);
+    assert_eq!(one(&mut agent, "SELECT lethe_centroid_store('m-test', '\\x05060708')"), 0, "stored once");
+
+    // Settings: the team lead's, in range; the action's before state is the stored row.
+    let mut curator = client(&st.a_curator);
+    for v in [
+        r#"{"max_content_bytes": 0}"#,
+        r#"{"max_content_bytes": 1.5}"#,
+        r#"{"quarantine_days": -1}"#,
+        r#"{"recall_log_max_rows": 20000000}"#,
+        r#"{"threshold": 3}"#,
+        r#"{"duplicate_reason_above": 2}"#,
+        "[]",
+        "not json",
+    ] {
+        refused(&mut curator, "curator", &format!("SELECT lethe_settings_store('{v}', NULL, 'x', NULL, NULL)"));
+    }
+    ok(&st.a_curator, &["settings", "quarantine_days", "12"]);
+    ok(&st.a_curator, &["settings", "quarantine_days", "13"]);
+    let r = owner
+        .query_one(
+            "SELECT actor, before_json, after_json FROM lethe_action WHERE action = 'settings' AND team = 'alpha' \
+             ORDER BY id DESC LIMIT 1",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(r.get::<_, String>(0), format!("user:{}", st.names[1]));
+    let (b, a): (serde_json::Value, serde_json::Value) =
+        (serde_json::from_str(&r.get::<_, String>(1)).unwrap(), serde_json::from_str(&r.get::<_, String>(2)).unwrap());
+    assert_eq!((b["quarantine_days"].as_f64(), a["quarantine_days"].as_f64()), (Some(12.0), Some(13.0)), "{b} {a}");
+    let (_, v) = lethe(&st.a_agent, &["events", "--action", "settings"]);
+    assert_eq!(v["items"][0]["before"]["quarantine_days"], 12.0, "{v}");
+
+    let mut reader = client(&st.a_reader);
+    for sql in [
+        format!("SELECT lethe_neighbour_store({a_rowid}, 'm', 'h', '\\x01', '\\x02')"),
+        "SELECT lethe_neighbours_store('[]')".to_string(),
+        format!("SELECT lethe_stats_add('{alpha}', 1, 1, 0, 0.5, NULL)"),
+        "SELECT lethe_centroid_store('m-r', '\\x01020304')".to_string(),
+    ] {
+        refused(&mut reader, "reader", &sql);
+    }
+    assert_eq!(team_rows(&st.owner, "beta"), beta_before, "every row of team beta is as it was");
+}

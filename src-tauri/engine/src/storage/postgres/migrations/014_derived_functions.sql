@@ -17,9 +17,10 @@
 --     (`vector_bytes` in lethe_meta, recorded by `admin setup`); a vector of a model is never
 --     rewritten by the same model (a change of text drops it first), only replaced by another
 --     model's (a new model re-embeds);
---   * lethe_neighbour_store: a memory's neighbour list (a memory of the caller's team by
---     rowid; model and hash at most 200 characters, keys and list at most 64 MiB), replacing
---     the memory's row (the final list replaces a partial one);
+--   * lethe_neighbour_store (one list) and lethe_neighbours_store (a JSON array of lists):
+--     a memory's neighbour list (a memory of the caller's team by rowid; model and hash at
+--     most 200 bytes, keys and list at most 64 MiB), replacing the memory's row (the final
+--     list replaces a partial one);
 --   * lethe_centroid_store: a model's centroids (at most 16 MiB of 4-byte numbers), stored
 --     once per team and model;
 --   * lethe_stats_add: recall statistics only move forward (0 to 1,000,000 recalls a call,
@@ -121,28 +122,63 @@ $f$;
 
 -- A memory's neighbour list (by the memory's rowid, of the caller's team), replacing the
 -- memory's row. Returns 1, or 0 when the team has no memory at that rowid (deleted since).
+-- Called once per list, 100,000 times in one transaction for a first scoring: the checks are
+-- inline, and the role and team are read once each.
 CREATE OR REPLACE FUNCTION @S@.lethe_neighbour_store(p_rowid bigint, p_model text, p_hash text, p_keys bytea,
     p_list bytea) RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
 DECLARE
-    k text := @S@.lethe_require('{agent,curator}');
-    mt text;
+    k text := @S@.lethe_session_kind();
+    n bigint;
 BEGIN
-    PERFORM @S@.lethe_check_text('model', p_model, 200, false);
-    PERFORM @S@.lethe_check_text('hash', p_hash, 200, false);
-    IF p_keys IS NULL OR p_list IS NULL OR pg_catalog.length(p_keys) > 64 * 1024 * 1024
-        OR pg_catalog.length(p_list) > 64 * 1024 * 1024 THEN
-        RAISE EXCEPTION 'a neighbour list''s keys and entries are at most 64 MiB each' USING ERRCODE = 'invalid_parameter_value';
+    IF k NOT IN ('agent', 'curator', 'owner') THEN
+        RAISE EXCEPTION 'the role % writes nothing here', session_user USING ERRCODE = 'insufficient_privilege';
     END IF;
-    SELECT m.team INTO mt FROM @S@.memory_item m
-    WHERE m.rowid = p_rowid AND (k = 'owner' OR m.team = @S@.lethe_team());
-    IF mt IS NULL THEN
-        RETURN 0;
+    IF p_model IS NULL OR pg_catalog.octet_length(p_model) > 200 OR p_hash IS NULL
+        OR pg_catalog.octet_length(p_hash) > 200 OR p_keys IS NULL OR p_list IS NULL
+        OR pg_catalog.length(p_keys) > 64 * 1024 * 1024 OR pg_catalog.length(p_list) > 64 * 1024 * 1024 THEN
+        RAISE EXCEPTION 'a neighbour list has a model and a hash of at most 200 bytes, keys and entries of at most 64 MiB'
+            USING ERRCODE = 'invalid_parameter_value';
     END IF;
     INSERT INTO @S@.lethe_neighbour (memory_rowid, model, hash, keys, list, team)
-    VALUES (p_rowid, p_model, p_hash, p_keys, p_list, mt)
+    SELECT p_rowid, p_model, p_hash, p_keys, p_list, m.team FROM @S@.memory_item m
+    WHERE m.rowid = p_rowid AND (k = 'owner' OR m.team = @S@.lethe_team())
     ON CONFLICT (memory_rowid, team) DO UPDATE SET model = EXCLUDED.model, hash = EXCLUDED.hash, keys = EXCLUDED.keys,
         list = EXCLUDED.list;
-    RETURN 1;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$f$;
+
+-- Many neighbour lists at once (`p_rows` a JSON array of [rowid, model, hash, keys as hex,
+-- list as hex]), each as lethe_neighbour_store stores it: the role and team are checked once
+-- for the whole array. Returns the lists stored.
+CREATE OR REPLACE FUNCTION @S@.lethe_neighbours_store(p_rows text) RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp AS $f$
+DECLARE
+    k text := @S@.lethe_require('{agent,curator}');
+    t text := @S@.lethe_team();
+    n bigint;
+BEGIN
+    PERFORM @S@.lethe_check_json('neighbour lists', p_rows, 'array', 1073741823, false);
+    IF EXISTS (SELECT 1 FROM pg_catalog.json_array_elements(p_rows::json) AS e(x)
+               WHERE pg_catalog.json_typeof(x) <> 'array' OR pg_catalog.json_typeof(x -> 0) IS DISTINCT FROM 'number'
+                  OR (x ->> 1) IS NULL OR pg_catalog.octet_length(x ->> 1) > 200
+                  OR (x ->> 2) IS NULL OR pg_catalog.octet_length(x ->> 2) > 200
+                  OR (x ->> 3) IS NULL OR (x ->> 3) !~ '^([0-9a-f]{2})*$' OR pg_catalog.length(x ->> 3) > 128 * 1024 * 1024
+                  OR (x ->> 4) IS NULL OR (x ->> 4) !~ '^([0-9a-f]{2})*$' OR pg_catalog.length(x ->> 4) > 128 * 1024 * 1024) THEN
+        RAISE EXCEPTION 'a neighbour list is [rowid, model, hash, keys, list] with model and hash of at most 200 bytes and hex keys and list of at most 64 MiB'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO @S@.lethe_neighbour (memory_rowid, model, hash, keys, list, team)
+    SELECT DISTINCT ON ((x ->> 0)::bigint) (x ->> 0)::bigint, x ->> 1, x ->> 2, pg_catalog.decode(x ->> 3, 'hex'),
+           pg_catalog.decode(x ->> 4, 'hex'), m.team
+    FROM pg_catalog.json_array_elements(p_rows::json) WITH ORDINALITY AS e(x, i)
+    JOIN @S@.memory_item m ON m.rowid = (x ->> 0)::bigint AND (k = 'owner' OR m.team = t)
+    ORDER BY (x ->> 0)::bigint, i DESC
+    ON CONFLICT (memory_rowid, team) DO UPDATE SET model = EXCLUDED.model, hash = EXCLUDED.hash, keys = EXCLUDED.keys,
+        list = EXCLUDED.list;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
 END
 $f$;
 
@@ -290,12 +326,14 @@ $body$;
 
     FOR f IN SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc p
              WHERE p.pronamespace = current_schema()::regnamespace AND p.proname IN ('lethe_hex_bytes',
-                'lethe_signatures_store', 'lethe_vectors_store', 'lethe_neighbour_store', 'lethe_centroid_store',
+                'lethe_signatures_store', 'lethe_vectors_store', 'lethe_neighbour_store', 'lethe_neighbours_store',
+                'lethe_centroid_store',
                 'lethe_stats_add', 'lethe_check_setting', 'lethe_settings_store') LOOP
         EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
     END LOOP;
     EXECUTE format('GRANT EXECUTE ON FUNCTION %1$s.lethe_signatures_store(text), %1$s.lethe_vectors_store(text), '
-        '%1$s.lethe_neighbour_store(bigint, text, text, bytea, bytea), %1$s.lethe_centroid_store(text, bytea), '
+        '%1$s.lethe_neighbour_store(bigint, text, text, bytea, bytea), %1$s.lethe_neighbours_store(text), '
+        '%1$s.lethe_centroid_store(text, bytea), '
         '%1$s.lethe_stats_add(text, bigint, bigint, bigint, double precision, text) TO lethe_agent', s);
     EXECUTE format('GRANT EXECUTE ON FUNCTION %1$s.lethe_settings_store(text, text, text, text, text) TO lethe_curator', s);
 
