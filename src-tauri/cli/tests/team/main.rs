@@ -61,7 +61,9 @@ fn a_team_server_needs_setup_then_serves_the_same_commands() {
             "009_audited_writes",
             "010_plans",
             "011_write_functions",
-            "012_insert_functions"
+            "012_insert_functions",
+            "013_record_functions",
+            "014_derived_functions"
         ])
     );
     let (code, v) = lethe(&db, &["admin", "setup"]);

@@ -22,11 +22,12 @@ const HARMLESS: &[&str] = &[
     "pg_stat_user_tables and pg_class show row counts summed over every team: numbers that name no team and carry no content; column statistics (pg_stats) and other roles' statements (pg_stat_activity) are hidden (statistics_show_counts_never_another_teams_content_or_queries)",
     "role names are readable in pg_roles (PostgreSQL's catalog is every role's): which team a role is in is not (lethe_team_member is refused)",
     "a session may lower its own idle_in_transaction_session_timeout and statement_timeout: its locks then stop its own team only (locks_held_open_by_one_team_do_not_stop_another lowers both first)",
-    "an agent stores and changes its own team's memories only through Lethe's functions (validated, dated by the server, journalled under its role); the rows Lethe derives from a memory (vectors, neighbour lists, signatures, centroids, recall statistics, recall hit scores) keep column INSERT and UPDATE rights: the server cannot recompute them (the model, the engine's hashes and scores), each names the role that last wrote it, none is a memory's text or an audit action, and only the own team's recall, duplicate checks and forget scores are affected (raw_writes_of_a_teams_own_rows_name_the_role_that_made_them)",
-    "a remember, pin, importance, cite, edit or restore called by hand writes its action row with the role as the actor and the server's time; remember's after state must describe the row (type, preview), archive's, unarchive's, a procedure's swap's and a session's end's are built from the rows by the server, the others' before and after states are the caller's (descriptive text only); the actions of reflection notes, a session's summary and the team lead's redaction are written by the engine through lethe_action_record (the role, the server's time, a memory of its own team) with the engine's states (memories_and_actions_are_inserted_only_through_functions_that_hold_every_rule; memories_and_the_audit_change_only_through_functions_that_hold_every_rule)",
+    "an agent writes its own team's rows only through Lethe's functions (validated, dated by the server, journalled or audited under its role); the rows Lethe derives from a memory are checked for what the server can check without the engine's model and formulas (the memory is the team's, sizes, a stored signature or a vector of the same model never rewritten, statistics only moving forward), so an agent can still store a neighbour list of its own team's memory whose entries it chose, or replace a vector by another model's: only its own team's ranking and duplicate checks move (raw_writes_of_a_teams_own_rows_name_the_role_that_made_them; records_are_written_only_through_functions_that_hold_every_rule)",
+    "a remember, pin, importance, cite, edit or restore called by hand writes its action row with the role as the actor and the server's time; remember's after state must describe the row (type, preview), archive's, unarchive's, a procedure's swap's and a working memory's task log are built from the rows by the server, the others' before and after states are the caller's (descriptive text only); supersede, keep-both, a session's end, settings and a hard delete write their own action or event from the rows; the actions of reflection notes, a session's summary, forget runs and their undo, and the team lead's redaction are written by the engine through lethe_action_record (the role, the server's time, a memory of its own team) with the engine's states (memories_and_actions_are_inserted_only_through_functions_that_hold_every_rule; memories_and_the_audit_change_only_through_functions_that_hold_every_rule)",
     "the team lead may call the batch's function (lethe_forget_chunk) itself and choose which of its team's memories it quarantines under `policy`, as its own `lethe forget` does: each event names the curator's role and the quarantine starts at the server's clock; agents may not call it (policy_events_and_actions_name_the_role_whose_session_wrote_them; a_quarantine_dated_back_by_raw_sql_is_not_purged_by_the_curators_forget)",
     "the team lead may erase the text of its team's audit rows (lethe_audit_erase, for a hard delete or a redacted secret): only to the erased form, never new text (memories_and_the_audit_change_only_through_functions_that_hold_every_rule)",
-    "a curator may write a `hard` forgetting event as `policy` for a memory gone from its team, and any writing role audit actions as `policy` through lethe_action_record: each names the role that wrote it (policy_events_and_actions_name_the_role_whose_session_wrote_them)",
+    "the team lead's hard delete (lethe_memory_erase) names `policy` as the actor of its event when it says the batch purges a memory in quarantine, as its own `lethe forget` does, and any writing role may write audit actions as `policy` through lethe_action_record: each names the role that wrote it (policy_events_and_actions_name_the_role_whose_session_wrote_them; records_are_written_only_through_functions_that_hold_every_rule)",
+    "the team lead's push (lethe_push_rows, lethe_push_archive) brings a file's audit and records into its own team: every actor recorded as pushed:<original>, no date after the server's clock (records_are_written_only_through_functions_that_hold_every_rule)",
 ];
 
 use super::{lethe, new_database, server};
@@ -393,15 +394,21 @@ fn forged_actors_pins_and_hard_events_are_refused_or_rewritten_to_the_role() {
              SELECT lethe_action_record(NULL, 'note', 'pushed:user:cb', NULL, NULL, '9999-01-01T00:00:00.000Z')",
         )
         .unwrap();
+        // Supersede links and the recall log: no direct insert; their functions name the role.
+        refused(
+            &mut c,
+            who,
+            &format!(
+                "INSERT INTO lethe_supersede (old_id, new_id, actor, created_at) \
+                 VALUES ('{target}', 'mem_{who}', 'agent:someone-else', '9999-01-01T00:00:00.000Z')"
+            ),
+        );
+        c.batch_execute("SET search_path = pg_temp, public").unwrap();
         c.batch_execute(&format!(
-            "INSERT INTO lethe_supersede (old_id, new_id, actor, created_at) \
-             VALUES ('{target}', 'mem_{who}', 'agent:someone-else', '9999-01-01T00:00:00.000Z')"
+            "SELECT lethe_supersede_link('{target}', '{}', 'agent:someone-else', NULL, '9999-01-01T00:00:00.000Z'); \
+             SELECT lethe_recall_log_append('agent:someone-else', '9999-01-01T00:00:00.000Z', 'q', '{{}}', '[]')",
+            st.alpha_ids[1]
         ))
-        .unwrap();
-        c.batch_execute(
-            "INSERT INTO lethe_recall_log (actor, at, query, context_json, results_json) \
-             VALUES ('agent:someone-else', '9999-01-01T00:00:00.000Z', 'q', '{}', '[]')",
-        )
         .unwrap();
         c.batch_execute("SET search_path = public").unwrap();
     }
@@ -428,27 +435,22 @@ fn forged_actors_pins_and_hard_events_are_refused_or_rewritten_to_the_role() {
     refused(&mut agent_c, "agent", "DELETE FROM lethe_archive");
     refused(&mut agent_c, "agent", "DELETE FROM lethe_procedure_version");
     refused(&mut agent_c, "agent", "DELETE FROM lethe_recall_log");
-    // Forgetting events claimed for the policy: the batch's own function writes those; a
-    // role's direct insert is its own, and so is a curator's `hard` event for a memory still
-    // in the team (a purge's event follows the memory's removal).
+    // Forgetting events claimed for the policy: only Lethe's functions write events (the
+    // batch's, a quarantine's, a hard delete's); no role inserts one, the team lead neither.
     for (who, url) in [("agent", &st.a_agent), ("curator", &st.a_curator)] {
         let mut c = client(url);
-        for action in ["soft", "review"] {
-            c.batch_execute(&format!(
-                "INSERT INTO memory_forgetting_event (id, memory_id, action, created_at, metadata_json) \
-                 VALUES ('fev_policy_{who}_{action}', '{target}', '{action}', '2026-12-01T00:00:00.000Z', \
-                 '{{\"actor\":\"policy\",\"run\":\"run_0123456789abcdef0123456789abcdef\"}}')"
-            ))
-            .unwrap();
+        for action in ["soft", "review", "hard"] {
+            refused(
+                &mut c,
+                who,
+                &format!(
+                    "INSERT INTO memory_forgetting_event (id, memory_id, action, created_at, metadata_json) \
+                     VALUES ('fev_policy_{who}_{action}', '{target}', '{action}', '2026-12-01T00:00:00.000Z', \
+                     '{{\"actor\":\"policy\",\"run\":\"run_0123456789abcdef0123456789abcdef\"}}')"
+                ),
+            );
         }
     }
-    let mut curator_c = client(&st.a_curator);
-    curator_c
-        .batch_execute(&format!(
-            "INSERT INTO memory_forgetting_event (id, memory_id, action, created_at, metadata_json) \
-             VALUES ('fev_policy_hard', '{target}', 'hard', '2026-12-01T00:00:00.000Z', '{{\"actor\":\"policy\"}}')"
-        ))
-        .unwrap();
 
     let mut owner = client(&st.owner);
     let actors: Vec<String> = owner
@@ -480,13 +482,10 @@ fn forged_actors_pins_and_hard_events_are_refused_or_rewritten_to_the_role() {
         owner.query_one("SELECT COUNT(*) FROM memory_item WHERE team = 'alpha' AND pinned <> 0", &[]).unwrap().get(0);
     assert_eq!(pinned, 0, "an agent pins nothing");
     let hard: i64 = owner
-        .query_one(
-            "SELECT COUNT(*) FROM memory_forgetting_event WHERE action = 'hard' AND id <> 'fev_policy_hard'",
-            &[],
-        )
+        .query_one("SELECT COUNT(*) FROM memory_forgetting_event WHERE action = 'hard' OR id LIKE 'fev_policy_%'", &[])
         .unwrap()
         .get(0);
-    assert_eq!(hard, 0, "no forged hard event (the curator's own, under its name, is checked below)");
+    assert_eq!(hard, 0, "no forged event");
     let (_, v) = lethe(&st.a_curator, &["events", "--limit", "100"]);
     assert!(!v.to_string().contains("user:cb"), "{v}");
     let policy: Vec<String> = owner
@@ -499,15 +498,14 @@ fn forged_actors_pins_and_hard_events_are_refused_or_rewritten_to_the_role() {
         .map(|r| r.get(0))
         .collect();
     assert!(policy.is_empty(), "no forgetting event written by raw SQL is the policy's: {policy:?}");
-    let actor_of = |owner: &mut postgres::Client, id: &str| -> String {
-        owner
-            .query_one("SELECT metadata_json::jsonb ->> 'actor' FROM memory_forgetting_event WHERE id = $1", &[&id])
-            .unwrap()
-            .get(0)
-    };
-    assert_eq!(actor_of(&mut owner, "fev_policy_agent_soft"), format!("agent:{agent}"));
-    assert_eq!(actor_of(&mut owner, "fev_policy_curator_soft"), format!("user:{curator}"));
-    assert_eq!(actor_of(&mut owner, "fev_policy_hard"), format!("user:{curator}"));
+    // The supersede actions written through the function name the role too.
+    let superseded: Vec<String> = owner
+        .query("SELECT actor FROM lethe_action WHERE team = 'alpha' AND action = 'superseded' ORDER BY id", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(superseded, vec![format!("agent:{agent}"), format!("user:{curator}")]);
 }
 
 #[test]
@@ -535,8 +533,6 @@ fn a_quarantine_dated_back_by_raw_sql_is_not_purged_by_the_curators_forget() {
         .batch_execute(&format!(
             "SELECT lethe_memory_quarantine('{forged}', 'fev_0190a5b4-0000-7000-8000-0000000000a1', 'r', 'agent', 0.5, 30, \
                  NULL, '2000-01-01T00:00:00.000Z'); \
-             INSERT INTO memory_forgetting_event (id, memory_id, action, created_at, metadata_json) \
-                 VALUES ('fev_old_{forged}', '{forged}', 'soft', '2000-01-01T00:00:00.000Z', '{{\"actor\":\"policy\"}}'); \
              SELECT lethe_memory_insert('[{{\"id\":\"{planted}\",\"type\":\"semantic\",\
                  \"content\":\"planted in quarantine\",\"created_at\":\"2000-01-01T00:00:00.000Z\",\
                  \"is_deleted\":1,\"deleted_at\":\"2000-01-01T00:00:00.000Z\"}}]', 'user:cb', '2000-01-01T00:00:00.000Z')"
@@ -547,6 +543,15 @@ fn a_quarantine_dated_back_by_raw_sql_is_not_purged_by_the_curators_forget() {
         "agent",
         "INSERT INTO memory_item (id, type, content, created_at, is_deleted, deleted_at) \
          VALUES ('mem_raw', 'semantic', 'planted', '2000-01-01T00:00:00.000Z', 1, '2000-01-01T00:00:00.000Z')",
+    );
+    // A forged policy event dated back is refused: no role inserts a forgetting event.
+    refused(
+        &mut agent,
+        "agent",
+        &format!(
+            "INSERT INTO memory_forgetting_event (id, memory_id, action, created_at, metadata_json) \
+             VALUES ('fev_old_{forged}', '{forged}', 'soft', '2000-01-01T00:00:00.000Z', '{{\"actor\":\"policy\"}}')"
+        ),
     );
     // Moving the start of a quarantine by raw SQL is refused.
     refused(
@@ -576,7 +581,10 @@ fn a_quarantine_dated_back_by_raw_sql_is_not_purged_by_the_curators_forget() {
         assert!(at >= started, "{id}: the quarantine starts at the server's clock, not the row's ({at})");
     }
     let at: String = owner
-        .query_one("SELECT created_at FROM memory_forgetting_event WHERE id = $1", &[&format!("fev_old_{forged}")])
+        .query_one(
+            "SELECT created_at FROM memory_forgetting_event WHERE id = 'fev_0190a5b4-0000-7000-8000-0000000000a1'",
+            &[],
+        )
         .unwrap()
         .get(0);
     assert!(
@@ -1049,12 +1057,44 @@ fn raw_writes_of_a_teams_own_rows_name_the_role_that_made_them() {
         .unwrap()
         .get(0);
     assert_eq!(vectors, 1, "remember stored the memory's vector (the recall model is beside the binary)");
-    c.batch_execute(&format!("UPDATE lethe_vector SET model = 'forged-model' WHERE memory_id = '{other}'")).unwrap();
-    c.batch_execute(&format!(
-        "INSERT INTO meta_memory_stats (memory_id, recall_count) VALUES ('{other}', 1) \
-         ON CONFLICT (memory_id, team) DO UPDATE SET recall_count = 999"
-    ))
-    .unwrap();
+    let vector_md5 = |owner: &str| -> String {
+        client(owner)
+            .query_one("SELECT md5(vec) || model FROM lethe_vector WHERE memory_id = $1 AND team = 'alpha'", &[&other])
+            .unwrap()
+            .get(0)
+    };
+    let vector_before = vector_md5(&st.owner);
+    refused(&mut c, "agent", &format!("UPDATE lethe_vector SET model = 'forged-model' WHERE memory_id = '{other}'"));
+    refused(
+        &mut c,
+        "agent",
+        &format!(
+            "INSERT INTO meta_memory_stats (memory_id, recall_count) VALUES ('{other}', 1) \
+             ON CONFLICT (memory_id, team) DO UPDATE SET recall_count = 999"
+        ),
+    );
+    // Through the functions: a vector of the memory's current model is not rewritten; the
+    // statistics only move forward, under the agent's name.
+    let rewritten: i64 = c
+        .query_one(
+            "SELECT lethe_vectors_store(json_build_array(json_build_array(memory_id, model, \
+                 encode(set_byte(vec, 10, 7), 'hex')))::text) FROM lethe_vector WHERE memory_id = $1",
+            &[&other],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(rewritten, 0, "a stored vector of the same model is not rewritten");
+    assert_eq!(vector_md5(&st.owner), vector_before);
+    for sql in [
+        format!("SELECT lethe_stats_add('{other}', -5, 0, 0, 0, NULL)"),
+        format!("SELECT lethe_stats_add('{other}', 1, 2, 0, 0.5, NULL)"),
+        format!("SELECT lethe_stats_add('{other}', 2000000, 0, 0, 0, NULL)"),
+        format!("SELECT lethe_stats_add('{other}', 1, 1, 0, 'NaN', NULL)"),
+        format!("SELECT lethe_stats_add('{other}', 1, 1, 0, 0.5, '9999-01-01T00:00:00.000Z')"),
+    ] {
+        refused(&mut c, "agent", &sql);
+    }
+    c.batch_execute(&format!("SELECT lethe_stats_add('{other}', 1, 1, 0, 0.5, NULL)")).unwrap();
     let mut cur = client(&st.a_curator);
     refused(&mut cur, "curator", &format!("UPDATE memory_item SET importance = 0.01 WHERE id = '{other}'"));
     cur.batch_execute(&format!("SELECT lethe_memory_importance('{other}', 0.01, 'user:x', '{{}}', '{{}}', NULL)"))
@@ -1089,8 +1129,8 @@ fn raw_writes_of_a_teams_own_rows_name_the_role_that_made_them() {
         )
         .unwrap();
     let (vector_by, stats_by): (Option<String>, Option<String>) = (r.get(0), r.get(1));
-    assert_eq!(vector_by.as_deref(), Some(agent.as_str()), "the rewritten vector names the agent");
-    assert_eq!(stats_by.as_deref(), Some(agent.as_str()), "the rewritten statistics name the agent");
+    assert_eq!(vector_by.as_deref(), Some(agent.as_str()), "the vector names the agent that stored it");
+    assert_eq!(stats_by.as_deref(), Some(agent.as_str()), "the statistics name the agent");
     let (cites, version): (Option<i64>, Option<i64>) = (r.get(2), r.get(3));
     assert_eq!(
         (cites.unwrap_or(0), version.unwrap_or(1)),
@@ -1146,12 +1186,14 @@ fn policy_events_and_actions_name_the_role_whose_session_wrote_them() {
         .unwrap();
     let gone = st.alpha_ids[1].as_str();
     ok(&st.a_curator, &["delete", gone, "--hard", "--confirm"]);
-    client(&st.a_curator)
-        .batch_execute(&format!(
+    refused(
+        &mut client(&st.a_curator),
+        "curator",
+        &format!(
             "INSERT INTO memory_forgetting_event (id, memory_id, action, created_at, metadata_json) \
              VALUES ('fev_purge_claim', '{gone}', 'hard', '2026-12-01T00:00:00.000Z', '{{\"actor\":\"policy\"}}')"
-        ))
-        .unwrap();
+        ),
+    );
     // The curator's batch: its policy events are the curator's session's.
     let old = ok(
         &st.a_agent,
@@ -1179,11 +1221,12 @@ fn policy_events_and_actions_name_the_role_whose_session_wrote_them() {
         vec![("policy".to_string(), Some(curator.clone()))],
         "the team lead's call of the batch's function"
     );
-    let claimed = role_of_event(
+    // The team lead's hard delete: its event is the server's, under the team lead's name.
+    let purge = role_of_event(
         &mut owner,
-        "SELECT metadata_json::jsonb ->> 'actor', role FROM memory_forgetting_event WHERE id = 'fev_purge_claim'",
+        &format!("SELECT metadata_json::jsonb ->> 'actor', role FROM memory_forgetting_event WHERE memory_id = '{gone}' AND action = 'hard'"),
     );
-    assert_eq!(claimed, vec![("policy".to_string(), Some(curator.clone()))], "the curator's claimed purge event");
+    assert_eq!(purge, vec![(format!("user:{curator}"), Some(curator.clone()))], "the curator's hard delete");
     let batch: Vec<(String, Option<String>)> = owner
         .query(
             "SELECT metadata_json::jsonb ->> 'actor', role FROM memory_forgetting_event WHERE memory_id = $1",
@@ -1244,30 +1287,31 @@ fn a_memory_id_of_another_team_is_neither_refused_nor_revealed() {
         .map(|r| r.get(0))
         .collect();
     for rowid in &beta_rowids {
-        c.execute(
-            "INSERT INTO lethe_neighbour (memory_rowid, model, hash, keys, list) VALUES ($1, 'm', 'h', '\\x00', '\\x00')",
-            &[rowid],
-        )
-        .unwrap();
+        let n: i64 =
+            c.query_one("SELECT lethe_neighbour_store($1, 'm', 'h', '\\x00', '\\x00')", &[rowid]).unwrap().get(0);
+        assert_eq!(n, 0, "beta's rowid is no memory of alpha's: nothing stored");
     }
-    for t in [
-        "lethe_signature (memory_id, content_hash, bands) VALUES ($1, 'h', '\\x00')",
-        "meta_memory_stats (memory_id, recall_count) VALUES ($1, 1)",
-        "lethe_review (memory_id, entered_at) VALUES ($1, '2026-12-01T00:00:00.000Z')",
-        "lethe_task_log (memory_id, session_id, task_kind, ended_at) VALUES ($1, 's', 'k', '2026-12-01T00:00:00.000Z')",
+    for sql in [
+        format!("SELECT lethe_signatures_store('[[\"{beta_id}\", \"{}\", \"00\"]]')", "a".repeat(64)),
+        format!("SELECT lethe_stats_add('{beta_id}', 1, 1, 0, 0.5, NULL)"),
     ] {
-        assert_eq!(c.execute(&format!("INSERT INTO {t}"), &[&beta_id]).unwrap(), 1, "{t}");
+        let n: i64 = c.query_one(&sql, &[]).unwrap().get(0);
+        assert_eq!(n, 1, "alpha's own memory of that id: {sql}");
     }
+    // An event id of beta's pushed by alpha's team lead: stored in alpha, as a new one is.
     let fev: String = client(&st.owner)
         .query_one("SELECT id FROM memory_forgetting_event WHERE team = 'beta' LIMIT 1", &[])
         .unwrap()
         .get(0);
-    c.execute(
-        "INSERT INTO memory_forgetting_event (id, memory_id, action, created_at) \
-         VALUES ($1, 'x', 'soft', '2026-12-01T00:00:00.000Z')",
-        &[&fev],
-    )
-    .unwrap();
+    let n: i64 = client(&st.a_curator)
+        .query_one(
+            "SELECT lethe_push_rows('memory_forgetting_event', $1)",
+            &[&serde_json::json!([[fev, "x", "soft", null, null, null, null, "2026-12-01T00:00:00.000Z", null]])
+                .to_string()],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 1, "beta's event id is the answer of a new one");
 
     // A push of a file that holds beta's id: the memory arrives in alpha, as a new one would.
     let dir = std::env::temp_dir().join(format!("lethe-raw-keys-{}", uuid::Uuid::new_v4().simple()));
@@ -1690,10 +1734,7 @@ fn memories_and_actions_are_inserted_only_through_functions_that_hold_every_rule
         .to_string();
     let no: i64 = agent
         .query_one(
-            "INSERT INTO lethe_archive (memory_id, memo, original, sha256, bytes, actor, archived_at) \
-             SELECT id, 'alpha build log', convert_to(content, 'UTF8'), encode(sha256(convert_to(content, 'UTF8')), 'hex'), \
-                    octet_length(content), 'agent:x', '2026-01-01T00:00:00.000Z' FROM memory_item WHERE id = $1 \
-             RETURNING archive_no",
+            "SELECT lethe_archive_insert($1, 'alpha build log', 'agent:x', '2026-01-01T00:00:00.000Z')",
             &[&tool],
         )
         .unwrap()
@@ -1864,4 +1905,511 @@ fn a_store_with_insert_rights_is_migrated_to_functions_and_keeps_every_row() {
     assert_eq!(r.get::<_, String>(1), "alpha");
     ok(&st.a_curator, &["pin", &id]);
     ok(&st.a_curator, &["forget"]);
+}
+
+/// Every table right other than SELECT a Lethe role (the groups and every login role in them)
+/// holds, from the catalog: (role, table, right), table and column rights alike.
+fn write_rights(owner: &str) -> Vec<(String, String, String)> {
+    let mut c = client(owner);
+    c.query(
+        "WITH acl AS (
+             SELECT c.relname, a.grantee, a.privilege_type FROM pg_class c CROSS JOIN LATERAL aclexplode(c.relacl) a
+             WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'S')
+             UNION
+             SELECT c.relname, a.grantee, a.privilege_type FROM pg_class c
+             JOIN pg_attribute x ON x.attrelid = c.oid AND x.attnum > 0 AND NOT x.attisdropped
+             CROSS JOIN LATERAL aclexplode(x.attacl) a
+             WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm', 'S'))
+         SELECT DISTINCT COALESCE(g.rolname::text, 'PUBLIC'), acl.relname::text, acl.privilege_type::text
+         FROM acl LEFT JOIN pg_roles g ON g.oid = acl.grantee
+         WHERE acl.privilege_type <> 'SELECT'
+           AND (acl.grantee = 0 OR g.rolname IN ('lethe_reader', 'lethe_agent', 'lethe_curator')
+                OR (NOT g.rolsuper AND pg_has_role(g.oid, 'lethe_reader', 'MEMBER')))
+         ORDER BY 1, 2, 3",
+        &[],
+    )
+    .unwrap()
+    .iter()
+    .map(|r| (r.get(0), r.get(1), r.get(2)))
+    .collect()
+}
+
+/// The records of a team (forgetting events, the recall log and its hits, supersede links,
+/// archives, procedure versions, the review band, ended sessions, task logs, session rules,
+/// dismissed pairs) are written only by functions: no Lethe role inserts into them, every
+/// right but SELECT is gone from the catalog but on the derived rows, and each function
+/// called with another team's ids, forged actors, past and future dates, NULLs and 1 MiB
+/// strings refuses them or stores the role, the server's clock and the caller's team.
+#[test]
+fn records_are_written_only_through_functions_that_hold_every_rule() {
+    let Some(st) = store() else { return };
+    let started = chrono::Utc::now() - chrono::Duration::seconds(5);
+    let records = [
+        "memory_forgetting_event",
+        "lethe_recall_log",
+        "lethe_recall_log_hit",
+        "lethe_supersede",
+        "lethe_archive",
+        "lethe_procedure_version",
+        "lethe_review",
+        "lethe_session_end",
+        "lethe_task_log",
+        "lethe_session_rule",
+        "lethe_dismissed_pair",
+    ];
+    // From the catalog: no Lethe role (nor PUBLIC) holds any right but SELECT on any table.
+    let rights = write_rights(&st.owner);
+    assert!(rights.is_empty(), "rights a Lethe role must not hold: {rights:?}");
+
+    let (alpha, alpha2) = (st.alpha_ids[0].clone(), st.alpha_ids[1].clone());
+    let beta = st.beta_ids[1].clone();
+    let beta_before = team_rows(&st.owner, "beta");
+    for (who, url) in [("agent", &st.a_agent), ("curator", &st.a_curator), ("reader", &st.a_reader)] {
+        let mut c = client(url);
+        for t in records {
+            refused(&mut c, who, &format!("INSERT INTO {t} SELECT * FROM {t} LIMIT 1"));
+        }
+        refused(
+            &mut c,
+            who,
+            &format!(
+                "INSERT INTO memory_forgetting_event (id, memory_id, action, created_at, metadata_json) \
+                 VALUES ('fev_x', '{alpha}', 'soft', '2000-01-01T00:00:00.000Z', '{{\"actor\":\"policy\"}}')"
+            ),
+        );
+        refused(
+            &mut c,
+            who,
+            "INSERT INTO lethe_recall_log (actor, at, query, context_json, results_json) \
+             VALUES ('user:cb', '2000-01-01T00:00:00.000Z', 'q', '{}', '[]')",
+        );
+        refused(&mut c, who, &format!("UPDATE lethe_recall_log_hit SET score = 99 WHERE memory_id = '{alpha}'"));
+        refused(
+            &mut c,
+            who,
+            &format!(
+                "INSERT INTO lethe_supersede (old_id, new_id, actor, created_at) \
+                 VALUES ('{alpha}', '{alpha2}', 'user:cb', '2000-01-01T00:00:00.000Z')"
+            ),
+        );
+    }
+
+    let big = "x".repeat((1 << 20) + 1);
+    let ev = || format!("fev_{}", uuid::Uuid::new_v4());
+    // Calls each role must be refused, whatever their arguments say.
+    let mut agent = client(&st.a_agent);
+    let mut curator = client(&st.a_curator);
+    let mut reader = client(&st.a_reader);
+    let for_every_writer = [
+        "SELECT lethe_recall_log_append('x', NULL, NULL, '{}', '[]')".to_string(),
+        format!("SELECT lethe_recall_log_append('x', NULL, '{big}', '{{}}', '[]')"),
+        "SELECT lethe_recall_log_append('x', NULL, 'q', '[]', '[]')".to_string(),
+        "SELECT lethe_recall_log_append('x', NULL, 'q', '{}', '[{\"id\":\"a\"}]')".to_string(),
+        "SELECT lethe_recall_log_append('x', NULL, 'q', '{}', '[{\"id\":\"a\",\"score\":1e300}]')".to_string(),
+        "SELECT lethe_recall_log_append('x', NULL, 'q', '{}', 'not json')".to_string(),
+        format!("SELECT lethe_supersede_link('{alpha}', '{beta}', 'x', NULL, NULL)"),
+        format!("SELECT lethe_supersede_link('{beta}', '{alpha}', 'x', NULL, NULL)"),
+        format!("SELECT lethe_supersede_link('{alpha}', '{alpha}', 'x', NULL, NULL)"),
+        format!("SELECT lethe_supersede_link(NULL, '{alpha}', 'x', NULL, NULL)"),
+        format!("SELECT lethe_supersede_link('{alpha}', '{alpha2}', 'x', 'the moon', NULL)"),
+        format!(
+            "SELECT lethe_pair_dismiss(LEAST('{alpha}', '{beta}'), GREATEST('{alpha}', '{beta}'), 'x', NULL, NULL)"
+        ),
+        format!(
+            "SELECT lethe_pair_dismiss(GREATEST('{alpha}', '{alpha2}'), LEAST('{alpha}', '{alpha2}'), 'x', NULL, NULL)"
+        ),
+        format!("SELECT lethe_pair_dismiss(NULL, '{alpha}', 'x', NULL, NULL)"),
+        format!("SELECT lethe_archive_insert('{beta}', 'memo', 'x', NULL)"),
+        format!("SELECT lethe_archive_insert('{alpha}', 'memo', 'x', NULL)"),
+        format!("SELECT lethe_archive_insert('{big}', 'memo', 'x', NULL)"),
+        format!("SELECT lethe_session_rule_add('{alpha}', 's-other', NULL)"),
+        format!("SELECT lethe_session_rule_add('{beta}', 's-other', NULL)"),
+        "SELECT lethe_session_rule_add(NULL, NULL, NULL)".to_string(),
+        "SELECT lethe_session_end_record('s1', 'k', '{\"session_id\":\"s2\",\"task_kind\":\"k\"}', 'x', NULL, NULL)"
+            .to_string(),
+        "SELECT lethe_session_end_record(NULL, 'k', '{}', 'x', NULL, NULL)".to_string(),
+        format!("SELECT lethe_session_end_record('s1', '{big}', '{{}}', 'x', NULL, NULL)"),
+        "SELECT lethe_session_end_record('s1', 'k', 'not json', 'x', NULL, NULL)".to_string(),
+        format!("SELECT lethe_action_record('{alpha}', 'superseded', 'x', NULL, '{{}}', NULL)"),
+        format!("SELECT lethe_action_record('{alpha}', 'keep_both', 'x', NULL, '{{}}', NULL)"),
+        "SELECT lethe_action_record(NULL, 'end_session', 'x', NULL, '{}', NULL)".to_string(),
+    ];
+    let for_agents_and_readers = [
+        format!("SELECT lethe_memory_erase('{alpha}', '{}', 'gone', 'manual', 'user:cb', NULL, NULL)", ev()),
+        format!("SELECT lethe_hard_delete_rows('{alpha}')"),
+        "SELECT lethe_push_rows('lethe_review', '[]')".to_string(),
+        "SELECT lethe_push_archive('x', 'memo', '\\x00', 'x', NULL, NULL)".to_string(),
+    ];
+    let for_the_curator = [
+        format!("SELECT lethe_memory_erase('{alpha}', 'fev_bad', 'gone', 'manual', 'x', NULL, NULL)"),
+        format!("SELECT lethe_memory_erase('{alpha}', '{}', NULL, 'manual', 'x', NULL, NULL)", ev()),
+        format!("SELECT lethe_memory_erase('{alpha}', '{}', '{big}', 'manual', 'x', NULL, NULL)", ev()),
+        format!("SELECT lethe_memory_erase('{big}', '{}', 'gone', 'manual', 'x', NULL, NULL)", ev()),
+        format!("SELECT lethe_hard_delete_rows('{alpha}')"),
+        "SELECT lethe_push_rows('lethe_action', '[[1]]')".to_string(),
+        "SELECT lethe_push_rows('lethe_review', 'not json')".to_string(),
+        format!("SELECT lethe_push_rows('lethe_review', '[[\"{beta}\", null]]')"),
+        format!("SELECT lethe_push_rows('lethe_supersede', '[[\"{alpha}\", \"{beta}\", \"x\", null]]')"),
+        format!("SELECT lethe_push_rows('lethe_task_log', '[[\"{alpha}\", \"{big}\", \"k\", null]]')"),
+        format!("SELECT lethe_push_rows('memory_forgetting_event', '[[\"not an id\", \"{alpha}\", \"soft\"]]')"),
+        format!("SELECT lethe_push_rows('memory_forgetting_event', '[[\"fev_1\", \"{alpha}\", \"purge\"]]')"),
+        "SELECT lethe_push_archive(NULL, 'memo', '\\x00', 'x', NULL, NULL)".to_string(),
+    ];
+    for (who, c) in [("agent", &mut agent), ("curator", &mut curator), ("reader", &mut reader)] {
+        for sql in &for_every_writer {
+            refused(c, who, sql);
+        }
+    }
+    for (who, c) in [("agent", &mut agent), ("reader", &mut reader)] {
+        for sql in &for_agents_and_readers {
+            refused(c, who, sql);
+        }
+    }
+    for sql in &for_the_curator {
+        refused(&mut curator, "curator", sql);
+    }
+    // Another team's memory is not erased, and the answer is that of an unknown id.
+    for id in [beta.as_str(), "mem_nobody"] {
+        let n: i64 = curator
+            .query_one("SELECT lethe_memory_erase($1, $2, 'gone', 'manual', 'user:cb', NULL, NULL)", &[&id, &ev()])
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 0, "{id}");
+    }
+
+    // What is accepted names the role, carries the server's clock and lands in the caller's
+    // team, whatever the arguments claim.
+    let agent_actor = format!("agent:{}", st.names[0]);
+    let curator_actor = format!("user:{}", st.names[1]);
+    let log: i64 = agent
+        .query_one(
+            "SELECT lethe_recall_log_append('user:cb', '2000-01-01T00:00:00.000Z', 'forged', '{}', $1)",
+            &[&format!(
+                r#"[{{"id":"{alpha}","score":0.5}},{{"id":"{beta}","score":0.9}},{{"id":"{alpha}","score":0.7}}]"#
+            )],
+        )
+        .unwrap()
+        .get(0);
+    agent
+        .batch_execute(&format!(
+            "SELECT lethe_supersede_link('{alpha}', '{alpha2}', 'user:cb', NULL, '2000-01-01T00:00:00.000Z'); \
+             SELECT lethe_pair_dismiss(LEAST('{alpha}', '{alpha2}'), GREATEST('{alpha}', '{alpha2}'), 'user:cb', \
+                 'window', '2000-01-01T00:00:00.000Z')"
+        ))
+        .unwrap();
+    let again: i64 = agent
+        .query_one(
+            &format!(
+                "SELECT lethe_pair_dismiss(LEAST('{alpha}', '{alpha2}'), GREATEST('{alpha}', '{alpha2}'), 'x', NULL, NULL)"
+            ),
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(again, 0, "a pair is dismissed once");
+    let tool = ok(
+        &st.a_agent,
+        &["remember", "--type", "episodic", "--source", "tool", "--content", "tool output: alpha's 12-line log"],
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let no: i64 = agent
+        .query_one("SELECT lethe_archive_insert($1, 'alpha log', 'user:cb', '2000-01-01T00:00:00.000Z')", &[&tool])
+        .unwrap()
+        .get(0);
+    refused(&mut agent, "agent", &format!("SELECT lethe_archive_insert('{tool}', 'twice', 'x', NULL)"));
+    curator
+        .batch_execute(&format!(
+            "SELECT lethe_push_rows('memory_forgetting_event', \
+                 '[[\"fev_pushed1\", \"{alpha}\", \"review\", \"r\", \"review-band\", 0.5, null, \"9999-01-01T00:00:00.000Z\", \
+                    \"{{\\\"actor\\\":\\\"user:cb\\\"}}\"]]'); \
+             SELECT lethe_push_rows('lethe_review', '[[\"{alpha2}\", \"9999-01-01T00:00:00.000Z\"]]')"
+        ))
+        .unwrap();
+    let doomed = ok(&st.a_agent, &["remember", "--type", "semantic", "--content", "Alpha's old pager number."])["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let erased: i64 = curator
+        .query_one(
+            "SELECT lethe_memory_erase($1, $2, 'gone', 'quarantine-expired', 'policy', NULL, '2000-01-01T00:00:00.000Z')",
+            &[&doomed, &ev()],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(erased, 1);
+
+    let mut owner = client(&st.owner);
+    let at = |s: String| chrono::DateTime::parse_from_rfc3339(&s).unwrap();
+    let r = owner.query_one("SELECT actor, at, team FROM lethe_recall_log WHERE id = $1", &[&log]).unwrap();
+    assert_eq!(r.get::<_, String>(0), agent_actor);
+    assert!(at(r.get(1)) >= started, "the log is dated by the server");
+    assert_eq!(r.get::<_, String>(2), "alpha");
+    let hits: Vec<(String, f64)> = owner
+        .query("SELECT memory_id, score FROM lethe_recall_log_hit WHERE log_id = $1", &[&log])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(hits, vec![(alpha.clone(), 0.7)], "the team's memories only, the last score of each");
+    for table in ["lethe_supersede", "lethe_dismissed_pair"] {
+        let r =
+            owner.query_one(&format!("SELECT actor, created_at, team FROM {table} WHERE team = 'alpha'"), &[]).unwrap();
+        assert_eq!(r.get::<_, String>(0), agent_actor, "{table}");
+        assert!(at(r.get(1)) >= started, "{table}: dated by the server");
+    }
+    for action in ["superseded", "keep_both"] {
+        let r = owner
+            .query_one(
+                "SELECT actor, created_at, team FROM lethe_action WHERE memory_id = $1 AND action = $2",
+                &[&alpha, &action],
+            )
+            .unwrap();
+        assert_eq!(r.get::<_, String>(0), agent_actor, "{action}");
+        assert!(at(r.get(1)) >= started, "{action}");
+        assert_eq!(r.get::<_, String>(2), "alpha");
+    }
+    let r = owner
+        .query_one("SELECT actor, archived_at, original, bytes FROM lethe_archive WHERE archive_no = $1", &[&no])
+        .unwrap();
+    assert_eq!(r.get::<_, String>(0), agent_actor);
+    assert!(at(r.get(1)) >= started);
+    assert_eq!(
+        r.get::<_, Vec<u8>>(2),
+        b"tool output: alpha's 12-line log".to_vec(),
+        "the original is the memory's text"
+    );
+    assert_eq!(r.get::<_, i64>(3), 32);
+    let r = owner
+        .query_one("SELECT created_at, metadata_json FROM memory_forgetting_event WHERE id = 'fev_pushed1'", &[])
+        .unwrap();
+    assert!(at(r.get(0)) <= chrono::Utc::now() + chrono::Duration::seconds(5), "no pushed date after now");
+    let meta: serde_json::Value = serde_json::from_str(&r.get::<_, String>(1)).unwrap();
+    assert_eq!(meta["actor"], "pushed:user:cb");
+    let r = owner
+        .query_one(
+            "SELECT created_at, metadata_json FROM memory_forgetting_event WHERE memory_id = $1 AND action = 'hard'",
+            &[&doomed],
+        )
+        .unwrap();
+    assert!(at(r.get(0)) >= started, "the hard event is dated by the server");
+    let meta: serde_json::Value = serde_json::from_str(&r.get::<_, String>(1)).unwrap();
+    assert_eq!(meta["actor"], curator_actor.as_str(), "policy only for a memory in quarantine: {meta}");
+    assert_eq!(meta["content_bytes"], "Alpha's old pager number.".len(), "{meta}");
+    let sha = owner
+        .query_one("SELECT encode(sha256('Alpha''s old pager number.'::bytea), 'hex')", &[])
+        .unwrap()
+        .get::<_, String>(0);
+    assert_eq!(meta["content_sha256"], sha.as_str(), "{meta}");
+    let gone: i64 = owner.query_one("SELECT COUNT(*) FROM memory_item WHERE id = $1", &[&doomed]).unwrap().get(0);
+    assert_eq!(gone, 0);
+    assert_eq!(meta["type"], "semantic", "{meta}");
+
+    assert_eq!(team_rows(&st.owner, "beta"), beta_before, "every row of team beta is as it was");
+}
+
+/// A store set up before the record and derived-row functions (schema 12: INSERT rights on the
+/// records, column rights on the derived rows and settings for Lethe's roles) is migrated by
+/// `admin setup`: every row of every team and every role kept, the rights gone, and recall,
+/// the end of a session, archive, hard delete and settings working through the functions.
+#[test]
+fn a_store_with_record_insert_rights_is_migrated_to_functions_and_keeps_every_row() {
+    let Some(st) = store() else { return };
+    let mut owner = client(&st.owner);
+    owner
+        .batch_execute(
+            "GRANT INSERT ON memory_forgetting_event, lethe_recall_log, lethe_recall_log_hit, lethe_supersede, \
+                 lethe_archive, lethe_procedure_version, lethe_review, lethe_session_end, lethe_task_log, \
+                 lethe_session_rule, lethe_dismissed_pair TO lethe_agent; \
+             GRANT UPDATE (score) ON lethe_recall_log_hit TO lethe_agent; \
+             GRANT INSERT ON meta_memory_stats, lethe_signature, lethe_vector, lethe_neighbour, lethe_centroid \
+                 TO lethe_agent; \
+             GRANT UPDATE (content_hash, bands) ON lethe_signature TO lethe_agent; \
+             GRANT UPDATE (model, vec) ON lethe_vector TO lethe_agent; \
+             GRANT INSERT, UPDATE (value) ON lethe_settings TO lethe_curator; \
+             DELETE FROM lethe_schema WHERE version IN (13, 14);",
+        )
+        .unwrap();
+    let old_model = format!(
+        "BEGIN; INSERT INTO lethe_review (memory_id, entered_at) VALUES ('{}', '2026-01-01T00:00:00.000Z'); ROLLBACK",
+        st.alpha_ids[0]
+    );
+    client(&st.a_agent).batch_execute(&old_model).expect("the old model let an agent insert a review row");
+    let (alpha, beta) = (team_rows(&st.owner, "alpha"), team_rows(&st.owner, "beta"));
+    let roles: i64 = owner.query_one("SELECT COUNT(*) FROM lethe_team_member", &[]).unwrap().get(0);
+
+    let v = ok(&st.owner, &["admin", "setup"]);
+    assert_eq!(v["applied"], serde_json::json!(["013_record_functions", "014_derived_functions"]), "{v}");
+    assert_eq!(team_rows(&st.owner, "alpha"), alpha, "every row of alpha is kept");
+    assert_eq!(team_rows(&st.owner, "beta"), beta, "every row of beta is kept");
+    assert_eq!(owner.query_one("SELECT COUNT(*) FROM lethe_team_member", &[]).unwrap().get::<_, i64>(0), roles);
+    refused(&mut client(&st.a_agent), "agent", &old_model);
+    let rights = write_rights(&st.owner);
+    assert!(rights.is_empty(), "no right but SELECT is left: {rights:?}");
+
+    // Every role works through the functions.
+    let v = ok(&st.a_agent, &["recall", "alpha launch codename"]);
+    assert!(v.to_string().contains(&st.alpha_ids[0]), "{v}");
+    let logged: i64 = owner
+        .query_one(
+            "SELECT COUNT(*) FROM lethe_recall_log_hit h JOIN lethe_recall_log l ON l.id = h.log_id AND l.team = h.team \
+             WHERE h.memory_id = $1 AND l.actor = $2",
+            &[&st.alpha_ids[0], &format!("agent:{}", st.names[0])],
+        )
+        .unwrap()
+        .get(0);
+    assert!(logged >= 1, "the recall is logged with its hits under the role");
+    let working = ok(
+        &st.a_agent,
+        &["remember", "--type", "working", "--session", "s-migrated", "--content", "Alpha's scratch: tests pass."],
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let v = ok(&st.a_agent, &["end-session", "s-migrated", "--task-kind", "release"]);
+    assert_eq!(v["task_logs"], serde_json::json!([working]), "{v}");
+    let r = owner
+        .query_one(
+            "SELECT actor, after_json FROM lethe_action WHERE action = 'end_session' AND team = 'alpha' ORDER BY id DESC LIMIT 1",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(r.get::<_, String>(0), format!("agent:{}", st.names[0]));
+    let after: serde_json::Value = serde_json::from_str(&r.get::<_, String>(1)).unwrap();
+    assert_eq!(after["task_logs"], serde_json::json!([working]), "the task logs read from the rows: {after}");
+    let again = ok(&st.a_agent, &["end-session", "s-migrated", "--task-kind", "release"]);
+    assert_eq!(again["already_ended"], true, "{again}");
+    let tool = ok(
+        &st.a_agent,
+        &["remember", "--type", "episodic", "--source", "tool", "--content", "tool output: alpha's migrated log"],
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let v = ok(&st.a_agent, &["archive", &tool, "--memo", "migrated log"]);
+    assert!(v.to_string().contains("migrated log"), "{v}");
+    let v = ok(&st.a_curator, &["delete", &st.alpha_ids[1], "--hard", "--confirm"]);
+    assert!(v.to_string().contains("hard"), "{v}");
+    ok(&st.a_curator, &["forget"]);
+    ok(&st.a_curator, &["settings", "quarantine_days", "45"]);
+    let v = ok(&st.a_agent, &["settings", "quarantine_days"]);
+    assert_eq!(v["quarantine_days"], 45.0, "{v}");
+    refused(
+        &mut client(&st.a_curator),
+        "curator",
+        "SELECT lethe_settings_store('{\"max_content_bytes\": 0}', NULL, 'x', NULL, NULL)",
+    );
+    refused(&mut client(&st.a_agent), "agent", "SELECT lethe_settings_store('{}', NULL, 'x', NULL, NULL)");
+}
+
+/// The rows Lethe derives from a memory and the settings are written only through functions
+/// that check what the server can: a neighbour list replaces the memory's row (one list or a
+/// batch, the last of a repeated rowid winning; another team's rowid stores nothing), a vector
+/// has the model's size and is not rewritten by the same model, a signature is not rewritten,
+/// centroids are stored once, settings are the team lead's and in range; a reader writes none.
+#[test]
+fn derived_rows_are_written_only_through_functions_that_check_what_the_server_can() {
+    let Some(st) = store() else { return };
+    let beta_before = team_rows(&st.owner, "beta");
+    let mut owner = client(&st.owner);
+    let rowid_of = |owner: &mut postgres::Client, id: &str| -> i64 {
+        owner.query_one("SELECT rowid FROM memory_item WHERE id = $1", &[&id]).unwrap().get(0)
+    };
+    let (alpha, beta) = (st.alpha_ids[0].clone(), st.beta_ids[0].clone());
+    let (a_rowid, b_rowid) = (rowid_of(&mut owner, &alpha), rowid_of(&mut owner, &beta));
+    let mut agent = client(&st.a_agent);
+    let one = |c: &mut postgres::Client, sql: &str| -> i64 { c.query_one(sql, &[]).unwrap().get(0) };
+
+    // Neighbour lists: a partial list, then the final one for the same memory (same key).
+    assert_eq!(
+        one(&mut agent, &format!("SELECT lethe_neighbour_store({a_rowid}, 'partial:m', 'h', '\\x01', '\\x02')")),
+        1
+    );
+    assert_eq!(one(&mut agent, &format!("SELECT lethe_neighbour_store({a_rowid}, 'm', 'h', '\\x01', '\\x0203')")), 1);
+    assert_eq!(one(&mut agent, &format!("SELECT lethe_neighbour_store({b_rowid}, 'm', 'h', '\\x01', '\\x02')")), 0);
+    let batch = format!(
+        r#"[[{a_rowid}, "m", "h", "01", "aa"], [{b_rowid}, "m", "h", "01", "bb"], [{a_rowid}, "m2", "h", "01", "cc"]]"#
+    );
+    assert_eq!(agent.query_one("SELECT lethe_neighbours_store($1)", &[&batch]).unwrap().get::<_, i64>(0), 1);
+    let r = owner.query_one("SELECT model, list FROM lethe_neighbour WHERE memory_rowid = $1", &[&a_rowid]).unwrap();
+    assert_eq!((r.get::<_, String>(0), r.get::<_, Vec<u8>>(1)), ("m2".to_string(), vec![0xcc]), "the last list wins");
+    let big_model = "m".repeat(201);
+    for sql in [
+        format!("SELECT lethe_neighbour_store({a_rowid}, '{big_model}', 'h', '\\x01', '\\x02')"),
+        format!("SELECT lethe_neighbour_store({a_rowid}, 'm', NULL, '\\x01', '\\x02')"),
+        format!("SELECT lethe_neighbour_store({a_rowid}, 'm', 'h', NULL, '\\x02')"),
+        format!("SELECT lethe_neighbours_store('[[{a_rowid}, \"m\", \"h\", \"zz\", \"00\"]]')"),
+        format!("SELECT lethe_neighbours_store('[[\"{a_rowid}\", \"m\", \"h\", \"00\", \"00\"]]')"),
+        "SELECT lethe_neighbours_store('not json')".to_string(),
+        // Vectors: the model's size only; signatures: a 64-hex hash; centroids: 4-byte numbers.
+        format!("SELECT lethe_vectors_store('[[\"{alpha}\", \"m\", \"00\"]]')"),
+        format!("SELECT lethe_vectors_store('[[\"{alpha}\", \"{big_model}\", \"{}\"]]')", "00".repeat(260)),
+        format!("SELECT lethe_signatures_store('[[\"{alpha}\", \"not a hash\", \"00\"]]')"),
+        format!("SELECT lethe_signatures_store('[[\"{alpha}\", \"{}\", \"{}\"]]')", "a".repeat(64), "00".repeat(2000)),
+        "SELECT lethe_centroid_store('m', '\\x010203')".to_string(),
+        "SELECT lethe_centroid_store(NULL, '\\x01020304')".to_string(),
+        "SELECT lethe_settings_store('{}', NULL, 'x', NULL, NULL)".to_string(),
+    ] {
+        refused(&mut agent, "agent", &sql);
+    }
+    // A vector of another model replaces the memory's, one of the same model does not; a
+    // signature stays; beta's id stores nothing.
+    let vec_hex = "07".repeat(260);
+    let store_vec = |c: &mut postgres::Client, id: &str, model: &str| -> i64 {
+        c.query_one(
+            "SELECT lethe_vectors_store(json_build_array(json_build_array($1::text, $2::text, $3::text))::text)",
+            &[&id, &model, &vec_hex],
+        )
+        .unwrap()
+        .get(0)
+    };
+    assert_eq!(store_vec(&mut agent, &beta, "m"), 0, "beta's memory: nothing stored");
+    assert_eq!(store_vec(&mut agent, &alpha, "another-model"), 1, "another model's vector replaces it");
+    assert_eq!(store_vec(&mut agent, &alpha, "another-model"), 0, "the same model's is not rewritten");
+    let sig = format!(r#"[["{alpha}", "{}", "00"]]"#, "b".repeat(64));
+    assert_eq!(agent.query_one("SELECT lethe_signatures_store($1)", &[&sig]).unwrap().get::<_, i64>(0), 0);
+    assert_eq!(one(&mut agent, "SELECT lethe_centroid_store('m-test', '\\x01020304')"), 1);
+    assert_eq!(one(&mut agent, "SELECT lethe_centroid_store('m-test', '\\x05060708')"), 0, "stored once");
+
+    // Settings: the team lead's, in range; the action's before state is the stored row.
+    let mut curator = client(&st.a_curator);
+    for v in [
+        r#"{"max_content_bytes": 0}"#,
+        r#"{"max_content_bytes": 1.5}"#,
+        r#"{"quarantine_days": -1}"#,
+        r#"{"recall_log_max_rows": 20000000}"#,
+        r#"{"threshold": 3}"#,
+        r#"{"duplicate_reason_above": 2}"#,
+        "[]",
+        "not json",
+    ] {
+        refused(&mut curator, "curator", &format!("SELECT lethe_settings_store('{v}', NULL, 'x', NULL, NULL)"));
+    }
+    ok(&st.a_curator, &["settings", "quarantine_days", "12"]);
+    ok(&st.a_curator, &["settings", "quarantine_days", "13"]);
+    let r = owner
+        .query_one(
+            "SELECT actor, before_json, after_json FROM lethe_action WHERE action = 'settings' AND team = 'alpha' \
+             ORDER BY id DESC LIMIT 1",
+            &[],
+        )
+        .unwrap();
+    assert_eq!(r.get::<_, String>(0), format!("user:{}", st.names[1]));
+    let (b, a): (serde_json::Value, serde_json::Value) =
+        (serde_json::from_str(&r.get::<_, String>(1)).unwrap(), serde_json::from_str(&r.get::<_, String>(2)).unwrap());
+    assert_eq!((b["quarantine_days"].as_f64(), a["quarantine_days"].as_f64()), (Some(12.0), Some(13.0)), "{b} {a}");
+    let (_, v) = lethe(&st.a_agent, &["events", "--action", "settings"]);
+    assert_eq!(v["items"][0]["before"]["quarantine_days"], 12.0, "{v}");
+
+    let mut reader = client(&st.a_reader);
+    for sql in [
+        format!("SELECT lethe_neighbour_store({a_rowid}, 'm', 'h', '\\x01', '\\x02')"),
+        "SELECT lethe_neighbours_store('[]')".to_string(),
+        format!("SELECT lethe_stats_add('{alpha}', 1, 1, 0, 0.5, NULL)"),
+        "SELECT lethe_centroid_store('m-r', '\\x01020304')".to_string(),
+    ] {
+        refused(&mut reader, "reader", &sql);
+    }
+    assert_eq!(team_rows(&st.owner, "beta"), beta_before, "every row of team beta is as it was");
 }

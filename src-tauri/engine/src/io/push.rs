@@ -30,7 +30,7 @@ use serde::Serialize;
 use crate::dedup;
 use crate::error::{Error, Result};
 use crate::model::{Memory, MEMORY_COLUMNS};
-use crate::storage::db::{params_from_iter, Connection, Value};
+use crate::storage::db::{params, params_from_iter, Connection, Value};
 use crate::time;
 
 /// What [`push`] moved.
@@ -91,15 +91,29 @@ fn text(v: &Value) -> Option<&str> {
     }
 }
 
-/// `INSERT OR IGNORE INTO table (cols) VALUES …` for `rows`, in statements of
-/// [`ROWS_PER_INSERT`] rows; the number of rows stored.
-fn insert(dst: &Connection, table: &str, cols: &str, rows: &[Vec<Value>]) -> Result<usize> {
+/// A value of a file's row as JSON (bytes as text: no table pushed this way holds any).
+fn to_json(v: &Value) -> serde_json::Value {
+    match v {
+        Value::Null => serde_json::Value::Null,
+        Value::Integer(n) => (*n).into(),
+        Value::Real(x) => (*x).into(),
+        Value::Text(t) => t.as_str().into(),
+        Value::Blob(b) => String::from_utf8_lossy(b).into_owned().into(),
+    }
+}
+
+/// `rows` into `table` through the team lead's `lethe_push_rows`, which checks each row,
+/// records its actor as `pushed:<original>` and dates it no later than the server's clock
+/// (Lethe's roles hold no INSERT right on these tables); the number of rows stored.
+fn push_rows(dst: &Connection, table: &str, rows: &[Vec<Value>]) -> Result<usize> {
     let mut stored = 0;
     for chunk in rows.chunks(ROWS_PER_INSERT) {
-        let width = chunk[0].len();
-        let sql =
-            crate::transfer::multi_row_sql(&format!("INSERT OR IGNORE INTO {table} ({cols})"), chunk.len(), width);
-        stored += dst.prepare(&sql)?.execute(params_from_iter(chunk.iter().flatten().cloned()))?;
+        let json: Vec<serde_json::Value> =
+            chunk.iter().map(|r| serde_json::Value::Array(r.iter().map(to_json).collect())).collect();
+        stored += dst
+            .prepare_cached("SELECT lethe_push_rows(?1, ?2)")?
+            .query_row(params![table, serde_json::Value::Array(json).to_string()], |r| r.get::<_, i64>(0))?
+            as usize;
     }
     Ok(stored)
 }
@@ -293,15 +307,16 @@ fn push_archives(
     )?;
     let mut renumbered: HashMap<String, (i64, i64, String)> = HashMap::new();
     for a in archives.iter().filter(|a| text(&a[1]).is_some_and(|id| new.contains(id))) {
-        let no: i64 = dst
-            .prepare(
-                "INSERT INTO lethe_archive (memory_id, memo, original, sha256, bytes, actor, archived_at, restored_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING archive_no",
-            )?
-            .query_row(
-                params_from_iter(a[1..].iter().enumerate().map(|(i, v)| if i == 5 { pushed(v) } else { v.clone() })),
-                |r| r.get(0),
-            )?;
+        // The team lead's function computes the SHA-256 and size of the original itself.
+        let original = match &a[3] {
+            Value::Blob(b) => Value::Blob(b.clone()),
+            Value::Text(t) => Value::Blob(t.as_bytes().to_vec()),
+            other => other.clone(),
+        };
+        let no: i64 = dst.prepare_cached("SELECT lethe_push_archive(?1, ?2, ?3, ?4, ?5, ?6)")?.query_row(
+            params![a[1].clone(), a[2].clone(), original, pushed(&a[6]), a[7].clone(), a[8].clone()],
+            |r| r.get(0),
+        )?;
         report.archives += 1;
         if let (Value::Integer(old), Some(id), Some(memo), Value::Null) = (&a[0], text(&a[1]), text(&a[2]), &a[8]) {
             renumbered.insert(id.to_string(), (*old, no, memo.to_string()));
@@ -345,7 +360,9 @@ fn push_memories(dst: &Connection, memories: &[Vec<Value>], report: &mut PushRep
             ]
         })
         .collect();
-    insert(dst, "lethe_signature", "memory_id, content_hash, bands", &sigs)?;
+    for chunk in sigs.chunks(ROWS_PER_INSERT) {
+        crate::ops::rows::store_derived_on_server(dst, "lethe_signatures_store", chunk.iter().map(Vec::as_slice))?;
+    }
     Ok(())
 }
 
@@ -366,12 +383,28 @@ fn push_rows_of(
         "SELECT memory_id, recall_count, success_count, failure_count, avg_confidence, last_recalled_at FROM meta_memory_stats",
         0,
     )?;
-    report.meta_stats = insert(
-        dst,
-        "meta_memory_stats",
-        "memory_id, recall_count, success_count, failure_count, avg_confidence, last_recalled_at",
-        &stats,
-    )?;
+    // The server's function adds them to the new memory's (empty) statistics, after checking
+    // them (Lethe's roles hold no write right on the table there).
+    let mut add = dst.prepare_cached("SELECT lethe_stats_add(?1, ?2, ?3, ?4, ?5, ?6)")?;
+    for s in &stats {
+        let count = match s[1] {
+            Value::Integer(n) => n,
+            _ => 0,
+        };
+        let avg = match s[4] {
+            Value::Real(x) => x,
+            Value::Integer(n) => n as f64,
+            _ => 0.0,
+        };
+        let last = match &s[5] {
+            Value::Text(t) if !t.is_empty() => Value::Text(t.clone()),
+            _ => Value::Null,
+        };
+        report.meta_stats += add
+            .query_row(params![s[0].clone(), count, s[2].clone(), s[3].clone(), avg * count as f64, last], |r| {
+                r.get::<_, i64>(0)
+            })? as usize;
+    }
     let versions = with_pushed(
         of_new(
             "SELECT memory_id, version, snapshot_json, actor, created_at FROM lethe_procedure_version ORDER BY memory_id, version",
@@ -379,37 +412,34 @@ fn push_rows_of(
         )?,
         3,
     );
-    report.procedure_versions =
-        insert(dst, "lethe_procedure_version", "memory_id, version, snapshot_json, actor, created_at", &versions)?;
-    insert(
-        dst,
-        "lethe_review",
-        "memory_id, entered_at",
-        &of_new("SELECT memory_id, entered_at FROM lethe_review", 0)?,
-    )?;
-    insert(
+    report.procedure_versions = push_rows(dst, "lethe_procedure_version", &versions)?;
+    push_rows(dst, "lethe_review", &of_new("SELECT memory_id, entered_at FROM lethe_review", 0)?)?;
+    push_rows(
         dst,
         "lethe_task_log",
-        "memory_id, session_id, task_kind, ended_at",
         &of_new("SELECT memory_id, session_id, task_kind, ended_at FROM lethe_task_log", 0)?,
     )?;
-    insert(
+    push_rows(
         dst,
         "lethe_session_rule",
-        "memory_id, session_id, created_at",
         &of_new("SELECT memory_id, session_id, created_at FROM lethe_session_rule", 0)?,
     )?;
     let mut links = rows(src, "SELECT old_id, new_id, actor, created_at FROM lethe_supersede")?;
     links.retain(|l| [&l[0], &l[1]].iter().any(|v| text(v).is_some_and(|id| new.contains(id))));
-    insert(dst, "lethe_supersede", "old_id, new_id, actor, created_at", &with_pushed(links, 2))?;
+    push_rows(dst, "lethe_supersede", &with_pushed(links, 2))?;
     let mut pairs = rows(src, "SELECT a_id, b_id, actor, created_at FROM lethe_dismissed_pair")?;
     pairs.retain(|l| [&l[0], &l[1]].iter().any(|v| text(v).is_some_and(|id| new.contains(id))));
-    insert(dst, "lethe_dismissed_pair", "a_id, b_id, actor, created_at", &with_pushed(pairs, 2))?;
+    push_rows(dst, "lethe_dismissed_pair", &with_pushed(pairs, 2))?;
     // A vector of the memo as the file wrote it is stale after renumbering: the team store
     // embeds those again.
     let mut vectors = of_new("SELECT memory_id, model, vec FROM lethe_vector ORDER BY rowid", 0)?;
     vectors.retain(|v| text(&v[0]).is_some_and(|id| !renumbered.contains_key(id)));
-    report.vectors = insert(dst, "lethe_vector", "memory_id, model, vec", &vectors)?;
+    // Another model's size is embedded again too (the server takes vectors of its own size).
+    vectors.retain(|v| matches!(&v[2], Value::Blob(b) if b.len() == crate::embed::VECTOR_BYTES));
+    for chunk in vectors.chunks(ROWS_PER_INSERT) {
+        report.vectors +=
+            crate::ops::rows::store_derived_on_server(dst, "lethe_vectors_store", chunk.iter().map(Vec::as_slice))?;
+    }
     Ok(())
 }
 
@@ -428,8 +458,7 @@ fn push_sessions_and_audit(
         present(dst, "lethe_session_end", "session_id", &ends.iter().filter_map(|e| text(&e[0])).collect::<Vec<_>>())?;
     let ends: Vec<Vec<Value>> = ends.into_iter().filter(|e| text(&e[0]).is_some_and(|s| !known.contains(s))).collect();
     let sessions: HashSet<String> = ends.iter().filter_map(|e| text(&e[0]).map(str::to_string)).collect();
-    report.sessions =
-        insert(dst, "lethe_session_end", "session_id, task_kind, ended_at, actor, answer", &with_pushed(ends, 3))?;
+    report.sessions = push_rows(dst, "lethe_session_end", &with_pushed(ends, 3))?;
 
     let events: Vec<Vec<Value>> = events
         .into_iter()
@@ -439,12 +468,7 @@ fn push_sessions_and_audit(
             e
         })
         .collect();
-    report.audit_events = insert(
-        dst,
-        "memory_forgetting_event",
-        "id, memory_id, action, reason, policy, forget_score, ttl_days, created_at, metadata_json",
-        &events,
-    )?;
+    report.audit_events = push_rows(dst, "memory_forgetting_event", &events)?;
     let session_of = |a: &[Value]| -> Option<String> {
         let after: serde_json::Value = serde_json::from_str(text(&a[4])?).ok()?;
         after.get("session_id")?.as_str().map(str::to_string)
@@ -458,16 +482,9 @@ fn push_sessions_and_audit(
         .collect();
     // The team lead's function records each as `pushed:<original actor>`, dated no later than
     // the server's clock (Lethe's roles hold no INSERT right on the audit there).
-    let json = |v: &Value| match v {
-        Value::Null => serde_json::Value::Null,
-        Value::Integer(n) => (*n).into(),
-        Value::Real(x) => (*x).into(),
-        Value::Text(t) => t.as_str().into(),
-        Value::Blob(b) => String::from_utf8_lossy(b).into_owned().into(),
-    };
     for chunk in with_pushed(actions, 2).chunks(ROWS_PER_INSERT) {
         let rows: Vec<serde_json::Value> =
-            chunk.iter().map(|a| serde_json::Value::Array(a.iter().map(json).collect())).collect();
+            chunk.iter().map(|a| serde_json::Value::Array(a.iter().map(to_json).collect())).collect();
         report.audit_actions +=
             dst.prepare_cached("SELECT lethe_action_push(?1)")?
                 .query_row([serde_json::Value::Array(rows).to_string()], |r| r.get::<_, i64>(0))? as usize;

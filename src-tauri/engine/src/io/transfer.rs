@@ -558,14 +558,20 @@ fn import_chunk(tx: &Transaction, chunk: &[PreparedRow]) -> Result<(usize, usize
     if n != new.len() {
         return Err(Error::invalid(format!("import: {} of {} rows were stored", n, new.len())));
     }
+    // Vectors in the same transaction (prepared with the chunk when the model is present).
+    let vectors: Vec<&[Value; 3]> = new.iter().filter_map(|r| r.vector.as_ref()).collect();
+    if tx.is_postgres() {
+        // The team store's functions check each row (Lethe's roles hold no write right there).
+        crate::ops::rows::store_derived_on_server(tx, "lethe_signatures_store", new.iter().map(|r| &r.signature[..]))?;
+        crate::ops::rows::store_derived_on_server(tx, "lethe_vectors_store", vectors.iter().map(|v| &v[..]))?;
+        return Ok((new.len(), skipped));
+    }
     tx.prepare_cached(&multi_row_sql(
         "INSERT OR REPLACE INTO lethe_signature (memory_id, content_hash, bands)",
         new.len(),
         3,
     ))?
     .execute(params_from_iter(new.iter().flat_map(|r| r.signature.iter())))?;
-    // Vectors in the same transaction (prepared with the chunk when the model is present).
-    let vectors: Vec<&[Value; 3]> = new.iter().filter_map(|r| r.vector.as_ref()).collect();
     if !vectors.is_empty() {
         tx.prepare_cached(&multi_row_sql(
             "INSERT OR REPLACE INTO lethe_vector (memory_id, model, vec)",

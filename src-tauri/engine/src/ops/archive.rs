@@ -135,13 +135,23 @@ fn archive_tx(
     }
     let original = m.content.as_bytes().to_vec();
     let sha = sha256_hex(&original);
-    let no: i64 = tx.prepare_cached(
-        "INSERT INTO lethe_archive (memory_id, memo, original, sha256, bytes, actor, archived_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
-         RETURNING archive_no",
-    )?
-    .query_row(params![memory_id, memo_line, original, sha, original.len() as i64, actor, time::format(now)], |r| {
-        r.get(0)
-    })?;
+    let no: i64 = if tx.is_postgres() {
+        // The team store's function reads the original, its SHA-256 and size from the memory
+        // and names the role (Lethe's roles hold no INSERT right on archives there).
+        crate::ops::rows::server_write(
+            tx,
+            "SELECT lethe_archive_insert(?1, ?2, ?3, ?4)",
+            params![memory_id, memo_line, actor, time::format(now)],
+        )?
+    } else {
+        tx.prepare_cached(
+            "INSERT INTO lethe_archive (memory_id, memo, original, sha256, bytes, actor, archived_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+             RETURNING archive_no",
+        )?
+        .query_row(params![memory_id, memo_line, original, sha, original.len() as i64, actor, time::format(now)], |r| {
+            r.get(0)
+        })?
+    };
     let placeholder = format!("[Archive#{no}: {memo_line}]");
     if tx.is_postgres() {
         // The server checks that the archive row holds the memory's text and that the

@@ -516,11 +516,23 @@ pub fn dismiss(conn: &mut Connection, a: &str, b: &str, actor: &str, now: Instan
         existing(tx, a)?;
         existing(tx, b)?;
         let at = time::format(now);
-        let n = tx
-            .prepare_cached(
+        let n = if tx.is_postgres() {
+            // The team store's function writes the pair, its `keep_both` actions and the journal,
+            // under the role's name at the server's clock.
+            crate::ops::rows::server_write(
+                tx,
+                "SELECT lethe_pair_dismiss(?1, ?2, ?3, ?4, ?5)",
+                params![a, b, actor, crate::actor::via_of(actor), at],
+            )? as usize
+        } else {
+            tx.prepare_cached(
                 "INSERT OR IGNORE INTO lethe_dismissed_pair (a_id, b_id, actor, created_at) VALUES (?1, ?2, ?3, ?4)",
             )?
-            .execute(params![a, b, actor, at])?;
+            .execute(params![a, b, actor, at])?
+        };
+        if n > 0 && tx.is_postgres() {
+            return Ok(Dismissal { a: a.into(), b: b.into(), dismissed: true, actor: actor.into(), at });
+        }
         if n == 0 {
             let (actor, at): (String, String) = tx.query_row(
                 "SELECT actor, created_at FROM lethe_dismissed_pair WHERE a_id = ?1 AND b_id = ?2",

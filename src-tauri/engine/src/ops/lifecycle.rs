@@ -315,8 +315,12 @@ fn insert_tx(
         ], |r| r.get(0))?
     };
     clock.lap(Step::Row);
-    tx.prepare_cached("INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3)")?
-        .execute(params![id, p.hash, p.bands])?;
+    let sql = if tx.is_postgres() {
+        crate::dedup::SIGNATURE_ON_SERVER
+    } else {
+        "INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3)"
+    };
+    tx.prepare_cached(sql)?.execute(params![id, p.hash, p.bands])?;
     if let (Some(e), Some(v)) = (crate::embed::shared(), &p.vector) {
         crate::semantic::store_vector(tx, e.fingerprint(), &id, v)?;
     }
@@ -374,6 +378,16 @@ fn insert_on_server(tx: &Transaction, p: &Prepared, id: &str, created: &str, act
 /// The supersede link `old` → `new` and its audit row (the one supersede path: `remember
 /// --supersedes` and the duplicates review both write it). The caller checked both memories.
 pub(crate) fn link_supersede_tx(tx: &Transaction, old: &str, new: &str, actor: &str, now: Instant) -> Result<()> {
+    if tx.is_postgres() {
+        // The team store's function writes the link and its action, under the role's name at
+        // the server's clock (Lethe's roles hold no INSERT right on the links there).
+        crate::ops::rows::server_write(
+            tx,
+            "SELECT lethe_supersede_link(?1, ?2, ?3, ?4, ?5)",
+            params![old, new, actor, crate::actor::via_of(actor), time::format(now)],
+        )?;
+        return Ok(());
+    }
     tx.prepare_cached(
         "INSERT OR IGNORE INTO lethe_supersede (old_id, new_id, actor, created_at) VALUES (?1, ?2, ?3, ?4)",
     )?
@@ -895,11 +909,13 @@ pub fn edit_checked(
             validate_tags(&tags)?;
             crate::ops::rows::set_tags(tx, id, &tags)?;
         }
-        tx.execute(
+        let sql = if tx.is_postgres() {
+            crate::dedup::SIGNATURE_ON_SERVER
+        } else {
             "INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3) \
-             ON CONFLICT(memory_id) DO UPDATE SET content_hash = excluded.content_hash, bands = excluded.bands",
-            params![id, hash, bands],
-        )?;
+             ON CONFLICT(memory_id) DO UPDATE SET content_hash = excluded.content_hash, bands = excluded.bands"
+        };
+        tx.execute(sql, params![id, hash, bands])?;
         // The content trigger dropped the old vector; the new one goes in with the edit.
         if let (Some(e), Some(v)) = (embedder, &vector) {
             crate::semantic::store_vector(tx, e.fingerprint(), id, v)?;

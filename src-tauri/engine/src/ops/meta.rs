@@ -217,9 +217,12 @@ pub fn write_batch(
     store::write_tx(conn, |tx| {
         crate::recall_log::append_tx(tx, log)?;
         // Additive upserts: two processes (or two machines on a team server) adding to the same
-        // row both count. The later of two timestamps: SQLite's scalar MAX, PostgreSQL's GREATEST.
-        let later = if tx.is_postgres() { "GREATEST" } else { "MAX" };
-        let mut stmt = tx.prepare_cached(&format!(
+        // row both count; the later of two timestamps stays. On a team store the server's
+        // function runs the same upsert after checking that the statistics only move forward,
+        // for a memory of the caller's team (Lethe's roles hold no write right on the table there).
+        let sql = if tx.is_postgres() {
+            "SELECT lethe_stats_add(?1, ?2, ?3, ?4, ?5, ?6)"
+        } else {
             "INSERT INTO meta_memory_stats (memory_id, recall_count, success_count, failure_count, avg_confidence, last_recalled_at) \
              VALUES (?1, CAST(?2 AS BIGINT), ?3, ?4, CAST(?5 AS DOUBLE PRECISION) / CAST(?2 AS BIGINT), ?6) \
              ON CONFLICT(memory_id) DO UPDATE SET \
@@ -228,8 +231,9 @@ pub fn write_batch(
                recall_count = meta_memory_stats.recall_count + CAST(?2 AS BIGINT), \
                success_count = meta_memory_stats.success_count + ?3, \
                failure_count = meta_memory_stats.failure_count + ?4, \
-               last_recalled_at = {later}(COALESCE(meta_memory_stats.last_recalled_at, ''), COALESCE(CAST(?6 AS TEXT), ''))",
-        ))?;
+               last_recalled_at = MAX(COALESCE(meta_memory_stats.last_recalled_at, ''), COALESCE(CAST(?6 AS TEXT), ''))"
+        };
+        let mut stmt = tx.prepare_cached(sql)?;
         for (id, d) in deltas {
             stmt.execute(params![id, d.count, d.success, d.failure, d.confidence_sum, d.last_recalled_at])?;
         }

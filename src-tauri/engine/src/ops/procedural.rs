@@ -166,11 +166,14 @@ pub fn update_guarded(
             validate::validate_content(t, &settings)?;
         }
         let content = patch.content.as_ref().or(derived.as_ref());
-        let (prev_actor, prev_at) = last_writer(tx, id)?;
-        tx.execute(
-            "INSERT OR IGNORE INTO lethe_procedure_version (memory_id, version, snapshot_json, actor, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![id, m.version, state_of(&m).to_string(), prev_actor, if prev_at.is_empty() { m.created_at.clone() } else { prev_at }],
-        )?;
+        if !tx.is_postgres() {
+            // The team store's function keeps the version itself, read from the row.
+            let (prev_actor, prev_at) = last_writer(tx, id)?;
+            tx.execute(
+                "INSERT OR IGNORE INTO lethe_procedure_version (memory_id, version, snapshot_json, actor, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![id, m.version, state_of(&m).to_string(), prev_actor, if prev_at.is_empty() { m.created_at.clone() } else { prev_at }],
+            )?;
+        }
         let json = |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string());
         // The version condition again in the UPDATE makes the swap atomic even if another
         // writer slipped in (it cannot inside an IMMEDIATE transaction, but it costs nothing).
@@ -210,11 +213,7 @@ pub fn update_guarded(
             });
         }
         if let Some(c) = content {
-            tx.execute(
-                "INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3) \
-                 ON CONFLICT(memory_id) DO UPDATE SET content_hash = excluded.content_hash, bands = excluded.bands",
-                params![id, crate::dedup::content_hash(c), crate::dedup::band_keys(c)],
-            )?;
+            crate::dedup::store_signature(tx, id, c)?;
             crate::semantic::refresh(tx, id, c)?;
         }
         let after = rows::get(tx, id)?;

@@ -149,6 +149,51 @@ pub(crate) fn insert_memories_on_server(
     ids.collect()
 }
 
+/// Derived rows (`[memory id, text, bytes]`: a signature's hash and band keys, a vector's
+/// model and bytes) to the team store's function `lethe_signatures_store` or
+/// `lethe_vectors_store` in one call, the bytes as hex (Lethe's roles hold no write right on
+/// those tables there). Returns the rows stored.
+pub(crate) fn store_derived_on_server<'a>(
+    tx: &Connection,
+    function: &str,
+    rows: impl Iterator<Item = &'a [crate::storage::db::Value]>,
+) -> Result<usize> {
+    use crate::storage::db::Value;
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let json: Vec<serde_json::Value> = rows
+        .map(|r| {
+            serde_json::Value::Array(
+                r.iter()
+                    .map(|v| match v {
+                        Value::Null => serde_json::Value::Null,
+                        Value::Integer(n) => (*n).into(),
+                        Value::Real(x) => (*x).into(),
+                        Value::Text(t) => t.as_str().into(),
+                        Value::Blob(b) => {
+                            let mut s = String::with_capacity(2 * b.len());
+                            for x in b {
+                                s.push(HEX[(x >> 4) as usize] as char);
+                                s.push(HEX[(x & 15) as usize] as char);
+                            }
+                            s.into()
+                        }
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    if json.is_empty() {
+        return Ok(0);
+    }
+    let sql = match function {
+        "lethe_signatures_store" => "SELECT lethe_signatures_store(?1)",
+        "lethe_vectors_store" => "SELECT lethe_vectors_store(?1)",
+        other => return Err(Error::invalid(format!("no team store function {other} for derived rows"))),
+    };
+    Ok(tx.prepare_cached(sql)?.query_row([serde_json::Value::Array(json).to_string()], |r| r.get::<_, i64>(0))?
+        as usize)
+}
+
 /// A memory's tags (the engine's JSON array), on either store.
 pub(crate) fn set_tags(tx: &Connection, id: &str, tags: &[String]) -> Result<()> {
     let json = serde_json::to_string(tags)?;
@@ -240,17 +285,67 @@ pub(crate) fn hard_delete_tx(
 ) -> Result<ForgettingEvent> {
     let m = get_tx(tx, id)?;
     if tx.is_postgres() {
-        // The team store deletes through the server's function, which checks that the role
-        // is the team lead of the memory's team (see `leave_review` on DELETE rights).
-        crate::recall_log::erase_for_memory(tx, id)?;
-        tx.prepare_cached("SELECT lethe_hard_delete_rows(?1)")?.query_row([id], |r| r.get::<_, i64>(0))?;
-    } else {
-        hard_delete_rows_in_file(tx, id)?;
+        return hard_delete_on_server(tx, id, reason, policy, actor, &m, now);
     }
+    hard_delete_rows_in_file(tx, id)?;
     // The earlier audit rows of this memory lose their text in the same transaction; the
     // new event keeps only facts and the content's hash and length.
     audit::scrub_memory(tx, id)?;
     hard_event(tx, id, reason, policy, actor, &m, now)
+}
+
+/// [`hard_delete_tx`] on a team store: the recall log and the earlier audit rows lose the
+/// memory's text first (the team lead's functions), then one call of the server's
+/// `lethe_memory_erase` removes every row of the memory and writes the `hard` event, whose
+/// type, hash and length it reads from the row (Lethe's roles hold no DELETE right on any
+/// table there, nor INSERT on the events). The event returned is the one the engine asked for.
+fn hard_delete_on_server(
+    tx: &Transaction,
+    id: &str,
+    reason: &str,
+    policy: &str,
+    actor: &str,
+    m: &Memory,
+    now: Instant,
+) -> Result<ForgettingEvent> {
+    crate::recall_log::erase_for_memory(tx, id)?;
+    audit::scrub_memory(tx, id)?;
+    let ev = format!("fev_{}", uuid::Uuid::now_v7());
+    let via = crate::actor::via_of(actor);
+    let created_at = time::format(now);
+    let n = server_write(
+        tx,
+        "SELECT lethe_memory_erase(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![id, ev, reason, policy, actor, via, created_at],
+    )?;
+    if n == 0 {
+        return Err(Error::NotFound(format!("memory {id}")));
+    }
+    let mut metadata = hard_metadata(actor, m);
+    if let Some(via) = via {
+        metadata["via"] = via.into();
+    }
+    Ok(ForgettingEvent {
+        id: ev,
+        memory_id: id.to_string(),
+        action: "hard".into(),
+        reason: Some(reason.to_string()),
+        policy: Some(policy.to_string()),
+        forget_score: None,
+        ttl_days: None,
+        created_at,
+        metadata: Some(metadata),
+    })
+}
+
+/// The metadata of a `hard` event: who, the memory's type, its text's SHA-256 and length.
+fn hard_metadata(actor: &str, m: &Memory) -> serde_json::Value {
+    serde_json::json!({
+        "actor": actor,
+        "type": m.tier,
+        "content_sha256": audit::sha256_hex(&m.content),
+        "content_bytes": m.content.len(),
+    })
 }
 
 /// The rows a hard delete removes from a file (the team store's function removes the same).
@@ -297,12 +392,7 @@ fn hard_event(
             policy: Some(policy),
             forget_score: None,
             ttl_days: None,
-            metadata: Some(serde_json::json!({
-                "actor": actor,
-                "type": m.tier,
-                "content_sha256": audit::sha256_hex(&m.content),
-                "content_bytes": m.content.len(),
-            })),
+            metadata: Some(hard_metadata(actor, m)),
         },
         now,
     )

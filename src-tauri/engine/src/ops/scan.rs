@@ -154,11 +154,7 @@ fn redact_one(tx: &Transaction, id: &str, policy: Policy, actor: &str, now: Inst
     let mut changed = false;
     if new.content != m.content {
         set_column(tx, id, "content", Some(new.content.clone()))?;
-        tx.execute(
-            "INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3) \
-             ON CONFLICT(memory_id) DO UPDATE SET content_hash = excluded.content_hash, bands = excluded.bands",
-            params![id, crate::dedup::content_hash(&new.content), crate::dedup::band_keys(&new.content)],
-        )?;
+        crate::dedup::store_signature(tx, id, &new.content)?;
         crate::semantic::refresh(tx, id, &new.content)?;
         changed = true;
     }

@@ -150,6 +150,23 @@ pub fn end_session(
             task_logs: ids,
             rules: outcomes,
         };
+        if tx.is_postgres() {
+            // The team store's function writes the ended session and its `end_session` action,
+            // whose task logs and rules it reads from the rows, under the role's name.
+            crate::ops::rows::server_write(
+                tx,
+                "SELECT lethe_session_end_record(?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    session_id,
+                    task_kind,
+                    serde_json::to_string(&answer)?,
+                    actor,
+                    crate::actor::via_of(actor),
+                    time::format(now)
+                ],
+            )?;
+            return Ok(answer);
+        }
         tx.execute(
             "INSERT INTO lethe_session_end (session_id, task_kind, ended_at, actor, answer) VALUES (?1, ?2, ?3, ?4, ?5)",
             params![session_id, task_kind, ended_at, actor, serde_json::to_string(&answer)?],
@@ -217,16 +234,12 @@ fn log_working_memories(
         .collect::<std::result::Result<_, _>>()?;
     for id in &ids {
         if tx.is_postgres() {
-            // The server's function writes the `task_log` action too, from the row.
+            // The server's function writes the task log and the `task_log` action too, from the row.
             crate::ops::rows::server_write(
                 tx,
                 "SELECT lethe_memory_episodic(?1, ?2, ?3, ?4, ?5)",
                 params![id, task_kind, actor, crate::actor::via_of(actor), time::format(now)],
             )?;
-            tx.prepare_cached(
-                "INSERT INTO lethe_task_log (memory_id, session_id, task_kind, ended_at) VALUES (?1, ?2, ?3, ?4)",
-            )?
-            .execute(params![id, session_id, task_kind, ended_at])?;
             continue;
         }
         tx.prepare_cached("UPDATE memory_item SET type = 'episodic' WHERE id = ?1")?.execute([id])?;
@@ -264,10 +277,19 @@ fn store_rules(
         let supersedes = p.memory.supersedes.clone();
         match lifecycle::insert_prepared_tx(tx, p, actor, now)? {
             Ok(id) => {
-                tx.prepare_cached(
-                    "INSERT INTO lethe_session_rule (memory_id, session_id, created_at) VALUES (?1, ?2, ?3)",
-                )?
-                .execute(params![id, session_id, ended_at])?;
+                if tx.is_postgres() {
+                    // The team store's function checks that the rule is of this session.
+                    crate::ops::rows::server_write(
+                        tx,
+                        "SELECT lethe_session_rule_add(?1, ?2, ?3)",
+                        params![id, session_id, ended_at],
+                    )?;
+                } else {
+                    tx.prepare_cached(
+                        "INSERT INTO lethe_session_rule (memory_id, session_id, created_at) VALUES (?1, ?2, ?3)",
+                    )?
+                    .execute(params![id, session_id, ended_at])?;
+                }
                 outcomes.push(RuleOutcome { id: Some(id), stored: true, reason: None, existing_id: None, supersedes });
             }
             Err(skipped) => outcomes.push(RuleOutcome {

@@ -264,6 +264,22 @@ impl Settings {
         crate::actor::require_person_with(actor, "changing settings", window_only)?;
         crate::store::write_tx(conn, |tx| {
             let before = Settings::load(tx)?;
+            if tx.is_postgres() {
+                // The team lead's function on a team store: it checks the fields the server relies
+                // on and writes the `settings` action, its before state the stored row.
+                tx.query_row(
+                    "SELECT lethe_settings_store(?1, ?2, ?3, ?4, ?5)",
+                    crate::storage::db::params![
+                        serde_json::to_string(new)?,
+                        serde_json::to_string(&before)?,
+                        actor,
+                        crate::actor::via_of(actor),
+                        crate::time::format(now)
+                    ],
+                    |r| r.get::<_, i64>(0),
+                )?;
+                return Ok(new.clone());
+            }
             tx.execute(
                 "INSERT OR REPLACE INTO lethe_settings (key, value) VALUES ('policy', ?1)",
                 [serde_json::to_string(new)?],

@@ -33,6 +33,13 @@ pub fn normalized(text: &str) -> String {
     out
 }
 
+/// The team store's statement for one signature (`?1` the memory's id, `?2` its content hash,
+/// `?3` its band keys): the server's function, which checks that the memory is the caller's
+/// team's and never rewrites a stored signature (a change of text drops it first). Lethe's
+/// roles hold no write right on the table there.
+pub(crate) const SIGNATURE_ON_SERVER: &str =
+    "SELECT lethe_signatures_store(json_build_array(json_build_array(?1::TEXT, ?2::TEXT, encode(?3::BYTEA, 'hex')))::TEXT)";
+
 /// Stores the signature of a memory's new content (after the change of content dropped the
 /// old one, see migration 006).
 pub(crate) fn store_signature(
@@ -40,11 +47,13 @@ pub(crate) fn store_signature(
     id: &str,
     content: &str,
 ) -> crate::error::Result<()> {
-    tx.execute(
+    let sql = if tx.is_postgres() {
+        SIGNATURE_ON_SERVER
+    } else {
         "INSERT INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3) \
-         ON CONFLICT(memory_id) DO UPDATE SET content_hash = excluded.content_hash, bands = excluded.bands",
-        crate::storage::db::params![id, content_hash(content), band_keys(content)],
-    )?;
+         ON CONFLICT(memory_id) DO UPDATE SET content_hash = excluded.content_hash, bands = excluded.bands"
+    };
+    tx.execute(sql, crate::storage::db::params![id, content_hash(content), band_keys(content)])?;
     Ok(())
 }
 

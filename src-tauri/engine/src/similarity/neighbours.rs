@@ -1106,10 +1106,26 @@ fn select_entries(members: &[Member], x: usize, mut entries: Vec<(usize, Neighbo
         .collect()
 }
 
-/// Stores one memory's list: its rowid, what it was made with, the content hash it is for,
-/// its semantic keys and its neighbours.
-const PUT_LIST: &str =
-    "INSERT OR REPLACE INTO lethe_neighbour (memory_rowid, model, hash, keys, list) VALUES (?1, ?2, ?3, ?4, ?5)";
+/// The statement that stores one memory's list: its rowid, what it was made with, the content
+/// hash it is for, its semantic keys and its neighbours.
+fn put_list_sql(conn: &Connection) -> &'static str {
+    if conn.is_postgres() {
+        // The team store's function (the memory of the caller's team; Lethe's roles hold no
+        // write right on the table there).
+        "SELECT lethe_neighbour_store(?1, ?2, ?3, ?4, ?5)"
+    } else {
+        "INSERT OR REPLACE INTO lethe_neighbour (memory_rowid, model, hash, keys, list) VALUES (?1, ?2, ?3, ?4, ?5)"
+    }
+}
+
+/// The statement that stores a model's centroids unless some are stored.
+fn put_centroids_sql(conn: &Connection) -> &'static str {
+    if conn.is_postgres() {
+        "SELECT lethe_centroid_store(?1, ?2)"
+    } else {
+        "INSERT OR IGNORE INTO lethe_centroid (model, data) VALUES (?1, ?2)"
+    }
+}
 
 /// What separates the judgment and model from the digest of the members in the `model` of a
 /// list kept part way by [`search_resumably`] (never a current list's `model`).
@@ -1185,14 +1201,11 @@ fn keep_partial_in(conn: &Connection, search: &Search<'_>, model: &str, first: b
     if first {
         if let (Some(c), Some(e)) = (&search.trained, embed::shared()) {
             let bytes: Vec<u8> = c.iter().flat_map(|x| x.to_le_bytes()).collect();
-            tx.execute(
-                "INSERT OR IGNORE INTO lethe_centroid (model, data) VALUES (?1, ?2)",
-                params![e.fingerprint(), bytes],
-            )?;
+            tx.execute(put_centroids_sql(tx), params![e.fingerprint(), bytes])?;
         }
     }
     {
-        let mut stmt = tx.prepare_cached(PUT_LIST)?;
+        let mut stmt = tx.prepare_cached(put_list_sql(tx))?;
         for (x, list, _) in found {
             let m = &search.members[*x];
             // As `finish` does: a memory still waiting for its vector is searched again.
@@ -1226,10 +1239,7 @@ pub fn store(conn: &mut Connection, members: &[Member], d: &Derived) -> Result<(
     if let (Some(c), Some(e)) = (&d.trained, embed::shared()) {
         let bytes: Vec<u8> = c.iter().flat_map(|x| x.to_le_bytes()).collect();
         crate::store::write_tx(conn, |tx| {
-            tx.execute(
-                "INSERT OR IGNORE INTO lethe_centroid (model, data) VALUES (?1, ?2)",
-                params![e.fingerprint(), bytes],
-            )?;
+            tx.execute(put_centroids_sql(tx), params![e.fingerprint(), bytes])?;
             Ok(())
         })?;
     }
@@ -1241,7 +1251,7 @@ pub fn store(conn: &mut Connection, members: &[Member], d: &Derived) -> Result<(
     // old content, and end with other lists than one search (measured: 20k realistic with the
     // first 5,000 stored). A store cut short leaves nothing, and the next load searches again.
     crate::store::write_tx(conn, |tx| {
-        let mut stmt = tx.prepare_cached(PUT_LIST)?;
+        let mut stmt = tx.prepare_cached(put_list_sql(tx))?;
         for (i, (keys, list)) in &items {
             // Stored with the hash of the content it was searched for: if the content changed
             // since, the list is not current for the new one and is searched again.

@@ -26,9 +26,20 @@ pub fn refresh(tx: &Transaction, memory_id: &str, content: &str) -> Result<()> {
     }
 }
 
+/// The team store's statement for one vector (`?1` the memory's id, `?2` the model, `?3` the
+/// bytes): the server's function, which checks that the memory is the caller's team's and the
+/// vector the model's size, and never rewrites a stored vector of the same model (a change of
+/// text drops it first). Lethe's roles hold no write right on the table there.
+pub(crate) const VECTOR_ON_SERVER: &str =
+    "SELECT lethe_vectors_store(json_build_array(json_build_array(?1::TEXT, ?2::TEXT, encode(?3::BYTEA, 'hex')))::TEXT)";
+
 pub fn store_vector(tx: &Transaction, fingerprint: &str, memory_id: &str, v: &Vector) -> Result<()> {
-    tx.prepare_cached("INSERT OR REPLACE INTO lethe_vector (memory_id, model, vec) VALUES (?1, ?2, ?3)")?
-        .execute(params![memory_id, fingerprint, v.to_bytes()])?;
+    let sql = if tx.is_postgres() {
+        VECTOR_ON_SERVER
+    } else {
+        "INSERT OR REPLACE INTO lethe_vector (memory_id, model, vec) VALUES (?1, ?2, ?3)"
+    };
+    tx.prepare_cached(sql)?.execute(params![memory_id, fingerprint, v.to_bytes()])?;
     Ok(())
 }
 

@@ -43,10 +43,20 @@ const MIGRATIONS: &[Migration] = &[
         name: "insert_functions",
         sql: include_str!("postgres/migrations/012_insert_functions.sql"),
     },
+    Migration {
+        version: 13,
+        name: "record_functions",
+        sql: include_str!("postgres/migrations/013_record_functions.sql"),
+    },
+    Migration {
+        version: 14,
+        name: "derived_functions",
+        sql: include_str!("postgres/migrations/014_derived_functions.sql"),
+    },
 ];
 
 /// The team store's schema version this build reads and writes.
-pub const SCHEMA_VERSION: i64 = 12;
+pub const SCHEMA_VERSION: i64 = 14;
 
 /// How long a Lethe role's session may sit in an open transaction, and run one statement,
 /// before the server ends it (set on every role `admin add-*` makes, per database): a
@@ -561,6 +571,11 @@ pub fn setup(url: &str) -> Result<SetupReport> {
     conn.execute(
         "INSERT INTO lethe_meta (key, value) VALUES ('origin', 'lethe-team') ON CONFLICT (key) DO NOTHING",
         [],
+    )?;
+    // The size of a stored vector, which the server's function checks every vector against.
+    conn.execute(
+        "INSERT INTO lethe_meta (key, value) VALUES ('vector_bytes', ?1) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+        [crate::embed::VECTOR_BYTES.to_string()],
     )?;
     let (vector_search, vector_note) = ensure_vector_search(&conn)?;
     hand_functions_to_definer(&conn)?;

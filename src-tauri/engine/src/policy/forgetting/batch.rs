@@ -154,9 +154,11 @@ pub fn ensure_signatures(conn: &mut Connection) -> Result<usize> {
         .collect::<std::result::Result<_, _>>()?;
     for chunk in missing.chunks(5000) {
         write_tx(conn, |tx| {
-            let mut stmt = tx.prepare_cached(
-                "INSERT OR IGNORE INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3)",
-            )?;
+            let mut stmt = tx.prepare_cached(if tx.is_postgres() {
+                dedup::SIGNATURE_ON_SERVER
+            } else {
+                "INSERT OR IGNORE INTO lethe_signature (memory_id, content_hash, bands) VALUES (?1, ?2, ?3)"
+            })?;
             for (id, content) in chunk {
                 stmt.execute(params![id, dedup::content_hash(content), dedup::band_keys(content)])?;
             }
