@@ -150,8 +150,9 @@ pub(crate) fn insert_memories_on_server(
 }
 
 /// Derived rows (`[memory id, text, bytes]`: a signature's hash and band keys, a vector's
-/// model and bytes) to the team store's function `lethe_signatures_store` or
-/// `lethe_vectors_store` in one call, the bytes as hex (Lethe's roles hold no write right on
+/// model and bytes; `[rowid, model, hash, keys, list]`: a neighbour list) to the team store's
+/// function `lethe_signatures_store`, `lethe_vectors_store` or `lethe_neighbours_store` in one
+/// call, the bytes as hex (Lethe's roles hold no write right on
 /// those tables there). Returns the rows stored.
 pub(crate) fn store_derived_on_server<'a>(
     tx: &Connection,
@@ -188,6 +189,7 @@ pub(crate) fn store_derived_on_server<'a>(
     let sql = match function {
         "lethe_signatures_store" => "SELECT lethe_signatures_store(?1)",
         "lethe_vectors_store" => "SELECT lethe_vectors_store(?1)",
+        "lethe_neighbours_store" => "SELECT lethe_neighbours_store(?1)",
         other => return Err(Error::invalid(format!("no team store function {other} for derived rows"))),
     };
     Ok(tx.prepare_cached(sql)?.query_row([serde_json::Value::Array(json).to_string()], |r| r.get::<_, i64>(0))?

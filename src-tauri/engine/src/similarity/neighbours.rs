@@ -1106,16 +1106,39 @@ fn select_entries(members: &[Member], x: usize, mut entries: Vec<(usize, Neighbo
         .collect()
 }
 
-/// The statement that stores one memory's list: its rowid, what it was made with, the content
-/// hash it is for, its semantic keys and its neighbours.
-fn put_list_sql(conn: &Connection) -> &'static str {
+/// Lists on the team store per call of its function (one call per list costs the server
+/// about four times as much).
+const LISTS_PER_CALL: usize = 5_000;
+
+/// Stores lists (`[rowid, model, hash, keys, list]` each), replacing a memory's row: on the
+/// team store through its function, in calls of [`LISTS_PER_CALL`] (Lethe's roles hold no write
+/// right on the table there; a memory the team no longer holds is left out).
+fn put_lists(conn: &Connection, rows: &[[crate::storage::db::Value; 5]]) -> Result<()> {
     if conn.is_postgres() {
-        // The team store's function (the memory of the caller's team; Lethe's roles hold no
-        // write right on the table there).
-        "SELECT lethe_neighbour_store(?1, ?2, ?3, ?4, ?5)"
-    } else {
-        "INSERT OR REPLACE INTO lethe_neighbour (memory_rowid, model, hash, keys, list) VALUES (?1, ?2, ?3, ?4, ?5)"
+        for chunk in rows.chunks(LISTS_PER_CALL) {
+            crate::ops::rows::store_derived_on_server(conn, "lethe_neighbours_store", chunk.iter().map(|r| &r[..]))?;
+        }
+        return Ok(());
     }
+    let mut stmt = conn.prepare_cached(
+        "INSERT OR REPLACE INTO lethe_neighbour (memory_rowid, model, hash, keys, list) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    for r in rows {
+        stmt.execute(r)?;
+    }
+    Ok(())
+}
+
+/// One row for [`put_lists`].
+fn list_row(rowid: i64, model: &str, hash: &str, keys: &[u16], list: &[Neighbour]) -> [crate::storage::db::Value; 5] {
+    use crate::storage::db::Value;
+    [
+        Value::Integer(rowid),
+        Value::Text(model.to_string()),
+        Value::Text(hash.to_string()),
+        Value::Blob(encode_keys(keys)),
+        Value::Blob(encode(list)),
+    ]
 }
 
 /// The statement that stores a model's centroids unless some are stored.
@@ -1204,19 +1227,16 @@ fn keep_partial_in(conn: &Connection, search: &Search<'_>, model: &str, first: b
             tx.execute(put_centroids_sql(tx), params![e.fingerprint(), bytes])?;
         }
     }
-    {
-        let mut stmt = tx.prepare_cached(put_list_sql(tx))?;
-        for (x, list, _) in found {
+    let rows: Vec<_> = found
+        .iter()
+        // As `finish` does: a memory still waiting for its vector is searched again.
+        .filter(|(x, _, _)| search.ix.is_none() || search.vector_of(*x).is_some())
+        .filter_map(|(x, list, _)| {
             let m = &search.members[*x];
-            // As `finish` does: a memory still waiting for its vector is searched again.
-            if search.ix.is_some() && search.vector_of(*x).is_none() {
-                continue;
-            }
-            let Some(h) = m.hash.as_ref() else { continue };
-            stmt.execute(params![m.rowid, model, h, encode_keys(search.sem_keys(*x)), encode(list)])?;
-        }
-    }
-    Ok(())
+            Some(list_row(m.rowid, model, m.hash.as_ref()?, search.sem_keys(*x), list))
+        })
+        .collect();
+    put_lists(tx, &rows)
 }
 
 /// Stores what [`derive`] found, in one transaction.
@@ -1250,16 +1270,16 @@ pub fn store(conn: &mut Connection, members: &[Member], d: &Derived) -> Result<(
     // searched the rest would drop what the stored ones say about the rest as being about an
     // old content, and end with other lists than one search (measured: 20k realistic with the
     // first 5,000 stored). A store cut short leaves nothing, and the next load searches again.
-    crate::store::write_tx(conn, |tx| {
-        let mut stmt = tx.prepare_cached(put_list_sql(tx))?;
-        for (i, (keys, list)) in &items {
-            // Stored with the hash of the content it was searched for: if the content changed
-            // since, the list is not current for the new one and is searched again.
-            let Some(h) = members[**i].hash.as_ref().filter(|_| current.contains(*i)) else { continue };
-            stmt.execute(params![members[**i].rowid, fp, h, encode_keys(keys), encode(list)])?;
-        }
-        Ok(())
-    })?;
+    // Stored with the hash of the content it was searched for: if the content changed since,
+    // the list is not current for the new one and is searched again.
+    let rows: Vec<_> = items
+        .iter()
+        .filter_map(|(i, (keys, list))| {
+            let h = members[**i].hash.as_ref().filter(|_| current.contains(*i))?;
+            Some(list_row(members[**i].rowid, &fp, h, keys, list))
+        })
+        .collect();
+    crate::store::write_tx(conn, |tx| put_lists(tx, &rows))?;
     Ok(())
 }
 
