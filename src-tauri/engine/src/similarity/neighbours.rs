@@ -763,7 +763,15 @@ impl<'a> Search<'a> {
     /// What a pair's word overlap and cosine say before the judgment: its kind, and the most
     /// its duplication can be (as stored), or `None` when it cannot be a duplicate. Most
     /// candidates are far from it by these alone, and are not judged.
+    ///
+    /// A pair whose values or negations differ is never a duplicate ([`sameness::apart`]):
+    /// most templated candidates are such pairs, and their profiles (made once per memory)
+    /// tell it for less than their word overlap and cosine cost; leaving them out here keeps
+    /// what [`Search::duplicates_of`] keeps, as their judgment would leave them out.
     fn closeness(&self, t: &Texts, a: usize, b: usize) -> Option<(f32, u8, f64, Option<f64>)> {
+        if sameness::apart(t.profile(a), t.profile(b)) {
+            return None;
+        }
         let j = dedup::jaccard(&t.shingles[a], &t.shingles[b]);
         let cos = match (self.vector_of(a), self.vector_of(b)) {
             (Some((qa, ia)), Some((qb, ib))) => Some(f64::from(embed::cosine_q(qa, ia, qb, ib))),
@@ -780,16 +788,18 @@ impl<'a> Search<'a> {
         Some((bound as f32, kind, j, cos))
     }
 
-    /// A pair's duplication: its closeness when the judgment calls it a duplicate, else 0.
+    /// The duplication of a pair [`Search::closeness`] kept: its closeness when the judgment
+    /// calls it a duplicate, else 0.
     /// What differs in a pair the values, a negation and the closeness leave open is looked
     /// for once, from the lower member's side, whichever side asks first, and the other side
     /// takes that answer; each side's closeness is its own (the quantised cosine of a pair can
     /// differ in its last bit between the two sides).
     fn judged(&self, t: &Texts, a: usize, b: usize, j: f64, cos: Option<f64>) -> f32 {
-        let pa = t.profiles[a].get_or_init(|| sameness::Profile::of(&t.texts[a]));
-        let pb = t.profiles[b].get_or_init(|| sameness::Profile::of(&t.texts[b]));
-        if let Some(d) = sameness::settled(pa, pb, j, cos) {
-            return d as f32;
+        let (pa, pb) = (t.profile(a), t.profile(b));
+        // The pair is not apart ([`Search::closeness`] left those out): the rest of
+        // `sameness::settled`.
+        if sameness::too_far(pa, j, cos) {
+            return 0.0;
         }
         let ((lo, plo), (hi, phi)) = if a < b { ((a, pa), (b, pb)) } else { ((b, pb), (a, pa)) };
         let key = (lo as u32, hi as u32);
@@ -926,6 +936,11 @@ impl<'a> Search<'a> {
 }
 
 impl Texts {
+    /// Member `i`'s profile, made on first use.
+    fn profile(&self, i: usize) -> &sameness::Profile {
+        self.profiles[i].get_or_init(|| sameness::Profile::of(&self.texts[i]))
+    }
+
     /// Reads the members a chunk compares (each memory of `cands_of` and its candidates) that
     /// are not read yet.
     fn read_for(&mut self, conn: &Connection, members: &[Member], cands_of: &[(usize, Vec<u32>)]) -> Result<()> {

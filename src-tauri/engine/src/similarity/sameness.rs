@@ -183,6 +183,9 @@ pub struct Profile {
     word_hash_of: Vec<u64>,
     /// The same hashes, sorted, each once.
     word_hashes: Vec<u64>,
+    /// Each of `words` as (its hash, its position), sorted: a word is looked up by its hash,
+    /// then compared with the few words of that hash only.
+    word_at: Vec<(u64, u32)>,
     /// The hashes of what two adjacent words spell together, sorted, each once: a pair can
     /// spell a word of another text only if its hash is among that text's `word_hashes`.
     pair_hashes: Vec<u64>,
@@ -626,7 +629,8 @@ fn is_value(w: &str) -> bool {
         || is_path(w)
         || w.find('@').is_some_and(|at| at > 0)
         || (w.len() >= 8 && bytes.iter().all(u8::is_ascii_hexdigit))
-        || patterns().host.is_match(w)
+        // A host holds a dot (a cheap look before the pattern, which most words fail).
+        || (w.contains('.') && patterns().host.is_match(w))
 }
 
 /// A path of two or more parts ("src/notifications/mod.rs", "payments/stripe/webhook");
@@ -736,6 +740,9 @@ impl Profile {
             if is_value(w) {
                 let v = w.trim_end_matches(['/', '.']).to_string();
                 tokens.push(Token { key: v.clone(), shown: v, value: true });
+            } else if !w.contains(['-', '_', '.', '/', ':', '+', '=']) {
+                // Nothing to split on (most words): the word itself, as the split would give it.
+                tokens.push(Token { key: w.to_string(), shown: w.to_string(), value: false });
             } else {
                 for part in p.split.split(w).filter(|s| !s.is_empty()) {
                     tokens.push(Token { key: part.to_string(), shown: part.to_string(), value: false });
@@ -764,8 +771,9 @@ impl Profile {
         // Each value's length goes in first, so that ["ab", "c"] and ["a", "bc"] hash apart.
         let values_hash = values.iter().fold(FNV_START, |h, v| fnv(fnv(h, &v.len().to_le_bytes()), v.as_bytes()));
         let word_hash_of: Vec<u64> = words.iter().map(|w| fnv(FNV_START, w.as_bytes())).collect();
-        let mut word_hashes = word_hash_of.clone();
-        word_hashes.sort_unstable();
+        let mut word_at: Vec<(u64, u32)> = word_hash_of.iter().enumerate().map(|(i, &h)| (h, i as u32)).collect();
+        word_at.sort_unstable();
+        let mut word_hashes: Vec<u64> = word_at.iter().map(|&(h, _)| h).collect();
         word_hashes.dedup();
         let mut pair_hashes: Vec<u64> = tokens
             .windows(2)
@@ -786,6 +794,7 @@ impl Profile {
             pair_lengths,
             word_hash_of,
             word_hashes,
+            word_at,
             pair_hashes,
             loose,
             negated,
@@ -794,7 +803,8 @@ impl Profile {
 
     /// Whether `word` (whose hash is `hash`) is among its words: the hashes first.
     fn holds_word(&self, word: &str, hash: u64) -> bool {
-        self.word_hashes.binary_search(&hash).is_ok() && self.words.binary_search_by(|w| w.as_str().cmp(word)).is_ok()
+        let at = self.word_at.partition_point(|&(h, _)| h < hash);
+        self.word_at[at..].iter().take_while(|&&(h, _)| h == hash).any(|&(_, i)| self.words[i as usize] == word)
     }
 
     /// Whether the two hold different values (sorted, each once): their hashes first.
@@ -1297,17 +1307,29 @@ pub fn duplication(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) 
 /// [`duplication`] when the values, a negation or the closeness settle it (nothing, then),
 /// else `None`. It reads the two sides alike: swapped, the answer is the same.
 pub fn settled(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Option<f64> {
-    if a.values_differ(b) || a.negated != b.negated {
-        // Values on one side only, unless joining compound words changes them (it never
-        // does: only words are joined). Looked at first: it settles most templated pairs
-        // without counting their shared values.
+    if apart(a, b) {
+        // Looked at first: it settles most templated pairs without counting their shared values.
         return Some(0.0);
     }
+    too_far(a, jaccard, cosine).then_some(0.0)
+}
+
+/// Whether values on one side only or a negation on one side only make the two different
+/// memories whatever their closeness: the first thing [`settled`] looks at, and all of it that
+/// reads neither the word overlap nor the cosine (so a search can ask it before computing
+/// them). Joining compound words never changes it: only words are joined.
+pub fn apart(a: &Profile, b: &Profile) -> bool {
+    a.values_differ(b) || a.negated != b.negated
+}
+
+/// Whether two memories that are not [`apart`] are too far from each other to be duplicates:
+/// the rest of [`settled`] (`a` holds the values both hold).
+pub fn too_far(a: &Profile, jaccard: f64, cosine: Option<f64>) -> bool {
     // Equal sets of values (sorted, each once): every value is shared.
     let shared = a.values.len();
     let closeness =
         jaccard.max(cosine.map_or(0.0, semantic)) + SHARED_VALUE_BONUS * shared.min(SHARED_VALUES_COUNTED) as f64;
-    (closeness < DUPLICATE_AT).then_some(0.0)
+    closeness < DUPLICATE_AT
 }
 
 /// [`duplication`] of a pair that [`settled`] does not settle.
