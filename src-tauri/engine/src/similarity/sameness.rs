@@ -192,6 +192,12 @@ pub struct Profile {
     /// Per token: a content word (not a value, a stop word or a negation), the tokens a swapped
     /// word is looked for among.
     loose: Vec<bool>,
+    /// Each of `keys` as (its hash, its position), sorted: the keys equal to another text's
+    /// key are among those of its hash.
+    key_at: Vec<(u64, u32)>,
+    /// The positions of the keys that may be one typo apart from another (`Mark::typo`), in
+    /// order.
+    typo_at: Vec<u32>,
     negated: bool,
 }
 
@@ -253,9 +259,12 @@ fn same_at(a: &Profile, i: usize, b: &Profile, j: usize) -> bool {
     if mx.hash == my.hash && x == y {
         return true;
     }
-    if !(mx.typo && my.typo) {
-        return false;
-    }
+    mx.typo && my.typo && one_typo_apart(x, mx, y, my)
+}
+
+/// [`same_at`]'s second way for two keys that may be one typo apart (`Mark::typo` on both):
+/// one letter apart without being opposites (equal keys are [`same_at`]'s first way).
+fn one_typo_apart(x: &str, mx: Mark, y: &str, my: Mark) -> bool {
     let apart = if mx.ascii && my.ascii {
         mx.len.abs_diff(my.len) <= 1
             && (mx.bytes ^ my.bytes).count_ones() <= 2
@@ -611,13 +620,29 @@ fn opposite(a: &str, b: &str) -> bool {
     if a == b {
         return false;
     }
-    if OPPOSITES.iter().any(|&(x, y)| (x == a && y == b) || (x == b && y == a)) {
+    // Most pairs hold a word of no opposite pair: one look in a set of them each, not a walk
+    // through every pair.
+    static LISTED: std::sync::LazyLock<rustc_hash::FxHashSet<&'static str>> =
+        std::sync::LazyLock::new(|| OPPOSITES.iter().flat_map(|&(x, y)| [x, y]).collect());
+    if LISTED.contains(a)
+        && LISTED.contains(b)
+        && OPPOSITES.iter().any(|&(x, y)| (x == a && y == b) || (x == b && y == a))
+    {
         return true;
     }
-    ["un", "in", "dis", "non", "im", "ir", "il"].iter().any(|p| {
-        (a.len() > p.len() + 2 && a.strip_prefix(p) == Some(b))
-            || (b.len() > p.len() + 2 && b.strip_prefix(p) == Some(a))
-    })
+    negative_of(a, b) || negative_of(b, a)
+}
+
+/// Whether `long` is `short` with a negative prefix ("unlocked" / "locked"), `short` holding
+/// three bytes or more.
+fn negative_of(long: &str, short: &str) -> bool {
+    // The prefix's length is the difference of theirs (the lengths first: most pairs differ in
+    // more than a prefix).
+    let extra = long.len().wrapping_sub(short.len());
+    (extra == 2 || extra == 3)
+        && short.len() > 2
+        && long.ends_with(short)
+        && ["un", "in", "dis", "non", "im", "ir", "il"].iter().any(|p| p.len() == extra && long.starts_with(p))
 }
 
 fn is_value(w: &str) -> bool {
@@ -755,7 +780,10 @@ impl Profile {
 
     fn from_tokens(tokens: Vec<Token>) -> Profile {
         let keys: Vec<String> = tokens.iter().map(|t| if t.value { t.key.clone() } else { stem(&t.key) }).collect();
-        let marks = keys.iter().map(|k| Mark::of(k)).collect();
+        let marks: Vec<Mark> = keys.iter().map(|k| Mark::of(k)).collect();
+        let mut key_at: Vec<(u64, u32)> = marks.iter().enumerate().map(|(i, m)| (m.hash, i as u32)).collect();
+        key_at.sort_unstable();
+        let typo_at: Vec<u32> = (0..marks.len()).filter(|&i| marks[i].typo).map(|i| i as u32).collect();
         let mut values: Vec<String> = tokens.iter().filter(|t| t.value).map(|t| t.key.clone()).collect();
         values.sort_unstable();
         values.dedup();
@@ -797,6 +825,8 @@ impl Profile {
             word_at,
             pair_hashes,
             loose,
+            key_at,
+            typo_at,
             negated,
         }
     }
@@ -1073,14 +1103,30 @@ fn template_swapped(a: &Profile, b: &Profile, swap: bool) -> (bool, bool) {
     })
 }
 
-/// The bit table of [`Scratch::rows`] for the first `n` keys of `a` and `m` of `b`.
+/// The bit table of [`Scratch::rows`] for the first `n` keys of `a` and `m` of `b`: bit
+/// `(i, j)` is [`same_at`]. Its two ways of being true are looked for apart, each only where it
+/// can be: equal keys among the keys of equal hash (found by `b`'s sorted hashes), and one typo
+/// apart only between keys that may be so (`Mark::typo` on both sides).
 fn fill_rows(a: &Profile, b: &Profile, n: usize, m: usize, rows: &mut Vec<u64>) {
     let w = m.div_ceil(64);
     rows.clear();
     rows.resize(n * w, 0);
     for (i, row) in rows.chunks_exact_mut(w.max(1)).take(n).enumerate() {
-        for j in 0..m {
-            row[j / 64] |= u64::from(same_at(a, i, b, j)) << (j % 64);
+        let (x, mx) = (a.keys[i].as_str(), a.marks[i]);
+        let at = b.key_at.partition_point(|&(h, _)| h < mx.hash);
+        for &(_, j) in b.key_at[at..].iter().take_while(|&&(h, _)| h == mx.hash) {
+            let j = j as usize;
+            if j < m && b.keys[j] == x {
+                row[j / 64] |= 1 << (j % 64);
+            }
+        }
+        if mx.typo {
+            for &j in b.typo_at.iter().take_while(|&&j| (j as usize) < m) {
+                let j = j as usize;
+                if one_typo_apart(x, mx, &b.keys[j], b.marks[j]) {
+                    row[j / 64] |= 1 << (j % 64);
+                }
+            }
         }
     }
 }
@@ -1787,5 +1833,68 @@ mod tests {
             }
         }
         assert!(apart > 10_000, "{apart} pairs one typo apart");
+    }
+
+    #[test]
+    fn the_word_order_table_is_every_pair_of_words_compared() {
+        // The table is filled by hash and by typo candidates only; each bit must still be what
+        // comparing the two words says, on texts with repeats, typos, non-ASCII words, values and
+        // texts longer than one row of 64 words.
+        let long: String = (0..150).map(|i| format!("word{} servcie ", i % 40)).collect();
+        let texts = [
+            "the dashboard servcie is unlocked and the service is locked",
+            "the dashbaord service is locked, the dashboard servcie unlocked",
+            "Café naïve résumé: the café is naive about the résumé",
+            "cafe naive resume; the cafés are naïve",
+            "Retry limit 3 for sender sender sender sender",
+            "retry limits 5 for senders sendre",
+            "authorised authorized authorizes authorising",
+            long.as_str(),
+            "",
+        ];
+        for x in texts {
+            for y in texts {
+                let (a, b) = (Profile::of(x), Profile::of(y));
+                let (n, m) = (a.keys.len().min(ORDER_WORDS), b.keys.len().min(ORDER_WORDS));
+                let mut rows = Vec::new();
+                fill_rows(&a, &b, n, m, &mut rows);
+                let w = m.div_ceil(64);
+                for i in 0..n {
+                    for j in 0..m {
+                        let bit = rows[i * w + j / 64] >> (j % 64) & 1 == 1;
+                        assert_eq!(bit, same_at(&a, i, &b, j), "{:?} / {:?} in {x:?} / {y:?}", a.keys[i], b.keys[j]);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn opposites_are_the_listed_pairs_and_the_negative_prefixes() {
+        // As defined: a listed pair either way round, or a negative prefix on a word of three
+        // bytes or more.
+        let plain = |a: &str, b: &str| {
+            a != b
+                && (OPPOSITES.iter().any(|&(x, y)| (x == a && y == b) || (x == b && y == a))
+                    || ["un", "in", "dis", "non", "im", "ir", "il"].iter().any(|p| {
+                        (a.len() > p.len() + 2 && a.strip_prefix(p) == Some(b))
+                            || (b.len() > p.len() + 2 && b.strip_prefix(p) == Some(a))
+                    }))
+        };
+        let mut words: Vec<String> = OPPOSITES.iter().flat_map(|&(x, y)| [x.to_string(), y.to_string()]).collect();
+        for w in ["lock", "able", "on", "run", "valid", "é", "ét", "été", "xyz", "secure", "possible", "legal"] {
+            words.push(w.to_string());
+            for p in ["un", "in", "dis", "non", "im", "ir", "il", "u", "no"] {
+                words.push(format!("{p}{w}"));
+            }
+        }
+        let mut found = 0;
+        for a in &words {
+            for b in &words {
+                assert_eq!(opposite(a, b), plain(a, b), "{a} / {b}");
+                found += usize::from(plain(a, b));
+            }
+        }
+        assert!(found > 150, "{found} opposite pairs");
     }
 }
