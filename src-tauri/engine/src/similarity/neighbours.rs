@@ -290,11 +290,12 @@ fn train(ix: &semantic::VectorIndex) -> Vec<f32> {
     for k in 0..c {
         cent.extend_from_slice(&sample[k * sample.len() / c]);
     }
+    let mut dots = Vec::with_capacity(CENTROIDS);
     for _ in 0..ITERATIONS {
         let mut sums = vec![0.0_f32; c * DIMS];
         let mut counts = vec![0usize; c];
         for v in &sample {
-            let best = nearest(&cent, v, 1)[0];
+            let best = nearest(&cent, v, 1, &mut dots)[0];
             counts[best as usize] += 1;
             for (s, x) in sums[best as usize * DIMS..(best as usize + 1) * DIMS].iter_mut().zip(v) {
                 *s += x;
@@ -314,20 +315,6 @@ fn train(ix: &semantic::VectorIndex) -> Vec<f32> {
         }
     }
     cent
-}
-
-/// A dot product in eight independent lanes, which the compiler turns into SIMD (a single
-/// running f32 sum must stay sequential); deterministic for given inputs.
-fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
-    let mut lanes = [0.0_f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
-    for (x, y) in ca.zip(cb) {
-        for ((s, x), y) in lanes.iter_mut().zip(x).zip(y) {
-            *s += x * y;
-        }
-    }
-    lanes.iter().sum::<f32>() + tail
 }
 
 /// The candidates of member `x` (one entry per shared bucket) that share the most buckets with
@@ -350,11 +337,11 @@ fn top_candidates(mut cands: Vec<u32>, x: usize) -> Vec<u32> {
     out
 }
 
-/// The `p` centroids nearest to `v`, nearest first.
-fn nearest(cent: &[f32], v: &[f32], p: usize) -> Vec<u16> {
+/// The `p` centroids nearest to `v`, nearest first (`dots`: room for the dot products, reused).
+fn nearest(cent: &[f32], v: &[f32], p: usize, dots: &mut Vec<f32>) -> Vec<u16> {
     let mut best: Vec<(f32, u16)> = Vec::with_capacity(p + 1);
-    for (k, c) in cent.chunks_exact(DIMS).enumerate() {
-        let d = dot_f32(c, v);
+    embed::dots_f32(v, cent, dots);
+    for (k, &d) in dots.iter().enumerate() {
         let at = best.partition_point(|&(s, _)| s >= d);
         if at < p {
             best.insert(at, (d, k as u16));
