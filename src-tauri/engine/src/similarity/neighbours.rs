@@ -290,11 +290,12 @@ fn train(ix: &semantic::VectorIndex) -> Vec<f32> {
     for k in 0..c {
         cent.extend_from_slice(&sample[k * sample.len() / c]);
     }
+    let mut dots = Vec::with_capacity(CENTROIDS);
     for _ in 0..ITERATIONS {
         let mut sums = vec![0.0_f32; c * DIMS];
         let mut counts = vec![0usize; c];
         for v in &sample {
-            let best = nearest(&cent, v, 1)[0];
+            let best = nearest(&cent, v, 1, &mut dots)[0];
             counts[best as usize] += 1;
             for (s, x) in sums[best as usize * DIMS..(best as usize + 1) * DIMS].iter_mut().zip(v) {
                 *s += x;
@@ -314,20 +315,6 @@ fn train(ix: &semantic::VectorIndex) -> Vec<f32> {
         }
     }
     cent
-}
-
-/// A dot product in eight independent lanes, which the compiler turns into SIMD (a single
-/// running f32 sum must stay sequential); deterministic for given inputs.
-fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
-    let mut lanes = [0.0_f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
-    for (x, y) in ca.zip(cb) {
-        for ((s, x), y) in lanes.iter_mut().zip(x).zip(y) {
-            *s += x * y;
-        }
-    }
-    lanes.iter().sum::<f32>() + tail
 }
 
 /// The candidates of member `x` (one entry per shared bucket) that share the most buckets with
@@ -350,11 +337,11 @@ fn top_candidates(mut cands: Vec<u32>, x: usize) -> Vec<u32> {
     out
 }
 
-/// The `p` centroids nearest to `v`, nearest first.
-fn nearest(cent: &[f32], v: &[f32], p: usize) -> Vec<u16> {
+/// The `p` centroids nearest to `v`, nearest first (`dots`: room for the dot products, reused).
+fn nearest(cent: &[f32], v: &[f32], p: usize, dots: &mut Vec<f32>) -> Vec<u16> {
     let mut best: Vec<(f32, u16)> = Vec::with_capacity(p + 1);
-    for (k, c) in cent.chunks_exact(DIMS).enumerate() {
-        let d = dot_f32(c, v);
+    embed::dots_f32(v, cent, dots);
+    for (k, &d) in dots.iter().enumerate() {
         let at = best.partition_point(|&(s, _)| s >= d);
         if at < p {
             best.insert(at, (d, k as u16));
@@ -872,7 +859,15 @@ impl<'a> Search<'a> {
     /// What a pair's word overlap and cosine say before the judgment: its kind, and the most
     /// its duplication can be (as stored), or `None` when it cannot be a duplicate. Most
     /// candidates are far from it by these alone, and are not judged.
+    ///
+    /// A pair whose values or negations differ is never a duplicate ([`sameness::apart`]):
+    /// most templated candidates are such pairs, and their profiles (made once per memory)
+    /// tell it for less than their word overlap and cosine cost; leaving them out here keeps
+    /// what [`Search::duplicates_of`] keeps, as their judgment would leave them out.
     fn closeness(&self, t: &Texts, a: usize, b: usize) -> Option<(f32, u8, f64, Option<f64>)> {
+        if sameness::apart(t.profile(a), t.profile(b)) {
+            return None;
+        }
         let j = dedup::jaccard(&t.shingles[a], &t.shingles[b]);
         let cos = match (self.vector_of(a), self.vector_of(b)) {
             (Some((qa, ia)), Some((qb, ib))) => Some(f64::from(embed::cosine_q(qa, ia, qb, ib))),
@@ -889,16 +884,18 @@ impl<'a> Search<'a> {
         Some((bound as f32, kind, j, cos))
     }
 
-    /// A pair's duplication: its closeness when the judgment calls it a duplicate, else 0.
+    /// The duplication of a pair [`Search::closeness`] kept: its closeness when the judgment
+    /// calls it a duplicate, else 0.
     /// What differs in a pair the values, a negation and the closeness leave open is looked
     /// for once, from the lower member's side, whichever side asks first, and the other side
     /// takes that answer; each side's closeness is its own (the quantised cosine of a pair can
     /// differ in its last bit between the two sides).
     fn judged(&self, t: &Texts, a: usize, b: usize, j: f64, cos: Option<f64>) -> f32 {
-        let pa = t.profiles[a].get_or_init(|| sameness::Profile::of(&t.texts[a]));
-        let pb = t.profiles[b].get_or_init(|| sameness::Profile::of(&t.texts[b]));
-        if let Some(d) = sameness::settled(pa, pb, j, cos) {
-            return d as f32;
+        let (pa, pb) = (t.profile(a), t.profile(b));
+        // The pair is not apart ([`Search::closeness`] left those out): the rest of
+        // `sameness::settled`.
+        if sameness::too_far(pa, j, cos) {
+            return 0.0;
         }
         let ((lo, plo), (hi, phi)) = if a < b { ((a, pa), (b, pb)) } else { ((b, pb), (a, pa)) };
         let key = (lo as u32, hi as u32);
@@ -1036,6 +1033,11 @@ impl<'a> Search<'a> {
 }
 
 impl Texts {
+    /// Member `i`'s profile, made on first use.
+    fn profile(&self, i: usize) -> &sameness::Profile {
+        self.profiles[i].get_or_init(|| sameness::Profile::of(&self.texts[i]))
+    }
+
     /// Reads the members a chunk compares (each memory of `cands_of` and its candidates) that
     /// are not read yet.
     fn read_for(&mut self, conn: &Connection, members: &[Member], cands_of: &[(usize, Vec<u32>)]) -> Result<()> {

@@ -183,12 +183,21 @@ pub struct Profile {
     word_hash_of: Vec<u64>,
     /// The same hashes, sorted, each once.
     word_hashes: Vec<u64>,
+    /// Each of `words` as (its hash, its position), sorted: a word is looked up by its hash,
+    /// then compared with the few words of that hash only.
+    word_at: Vec<(u64, u32)>,
     /// The hashes of what two adjacent words spell together, sorted, each once: a pair can
     /// spell a word of another text only if its hash is among that text's `word_hashes`.
     pair_hashes: Vec<u64>,
     /// Per token: a content word (not a value, a stop word or a negation), the tokens a swapped
     /// word is looked for among.
     loose: Vec<bool>,
+    /// Each of `keys` as (its hash, its position), sorted: the keys equal to another text's
+    /// key are among those of its hash.
+    key_at: Vec<(u64, u32)>,
+    /// The positions of the keys that may be one typo apart from another (`Mark::typo`), in
+    /// order.
+    typo_at: Vec<u32>,
     negated: bool,
 }
 
@@ -250,9 +259,12 @@ fn same_at(a: &Profile, i: usize, b: &Profile, j: usize) -> bool {
     if mx.hash == my.hash && x == y {
         return true;
     }
-    if !(mx.typo && my.typo) {
-        return false;
-    }
+    mx.typo && my.typo && one_typo_apart(x, mx, y, my)
+}
+
+/// [`same_at`]'s second way for two keys that may be one typo apart (`Mark::typo` on both):
+/// one letter apart without being opposites (equal keys are [`same_at`]'s first way).
+fn one_typo_apart(x: &str, mx: Mark, y: &str, my: Mark) -> bool {
     let apart = if mx.ascii && my.ascii {
         mx.len.abs_diff(my.len) <= 1
             && (mx.bytes ^ my.bytes).count_ones() <= 2
@@ -413,7 +425,8 @@ fn contractions(mut t: String) -> String {
 /// Quoted strings (backticks, double quotes, typographic quotes, and single quotes that open
 /// and close a phrase rather than an apostrophe) are values; they are cut out of the text.
 fn cut_quoted(text: &str, values: &mut Vec<String>) -> String {
-    let chars: Vec<char> = text.chars().collect();
+    let mut chars: Vec<char> = Vec::with_capacity(text.len());
+    chars.extend(text.chars());
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
     while i < chars.len() {
@@ -608,13 +621,29 @@ fn opposite(a: &str, b: &str) -> bool {
     if a == b {
         return false;
     }
-    if OPPOSITES.iter().any(|&(x, y)| (x == a && y == b) || (x == b && y == a)) {
+    // Most pairs hold a word of no opposite pair: one look in a set of them each, not a walk
+    // through every pair.
+    static LISTED: std::sync::LazyLock<rustc_hash::FxHashSet<&'static str>> =
+        std::sync::LazyLock::new(|| OPPOSITES.iter().flat_map(|&(x, y)| [x, y]).collect());
+    if LISTED.contains(a)
+        && LISTED.contains(b)
+        && OPPOSITES.iter().any(|&(x, y)| (x == a && y == b) || (x == b && y == a))
+    {
         return true;
     }
-    ["un", "in", "dis", "non", "im", "ir", "il"].iter().any(|p| {
-        (a.len() > p.len() + 2 && a.strip_prefix(p) == Some(b))
-            || (b.len() > p.len() + 2 && b.strip_prefix(p) == Some(a))
-    })
+    negative_of(a, b) || negative_of(b, a)
+}
+
+/// Whether `long` is `short` with a negative prefix ("unlocked" / "locked"), `short` holding
+/// three bytes or more.
+fn negative_of(long: &str, short: &str) -> bool {
+    // The prefix's length is the difference of theirs (the lengths first: most pairs differ in
+    // more than a prefix).
+    let extra = long.len().wrapping_sub(short.len());
+    (extra == 2 || extra == 3)
+        && short.len() > 2
+        && long.ends_with(short)
+        && ["un", "in", "dis", "non", "im", "ir", "il"].iter().any(|p| p.len() == extra && long.starts_with(p))
 }
 
 fn is_value(w: &str) -> bool {
@@ -626,7 +655,8 @@ fn is_value(w: &str) -> bool {
         || is_path(w)
         || w.find('@').is_some_and(|at| at > 0)
         || (w.len() >= 8 && bytes.iter().all(u8::is_ascii_hexdigit))
-        || patterns().host.is_match(w)
+        // A host holds a dot (a cheap look before the pattern, which most words fail).
+        || (w.contains('.') && patterns().host.is_match(w))
 }
 
 /// A path of two or more parts ("src/notifications/mod.rs", "payments/stripe/webhook");
@@ -695,11 +725,16 @@ impl Profile {
         let p = patterns();
         let mut quoted = Vec::new();
         let t = cut_quoted(&normalise(text), &mut quoted);
-        let mut tokens: Vec<Token> = quoted
-            .into_iter()
-            .map(|q| Token { key: format!("\"{q}\""), shown: format!("'{q}'"), value: true })
-            .collect();
-        let raw: Vec<&str> = p.token.find_iter(&t).map(|m| m.as_str().trim_end_matches(['.', ':'])).collect();
+        // Room for the tokens at once: grown push by push, these vectors were most of the
+        // reallocations of the first scoring at 3k realistic (`perf`).
+        let mut raw: Vec<&str> = Vec::with_capacity(t.len() / 4 + 1);
+        raw.extend(p.token.find_iter(&t).map(|m| m.as_str().trim_end_matches(['.', ':'])));
+        let mut tokens: Vec<Token> = Vec::with_capacity(quoted.len() + raw.len());
+        tokens.extend(quoted.into_iter().map(|q| Token {
+            key: format!("\"{q}\""),
+            shown: format!("'{q}'"),
+            value: true,
+        }));
         let mut i = 0;
         while i < raw.len() {
             let w = raw[i];
@@ -736,6 +771,9 @@ impl Profile {
             if is_value(w) {
                 let v = w.trim_end_matches(['/', '.']).to_string();
                 tokens.push(Token { key: v.clone(), shown: v, value: true });
+            } else if !w.contains(['-', '_', '.', '/', ':', '+', '=']) {
+                // Nothing to split on (most words): the word itself, as the split would give it.
+                tokens.push(Token { key: w.to_string(), shown: w.to_string(), value: false });
             } else {
                 for part in p.split.split(w).filter(|s| !s.is_empty()) {
                     tokens.push(Token { key: part.to_string(), shown: part.to_string(), value: false });
@@ -748,7 +786,10 @@ impl Profile {
 
     fn from_tokens(tokens: Vec<Token>) -> Profile {
         let keys: Vec<String> = tokens.iter().map(|t| if t.value { t.key.clone() } else { stem(&t.key) }).collect();
-        let marks = keys.iter().map(|k| Mark::of(k)).collect();
+        let marks: Vec<Mark> = keys.iter().map(|k| Mark::of(k)).collect();
+        let mut key_at: Vec<(u64, u32)> = marks.iter().enumerate().map(|(i, m)| (m.hash, i as u32)).collect();
+        key_at.sort_unstable();
+        let typo_at: Vec<u32> = (0..marks.len()).filter(|&i| marks[i].typo).map(|i| i as u32).collect();
         let mut values: Vec<String> = tokens.iter().filter(|t| t.value).map(|t| t.key.clone()).collect();
         values.sort_unstable();
         values.dedup();
@@ -764,8 +805,9 @@ impl Profile {
         // Each value's length goes in first, so that ["ab", "c"] and ["a", "bc"] hash apart.
         let values_hash = values.iter().fold(FNV_START, |h, v| fnv(fnv(h, &v.len().to_le_bytes()), v.as_bytes()));
         let word_hash_of: Vec<u64> = words.iter().map(|w| fnv(FNV_START, w.as_bytes())).collect();
-        let mut word_hashes = word_hash_of.clone();
-        word_hashes.sort_unstable();
+        let mut word_at: Vec<(u64, u32)> = word_hash_of.iter().enumerate().map(|(i, &h)| (h, i as u32)).collect();
+        word_at.sort_unstable();
+        let mut word_hashes: Vec<u64> = word_at.iter().map(|&(h, _)| h).collect();
         word_hashes.dedup();
         let mut pair_hashes: Vec<u64> = tokens
             .windows(2)
@@ -786,15 +828,19 @@ impl Profile {
             pair_lengths,
             word_hash_of,
             word_hashes,
+            word_at,
             pair_hashes,
             loose,
+            key_at,
+            typo_at,
             negated,
         }
     }
 
     /// Whether `word` (whose hash is `hash`) is among its words: the hashes first.
     fn holds_word(&self, word: &str, hash: u64) -> bool {
-        self.word_hashes.binary_search(&hash).is_ok() && self.words.binary_search_by(|w| w.as_str().cmp(word)).is_ok()
+        let at = self.word_at.partition_point(|&(h, _)| h < hash);
+        self.word_at[at..].iter().take_while(|&&(h, _)| h == hash).any(|&(_, i)| self.words[i as usize] == word)
     }
 
     /// Whether the two hold different values (sorted, each once): their hashes first.
@@ -1063,14 +1109,30 @@ fn template_swapped(a: &Profile, b: &Profile, swap: bool) -> (bool, bool) {
     })
 }
 
-/// The bit table of [`Scratch::rows`] for the first `n` keys of `a` and `m` of `b`.
+/// The bit table of [`Scratch::rows`] for the first `n` keys of `a` and `m` of `b`: bit
+/// `(i, j)` is [`same_at`]. Its two ways of being true are looked for apart, each only where it
+/// can be: equal keys among the keys of equal hash (found by `b`'s sorted hashes), and one typo
+/// apart only between keys that may be so (`Mark::typo` on both sides).
 fn fill_rows(a: &Profile, b: &Profile, n: usize, m: usize, rows: &mut Vec<u64>) {
     let w = m.div_ceil(64);
     rows.clear();
     rows.resize(n * w, 0);
     for (i, row) in rows.chunks_exact_mut(w.max(1)).take(n).enumerate() {
-        for j in 0..m {
-            row[j / 64] |= u64::from(same_at(a, i, b, j)) << (j % 64);
+        let (x, mx) = (a.keys[i].as_str(), a.marks[i]);
+        let at = b.key_at.partition_point(|&(h, _)| h < mx.hash);
+        for &(_, j) in b.key_at[at..].iter().take_while(|&&(h, _)| h == mx.hash) {
+            let j = j as usize;
+            if j < m && b.keys[j] == x {
+                row[j / 64] |= 1 << (j % 64);
+            }
+        }
+        if mx.typo {
+            for &j in b.typo_at.iter().take_while(|&&j| (j as usize) < m) {
+                let j = j as usize;
+                if one_typo_apart(x, mx, &b.keys[j], b.marks[j]) {
+                    row[j / 64] |= 1 << (j % 64);
+                }
+            }
         }
     }
 }
@@ -1297,17 +1359,29 @@ pub fn duplication(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) 
 /// [`duplication`] when the values, a negation or the closeness settle it (nothing, then),
 /// else `None`. It reads the two sides alike: swapped, the answer is the same.
 pub fn settled(a: &Profile, b: &Profile, jaccard: f64, cosine: Option<f64>) -> Option<f64> {
-    if a.values_differ(b) || a.negated != b.negated {
-        // Values on one side only, unless joining compound words changes them (it never
-        // does: only words are joined). Looked at first: it settles most templated pairs
-        // without counting their shared values.
+    if apart(a, b) {
+        // Looked at first: it settles most templated pairs without counting their shared values.
         return Some(0.0);
     }
+    too_far(a, jaccard, cosine).then_some(0.0)
+}
+
+/// Whether values on one side only or a negation on one side only make the two different
+/// memories whatever their closeness: the first thing [`settled`] looks at, and all of it that
+/// reads neither the word overlap nor the cosine (so a search can ask it before computing
+/// them). Joining compound words never changes it: only words are joined.
+pub fn apart(a: &Profile, b: &Profile) -> bool {
+    a.values_differ(b) || a.negated != b.negated
+}
+
+/// Whether two memories that are not [`apart`] are too far from each other to be duplicates:
+/// the rest of [`settled`] (`a` holds the values both hold).
+pub fn too_far(a: &Profile, jaccard: f64, cosine: Option<f64>) -> bool {
     // Equal sets of values (sorted, each once): every value is shared.
     let shared = a.values.len();
     let closeness =
         jaccard.max(cosine.map_or(0.0, semantic)) + SHARED_VALUE_BONUS * shared.min(SHARED_VALUES_COUNTED) as f64;
-    (closeness < DUPLICATE_AT).then_some(0.0)
+    closeness < DUPLICATE_AT
 }
 
 /// [`duplication`] of a pair that [`settled`] does not settle.
@@ -1765,5 +1839,68 @@ mod tests {
             }
         }
         assert!(apart > 10_000, "{apart} pairs one typo apart");
+    }
+
+    #[test]
+    fn the_word_order_table_is_every_pair_of_words_compared() {
+        // The table is filled by hash and by typo candidates only; each bit must still be what
+        // comparing the two words says, on texts with repeats, typos, non-ASCII words, values and
+        // texts longer than one row of 64 words.
+        let long: String = (0..150).map(|i| format!("word{} servcie ", i % 40)).collect();
+        let texts = [
+            "the dashboard servcie is unlocked and the service is locked",
+            "the dashbaord service is locked, the dashboard servcie unlocked",
+            "Café naïve résumé: the café is naive about the résumé",
+            "cafe naive resume; the cafés are naïve",
+            "Retry limit 3 for sender sender sender sender",
+            "retry limits 5 for senders sendre",
+            "authorised authorized authorizes authorising",
+            long.as_str(),
+            "",
+        ];
+        for x in texts {
+            for y in texts {
+                let (a, b) = (Profile::of(x), Profile::of(y));
+                let (n, m) = (a.keys.len().min(ORDER_WORDS), b.keys.len().min(ORDER_WORDS));
+                let mut rows = Vec::new();
+                fill_rows(&a, &b, n, m, &mut rows);
+                let w = m.div_ceil(64);
+                for i in 0..n {
+                    for j in 0..m {
+                        let bit = rows[i * w + j / 64] >> (j % 64) & 1 == 1;
+                        assert_eq!(bit, same_at(&a, i, &b, j), "{:?} / {:?} in {x:?} / {y:?}", a.keys[i], b.keys[j]);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn opposites_are_the_listed_pairs_and_the_negative_prefixes() {
+        // As defined: a listed pair either way round, or a negative prefix on a word of three
+        // bytes or more.
+        let plain = |a: &str, b: &str| {
+            a != b
+                && (OPPOSITES.iter().any(|&(x, y)| (x == a && y == b) || (x == b && y == a))
+                    || ["un", "in", "dis", "non", "im", "ir", "il"].iter().any(|p| {
+                        (a.len() > p.len() + 2 && a.strip_prefix(p) == Some(b))
+                            || (b.len() > p.len() + 2 && b.strip_prefix(p) == Some(a))
+                    }))
+        };
+        let mut words: Vec<String> = OPPOSITES.iter().flat_map(|&(x, y)| [x.to_string(), y.to_string()]).collect();
+        for w in ["lock", "able", "on", "run", "valid", "é", "ét", "été", "xyz", "secure", "possible", "legal"] {
+            words.push(w.to_string());
+            for p in ["un", "in", "dis", "non", "im", "ir", "il", "u", "no"] {
+                words.push(format!("{p}{w}"));
+            }
+        }
+        let mut found = 0;
+        for a in &words {
+            for b in &words {
+                assert_eq!(opposite(a, b), plain(a, b), "{a} / {b}");
+                found += usize::from(plain(a, b));
+            }
+        }
+        assert!(found > 150, "{found} opposite pairs");
     }
 }
