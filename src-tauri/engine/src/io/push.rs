@@ -361,7 +361,7 @@ fn push_memories(dst: &Connection, memories: &[Vec<Value>], report: &mut PushRep
         })
         .collect();
     for chunk in sigs.chunks(ROWS_PER_INSERT) {
-        crate::ops::rows::store_derived_on_server(dst, "lethe_signatures_store", chunk.iter().map(Vec::as_slice))?;
+        crate::storage::postgres::store_derived(dst, "lethe_signatures_store", chunk.iter().map(Vec::as_slice))?;
     }
     Ok(())
 }
@@ -438,7 +438,7 @@ fn push_rows_of(
     vectors.retain(|v| matches!(&v[2], Value::Blob(b) if b.len() == crate::embed::VECTOR_BYTES));
     for chunk in vectors.chunks(ROWS_PER_INSERT) {
         report.vectors +=
-            crate::ops::rows::store_derived_on_server(dst, "lethe_vectors_store", chunk.iter().map(Vec::as_slice))?;
+            crate::storage::postgres::store_derived(dst, "lethe_vectors_store", chunk.iter().map(Vec::as_slice))?;
     }
     Ok(())
 }

@@ -562,8 +562,8 @@ fn import_chunk(tx: &Transaction, chunk: &[PreparedRow]) -> Result<(usize, usize
     let vectors: Vec<&[Value; 3]> = new.iter().filter_map(|r| r.vector.as_ref()).collect();
     if tx.is_postgres() {
         // The team store's functions check each row (Lethe's roles hold no write right there).
-        crate::ops::rows::store_derived_on_server(tx, "lethe_signatures_store", new.iter().map(|r| &r.signature[..]))?;
-        crate::ops::rows::store_derived_on_server(tx, "lethe_vectors_store", vectors.iter().map(|v| &v[..]))?;
+        crate::storage::postgres::store_derived(tx, "lethe_signatures_store", new.iter().map(|r| &r.signature[..]))?;
+        crate::storage::postgres::store_derived(tx, "lethe_vectors_store", vectors.iter().map(|v| &v[..]))?;
         return Ok((new.len(), skipped));
     }
     tx.prepare_cached(&multi_row_sql(

@@ -149,53 +149,6 @@ pub(crate) fn insert_memories_on_server(
     ids.collect()
 }
 
-/// Derived rows (`[memory id, text, bytes]`: a signature's hash and band keys, a vector's
-/// model and bytes; `[rowid, model, hash, keys, list]`: a neighbour list) to the team store's
-/// function `lethe_signatures_store`, `lethe_vectors_store` or `lethe_neighbours_store` in one
-/// call, the bytes as hex (Lethe's roles hold no write right on
-/// those tables there). Returns the rows stored.
-pub(crate) fn store_derived_on_server<'a>(
-    tx: &Connection,
-    function: &str,
-    rows: impl Iterator<Item = &'a [crate::storage::db::Value]>,
-) -> Result<usize> {
-    use crate::storage::db::Value;
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let json: Vec<serde_json::Value> = rows
-        .map(|r| {
-            serde_json::Value::Array(
-                r.iter()
-                    .map(|v| match v {
-                        Value::Null => serde_json::Value::Null,
-                        Value::Integer(n) => (*n).into(),
-                        Value::Real(x) => (*x).into(),
-                        Value::Text(t) => t.as_str().into(),
-                        Value::Blob(b) => {
-                            let mut s = String::with_capacity(2 * b.len());
-                            for x in b {
-                                s.push(HEX[(x >> 4) as usize] as char);
-                                s.push(HEX[(x & 15) as usize] as char);
-                            }
-                            s.into()
-                        }
-                    })
-                    .collect(),
-            )
-        })
-        .collect();
-    if json.is_empty() {
-        return Ok(0);
-    }
-    let sql = match function {
-        "lethe_signatures_store" => "SELECT lethe_signatures_store(?1)",
-        "lethe_vectors_store" => "SELECT lethe_vectors_store(?1)",
-        "lethe_neighbours_store" => "SELECT lethe_neighbours_store(?1)",
-        other => return Err(Error::invalid(format!("no team store function {other} for derived rows"))),
-    };
-    Ok(tx.prepare_cached(sql)?.query_row([serde_json::Value::Array(json).to_string()], |r| r.get::<_, i64>(0))?
-        as usize)
-}
-
 /// A memory's tags (the engine's JSON array), on either store.
 pub(crate) fn set_tags(tx: &Connection, id: &str, tags: &[String]) -> Result<()> {
     let json = serde_json::to_string(tags)?;

@@ -1118,7 +1118,7 @@ const LISTS_PER_CALL: usize = 5_000;
 fn put_lists(conn: &Connection, rows: &[[crate::storage::db::Value; 5]]) -> Result<()> {
     if conn.is_postgres() {
         for chunk in rows.chunks(LISTS_PER_CALL) {
-            crate::ops::rows::store_derived_on_server(conn, "lethe_neighbours_store", chunk.iter().map(|r| &r[..]))?;
+            crate::storage::postgres::store_derived(conn, "lethe_neighbours_store", chunk.iter().map(|r| &r[..]))?;
         }
         return Ok(());
     }

@@ -110,8 +110,10 @@ BEGIN
         IF mt IS NULL THEN
             CONTINUE;
         END IF;
+        -- A vector of another model replaced takes a new rowid, as a new row does: readers that
+        -- keep the index in memory look for vectors stored above the highest rowid they read.
         INSERT INTO @S@.lethe_vector (memory_id, model, vec, team) VALUES (r ->> 0, r ->> 1, v, mt)
-        ON CONFLICT (memory_id, team) DO UPDATE SET model = EXCLUDED.model, vec = EXCLUDED.vec
+        ON CONFLICT (memory_id, team) DO UPDATE SET model = EXCLUDED.model, vec = EXCLUDED.vec, rowid = DEFAULT
             WHERE @S@.lethe_vector.model <> EXCLUDED.model;
         GET DIAGNOSTICS c = ROW_COUNT;
         n := n + c;
