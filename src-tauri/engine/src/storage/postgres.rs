@@ -582,47 +582,6 @@ pub fn setup(url: &str) -> Result<SetupReport> {
     Ok(SetupReport { server: display(url), schema_version: SCHEMA_VERSION, applied, vector_search, vector_note })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn urls_are_told_from_paths_and_shown_without_passwords() {
-        assert!(is_url("postgres://a:b@h:5432/d"));
-        assert!(is_url("PostgreSQL://h/d"));
-        assert!(!is_url("/tmp/postgres://x.db"));
-        assert!(!is_url("memory.db"));
-        let shown = display("postgres://agent:s3cret@127.0.0.1:5433/team");
-        assert_eq!(shown, "postgres://agent@127.0.0.1:5433/team");
-        assert!(!shown.contains("s3cret"));
-    }
-
-    #[test]
-    fn a_multi_host_address_is_shown_with_every_host_and_its_session_attributes() {
-        let url = "postgres://agent:s3cret@10.0.0.1:5432,10.0.0.2:5433/team?target_session_attrs=read-write";
-        assert!(is_url(url));
-        let shown = display(url);
-        assert_eq!(shown, "postgres://agent@10.0.0.1:5432,10.0.0.2:5433/team?target_session_attrs=read-write");
-        assert!(!shown.contains("s3cret"));
-        // Each host its own port in a URL, the default port where none is given.
-        assert_eq!(display("postgres://a@h1,h2:6000/d"), "postgres://a@h1:5432,h2:6000/d");
-        assert_eq!(display("postgres://a@h1,h2/d"), "postgres://a@h1:5432,h2:5432/d");
-        let config = postgres::Config::from_str(url).unwrap();
-        assert_eq!(config.get_hosts().len(), 2, "the driver reads both hosts");
-        assert_eq!(config.get_target_session_attrs(), postgres::config::TargetSessionAttrs::ReadWrite);
-    }
-
-    #[test]
-    fn connection_failures_that_can_heal_are_told_from_those_that_cannot() {
-        // A refused connection (no server on the port) heals when a host comes up; a
-        // refused role or password never does, so it is not waited on.
-        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let config = postgres::Config::from_str(&format!("postgres://a@127.0.0.1:{free}/d")).unwrap();
-        let e = config.connect(postgres::NoTls).err().expect("nothing listens there");
-        assert!(transient(&e), "{e}");
-    }
-}
-
 /// Derived rows (`[memory id, text, bytes]`: a signature's hash and band keys, a vector's
 /// model and bytes; `[rowid, model, hash, keys, list]`: a neighbour list) to the team store's
 /// function `lethe_signatures_store`, `lethe_vectors_store` or `lethe_neighbours_store` in one
@@ -668,4 +627,45 @@ pub(crate) fn store_derived<'a>(
     };
     Ok(tx.prepare_cached(sql)?.query_row([serde_json::Value::Array(json).to_string()], |r| r.get::<_, i64>(0))?
         as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_told_from_paths_and_shown_without_passwords() {
+        assert!(is_url("postgres://a:b@h:5432/d"));
+        assert!(is_url("PostgreSQL://h/d"));
+        assert!(!is_url("/tmp/postgres://x.db"));
+        assert!(!is_url("memory.db"));
+        let shown = display("postgres://agent:s3cret@127.0.0.1:5433/team");
+        assert_eq!(shown, "postgres://agent@127.0.0.1:5433/team");
+        assert!(!shown.contains("s3cret"));
+    }
+
+    #[test]
+    fn a_multi_host_address_is_shown_with_every_host_and_its_session_attributes() {
+        let url = "postgres://agent:s3cret@10.0.0.1:5432,10.0.0.2:5433/team?target_session_attrs=read-write";
+        assert!(is_url(url));
+        let shown = display(url);
+        assert_eq!(shown, "postgres://agent@10.0.0.1:5432,10.0.0.2:5433/team?target_session_attrs=read-write");
+        assert!(!shown.contains("s3cret"));
+        // Each host its own port in a URL, the default port where none is given.
+        assert_eq!(display("postgres://a@h1,h2:6000/d"), "postgres://a@h1:5432,h2:6000/d");
+        assert_eq!(display("postgres://a@h1,h2/d"), "postgres://a@h1:5432,h2:5432/d");
+        let config = postgres::Config::from_str(url).unwrap();
+        assert_eq!(config.get_hosts().len(), 2, "the driver reads both hosts");
+        assert_eq!(config.get_target_session_attrs(), postgres::config::TargetSessionAttrs::ReadWrite);
+    }
+
+    #[test]
+    fn connection_failures_that_can_heal_are_told_from_those_that_cannot() {
+        // A refused connection (no server on the port) heals when a host comes up; a
+        // refused role or password never does, so it is not waited on.
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let config = postgres::Config::from_str(&format!("postgres://a@127.0.0.1:{free}/d")).unwrap();
+        let e = config.connect(postgres::NoTls).err().expect("nothing listens there");
+        assert!(transient(&e), "{e}");
+    }
 }
