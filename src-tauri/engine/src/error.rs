@@ -114,8 +114,10 @@ impl Error {
             Error::Db(e) if is_not_a_db(e) => "db_unavailable",
             Error::Pg(e) if pg_retryable(e) => "busy",
             Error::Pg(e) if pg_state(e) == Some("42501") => "forbidden",
-            // The team store's write functions refuse bad arguments and unknown ids with these.
-            Error::Pg(e) if matches!(pg_state(e), Some("22023") | Some("22004")) => "invalid_input",
+            // The team store's write functions refuse bad arguments with these; the rest of the
+            // data exceptions (class 22: a NUL or an escape JSON on the server cannot hold, a
+            // text the server cannot read as a number or a date) are bad input too.
+            Error::Pg(e) if pg_state(e).is_some_and(|s| s.starts_with("22")) => "invalid_input",
             Error::Pg(e) if pg_state(e) == Some("P0002") => "not_found",
             Error::Pg(e) if e.is_closed() => "db_unavailable",
             Error::Db(_) | Error::Pg(_) | Error::NoRows | Error::Column(_) | Error::Io(_) | Error::Integrity(_) => {
