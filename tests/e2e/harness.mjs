@@ -87,6 +87,7 @@ function startTauriDriver(env) {
  */
 export async function openApp(db, { home = tempHome() } = {}) {
   if (!existsSync(APP)) throw new Error(`build the app first: ${APP} is missing`);
+  tail.length = 0;
   startTauriDriver(homeEnv(home));
   const args = db ? ['--db', db] : [];
   await new Promise((r) => setTimeout(r, 800));
@@ -110,6 +111,10 @@ export async function closeApp(driver) {
   try {
     if (driver) await driver.quit();
   } finally {
+    // What the window said on stderr (it reopened the file, its page process ended, a write
+    // failed): in the test's output, so that a failure on another machine explains itself.
+    const said = tail.join('').split('\n').filter((l) => l.startsWith('lethe:'));
+    for (const line of said) console.log(`window: ${line}`);
     if (driverProc) {
       const p = driverProc;
       driverProc = null;

@@ -116,7 +116,7 @@ impl FileGuard {
         let wal = file_id(&sibling(&path, "-wal"));
         let shm = file_id(&sibling(&path, "-shm"));
         let mut guard = FileGuard { path, db, wal, shm, locks_visible: false };
-        guard.locks_visible = guard.locks_held() == Some(true);
+        guard.locks_visible = guard.locks_held(LOCK_READS) == Some(true);
         Ok(Some(guard))
     }
 
@@ -147,15 +147,31 @@ impl FileGuard {
                 return Err(FileTrouble::WalReplaced);
             }
         }
-        if self.locks_visible && self.locks_held() == Some(false) {
+        if self.locks_visible && self.locks_held(LOCK_READS) == Some(false) {
             return Err(FileTrouble::LocksLost);
         }
         Ok(())
     }
 
     /// Whether this process holds a lock on both the database file and its `-shm`, by
-    /// `/proc/locks`; `None` where that cannot be read.
-    fn locks_held(&self) -> Option<bool> {
+    /// `/proc/locks` read up to `reads` times until it shows them; `None` where that cannot be
+    /// read. One read is no snapshot: the kernel writes the table a page at a time, and a lock
+    /// taken or released anywhere on the machine between two pages shifts the lines, so one
+    /// can be skipped. A lock that is really gone stays gone, so it is missing from every read.
+    fn locks_held(&self, reads: usize) -> Option<bool> {
+        for read in 0..reads {
+            if read > 0 {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+            if self.locks_in_one_read()? {
+                return Some(true);
+            }
+        }
+        Some(false)
+    }
+
+    /// [`FileGuard::locks_held`] by one read of `/proc/locks`.
+    fn locks_in_one_read(&self) -> Option<bool> {
         let shm = self.shm?;
         let table = std::fs::read_to_string("/proc/locks").ok()?;
         let pid = std::process::id().to_string();
@@ -173,6 +189,10 @@ impl FileGuard {
         Some(on_db && on_shm)
     }
 }
+
+/// Reads of `/proc/locks` that must all miss a lock before it counts as dropped (see
+/// [`FileGuard::locks_held`]); a held lock is found by the first read that shows it.
+const LOCK_READS: usize = 4;
 
 /// SQLite's unix locking layout: the byte range of the shared lock on the database file
 /// (`SHARED_FIRST`, `SHARED_SIZE`), and the `-shm`'s "in use" byte (`UNIX_SHM_DMS`).
@@ -314,6 +334,65 @@ mod tests {
         assert_eq!(again.check(), Ok(()));
         drop(std::fs::File::open(&path).unwrap());
         assert_eq!(again.check(), Err(FileTrouble::LocksLost), "the database file's own lock too");
+        close_without_checkpoint(conn);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// Locks of this process on other files (POSIX locks, as SQLite takes on the `-shm`'s
+    /// other bytes) taken and released as fast as two threads can while the guard checks:
+    /// each change shifts the lines of `/proc/locks` under a reader, which then skips one now
+    /// and again. A window that took that for lost locks opened its file again in the middle
+    /// of a person's work.
+    #[cfg(target_os = "linux")]
+    #[test]
+    #[allow(unsafe_code)]
+    fn locks_that_come_and_go_elsewhere_meanwhile_are_no_lost_locks() {
+        use std::os::fd::AsRawFd;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        fn set(file: &std::fs::File, kind: libc::c_int) {
+            // SAFETY: as in `read_lock_description`: a zeroed plain struct read by the call.
+            unsafe {
+                let mut lock: libc::flock = std::mem::zeroed();
+                lock.l_type = kind as libc::c_short;
+                lock.l_whence = libc::SEEK_SET as libc::c_short;
+                lock.l_len = 1;
+                libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &lock);
+            }
+        }
+        let (dir, path) = temp_db("churn");
+        let conn = store::open(&path).unwrap();
+        let guard = FileGuard::capture(&conn).unwrap().unwrap();
+        assert!(guard.locks_visible);
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for t in 0..2 {
+                let (dir, stop) = (&dir, &stop);
+                s.spawn(move || {
+                    let files: Vec<_> = (0..64)
+                        .map(|i| {
+                            let f = dir.join(format!("other-{t}-{i}"));
+                            std::fs::OpenOptions::new()
+                                .read(true)
+                                .write(true)
+                                .create(true)
+                                .truncate(false)
+                                .open(f)
+                                .unwrap()
+                        })
+                        .collect();
+                    while !stop.load(Ordering::Relaxed) {
+                        files.iter().for_each(|f| set(f, libc::F_WRLCK));
+                        files.iter().for_each(|f| set(f, libc::F_UNLCK));
+                    }
+                });
+            }
+            let lost = (0..5000).filter(|_| guard.check().is_err()).count();
+            stop.store(true, Ordering::Relaxed);
+            assert_eq!(lost, 0, "checks that saw lost locks while every lock was held");
+        });
+        assert_eq!(guard.check(), Ok(()));
+        drop(std::fs::File::open(&path).unwrap());
+        assert_eq!(guard.check(), Err(FileTrouble::LocksLost), "a real loss is still seen");
         close_without_checkpoint(conn);
         std::fs::remove_dir_all(dir).unwrap();
     }
