@@ -212,8 +212,9 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// signatures), so that the next launch reads them instead of searching again (at 100k
 /// imported memories, ≈ 15 s at every launch). Lists are stored for the content they were
 /// searched for: one changed meanwhile is searched again.
-fn keep_searched(path: &Path, snap: &Arc<Snapshot>) {
-    if snap.searched == 0 && snap.unsigned == 0 {
+fn keep_searched(path: &Path, read_only: bool, snap: &Arc<Snapshot>) {
+    // A file the window may not write keeps nothing (and says nothing of it).
+    if read_only || (snap.searched == 0 && snap.unsigned == 0) {
         return;
     }
     let (path, snap) = (path.to_path_buf(), Arc::clone(snap));
@@ -473,6 +474,7 @@ impl AppState {
     /// reports to the progress sink and stops (`cancelled`) when `cancel` is set.
     pub fn snapshot_at(&self, cancel: Option<&AtomicBool>) -> ApiResult<(u64, Journal, Arc<Snapshot>)> {
         let (generation, path) = self.with_db(|db| Ok((db.generation, db.path.clone())))?;
+        let read_only = self.info().read_only;
         let sink = lock(&self.progress).clone();
         let report = |stage: LoadStage, done: usize, total: usize| {
             if let Some(sink) = &sink {
@@ -505,7 +507,7 @@ impl AppState {
                     Some(None) => {}
                 }
                 let snap = Arc::new(Snapshot::load_with(&c.conn, &job)?);
-                keep_searched(&path, &snap);
+                keep_searched(&path, read_only, &snap);
                 (c.journal, c.snap) = (journal, Arc::clone(&snap));
                 return Ok((c.journal.clone(), snap));
             }
@@ -513,7 +515,7 @@ impl AppState {
             store::no_checkpoint_on_close(&conn);
             let journal = Journal::at(&conn)?;
             let snap = Arc::new(Snapshot::load_with(&conn, &job)?);
-            keep_searched(&path, &snap);
+            keep_searched(&path, read_only, &snap);
             let old =
                 cache.replace(SnapshotCache { generation, conn, journal: journal.clone(), snap: Arc::clone(&snap) });
             drop(old);

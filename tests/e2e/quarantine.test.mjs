@@ -51,6 +51,21 @@ async function timed(driver, act, cond, timeoutMs = 30_000) {
   return r.ms;
 }
 
+/**
+ * Sets the control `testid` to `value` as a person's edit does (the event Svelte listens to).
+ * The control is found when it is set, not through a handle kept across the waits before:
+ * WebKit's driver forgets a handle whose element was out of the document at any one of its
+ * calls, and has been seen to forget the search box's here now and again.
+ */
+async function setControl(driver, testid, value, event) {
+  await driver.executeScript(
+    `const s = document.querySelector('[data-testid="' + arguments[0] + '"]'); s.value = arguments[1]; s.dispatchEvent(new Event(arguments[2], { bubbles: true }));`,
+    testid,
+    value,
+    event,
+  );
+}
+
 const OPENED = `
   const rows = document.querySelectorAll('[data-testid="quarantine-row"]').length;
   const count = document.querySelector('[data-testid="quarantine-count"]')?.textContent.replace(/\\D/g, '');
@@ -96,14 +111,14 @@ test('Quarantine with 40,000 memories opens in a second and restores a selection
     assert.ok(inPage < 80, `virtualised: ${inPage} rows in the page`);
 
     // Who deleted it: the agent's three, by its name.
-    const by = await byTestId(driver, 'quarantine-filter-by');
-    await driver.executeScript(`const s = arguments[0]; s.value = 'agent:e2e'; s.dispatchEvent(new Event('change', { bubbles: true }));`, by);
+    await byTestId(driver, 'quarantine-filter-by');
+    await setControl(driver, 'quarantine-filter-by', 'agent:e2e', 'change');
     await waitFor(async () => (await driver.findElements(css('[data-testid="quarantine-row"]'))).length === 3, 10_000, 'three by the agent');
     const shownIds = await driver.executeScript(`return [...document.querySelectorAll('[data-testid="quarantine-row"]')].map((r) => r.dataset.id).sort();`);
     assert.deepEqual(shownIds, [...byAgent].sort());
     const whoText = await driver.executeScript(`return [...document.querySelectorAll('[data-testid="deleted-by"]')].map((e) => e.textContent.trim());`);
     assert.deepEqual(whoText, ['agent:e2e', 'agent:e2e', 'agent:e2e']);
-    await driver.executeScript(`const s = arguments[0]; s.value = ''; s.dispatchEvent(new Event('change', { bubbles: true }));`, by);
+    await setControl(driver, 'quarantine-filter-by', '', 'change');
     await waitFor(async () => (await driver.findElements(css('[data-testid="quarantine-row"]'))).length > 10, 10_000, 'all again');
 
     // Search narrows to the matching ones, with their number.
@@ -112,12 +127,12 @@ test('Quarantine with 40,000 memories opens in a second and restores a selection
     // The engine searches: while the words are typed, each answer counts what the text so far
     // matches; the last one counts both words.
     await waitFor(async () => /^5,000 of 40,003 match/.test(await (await byTestId(driver, 'quarantine-shown')).getText()), 20_000, 'search count');
-    await driver.executeScript(`const s = arguments[0]; s.value = ''; s.dispatchEvent(new Event('input', { bubbles: true }));`, search);
+    await setControl(driver, 'quarantine-search', '', 'input');
     await waitFor(async () => /^40,003 memories/.test(await (await byTestId(driver, 'quarantine-shown')).getText()), 10_000, 'search cleared');
 
     // Oldest deletions first: the import's rows 39,999 down to 39,000 are the first 1,000.
-    const sort = await byTestId(driver, 'quarantine-sort');
-    await driver.executeScript(`const s = arguments[0]; s.value = 'deleted-asc'; s.dispatchEvent(new Event('change', { bubbles: true }));`, sort);
+    await byTestId(driver, 'quarantine-sort');
+    await setControl(driver, 'quarantine-sort', 'deleted-asc', 'change');
     await waitFor(async () => (await driver.executeScript(`return document.querySelector('[data-testid="quarantine-row"][aria-rowindex="1"]')?.dataset.id;`)) === 'mem_q039999', 10_000, 'oldest first');
 
     // Click the first row, scroll to the 1,000th and shift-click it.
