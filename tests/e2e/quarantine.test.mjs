@@ -138,6 +138,12 @@ test('Quarantine with 40,000 memories opens in a second and restores a selection
     // Click the first row, scroll to the 1,000th and shift-click it.
     const firstRow = await driver.findElement(css('[data-testid="quarantine-row"][aria-rowindex="1"] .preview'));
     await firstRow.click();
+    // A person sees the row selected before going on; so does the test.
+    await waitFor(
+      () => driver.executeScript(`return document.querySelector('[data-testid="quarantine-row"][aria-rowindex="1"]')?.getAttribute('aria-selected') === 'true' && document.querySelector('[data-testid="quarantine-selected-count"]')?.textContent === '1';`),
+      10_000,
+      'the first row selected',
+    );
     await driver.executeScript(`const sc = document.querySelector('[data-testid="quarantine-table"]'); sc.scrollTop = ${999 * ROW_H - 200}; sc.dispatchEvent(new Event('scroll'));`);
     const target = await waitFor(async () => (await driver.findElements(css('[data-testid="quarantine-row"][aria-rowindex="1000"] .preview')))[0], 10_000, 'row 1,000');
     await driver.actions().keyDown(Key.SHIFT).click(target).keyUp(Key.SHIFT).perform();
