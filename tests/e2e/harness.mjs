@@ -4,6 +4,7 @@ import { mkdtempSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { after } from 'node:test';
 import { Builder, By, until } from 'selenium-webdriver';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -45,6 +46,8 @@ export function dropDerived(db) {
 }
 
 let driverProc = null;
+/** Each session's drivers' process. */
+const owner = new WeakMap();
 const tail = [];
 
 /**
@@ -79,7 +82,33 @@ function startTauriDriver(env) {
     tail.push(String(d));
     while (tail.length > 50) tail.shift();
   });
+  // Neither keeps this process alive: a test that timed out before its closeApp leaves them
+  // running, and the file's process must still end (and end them, below).
+  driverProc.unref();
+  driverProc.stderr.unref();
 }
+
+/**
+ * Ends the drivers' process group (tauri-driver, WebKitWebDriver and the window) and returns
+ * the process, or null when none runs.
+ */
+function killDriver() {
+  const p = driverProc;
+  if (!p) return null;
+  driverProc = null;
+  try {
+    process.kill(-p.pid, 'SIGKILL'); // the group we created: tauri-driver + WebKitWebDriver
+  } catch {
+    p.kill('SIGKILL');
+  }
+  p.stderr?.destroy();
+  return p;
+}
+// A window left by a test that timed out (its closeApp never ran, or hangs on a driver that
+// does not answer) goes when the file's tests are done, so that the file's process ends and
+// the drivers' ports are free for the files after it.
+after(killDriver);
+process.on('exit', killDriver);
 
 /**
  * Starts the window on `db` (none: the app chooses, as when started from the desktop) with
@@ -88,6 +117,8 @@ function startTauriDriver(env) {
 export async function openApp(db, { home = tempHome() } = {}) {
   if (!existsSync(APP)) throw new Error(`build the app first: ${APP} is missing`);
   tail.length = 0;
+  // The window of a test of this file that timed out before its closeApp.
+  killDriver();
   startTauriDriver(homeEnv(home));
   const args = db ? ['--db', db] : [];
   await new Promise((r) => setTimeout(r, 800));
@@ -98,6 +129,7 @@ export async function openApp(db, { home = tempHome() } = {}) {
         .usingServer('http://127.0.0.1:4444/')
         .withCapabilities({ browserName: 'wry', 'tauri:options': { application: APP, args } })
         .build();
+      owner.set(driver, driverProc);
       return driver;
     } catch (e) {
       lastErr = e;
@@ -111,20 +143,16 @@ export async function closeApp(driver) {
   try {
     if (driver) await driver.quit();
   } finally {
-    // What the window said on stderr (it reopened the file, its page process ended, a write
-    // failed): in the test's output, so that a failure on another machine explains itself.
-    const said = tail.join('').split('\n').filter((l) => l.startsWith('lethe:'));
-    for (const line of said) console.log(`window: ${line}`);
-    if (driverProc) {
-      const p = driverProc;
-      driverProc = null;
+    // A test that timed out closes late, when the next test's window may already be up (and
+    // its own drivers ended): only the drivers of this session are ended here.
+    const p = driverProc;
+    if (p && (!driver || owner.get(driver) === p)) {
+      // What the window said on stderr (it reopened the file, its page process ended, a
+      // write failed): in the test's output, so that a failure elsewhere explains itself.
+      const said = tail.join('').split('\n').filter((l) => l.startsWith('lethe:'));
+      for (const line of said) console.log(`window: ${line}`);
       const exited = p.exitCode !== null || p.signalCode !== null ? Promise.resolve() : new Promise((r) => p.once('exit', r));
-      try {
-        process.kill(-p.pid, 'SIGKILL'); // the group we created: tauri-driver + WebKitWebDriver
-      } catch {
-        p.kill('SIGKILL');
-      }
-      p.stderr?.destroy();
+      killDriver();
       await Promise.race([exited, new Promise((r) => setTimeout(r, 3000))]);
     }
   }
