@@ -88,13 +88,10 @@ function startTauriDriver(env) {
   driverProc.stderr.unref();
 }
 
-/**
- * Ends the drivers' process group (tauri-driver, WebKitWebDriver and the window) and returns
- * the process, or null when none runs.
- */
+/** Ends the drivers' process group (tauri-driver, WebKitWebDriver and the window), if any. */
 function killDriver() {
   const p = driverProc;
-  if (!p) return null;
+  if (!p) return;
   driverProc = null;
   try {
     process.kill(-p.pid, 'SIGKILL'); // the group we created: tauri-driver + WebKitWebDriver
@@ -102,7 +99,6 @@ function killDriver() {
     p.kill('SIGKILL');
   }
   p.stderr?.destroy();
-  return p;
 }
 // A window left by a test that timed out (its closeApp never ran, or hangs on a driver that
 // does not answer) goes when the file's tests are done, so that the file's process ends and
